@@ -1,0 +1,338 @@
+"""Load and validate question banks (``bank/*.json``) into graders.Question objects.
+
+Every problem becomes a Problem naming the file, the case_no and the field; all of a
+file's problems are reported together so one ``exam bank check`` finds them all.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from exam.errors import BankError, Problem
+from graders import FieldSpec, PatternError, Question, ToolExpectation, normalize, parse_entry
+
+QUESTION_KEYS = (
+    "case_no", "category", "severity", "input", "expect_status", "expect_facts",
+    "expect_forbidden", "budget", "golden", "counterexamples", "fields", "numbers_grounded",
+    "expect_tools", "forbidden_tools", "tool_args", "max_steps", "tags", "notes",
+)
+DEFAULT_KEYS = tuple(k for k in QUESTION_KEYS if k not in ("case_no", "input", "golden",
+                                                            "counterexamples"))
+FILE_KEYS = ("agent", "description", "options", "defaults", "questions")
+BUDGET_KEYS = ("attempts", "model_calls", "tokens", "latency_ms")
+FIELD_KEYS = ("mode", "values", "keywords", "note")
+OPTION_KEYS = ("fold_script",)
+# Keys that do not change how a reply is graded: left out of the question digest.
+UNGRADED_KEYS = ("golden", "counterexamples", "tags", "notes", "category", "severity")
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """A question as the bank holds it: the grading spec plus what surrounds it."""
+
+    question: Question
+    golden: tuple[Any, ...] = ()
+    counterexamples: tuple[Any, ...] = ()
+    tags: tuple[str, ...] = ()
+    notes: str = ""
+    digest: str = ""  # of what affects grading: a change re-flags stored runs
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def case_no(self) -> str:
+        return self.question.case_no
+
+    @property
+    def category(self) -> str:
+        return self.question.category
+
+
+@dataclass(frozen=True, slots=True)
+class Bank:
+    path: str
+    agent: str
+    items: tuple[Item, ...]
+    digest: str
+
+    def by_case(self) -> dict[str, Item]:
+        return {i.case_no: i for i in self.items}
+
+
+@lru_cache(maxsize=1)
+def _validators():
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads(resources.files("exam").joinpath("schema/bank.schema.json").read_text())
+    defs = schema["$defs"]
+
+    def sub(name: str):
+        return Draft202012Validator({"$defs": defs, "$ref": f"#/$defs/{name}"})
+
+    return sub("question"), sub("budget")
+
+
+def _path(parts: Iterable[Any]) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _describe(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _schema_message(err) -> str:
+    found = _describe(err.instance)
+    if err.validator == "type":
+        want = err.validator_value
+        want = " or ".join(want) if isinstance(want, list) else want
+        return f"expected {want}, found {found}"
+    if err.validator == "enum":
+        return f"expected one of {', '.join(map(str, err.validator_value))}, found {found}"
+    if err.validator in ("minimum", "exclusiveMinimum"):
+        return f"expected a number ≥ {err.validator_value}, found {found}"
+    if err.validator == "minLength":
+        return "expected a non-empty string, found \"\""
+    if err.validator == "required":
+        return err.message.replace("is a required property", "is required")
+    return err.message
+
+
+def _unknown_keys(obj: Mapping[str, Any], known: tuple[str, ...]) -> list[tuple[str, str]]:
+    out = []
+    for key in obj:
+        if key not in known:
+            near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = f" (did you mean {near[0]!r}?)" if near else f" (known keys: {', '.join(known)})"
+            out.append((key, f"unknown key {key!r}{hint}"))
+    return out
+
+
+def _digest(obj: Any) -> str:
+    data = json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            yield str(k)
+            yield from _strings(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _strings(v)
+    elif value is not None and not isinstance(value, bool):
+        yield str(value)
+
+
+def input_text(work_order: Mapping[str, Any], *, fold: bool = False) -> str:
+    """Every string in the work order, normalised: what quoting and numbers are checked against."""
+    return normalize("\n".join(_strings(work_order)), fold=fold)
+
+
+class _Collector:
+    def __init__(self, file: str):
+        self.file = file
+        self.problems: list[Problem] = []
+
+    def add(self, where: str, message: str) -> None:
+        self.problems.append(Problem(self.file, where, message))
+
+
+def _merge(defaults: Mapping[str, Any], raw: Mapping[str, Any]) -> dict[str, Any]:
+    merged = {**defaults, **raw}
+    if isinstance(defaults.get("budget"), dict) and isinstance(raw.get("budget"), dict):
+        merged["budget"] = {**defaults["budget"], **raw["budget"]}
+    if isinstance(defaults.get("tags"), list) and isinstance(raw.get("tags"), list):
+        merged["tags"] = list(dict.fromkeys([*defaults["tags"], *raw["tags"]]))
+    return merged
+
+
+def _patterns(col: _Collector, where: str, raw: list[Any], fold: bool):
+    entries = []
+    if not isinstance(raw, list):
+        return ()  # the schema check has reported it
+    for i, pattern in enumerate(raw):
+        if not isinstance(pattern, str):
+            continue  # the schema check has reported it
+        try:
+            entries.append(parse_entry(pattern, fold=fold))
+        except PatternError as exc:
+            col.add(f"{where}[{i}]", str(exc))
+    return tuple(entries)
+
+
+def _build(col: _Collector, label: str, q: Mapping[str, Any], fold: bool) -> Item | None:
+    before = len(col.problems)
+    facts = _patterns(col, f"{label}.expect_facts", q.get("expect_facts", []), fold)
+    forbidden = _patterns(col, f"{label}.expect_forbidden", q.get("expect_forbidden", []), fold)
+    expect_tools = _patterns(col, f"{label}.expect_tools", q.get("expect_tools", []), False)
+    forbidden_tools = _patterns(col, f"{label}.forbidden_tools", q.get("forbidden_tools", []), False)
+    fields = []
+    for path, spec in q.get("fields", {}).items():
+        where = f"{label}.fields.{path}"
+        for key, msg in _unknown_keys(spec, FIELD_KEYS):
+            col.add(f"{where}.{key}", msg)
+        mode = spec["mode"]
+        if mode == "exact_set" and "values" not in spec:
+            col.add(where, "mode exact_set needs 'values' (the exact set expected)")
+        if mode == "must_include" and "keywords" not in spec:
+            col.add(where, "mode must_include needs 'keywords' ([] means: any non-empty value)")
+        fields.append(FieldSpec(path, mode, tuple(spec.get("values", ())),
+                                tuple(spec.get("keywords", ())), spec.get("note", "")))
+    budget = q.get("budget", {})
+    for key, msg in _unknown_keys(budget, BUDGET_KEYS):
+        col.add(f"{label}.budget.{key}", msg)
+    tools = ToolExpectation(
+        expect_tools, forbidden_tools,
+        {t: {a: tuple(v) for a, v in args.items()} for t, args in q.get("tool_args", {}).items()},
+        q.get("max_steps"),
+    )
+    graded = (
+        "expect_status" in q or facts or forbidden or q.get("numbers_grounded")
+        or any(f.mode != "ignore" for f in fields) or tools
+        or q.get("expect_facts") or q.get("expect_forbidden")
+    )
+    if not graded:
+        col.add(label, "nothing to grade: give expect_facts, expect_forbidden, expect_status, "
+                       "a graded field, numbers_grounded or a tool expectation")
+    if len(col.problems) > before:
+        return None
+    question = Question(
+        case_no=q["case_no"], input=q["input"], category=q.get("category", ""),
+        severity=q.get("severity", "major"), expect_status=q.get("expect_status"),
+        facts=facts, forbidden=forbidden, fields=tuple(fields),
+        numbers_grounded=bool(q.get("numbers_grounded", False)),
+        budget={k: v for k, v in budget.items() if k in BUDGET_KEYS}, tools=tools,
+        fold_script=fold, input_text=input_text(q["input"], fold=fold),
+    )
+    digest = _digest({k: v for k, v in q.items() if k not in UNGRADED_KEYS})
+    return Item(question, tuple(q.get("golden", ())), tuple(q.get("counterexamples", ())),
+                tuple(q.get("tags", ())), q.get("notes", ""), digest, dict(q))
+
+
+def parse_bank(data: Any, file: str) -> tuple[Bank | None, list[Problem]]:
+    """Validate parsed JSON; returns the bank (None if any problem) and every problem found."""
+    col = _Collector(file)
+    qvalidator, _ = _validators()
+    stem = Path(file).stem
+    if isinstance(data, list):
+        agent, defaults, options, questions = stem, {}, {}, data
+    elif isinstance(data, dict):
+        for key, msg in _unknown_keys(data, FILE_KEYS):
+            col.add(key, msg)
+        agent = data.get("agent", stem)
+        defaults = data.get("defaults", {})
+        options = data.get("options", {})
+        questions = data.get("questions")
+        if not isinstance(agent, str) or not agent:
+            col.add("agent", f"expected a non-empty string, found {_describe(agent)}")
+        if not isinstance(defaults, dict):
+            col.add("defaults", f"expected object, found {_describe(defaults)}")
+            defaults = {}
+        if not isinstance(options, dict):
+            col.add("options", f"expected object, found {_describe(options)}")
+            options = {}
+        for key, msg in _unknown_keys(options, OPTION_KEYS):
+            col.add(f"options.{key}", msg)
+        if not isinstance(options.get("fold_script", False), bool):
+            col.add("options.fold_script", "expected true or false")
+        for key, msg in _unknown_keys(defaults, DEFAULT_KEYS):
+            col.add(f"defaults.{key}", msg)
+        for err in qvalidator.iter_errors(defaults):
+            col.add(_path(["defaults", *err.absolute_path]), _schema_message(err))
+        if questions is None:
+            col.add("questions", "is required: the list of questions")
+            questions = []
+        elif not isinstance(questions, list):
+            col.add("questions", f"expected array, found {_describe(questions)}")
+            questions = []
+    else:
+        col.add("", f"expected a JSON array of questions or an object with 'questions', "
+                    f"found {type(data).__name__}")
+        return None, col.problems
+
+    fold = bool(options.get("fold_script", False))
+    items: list[Item] = []
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(questions):
+        if not isinstance(raw, dict):
+            col.add(f"questions[{index}]", f"expected object, found {_describe(raw)}")
+            continue
+        case_no = raw.get("case_no")
+        label = case_no if isinstance(case_no, str) and case_no else f"questions[{index}]"
+        if "case_no" not in raw:
+            col.add(label, "missing 'case_no' (each question needs a unique id, e.g. \"W1-01\")")
+        elif isinstance(case_no, str) and case_no in seen:
+            col.add(f"{label}.case_no",
+                    f"duplicate case_no {case_no!r} (also questions[{seen[case_no]}])")
+        elif isinstance(case_no, str):
+            seen[case_no] = index
+        if "input" not in raw:
+            col.add(label, "missing 'input' (the work order POSTed to the agent)")
+        for key, msg in _unknown_keys(raw, QUESTION_KEYS):
+            col.add(f"{label}.{key}", msg)
+        q = _merge(defaults, raw)
+        errors = list(qvalidator.iter_errors(q))
+        for err in errors:
+            col.add(_path([label, *err.absolute_path]), _schema_message(err))
+        if errors or "input" not in q or "case_no" not in q:
+            # still report every bad pattern in one pass
+            for key in ("expect_facts", "expect_forbidden"):
+                _patterns(col, f"{label}.{key}", q.get(key, []), False)
+            continue
+        item = _build(col, label, q, fold)
+        if item is not None:
+            items.append(item)
+    if col.problems:
+        return None, col.problems
+    digest = _digest([{"case_no": i.case_no, "d": i.digest} for i in items])
+    return Bank(file, agent, tuple(items), digest), []
+
+
+def read_bank(path: str | Path) -> tuple[Bank | None, list[Problem]]:
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, [Problem(file, "", "no such file")]
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [Problem(file, "", f"cannot read: {exc}")]
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, [Problem(file, "", f"invalid JSON at line {exc.lineno}, column {exc.colno}: "
+                                        f"{exc.msg}")]
+    return parse_bank(data, file)
+
+
+def load_bank(path: str | Path) -> Bank:
+    """Load one bank file or raise BankError with every problem in it."""
+    bank, problems = read_bank(path)
+    if problems:
+        raise BankError(problems)
+    assert bank is not None
+    return bank
+
+
+def bank_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Expand directories to their ``*.json`` files, sorted; files are kept as given."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out.extend(sorted(p.glob("*.json")))
+        else:
+            out.append(p)
+    return out

@@ -1,0 +1,80 @@
+"""``exam grade BANK REPLIES``: grade replies recorded elsewhere, calling nothing."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from exam.bank import Bank
+from exam.errors import ExamError
+from exam.replies import read_body, to_reply
+from graders import Grade, grade
+
+RUN_STATUSES = ("ok", "timeout", "http_error", "bad_reply", "truncated", "blocked")
+LINE_KEYS = ("case_no", "reply", "repeat", "status", "attempts", "model_calls", "tokens",
+             "latency_ms", "run_status")
+
+
+@dataclass(frozen=True, slots=True)
+class GradedLine:
+    repeat: int
+    grade: Grade
+
+
+def _int(path: str, n: int, key: str, value: Any) -> int | float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ExamError(f"{path}: line {n}: {key}: expected a number, found {value!r}")
+    return value
+
+
+def grade_file(bank: Bank, replies_path: str | Path) -> list[GradedLine]:
+    path = str(replies_path)
+    try:
+        lines = Path(replies_path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ExamError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    items = bank.by_case()
+    out = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ExamError(f"{path}: line {n}: invalid JSON at column {exc.colno}: {exc.msg}") \
+                from None
+        if not isinstance(obj, dict):
+            raise ExamError(f"{path}: line {n}: expected a JSON object with case_no and reply")
+        unknown = [k for k in obj if k not in LINE_KEYS]
+        if unknown:
+            raise ExamError(f"{path}: line {n}: unknown key {unknown[0]!r} "
+                            f"(known: {', '.join(LINE_KEYS)})")
+        case_no = obj.get("case_no")
+        if case_no not in items:
+            raise ExamError(f"{path}: line {n}: case_no {case_no!r} is not in {bank.path}")
+        if "reply" not in obj:
+            raise ExamError(f"{path}: line {n}: {case_no}: missing 'reply'")
+        run_status = obj.get("run_status", "ok")
+        if run_status not in RUN_STATUSES:
+            raise ExamError(f"{path}: line {n}: {case_no}.run_status: expected one of "
+                            f"{', '.join(RUN_STATUSES)}, found {run_status!r}")
+        read = read_body(obj["reply"])
+        if read.problem and run_status == "ok":
+            run_status = "bad_reply"
+        figures = {k: _int(path, n, k, obj.get(k)) for k in ("attempts", "model_calls", "tokens",
+                                                              "latency_ms")}
+        reply = to_reply(read, **{k: v for k, v in figures.items()
+                                   if v is not None or k in ("attempts", "latency_ms")},
+                         run_status=run_status)
+        if "status" in obj:
+            from dataclasses import replace
+
+            reply = replace(reply, status=None if obj["status"] is None else str(obj["status"]))
+        repeat = obj.get("repeat", 1)
+        out.append(GradedLine(int(repeat) if isinstance(repeat, int) else 1,
+                              grade(items[case_no].question, reply)))
+    return out

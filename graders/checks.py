@@ -1,0 +1,165 @@
+"""One function per kind of check; each returns a CheckResult with its evidence."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from graders.model import CheckResult, FieldSpec, Reply
+from graders.negation import AMBIGUOUS, classify
+from graders.normalize import normalize
+from graders.patterns import Entry, find_all
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def check_fact(name: str, entry: Entry, text: str) -> CheckResult:
+    """Must appear, asserted. Negated, asked or hypothetical occurrences do not count."""
+    seen = []
+    for m in find_all(entry, text):
+        occ = classify(text, m.start, m.end)
+        if occ.kind in ("asserted", "quoted"):
+            return CheckResult(name, "pass", evidence=occ.sentence)
+        seen.append(occ)
+    unclear = [o for o in seen if o.kind in AMBIGUOUS]
+    if unclear:
+        return CheckResult(
+            name, "needs_human", evidence="only unclear occurrences: " + unclear[0].describe()
+        )
+    if seen:
+        return CheckResult(
+            name, "fail", missing=(entry.source,),
+            evidence="occurs only " + "; ".join(o.describe() for o in seen[:3]),
+        )
+    return CheckResult(name, "fail", missing=(entry.source,), evidence="not found in the reply")
+
+
+def check_forbidden(name: str, entry: Entry, text: str, input_text: str) -> CheckResult:
+    """Must not be asserted. Every occurrence is classified; one asserted is enough to fail."""
+    occs = [classify(text, m.start, m.end, input_text=input_text) for m in find_all(entry, text)]
+    asserted = [o for o in occs if o.kind == "asserted"]
+    if asserted:
+        return CheckResult(
+            name, "fail", unexpected=(entry.source,), evidence="asserted: " + asserted[0].sentence
+        )
+    unclear = [o for o in occs if o.kind in AMBIGUOUS]
+    if unclear:
+        return CheckResult(name, "needs_human", evidence=unclear[0].describe())
+    if occs:
+        return CheckResult(name, "pass", evidence="; ".join(o.describe() for o in occs[:3]))
+    return CheckResult(name, "pass", evidence="not found")
+
+
+def check_status(expected: str, reply: Reply) -> CheckResult:
+    if reply.status is None:
+        return CheckResult("status", "not_graded", evidence="the reply reports no status")
+    if normalize(str(reply.status)) == normalize(expected):
+        return CheckResult("status", "pass", evidence=f"status {reply.status!r}")
+    return CheckResult(
+        "status", "fail", missing=(expected,), unexpected=(str(reply.status),),
+        evidence=f"expected status {expected!r}, the agent reported {reply.status!r}",
+    )
+
+
+def _lookup(body: Any, path: str) -> tuple[bool, Any]:
+    cur = body
+    for part in path.split("."):
+        if isinstance(cur, Mapping) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
+            return False, None
+    return True, cur
+
+
+def _as_strings(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, list | tuple | set):
+        return [str(v) for v in value if v is not None]
+    return [str(value)]
+
+
+def check_field(spec: FieldSpec, reply: Reply, *, fold: bool = False) -> CheckResult:
+    name = f"field.{spec.path}"
+    if spec.mode == "ignore":
+        return CheckResult(name, "not_graded", evidence=spec.note or "ignored by the bank")
+    found, value = _lookup(reply.body, spec.path)
+    if not found:
+        return CheckResult(
+            name, "fail", missing=spec.values or spec.keywords,
+            evidence=f"the reply has no field {spec.path!r}",
+        )
+    got = [normalize(v, fold=fold) for v in _as_strings(value)]
+    if spec.mode == "exact_set":
+        expected = {normalize(v, fold=fold) for v in spec.values}
+        gotset = set(got)
+        missing = tuple(sorted(expected - gotset))
+        unexpected = tuple(sorted(gotset - expected))
+        outcome = "fail" if missing or unexpected else "pass"
+        return CheckResult(name, outcome, missing, unexpected, evidence=f"{spec.path} = {got}")
+    got = [g for g in got if g]
+    if not spec.keywords:
+        ok = bool(got)
+        return CheckResult(
+            name, "pass" if ok else "fail", evidence=f"{spec.path} = {got}" if ok else "empty"
+        )
+    missing = tuple(
+        kw for kw in spec.keywords if not any(normalize(kw, fold=fold) in g for g in got)
+    )
+    return CheckResult(
+        name, "fail" if missing else "pass", missing=missing, evidence=f"{spec.path} = {got}"
+    )
+
+
+def canonical_number(raw: str) -> str:
+    """'1,200' → '1200', '09' → '9', '2.50' → '2.5': how a number is compared."""
+    s = raw.replace(",", "")
+    if "." in s:
+        whole, frac = s.split(".", 1)
+        frac = frac.rstrip("0")
+        s = (whole.lstrip("0") or "0") + ("." + frac if frac else "")
+    else:
+        s = s.lstrip("0") or "0"
+    return s
+
+
+def numbers_in(text: str) -> set[str]:
+    return {canonical_number(m.group()) for m in _NUMBER.finditer(text)}
+
+
+def check_numbers_grounded(text: str, input_text: str) -> CheckResult:
+    """Every number in the reply must occur somewhere in the work order (any field, any key)."""
+    grounded = numbers_in(input_text)
+    stray = []
+    for m in _NUMBER.finditer(text):
+        if canonical_number(m.group()) not in grounded and m.group() not in stray:
+            stray.append(m.group())
+    if stray:
+        return CheckResult(
+            "numbers_grounded", "fail", unexpected=tuple(stray),
+            evidence="numbers not in the work order: " + ", ".join(stray),
+        )
+    n = len(list(_NUMBER.finditer(text)))
+    return CheckResult("numbers_grounded", "pass", evidence=f"{n} number(s), all in the work order")
+
+
+_UNITS = {"attempts": "attempt(s)", "model_calls": "model call(s)", "tokens": "token(s)",
+          "latency_ms": "ms"}
+
+
+def check_budget(budget: Mapping[str, float], reply: Reply) -> Iterable[CheckResult]:
+    for key, limit in budget.items():
+        name = f"budget.{key}"
+        value = getattr(reply, key)
+        if value is None:
+            yield CheckResult(name, "not_graded", evidence=f"the agent did not report {key}")
+        elif value > limit:
+            yield CheckResult(
+                name, "fail", unexpected=(f"{value:g}",),
+                evidence=f"{value:g} {_UNITS[key]} > budget {limit:g}",
+            )
+        else:
+            yield CheckResult(name, "pass", evidence=f"{value:g} {_UNITS[key]} ≤ budget {limit:g}")

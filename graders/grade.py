@@ -1,0 +1,52 @@
+"""grade(question, reply) → Grade: the one entry point, a pure function."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from graders import checks
+from graders.model import STRICTNESS, CheckResult, Grade, Question, Reply, Verdict
+from graders.normalize import normalize
+from graders.trajectory import check_tools
+
+GRADER_VERSION = "1.0.0"
+# Bump the rule of a check kind when its behaviour changes: a reviewer's decision on
+# that check (issue 9) is dropped when the rule it was made under changes.
+RULE_VERSIONS: Mapping[str, int] = {
+    "fact": 1, "forbidden": 1, "status": 1, "field": 1, "numbers_grounded": 1, "budget": 1,
+    "tools": 1,
+}
+
+
+def combine(results: tuple[CheckResult, ...] | list[CheckResult]) -> Verdict:
+    """The strictest graded outcome; ``not_graded`` when nothing was graded (never ``pass``)."""
+    outcomes = {r.outcome for r in results}
+    for outcome in STRICTNESS:
+        if outcome in outcomes:
+            return outcome  # type: ignore[return-value]
+    return "not_graded"
+
+
+def grade(
+    question: Question, reply: Reply, *, budget: Mapping[str, float] | None = None
+) -> Grade:
+    """Grade one reply. ``budget`` (the agent's) is overridden key by key by the question's."""
+    if reply.run_status != "ok":
+        return Grade(question.case_no, reply.run_status, None, (), GRADER_VERSION)
+    text = normalize(reply.text or "", fold=question.fold_script)
+    results: list[CheckResult] = []
+    if question.expect_status is not None:
+        results.append(checks.check_status(question.expect_status, reply))
+    for i, entry in enumerate(question.facts):
+        results.append(checks.check_fact(f"fact[{i}]", entry, text))
+    for i, entry in enumerate(question.forbidden):
+        results.append(checks.check_forbidden(f"forbidden[{i}]", entry, text, question.input_text))
+    for spec in question.fields:
+        results.append(checks.check_field(spec, reply, fold=question.fold_script))
+    if question.numbers_grounded:
+        results.append(checks.check_numbers_grounded(text, question.input_text))
+    if question.tools:
+        results.extend(check_tools(question.tools, reply))
+    effective = {**(budget or {}), **question.budget}
+    results.extend(checks.check_budget(effective, reply))
+    return Grade(question.case_no, "ok", combine(results), tuple(results), GRADER_VERSION)

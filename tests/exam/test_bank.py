@@ -1,0 +1,111 @@
+"""Bank loading: every bad input is one clear message naming file, question and field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from exam.bank import load_bank, read_bank
+from exam.errors import BankError
+from tests.conftest import BANK_DIR
+
+GOOD = {"case_no": "W2-07", "input": {"question": "可以貨到付款嗎"}, "expect_facts": ["不提供"]}
+
+
+def write(tmp_path, data, name="W2.json"):
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data, ensure_ascii=False),
+                    encoding="utf-8")
+    return path
+
+
+def problems(tmp_path, data):
+    bank, found = read_bank(write(tmp_path, data))
+    assert bank is None
+    return [str(p) for p in found]
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ('[{"case_no": "W2-07",\n "input": {}', "W2.json: invalid JSON at line 2, column"),
+        ([GOOD, GOOD], "W2.json: W2-07.case_no: duplicate case_no 'W2-07' (also questions[0])"),
+        ([{"case_no": "W2-01", "expect_facts": ["x"]}],
+         "W2.json: W2-01: missing 'input' (the work order POSTed to the agent)"),
+        ([{**GOOD, "expect_fact": ["x"]}],
+         "W2.json: W2-07.expect_fact: unknown key 'expect_fact' (did you mean 'expect_facts'?)"),
+        ([{**GOOD, "expect_forbidden": ["re:(提供"]}],
+         "W2.json: W2-07.expect_forbidden[0]: invalid regex 're:(提供': missing ), unterminated"),
+        ([{**GOOD, "expect_facts": ["a||b"]}],
+         "W2.json: W2-07.expect_facts[0]: empty alternative #2 in 'a||b'"),
+        ([{**GOOD, "expect_facts": [5]}], "W2.json: W2-07.expect_facts[0]: expected string, found 5"),
+        ([{"case_no": "W2-07", "input": {}}], "W2.json: W2-07: nothing to grade"),
+        ([{**GOOD, "severity": "urgent"}],
+         "W2.json: W2-07.severity: expected one of critical, major, minor, found \"urgent\""),
+        ([{**GOOD, "budget": {"token": 5}}],
+         "W2.json: W2-07.budget.token: unknown key 'token' (did you mean 'tokens'?)"),
+        ([{**GOOD, "budget": {"tokens": -1}}],
+         "W2.json: W2-07.budget.tokens: expected a number ≥ 0, found -1"),
+        ([{**GOOD, "input": "可以貨到付款嗎"}], "W2.json: W2-07.input: expected object, found"),
+        ([{**GOOD, "fields": {"ac": {"mode": "exact"}}}],
+         "W2.json: W2-07.fields.ac.mode: expected one of exact_set, must_include, ignore"),
+        ([{**GOOD, "fields": {"ac": {"mode": "exact_set"}}}],
+         "W2.json: W2-07.fields.ac: mode exact_set needs 'values'"),
+        ({"questionz": []}, "W2.json: questionz: unknown key 'questionz' (did you mean 'questions'?)"),
+        ({"defaults": {"budget": {"tokens": "many"}}, "questions": [GOOD]},
+         "W2.json: defaults.budget.tokens: expected integer, found \"many\""),
+        ("42", "W2.json: expected a JSON array of questions or an object with 'questions'"),
+        ([GOOD, "not a question"], "W2.json: questions[1]: expected object, found"),
+    ],
+)
+def test_bad_bank_gives_one_clear_message(tmp_path, data, expected):
+    found = problems(tmp_path, data)
+    assert any(expected in p for p in found), found
+    assert all("Traceback" not in p for p in found)
+
+
+def test_every_problem_in_a_file_is_reported_at_once(tmp_path):
+    found = problems(tmp_path, [{**GOOD, "expect_facts": ["a||b", "re:("]}, {"case_no": "X"}])
+    assert len(found) == 3
+
+
+def test_missing_file_is_named(tmp_path):
+    with pytest.raises(BankError, match="nope.json: no such file"):
+        load_bank(tmp_path / "nope.json")
+
+
+def test_defaults_apply_and_questions_override(tmp_path):
+    path = write(tmp_path, {
+        "agent": "W9",
+        "defaults": {"budget": {"tokens": 3000, "attempts": 1}, "expect_status": "ok",
+                     "severity": "minor"},
+        "questions": [GOOD, {**GOOD, "case_no": "W2-08", "budget": {"tokens": 5000},
+                             "severity": "critical"}],
+    })
+    bank = load_bank(path)
+    a, b = bank.items
+    assert bank.agent == "W9"
+    assert a.question.budget == {"tokens": 3000, "attempts": 1}
+    assert b.question.budget == {"tokens": 5000, "attempts": 1}
+    assert (a.question.severity, b.question.severity) == ("minor", "critical")
+    assert a.question.expect_status == "ok"
+
+
+def test_agent_defaults_to_the_file_name(tmp_path):
+    assert load_bank(write(tmp_path, [GOOD], name="W7.json")).agent == "W7"
+
+
+def test_question_digest_ignores_notes_but_not_expectations(tmp_path):
+    base = load_bank(write(tmp_path, [GOOD])).items[0].digest
+    noted = load_bank(write(tmp_path, [{**GOOD, "notes": "x", "tags": ["y"]}])).items[0].digest
+    changed = load_bank(write(tmp_path, [{**GOOD, "expect_facts": ["不提供貨到付款"]}])).items[0]
+    assert base == noted
+    assert base != changed.digest
+
+
+def test_demo_bank_loads():
+    for agent in ("W1", "W2", "W3"):
+        bank = load_bank(BANK_DIR / f"{agent}.json")
+        assert len(bank.items) == 20
+        assert all(i.golden and i.counterexamples for i in bank.items)

@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from exam.cli import main
+from tests.conftest import BANK_DIR, ROOT
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_demo_bank_is_proven():
+    result = run("bank", "check", str(BANK_DIR))
+    assert result.exit_code == 0, result.output
+    assert "3 file(s), 60 question(s)" in result.output
+
+
+def test_breaking_a_golden_reply_names_the_question(tmp_path):
+    data = json.loads((BANK_DIR / "W2.json").read_text(encoding="utf-8"))
+    w206 = next(q for q in data["questions"] if q["case_no"] == "W2-06")
+    w206["golden"][0] = "可以的，我們提供貨到付款。"
+    (tmp_path / "W2.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    result = run("bank", "check", str(tmp_path))
+    assert result.exit_code == 1
+    assert "W2.json: W2-06.golden[0]: expected pass, got fail" in result.output
+
+
+def test_a_counterexample_the_rubric_misses_is_a_problem(tmp_path):
+    data = json.loads((BANK_DIR / "W2.json").read_text(encoding="utf-8"))
+    data["questions"][0]["counterexamples"] = ["訂單滿 1000 元免運費，未滿的訂單運費 80 元。"]
+    (tmp_path / "W2.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    result = run("bank", "check", str(tmp_path / "W2.json"))
+    assert result.exit_code == 1
+    assert "W2-01.counterexamples[0]: expected fail, got pass" in result.output
+
+
+def test_unreadable_bank_exits_2(tmp_path):
+    (tmp_path / "W1.json").write_text("[{", encoding="utf-8")
+    result = run("bank", "check", str(tmp_path))
+    assert result.exit_code == 2
+    assert "W1.json: invalid JSON at line 1, column 3" in result.output
+
+
+def test_empty_directory_exits_2(tmp_path):
+    result = run("bank", "check", str(tmp_path))
+    assert result.exit_code == 2 and "no bank files found" in result.output
+
+
+REPLIES = [
+    {"case_no": "W2-06", "reply": "本店目前不提供貨到付款，可改用信用卡。", "status": "ok"},
+    {"case_no": "W2-06", "repeat": 2,
+     "reply": {"answer": "可以的，我們提供貨到付款。", "status": "ok",
+               "usage": {"model_calls": 3, "total_tokens": 1200}}},
+    {"case_no": "W2-11", "reply": [{"output": "FAQ 中沒有提到是否有販售濾掛包。",
+                                    "status": "not_in_faq"}]},
+    {"case_no": "W2-01", "reply": "", "run_status": "timeout"},
+]
+
+
+def write_replies(tmp_path, rows):
+    path = tmp_path / "replies.jsonl"
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+    return path
+
+
+def test_grade_json_output(tmp_path):
+    result = run("grade", str(BANK_DIR / "W2.json"), str(write_replies(tmp_path, REPLIES)),
+                 "--format", "json")
+    assert result.exit_code == 1  # one reply failed
+    out = json.loads(result.output)
+    assert out["grader_version"]
+    verdicts = [(r["case_no"], r["repeat"], r["run_status"], r["verdict"]) for r in out["results"]]
+    assert verdicts == [("W2-06", 1, "ok", "pass"), ("W2-06", 2, "ok", "fail"),
+                        ("W2-11", 1, "ok", "pass"), ("W2-01", 1, "timeout", None)]
+    failing = out["results"][1]["checks"]
+    forbidden = next(c for c in failing if c["name"] == "forbidden[0]")
+    assert forbidden["unexpected"] == ["提供貨到付款|可以貨到付款"]
+    assert "我們«提供貨到付款»" in forbidden["evidence"]
+    tokens = next(c for c in failing if c["name"] == "budget.tokens")
+    assert tokens["outcome"] == "pass"
+
+
+def test_grade_text_output_uses_marks(tmp_path):
+    result = run("grade", str(BANK_DIR / "W2.json"), str(write_replies(tmp_path, REPLIES)))
+    assert "FAIL       W2-06 #2" in result.output
+    assert "  ✗ forbidden[0]" in result.output
+    assert "    + 提供貨到付款|可以貨到付款" in result.output
+    assert "TIMEOUT    W2-01 #1  (run status timeout: no content verdict)" in result.output
+
+
+def test_grade_exit_0_when_nothing_failed(tmp_path):
+    result = run("grade", str(BANK_DIR / "W2.json"), str(write_replies(tmp_path, REPLIES[:1])))
+    assert result.exit_code == 0
+
+
+def test_grade_bad_line_is_one_message(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"case_no": "W2-06", "reply": "x"}\n{"case_no": "W2-99", "reply": "x"}\n')
+    result = run("grade", str(BANK_DIR / "W2.json"), str(path))
+    assert result.exit_code == 2
+    assert "r.jsonl: line 2: case_no 'W2-99' is not in" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_console_script_runs_without_traceback(tmp_path):
+    exe = shutil.which("exam", path=str(ROOT / ".venv" / "bin")) or shutil.which("exam")
+    cmd = [exe] if exe else [sys.executable, "-m", "exam.cli"]
+    proc = subprocess.run([*cmd, "bank", "check", str(tmp_path / "missing.json")],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2
+    assert "missing.json: no such file" in proc.stdout
+    assert "Traceback" not in proc.stderr

@@ -1,0 +1,139 @@
+from __future__ import annotations
+
+import pytest
+
+from graders import GRADER_VERSION, CheckResult, combine, grade
+
+
+def test_fact_negated_occurrence_does_not_satisfy(question, reply):
+    q = question(facts=["提供貨到付款"])
+    g = grade(q, reply("本店不提供貨到付款"))
+    assert g.verdict == "fail"
+    assert g.checks[0].missing == ("提供貨到付款",)
+    assert "negated by '不'" in g.checks[0].evidence
+
+
+def test_fact_that_is_itself_negative_is_satisfied(question, reply):
+    q = question(facts=["不提供貨到付款"])
+    assert grade(q, reply("本店不提供貨到付款")).verdict == "pass"
+
+
+def test_forbidden_negated_passes_with_classification_as_evidence(question, reply):
+    g = grade(question(forbidden=["提供貨到付款"]), reply("本店不提供貨到付款。"))
+    assert g.verdict == "pass"
+    assert g.checks[0].evidence.startswith("negated by '不'")
+
+
+def test_forbidden_later_asserted_occurrence_still_fails(question, reply):
+    g = grade(question(forbidden=["提供貨到付款"]), reply("本店不提供貨到付款，但我們提供貨到付款。"))
+    assert g.verdict == "fail"
+    assert g.checks[0].unexpected == ("提供貨到付款",)
+    assert "但我們«提供貨到付款»" in g.checks[0].evidence
+
+
+def test_forbidden_double_negation_needs_a_human(question, reply):
+    g = grade(question(forbidden=["提供貨到付款"]), reply("我們並非不提供貨到付款"))
+    assert g.verdict == "needs_human"
+    assert "並非不" in g.checks[0].evidence
+
+
+def test_verdict_is_the_strictest_check(question, reply):
+    q = question(facts=["備貨中"], forbidden=["已出貨"])
+    assert grade(q, reply("備貨中，已出貨")).verdict == "fail"
+
+
+def test_nothing_graded_is_not_graded_never_pass(question, reply):
+    q = question(fields=[{"path": "x", "mode": "ignore", "note": "措辭不比"}])
+    g = grade(q, reply("anything"))
+    assert g.verdict == "not_graded"
+    assert g.checks[0].outcome == "not_graded"
+
+
+def test_combine_rules():
+    def c(o):
+        return CheckResult("x", o)
+
+    assert combine([c("pass"), c("needs_human")]) == "needs_human"
+    assert combine([c("needs_human"), c("fail"), c("pass")]) == "fail"
+    assert combine([c("not_graded"), c("pass")]) == "pass"
+    assert combine([]) == "not_graded"
+
+
+@pytest.mark.parametrize("run_status", ["timeout", "http_error", "bad_reply", "truncated", "blocked"])
+def test_non_ok_reply_gets_no_content_verdict(question, reply, run_status):
+    g = grade(question(facts=["x"]), reply("x", run_status=run_status))
+    assert g.verdict is None and g.checks == () and g.run_status == run_status
+
+
+def test_grader_version_is_on_every_grade(question, reply):
+    assert grade(question(facts=["x"]), reply("x")).grader_version == GRADER_VERSION
+
+
+def test_status_mismatch_fails_with_both_sides(question, reply):
+    g = grade(question(expect_status="not_found"), reply("查無", status="ok"))
+    assert g.verdict == "fail"
+    assert g.checks[0].missing == ("not_found",) and g.checks[0].unexpected == ("ok",)
+
+
+def test_status_not_reported_is_not_graded(question, reply):
+    g = grade(question(expect_status="ok"), reply("hello"))
+    assert g.verdict == "not_graded"
+
+
+def test_exact_set_reports_missing_and_unexpected(question, reply):
+    q = question(fields=[{"path": "ac_flags", "mode": "exact_set",
+                          "values": ("3:conflict", "3:mismatch", "4:unverifiable")}])
+    body = {"ac_flags": ["3:conflict", "4:mismatch", "4:unverifiable"]}
+    check = grade(q, reply("", body=body)).checks[0]
+    assert check.outcome == "fail"
+    assert check.missing == ("3:mismatch",)
+    assert check.unexpected == ("4:mismatch",)
+
+
+def test_must_include_keywords(question, reply):
+    q = question(fields=[{"path": "scope.in", "mode": "must_include",
+                          "keywords": ("優惠碼套用", "後台建立")}])
+    body = {"scope": {"in": ["優惠碼套用流程", "後台可新增優惠碼"]}}
+    check = grade(q, reply("", body=body)).checks[0]
+    assert check.outcome == "fail" and check.missing == ("後台建立",)
+
+
+def test_missing_field_fails(question, reply):
+    q = question(fields=[{"path": "goal", "mode": "must_include", "keywords": ()}])
+    assert grade(q, reply("", body={})).verdict == "fail"
+
+
+def test_numbers_grounded_finds_order_number_in_source_field(question, reply):
+    # seed 003 bug 1: A10293 is only in a source field, never in a value
+    q = question(
+        input={"customer_message": "我的訂單到哪了",
+               "facts": "[{'key': 'eta', 'value': '2026-09-12', 'source': 'orders!A10293'}]"},
+        numbers_grounded=True,
+    )
+    assert grade(q, reply("您的訂單 A10293 預計 2026-09-12 送達")).verdict == "pass"
+    g = grade(q, reply("您的訂單 A10293 預計 2026-09-13 送達，折扣 100 元"))
+    assert g.verdict == "fail"
+    assert g.checks[0].unexpected == ("13", "100")
+
+
+def test_budget_checks_each_figure(question, reply):
+    q = question(facts=["ok"], budget={"attempts": 1, "model_calls": 4, "tokens": 3000})
+    g = grade(q, reply("ok", attempts=2, model_calls=8, tokens=None))
+    by = {c.name: c for c in g.checks}
+    assert by["budget.attempts"].outcome == "fail"
+    assert by["budget.model_calls"].evidence == "8 model call(s) > budget 4"
+    assert by["budget.tokens"].outcome == "not_graded"
+    assert g.verdict == "fail"
+
+
+def test_agent_budget_is_overridden_by_question_budget(question, reply):
+    q = question(facts=["ok"], budget={"tokens": 5000})
+    g = grade(q, reply("ok", tokens=4500), budget={"tokens": 4000, "attempts": 1})
+    by = {c.name: c.outcome for c in g.checks}
+    assert by["budget.tokens"] == "pass"
+    assert by["budget.attempts"] == "not_graded"
+
+
+def test_fold_script_lets_simplified_match_traditional(question, reply):
+    assert grade(question(facts=["貨到付款"]), reply("支持货到付款")).verdict == "fail"
+    assert grade(question(facts=["貨到付款"], fold_script=True), reply("支持货到付款")).verdict == "pass"

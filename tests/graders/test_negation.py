@@ -1,0 +1,91 @@
+"""The classification of one occurrence; the table is the rulebook in docs/graders.md."""
+
+from __future__ import annotations
+
+import pytest
+
+from graders.negation import classify
+from graders.normalize import normalize
+
+
+def kind_of(reply: str, hit: str, work_order: str = "") -> str:
+    text, pat = normalize(reply), normalize(hit)
+    i = text.find(pat)
+    assert i >= 0, "test setup: the hit must occur"
+    return classify(text, i, i + len(pat), input_text=normalize(work_order)).kind
+
+
+@pytest.mark.parametrize(
+    ("reply", "hit", "kind"),
+    [
+        # seed 003 bug 3: the only right answer contains the forbidden words
+        ("本店目前不提供貨到付款，可改用信用卡。", "提供貨到付款", "negated"),
+        ("可以的，我們提供貨到付款。", "提供貨到付款", "asserted"),
+        # seed 003 bug 2: a draft restating the customer's question
+        ("關於是否可以更改收件地址，我幫您確認", "可以更改收件地址", "interrogative"),
+        # seed 003 bug 4
+        ("FAQ 中沒有提到是否有販售濾掛包", "有販售", "interrogative"),
+        # seed 000: disclaimers are not diagnoses
+        ("本摘要並非臨床醫療診斷。", "診斷", "negated"),
+        ("缺乏醫療臨床診斷與生活脈絡資訊", "診斷", "negated"),
+        # double negation is for a person to read
+        ("我們並非不提供貨到付款", "提供貨到付款", "double_negation"),
+        ("沒有不能退貨的道理", "退貨", "double_negation"),
+        # pseudo-negations are not negations
+        ("我們非常樂意提供貨到付款", "提供貨到付款", "asserted"),
+        ("不僅提供貨到付款，還有分期", "提供貨到付款", "asserted"),
+        ("沒問題，可以貨到付款", "可以貨到付款", "asserted"),
+        ("無論金額多少都提供貨到付款", "提供貨到付款", "asserted"),
+        # a clause break or contrast ends the negation's scope
+        ("不好意思，我們提供貨到付款", "提供貨到付款", "asserted"),
+        ("本店不提供宅配，但提供貨到付款", "提供貨到付款", "asserted"),
+        ("這個不行不過可以貨到付款", "可以貨到付款", "asserted"),
+        # a time clause or a new subject ends it too
+        ("沒有庫存時我們提供貨到付款", "提供貨到付款", "asserted"),
+        # a negated modifier (…的) does not negate what follows
+        ("未開封的商品可以退貨", "可以退貨", "asserted"),
+        # questions and conditions do not assert
+        ("請問可以貨到付款嗎？", "可以貨到付款", "interrogative"),
+        ("可以貨到付款嗎", "可以貨到付款", "interrogative"),
+        ("如果您在台灣，可以貨到付款", "可以貨到付款", "asserted"),
+        ("如果可以貨到付款就好了", "可以貨到付款", "hypothetical"),
+        ("可以貨到付款的話請告訴我", "可以貨到付款", "hypothetical"),
+        # quoting
+        ("您提到「可以更改收件地址」，我們確認中", "可以更改收件地址", "quoted"),
+        # a negator far before the hit: scope unclear
+        ("資料不足以支持任何健康診斷、疲勞判定", "疲勞", "unclear"),
+        # objects between the negator and the hit keep it negated
+        ("無法為您提供貨到付款", "提供貨到付款", "negated"),
+        # English
+        ("We do not offer cash on delivery.", "offer cash on delivery", "negated"),
+        ("We don't offer cash on delivery", "offer cash on delivery", "negated"),
+        ("We never offer cash on delivery", "offer cash on delivery", "negated"),
+        ("Not only do we offer cash on delivery", "offer cash on delivery", "asserted"),
+        ("No problem, we offer cash on delivery", "offer cash on delivery", "asserted"),
+        ("We can't ship abroad, but we offer cash on delivery", "offer cash on delivery",
+         "asserted"),
+        ("Can I pay cash on delivery?", "cash on delivery", "interrogative"),
+        ("You asked whether we offer cash on delivery", "offer cash on delivery",
+         "interrogative"),
+    ],
+)
+def test_classification(reply, hit, kind):
+    assert kind_of(reply, hit) == kind
+
+
+def test_words_copied_from_the_work_order_are_quoted():
+    order = "客人問：我想知道可以更改收件地址到台中嗎"
+    draft = "您想知道可以更改收件地址到台中，我們確認中"
+    assert kind_of(draft, "可以更改收件地址", order) == "quoted"
+
+
+def test_sharing_only_the_hit_with_the_work_order_is_not_quoting():
+    assert kind_of("可以貨到付款喔", "可以貨到付款", "請問可以貨到付款嗎") == "asserted"
+
+
+def test_evidence_marks_the_hit_in_its_sentence():
+    text = normalize("謝謝詢問。本店不提供貨到付款。")
+    i = text.find("提供貨到付款")
+    occ = classify(text, i, i + 6)
+    assert occ.sentence == "本店不«提供貨到付款»"
+    assert occ.cue == "不"

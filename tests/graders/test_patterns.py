@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import pytest
+
+from graders.patterns import PatternError, find_all, parse_entry, split_alternatives
+
+
+@pytest.mark.parametrize(
+    ("raw", "parts"),
+    [
+        ("packing|備貨中", ["packing", "備貨中"]),
+        (r"a\|b|c", ["a|b", "c"]),
+        ("re:格式(不正確|錯誤)|少一碼", ["re:格式(不正確|錯誤)", "少一碼"]),
+        ("re:[|]x|y", ["re:[|]x", "y"]),
+        ("single", ["single"]),
+    ],
+)
+def test_split_alternatives(raw, parts):
+    assert split_alternatives(raw) == parts
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("a||b", "empty alternative #2"),
+        ("|a", "empty alternative #1"),
+        ("re:(提供", "invalid regex 're:(提供'"),
+        ("re:", "empty regular expression"),
+        ("re:x*", "matches the empty string"),
+        (5, "expected a string pattern, found int"),
+    ],
+)
+def test_bad_patterns_say_what_is_wrong(raw, message):
+    with pytest.raises(PatternError, match=message.replace("(", r"\(").replace("|", r"\|")):
+        parse_entry(raw)
+
+
+def test_literal_matches_normalised_text():
+    entry = parse_entry("ＬＩＮＥ Pay|轉帳")
+    assert [m.alternative for m in find_all(entry, "可用 line pay 或轉帳")] == ["ＬＩＮＥ Pay", "轉帳"]
+
+
+def test_regex_is_case_insensitive_on_casefolded_text():
+    entry = parse_entry(r"re:A1029\d")
+    assert find_all(entry, "訂單 a10293")
