@@ -6,7 +6,6 @@ file's problems are reported together so one ``exam bank check`` finds them all.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
@@ -16,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from exam.errors import BankError, Problem
+from exam.errors import BankError, Problem, unknown_keys
 from graders import FieldSpec, PatternError, Question, ToolExpectation, normalize, parse_entry
 
 QUESTION_KEYS = (
@@ -108,16 +107,6 @@ def _schema_message(err) -> str:
     return err.message
 
 
-def _unknown_keys(obj: Mapping[str, Any], known: tuple[str, ...]) -> list[tuple[str, str]]:
-    out = []
-    for key in obj:
-        if key not in known:
-            near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-            hint = f" (did you mean {near[0]!r}?)" if near else f" (known keys: {', '.join(known)})"
-            out.append((key, f"unknown key {key!r}{hint}"))
-    return out
-
-
 def _digest(obj: Any) -> str:
     data = json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(data.encode()).hexdigest()[:16]
@@ -183,7 +172,7 @@ def _build(col: _Collector, label: str, q: Mapping[str, Any], fold: bool) -> Ite
     fields = []
     for path, spec in q.get("fields", {}).items():
         where = f"{label}.fields.{path}"
-        for key, msg in _unknown_keys(spec, FIELD_KEYS):
+        for key, msg in unknown_keys(spec, FIELD_KEYS):
             col.add(f"{where}.{key}", msg)
         mode = spec["mode"]
         if mode == "exact_set" and "values" not in spec:
@@ -193,7 +182,7 @@ def _build(col: _Collector, label: str, q: Mapping[str, Any], fold: bool) -> Ite
         fields.append(FieldSpec(path, mode, tuple(spec.get("values", ())),
                                 tuple(spec.get("keywords", ())), spec.get("note", "")))
     budget = q.get("budget", {})
-    for key, msg in _unknown_keys(budget, BUDGET_KEYS):
+    for key, msg in unknown_keys(budget, BUDGET_KEYS):
         col.add(f"{label}.budget.{key}", msg)
     tools = ToolExpectation(
         expect_tools, forbidden_tools,
@@ -231,7 +220,7 @@ def parse_bank(data: Any, file: str) -> tuple[Bank | None, list[Problem]]:
     if isinstance(data, list):
         agent, defaults, options, questions = stem, {}, {}, data
     elif isinstance(data, dict):
-        for key, msg in _unknown_keys(data, FILE_KEYS):
+        for key, msg in unknown_keys(data, FILE_KEYS):
             col.add(key, msg)
         agent = data.get("agent", stem)
         defaults = data.get("defaults", {})
@@ -245,11 +234,11 @@ def parse_bank(data: Any, file: str) -> tuple[Bank | None, list[Problem]]:
         if not isinstance(options, dict):
             col.add("options", f"expected object, found {_describe(options)}")
             options = {}
-        for key, msg in _unknown_keys(options, OPTION_KEYS):
+        for key, msg in unknown_keys(options, OPTION_KEYS):
             col.add(f"options.{key}", msg)
         if not isinstance(options.get("fold_script", False), bool):
             col.add("options.fold_script", "expected true or false")
-        for key, msg in _unknown_keys(defaults, DEFAULT_KEYS):
+        for key, msg in unknown_keys(defaults, DEFAULT_KEYS):
             col.add(f"defaults.{key}", msg)
         for err in qvalidator.iter_errors(defaults):
             col.add(_path(["defaults", *err.absolute_path]), _schema_message(err))
@@ -282,7 +271,7 @@ def parse_bank(data: Any, file: str) -> tuple[Bank | None, list[Problem]]:
             seen[case_no] = index
         if "input" not in raw:
             col.add(label, "missing 'input' (the work order POSTed to the agent)")
-        for key, msg in _unknown_keys(raw, QUESTION_KEYS):
+        for key, msg in unknown_keys(raw, QUESTION_KEYS):
             col.add(f"{label}.{key}", msg)
         q = _merge(defaults, raw)
         errors = list(qvalidator.iter_errors(q))

@@ -97,5 +97,225 @@ def grade_cmd(bank_path: str, replies: str, fmt: str) -> None:
     sys.exit(1 if any(g.grade.verdict == "fail" for g in graded) else 0)
 
 
+def _store(db: str | None):
+    from exam.store import Store
+
+    try:
+        return Store.open(db)
+    except ExamError as exc:
+        raise fail_input(exc) from None
+
+
+def _registry(agents: str | None):
+    from exam.registry import load_registry
+
+    try:
+        return load_registry(agents)
+    except ExamError as exc:
+        raise fail_input(exc) from None
+
+
+db_option = click.option("--db", envvar="EXAM_DB", type=click.Path(dir_okay=False),
+                         help="SQLite store (default results/exam.db, or $EXAM_DB).")
+agents_option = click.option("--agents", envvar="EXAM_AGENTS", type=click.Path(dir_okay=False),
+                             help="Agent registry (default webhooks/agents.yaml, or $EXAM_AGENTS).")
+format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+
+
+def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
+    """Run jobs with progress; Ctrl-C keeps what arrived and says how to resume."""
+    from exam.progress import Progress
+    from exam.runner import Interrupted, execute
+
+    totals = {}
+    for job in jobs:
+        done = store.count_cells(job.run.id)
+        totals[job.run.id] = (f"{job.agent.name} {job.run.version} (run {job.run.id})", done,
+                              job.run.total_cells)
+        if job.agent.blocked:
+            click.echo(f"warning: {job.agent.name}: blocked, nothing will be sent: "
+                       f"{job.agent.blocked}", err=True)
+    progress = None if quiet else Progress(totals)
+    try:
+        return execute(store, jobs, progress)
+    except Interrupted:
+        ids = " ".join(str(j.run.id) for j in jobs)
+        raise click.ClickException(
+            f"interrupted: every reply that arrived is stored; finish with: exam resume {ids}"
+        ) from None
+    finally:
+        if progress:
+            progress.close()
+
+
+def _print_scorecards(store, run_ids, fmt: str) -> dict:
+    from exam.render import use_colour
+    from exam.reports import scorecard
+    from exam.reports.regrade import regrade, select_runs
+
+    try:
+        report = scorecard.build(regrade(store, select_runs(store, run_ids=run_ids)))
+    except ExamError as exc:
+        raise fail_input(exc) from None
+    if fmt == "json":
+        click.echo(json.dumps(report, ensure_ascii=False, indent=2))
+    else:
+        click.echo(scorecard.render_text(report, use_colour()))
+    return report
+
+
+def _run_exit(report: dict, final: dict[int, str]) -> int:
+    """0 all answered and nothing failed · 1 a verdict failed · 3 infrastructure trouble."""
+    cards = report["scorecards"]
+    if any(s != "done" for s in final.values()) or any(
+            n for c in cards for k, n in c["run_status"].items() if k != "ok"):
+        return 3
+    return 1 if any(c["verdicts"]["fail"] for c in cards) else 0
+
+
+@main.command("run")
+@click.argument("agent_names", metavar="AGENT...", nargs=-1, required=True)
+@click.option("--version", "-v", "label", required=True,
+              help="Label of what is examined (v2, prompt-0913).")
+@click.option("--repeats", "-n", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--only", multiple=True, metavar="CASE_NO", help="Only these questions (repeatable).")
+@click.option("--category", help="Only questions of this category.")
+@click.option("--notify", type=click.Choice(["line"]), help="Push the scorecard to LINE afterwards.")
+@format_option
+@agents_option
+@db_option
+def run_cmd(agent_names, label, repeats, only, category, notify, fmt, agents, db) -> None:
+    """POST every work order of each AGENT's bank to its webhook, store and grade the replies.
+
+    Exit 0 when every reply arrived and nothing failed, 1 when a verdict failed,
+    3 when some replies never arrived (timeout, HTTP error, bad reply, blocked).
+    """
+    from exam.runner import create_run, job_for
+
+    registry = _registry(agents)
+    store = _store(db)
+    try:
+        chosen = [registry.get(n) for n in dict.fromkeys(agent_names)]
+        jobs = []
+        for agent in chosen:
+            run_id = create_run(store, agent, label, repeats=repeats, only=only, category=category)
+            jobs.append(job_for(store, run_id, agent))
+    except ExamError as exc:
+        raise fail_input(exc) from None
+    final = _execute(store, jobs, quiet=fmt == "json")
+    report = _print_scorecards(store, [j.run.id for j in jobs], fmt)
+    if notify == "line":
+        _notify_line(store, [j.run.id for j in jobs], None)
+    sys.exit(_run_exit(report, final))
+
+
+@main.command("resume")
+@click.argument("run_ids", metavar="RUN_ID...", nargs=-1, required=True, type=int)
+@format_option
+@agents_option
+@db_option
+def resume_cmd(run_ids, fmt, agents, db) -> None:
+    """Finish only the missing cells of runs that were interrupted or killed."""
+    from exam.runner import job_for
+    from exam.store import owner_alive
+
+    registry = _registry(agents)
+    store = _store(db)
+    jobs = []
+    try:
+        for run_id in run_ids:
+            run = store.get_run(run_id)
+            if run.status == "running" and owner_alive(run.owner):
+                raise ExamError(f"run {run_id} is still running in process {run.owner}")
+            jobs.append(job_for(store, run_id, registry.get(run.agent)))
+    except ExamError as exc:
+        raise fail_input(exc) from None
+    final = _execute(store, jobs, quiet=fmt == "json")
+    report = _print_scorecards(store, list(run_ids), fmt)
+    sys.exit(_run_exit(report, final))
+
+
+@main.command("runs")
+@click.option("--agent")
+@click.option("--limit", type=int, default=50, show_default=True)
+@format_option
+@db_option
+def runs_cmd(agent, limit, fmt, db) -> None:
+    """List stored runs, newest first."""
+    import datetime as dt
+
+    store = _store(db)
+    rows = []
+    for r in store.list_runs(agent, limit=limit):
+        rows.append({"id": r.id, "agent": r.agent, "version": r.version,
+                     "status": r.shown_status, "cells": store.count_cells(r.id),
+                     "cells_planned": r.total_cells, "repeats": r.repeats,
+                     "bank_digest": r.bank_digest, "source": r.source,
+                     "created_at": dt.datetime.fromtimestamp(r.created_at).isoformat(timespec="seconds"),
+                     "error": r.error})
+    if fmt == "json":
+        click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    if not rows:
+        click.echo("no runs yet: start one with exam run AGENT --version LABEL")
+        return
+    click.echo(f"{'id':>4}  {'agent':<8} {'version':<14} {'status':<12} {'cells':>9}  created")
+    for row in rows:
+        cells = f"{row['cells']}/{row['cells_planned']}"
+        click.echo(f"{row['id']:>4}  {row['agent']:<8} {row['version']:<14} {row['status']:<12} "
+                   f"{cells:>9}  {row['created_at']}" + (f"  {row['error']}" if row["error"] else ""))
+
+
+@main.group()
+def report() -> None:
+    """Reports over stored runs, re-graded with today's grader and bank."""
+
+
+@report.command("scorecard")
+@click.option("--agent")
+@click.option("--version", "label")
+@click.option("--run", "run_ids", multiple=True, type=int, help="Only these runs.")
+@click.option("--brief", is_flag=True, help="Counts only, no per-question evidence.")
+@format_option
+@db_option
+def report_scorecard(agent, label, run_ids, brief, fmt, db) -> None:
+    """Per agent and version: verdicts, run statuses, cost, and the evidence of every red line."""
+    from exam.render import use_colour
+    from exam.reports import scorecard
+    from exam.reports.regrade import regrade, select_runs
+
+    store = _store(db)
+    try:
+        runs = select_runs(store, agent, label, run_ids)
+        if not runs:
+            raise ExamError("no stored runs match" + (f" agent {agent}" if agent else "")
+                            + (f" version {label}" if label else ""))
+        result = scorecard.build(regrade(store, runs))
+    except ExamError as exc:
+        raise fail_input(exc) from None
+    if fmt == "json":
+        click.echo(json.dumps(result, ensure_ascii=False, indent=2))
+    else:
+        click.echo(scorecard.render_text(result, use_colour(), details=not brief))
+
+
+def _notify_line(store, run_ids, compare_to) -> None:
+    raise click.ClickException("LINE notifications are not available yet")
+
+
+@main.command("demo")
+@click.option("--db", type=click.Path(dir_okay=False), default="results/demo.db", show_default=True,
+              help="A fresh demo store (overwritten).")
+@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True)
+def demo_cmd(db, repeats) -> None:
+    """Start simulated W1/W2/W3 specialists on 127.0.0.1 and run the exam on two versions."""
+    from exam.demo.main import run_demo
+
+    try:
+        sys.exit(run_demo(db, repeats))
+    except ExamError as exc:
+        raise fail_input(exc) from None
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 
@@ -32,3 +34,15 @@ class RegistryError(ExamError):
 
 class StoreError(ExamError):
     pass
+
+
+def unknown_keys(obj: Mapping[str, object], known: Iterable[str]) -> list[tuple[str, str]]:
+    """(key, message) for every key not in ``known``, with a did-you-mean when one is close."""
+    known = tuple(known)
+    out = []
+    for key in obj:
+        if key not in known:
+            near = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+            hint = f" (did you mean {near[0]!r}?)" if near else f" (known keys: {', '.join(known)})"
+            out.append((key, f"unknown key {key!r}{hint}"))
+    return out

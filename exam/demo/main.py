@@ -1,0 +1,96 @@
+"""``exam demo``: simulated specialists on 127.0.0.1, the exam on two versions, the reports."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import click
+from werkzeug.serving import make_server
+
+from exam.bank import load_bank
+from exam.demo.agents import Specialist, create_app
+from exam.registry import Agent
+from exam.runner import create_run, execute, job_for
+from exam.store import Store
+
+AGENTS = ("W1", "W2", "W3")
+VERSIONS = ("v1", "v2")
+BANK_DIR = Path("bank")
+
+
+class DemoServer:
+    """The demo agents in a background thread; ``url(agent, version)`` gives each webhook."""
+
+    def __init__(self, latency_scale: float = 1.0, seed: int = 0):
+        specs = {(a, v): Specialist(a, v, seed, latency_scale) for a in AGENTS for v in VERSIONS}
+        self.server = make_server("127.0.0.1", 0, create_app(specs), threaded=True)
+        self.port = self.server.server_port
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> DemoServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+
+    def url(self, agent: str, version: str) -> str:
+        return f"http://127.0.0.1:{self.port}/webhook/{version}/{agent}"
+
+    def agent(self, name: str, version: str, bank_dir: Path = BANK_DIR) -> Agent:
+        # W1 gets one retry: seed 003's W1-11 needed a second attempt
+        return Agent(name=name, url=self.url(name, version), bank=str(bank_dir / f"{name}.json"),
+                     timeout_s=20, retries=1 if name == "W1" else 0, concurrency=4,
+                     min_interval_s=0.01)
+
+
+def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.echo) -> int:
+    from exam.reports import scorecard
+    from exam.reports.regrade import regrade, select_runs
+
+    for agent in AGENTS:
+        load_bank(bank_dir / f"{agent}.json")  # a broken bank stops here, before any call
+    for suffix in ("", "-wal", "-shm"):
+        Path(db + suffix).unlink(missing_ok=True)
+    store = Store(db)
+    started = time.perf_counter()
+    with DemoServer() as server:
+        echo(f"demo agents W1, W2, W3 (versions v1 and v2) listening on 127.0.0.1:{server.port}")
+        for version in VERSIONS:
+            jobs = []
+            for name in AGENTS:
+                agent = server.agent(name, version, bank_dir)
+                jobs.append(job_for(store, create_run(store, agent, version, repeats=repeats),
+                                    agent))
+            echo(f"running {version}: {sum(j.run.total_cells for j in jobs)} cells "
+                 f"({len(jobs)} agents × 20 questions × {repeats} repeats) …")
+            execute(store, jobs)
+    elapsed = time.perf_counter() - started
+    report = scorecard.build(regrade(store, select_runs(store)))
+    echo(scorecard.render_text(report, details=False))
+    echo("")
+    _echo_changes(store, echo)
+    echo(f"\n{elapsed:.1f} s. The store is {db}; try:\n"
+         f"  exam report scorecard --db {db} --agent W3 --version v1\n"
+         f"  exam runs --db {db}")
+    return 0
+
+
+def _echo_changes(store: Store, echo) -> None:
+    """Until the compare report exists: which questions moved between v1 and v2."""
+    from exam.reports import scorecard
+    from exam.reports.regrade import regrade, select_runs
+
+    for agent in AGENTS:
+        rates = {}
+        for version in VERSIONS:
+            card = scorecard.build(regrade(store, select_runs(store, agent, version)))["scorecards"][0]
+            rates[version] = {c["case_no"]: (c["verdicts"].get("pass", 0), len(c["cells"]))
+                              for c in card["cases"]}
+        moved = [(c, rates["v1"][c], rates["v2"].get(c)) for c in sorted(rates["v1"])
+                 if rates["v1"][c] != rates["v2"].get(c)]
+        echo(f"{agent}: {len(moved)} question(s) changed between v1 and v2")
+        for case_no, old, new in moved:
+            echo(f"  {case_no}: v1 {old[0]}/{old[1]} pass → v2 {new[0]}/{new[1]} pass")

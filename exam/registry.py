@@ -1,0 +1,231 @@
+"""The agent registry (``webhooks/agents.yaml``): where each specialist lives and how to read it.
+
+Header values usually hold secrets. They are resolved from ``${VAR}`` at load time, kept
+out of ``repr`` and never written to the store, logs or reports; only header *names*
+are ever shown. An agent whose secret is missing is not an error for the whole
+registry: it is *blocked*, and its cells are recorded as such (blocked is not failed).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from exam.errors import RegistryError, unknown_keys
+from exam.replies import DEFAULT_MAPPING, ReplyMapping, StepsMapping
+
+DEFAULT_PATH = "webhooks/agents.yaml"
+AGENT_KEYS = ("url", "bank", "headers", "timeout_s", "retries", "concurrency", "min_interval_s",
+              "reply", "budget", "description")
+REPLY_KEYS = ("format", "text", "status", "model_calls", "tokens", "truncated", "steps")
+STEPS_KEYS = ("path", "tool", "args")
+BUDGET_KEYS = ("attempts", "model_calls", "tokens", "latency_ms")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    name: str
+    url: str
+    bank: str
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)  # secret values
+    timeout_s: float = 60.0
+    retries: int = 0
+    concurrency: int = 4
+    min_interval_s: float = 0.0
+    reply: ReplyMapping = DEFAULT_MAPPING
+    reply_format: str = "json"  # "json", or "text" for agents answering with a plain body
+    budget: Mapping[str, float] = field(default_factory=dict)
+    blocked: str = ""  # why nothing can be sent (e.g. a missing secret), "" when fine
+
+    @property
+    def safe_url(self) -> str:
+        """The URL without credentials or query string: safe to store and show."""
+        parts = urlsplit(self.url)
+        host = parts.hostname or ""
+        if parts.port:
+            host = f"{host}:{parts.port}"
+        return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+    def settings(self) -> dict[str, Any]:
+        """What a run records about the agent: everything but the secrets."""
+        return {
+            "url": self.safe_url, "bank": self.bank, "header_names": sorted(self.headers),
+            "timeout_s": self.timeout_s, "retries": self.retries, "concurrency": self.concurrency,
+            "min_interval_s": self.min_interval_s, "reply_format": self.reply_format,
+            "reply": mapping_to_dict(self.reply), "budget": dict(self.budget),
+        }
+
+
+def mapping_to_dict(m: ReplyMapping) -> dict[str, Any]:
+    steps = None if m.steps is None else {"path": m.steps.path, "tool": m.steps.tool,
+                                          "args": m.steps.args}
+    return {"text": list(m.text), "status": m.status, "model_calls": m.model_calls,
+            "tokens": m.tokens, "truncated": m.truncated, "steps": steps}
+
+
+def mapping_from_dict(d: Mapping[str, Any]) -> ReplyMapping:
+    steps = d.get("steps")
+    return ReplyMapping(
+        text=tuple(d.get("text") or DEFAULT_MAPPING.text), status=d.get("status"),
+        model_calls=d.get("model_calls"), tokens=d.get("tokens"), truncated=d.get("truncated"),
+        steps=None if steps is None else StepsMapping(**steps),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Registry:
+    path: str
+    agents: Mapping[str, Agent]
+
+    def get(self, name: str) -> Agent:
+        if name not in self.agents:
+            known = ", ".join(sorted(self.agents)) or "none"
+            raise RegistryError(f"{self.path}: no agent named {name!r} (agents: {known})")
+        return self.agents[name]
+
+
+def _expand(value: str, where: str, env: Mapping[str, str], missing: list[str]) -> str:
+    def sub(m: re.Match[str]) -> str:
+        var = m.group(1)
+        if var not in env:
+            missing.append(f"environment variable {var} is not set (needed by {where})")
+            return ""
+        return env[var]
+
+    return _VAR.sub(sub, value)
+
+
+def _number(path: str, where: str, value: Any, *, minimum: float, integer: bool,
+            strict: bool = False) -> float:
+    ok_type = isinstance(value, int) if integer else isinstance(value, int | float)
+    if isinstance(value, bool) or not ok_type or value < minimum or (strict and value == minimum):
+        kind = "a whole number" if integer else "a number"
+        bound = f"> {minimum:g}" if strict else f"≥ {minimum:g}"
+        raise RegistryError(f"{path}: {where}: expected {kind} {bound}, found {value!r}")
+    return value
+
+
+def _reply_mapping(path: str, where: str, raw: Any) -> tuple[ReplyMapping, str]:
+    if raw is None:
+        return DEFAULT_MAPPING, "json"
+    if not isinstance(raw, Mapping):
+        raise RegistryError(f"{path}: {where}: expected a mapping of dot paths, found {raw!r}")
+    for key, msg in unknown_keys(raw, REPLY_KEYS):
+        raise RegistryError(f"{path}: {where}.{key}: {msg}")
+    fmt = raw.get("format", "json")
+    if fmt not in ("json", "text"):
+        raise RegistryError(f"{path}: {where}.format: expected json or text, found {fmt!r}")
+    for key in ("status", "model_calls", "tokens", "truncated"):
+        if key in raw and raw[key] is not None and not isinstance(raw[key], str):
+            raise RegistryError(f"{path}: {where}.{key}: expected a dot path string or null, "
+                                f"found {raw[key]!r}")
+    text = raw.get("text", list(DEFAULT_MAPPING.text))
+    text = [text] if isinstance(text, str) else text
+    if not isinstance(text, list) or not text or not all(isinstance(t, str) for t in text):
+        raise RegistryError(f"{path}: {where}.text: expected a dot path or a list of them")
+    steps_raw = raw.get("steps", "intermediateSteps")
+    if steps_raw is None:
+        steps = None
+    elif isinstance(steps_raw, str):
+        steps = StepsMapping(path=steps_raw)
+    elif isinstance(steps_raw, Mapping):
+        for key, msg in unknown_keys(steps_raw, STEPS_KEYS):
+            raise RegistryError(f"{path}: {where}.steps.{key}: {msg}")
+        steps = StepsMapping(**{k: str(v) for k, v in steps_raw.items()})
+    else:
+        raise RegistryError(f"{path}: {where}.steps: expected a dot path or "
+                            f"{{path, tool, args}}, found {steps_raw!r}")
+    d = DEFAULT_MAPPING
+    return ReplyMapping(
+        text=tuple(text), status=raw.get("status", d.status),
+        model_calls=raw.get("model_calls", d.model_calls), tokens=raw.get("tokens", d.tokens),
+        truncated=raw.get("truncated", d.truncated), steps=steps,
+    ), fmt
+
+
+def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent:
+    where = f"agents.{name}"
+    if not isinstance(raw, Mapping):
+        raise RegistryError(f"{path}: {where}: expected a mapping with at least 'url', found {raw!r}")
+    for key, msg in unknown_keys(raw, AGENT_KEYS):
+        raise RegistryError(f"{path}: {where}.{key}: {msg}")
+    if "url" not in raw:
+        raise RegistryError(f"{path}: {where}: missing 'url' (the agent's webhook)")
+    missing: list[str] = []
+    url = _expand(str(raw["url"]), f"{where}.url", env, missing)
+    if not missing:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise RegistryError(f"{path}: {where}.url: expected an http(s) URL, found {url!r}")
+    headers_raw = raw.get("headers") or {}
+    if not isinstance(headers_raw, Mapping):
+        raise RegistryError(f"{path}: {where}.headers: expected a mapping of header: value")
+    headers = {}
+    for key, value in headers_raw.items():
+        if not isinstance(value, str | int):
+            raise RegistryError(f"{path}: {where}.headers.{key}: expected a string value")
+        headers[str(key)] = _expand(str(value), f"{where}.headers.{key}", env, missing)
+    budget = raw.get("budget") or {}
+    if not isinstance(budget, Mapping):
+        raise RegistryError(f"{path}: {where}.budget: expected a mapping")
+    for key, msg in unknown_keys(budget, BUDGET_KEYS):
+        raise RegistryError(f"{path}: {where}.budget.{key}: {msg}")
+    for key, value in budget.items():
+        _number(path, f"{where}.budget.{key}", value, minimum=0, integer=key != "latency_ms")
+    bank = raw.get("bank", f"bank/{name}.json")
+    if not isinstance(bank, str) or not bank:
+        raise RegistryError(f"{path}: {where}.bank: expected a path, found {bank!r}")
+    mapping, fmt = _reply_mapping(path, f"{where}.reply", raw.get("reply"))
+    return Agent(
+        name=name, url=url, bank=bank, headers=headers,
+        timeout_s=_number(path, f"{where}.timeout_s", raw.get("timeout_s", 60), minimum=0,
+                          integer=False, strict=True),
+        retries=int(_number(path, f"{where}.retries", raw.get("retries", 0), minimum=0,
+                            integer=True)),
+        concurrency=int(_number(path, f"{where}.concurrency", raw.get("concurrency", 4), minimum=1,
+                                integer=True)),
+        min_interval_s=_number(path, f"{where}.min_interval_s", raw.get("min_interval_s", 0),
+                               minimum=0, integer=False),
+        reply=mapping, reply_format=fmt, budget=dict(budget), blocked="; ".join(missing),
+    )
+
+
+def parse_registry(data: Any, path: str, env: Mapping[str, str] | None = None) -> Registry:
+    env = os.environ if env is None else env
+    if not isinstance(data, Mapping) or "agents" not in data:
+        raise RegistryError(f"{path}: expected a mapping with 'agents:' at the top")
+    for key, msg in unknown_keys(data, ("agents",)):
+        raise RegistryError(f"{path}: {key}: {msg}")
+    agents_raw = data["agents"]
+    if not isinstance(agents_raw, Mapping) or not agents_raw:
+        raise RegistryError(f"{path}: agents: expected a mapping of agent name to settings")
+    agents = {str(n): parse_agent(path, str(n), raw, env) for n, raw in agents_raw.items()}
+    return Registry(path, agents)
+
+
+def load_registry(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> Registry:
+    """Load the registry from ``path``, else ``$EXAM_AGENTS``, else ``webhooks/agents.yaml``."""
+    import yaml
+
+    env = os.environ if env is None else env
+    path = str(path or env.get("EXAM_AGENTS") or DEFAULT_PATH)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RegistryError(f"{path}: no such file (give --agents or set EXAM_AGENTS)") from None
+    except OSError as exc:
+        raise RegistryError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise RegistryError(f"{path}: invalid YAML{at}: {problem}") from None
+    return parse_registry(data, path, env)

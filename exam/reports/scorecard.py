@@ -1,0 +1,200 @@
+"""Per agent and version: verdict counts, run statuses, categories, cost, outliers, per-cell evidence."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from exam.reports.regrade import GradedCell, Regraded
+from exam.reports.stats import median, percentile
+from graders import GRADER_VERSION
+
+VERDICTS = ("pass", "needs_human", "fail", "not_graded")
+RUN_STATUSES = ("ok", "timeout", "http_error", "bad_reply", "truncated", "blocked")
+SEVERITY_ORDER = {"critical": 0, "major": 1, "minor": 2}
+COST_KEYS = ("attempts", "model_calls", "tokens", "latency_ms")
+
+
+def cost_summary(cells: Sequence[GradedCell]) -> dict[str, dict[str, float | None]]:
+    out = {}
+    for key in COST_KEYS:
+        values = [getattr(c, key) for c in cells if getattr(c, key) is not None]
+        out[key] = {"p50": percentile(values, 50), "p95": percentile(values, 95),
+                    "total": sum(values) if values else None}
+    return out
+
+
+def outliers(cells: Sequence[GradedCell]) -> list[dict[str, Any]]:
+    """Costly cells even when they passed (seed 003: the scorecard must show W1-11's 2 tries)."""
+    ok = [c for c in cells if c.run_status != "blocked"]
+    med_calls = median([c.model_calls for c in ok if c.model_calls is not None])
+    med_tokens = median([c.tokens for c in ok if c.tokens is not None])
+    latencies = [c.latency_ms for c in ok if c.latency_ms is not None]
+    p95_latency = percentile(latencies, 95)
+    med_latency = median(latencies)
+    found = []
+    for c in ok:
+        why = []
+        if c.attempts > 1:
+            why.append(f"{c.attempts} attempts")
+        if med_calls and c.model_calls is not None and c.model_calls > 2 * med_calls:
+            why.append(f"{c.model_calls} model calls (median {med_calls:g})")
+        if med_tokens and c.tokens is not None and c.tokens > 2 * med_tokens:
+            why.append(f"{c.tokens} tokens (median {med_tokens:g})")
+        # beyond p95 *and* twice the median: p95 alone flags 5% of any run by definition
+        if p95_latency and med_latency and c.latency_ms is not None and \
+                c.latency_ms > max(p95_latency, 2 * med_latency):
+            why.append(f"{c.latency_ms:.0f} ms (p95 {p95_latency:.0f})")
+        if why:
+            found.append({"case_no": c.case_no, "run_id": c.run_id, "repeat": c.repeat,
+                          "verdict": c.verdict, "run_status": c.run_status, "why": why})
+    return found
+
+
+def case_order(case: dict[str, Any]) -> tuple:
+    """Failures first, by severity; then needs_human; then the rest in bank order."""
+    worst = 0 if case["verdicts"].get("fail") else 1 if case["verdicts"].get("needs_human") else 2
+    return (worst, SEVERITY_ORDER.get(case["severity"], 1), case["case_no"])
+
+
+def build(regraded: Regraded) -> dict[str, Any]:
+    groups: dict[tuple[str, str], list[GradedCell]] = defaultdict(list)
+    for c in regraded.cells:
+        groups[(c.agent, c.version)].append(c)
+    runs_by_group: dict[tuple[str, str], list] = defaultdict(list)
+    for r in regraded.runs:
+        runs_by_group[(r.agent, r.version)].append(r)
+    cards = []
+    for key in sorted(runs_by_group):
+        agent, version = key
+        cells = groups.get(key, [])
+        runs = sorted(runs_by_group[key], key=lambda r: r.id)
+        planned = {c for r in runs for c, _ in r.plan}
+        planned_cells = sum(r.total_cells for r in runs)
+        verdicts = Counter(c.verdict for c in cells if c.verdict)
+        statuses = Counter(c.run_status for c in cells)
+        by_case: dict[str, list[GradedCell]] = defaultdict(list)
+        for c in cells:
+            by_case[c.case_no].append(c)
+        cases = []
+        for case_no, cs in by_case.items():
+            cs.sort(key=lambda c: (c.run_id, c.repeat))
+            v = Counter(c.verdict for c in cs if c.verdict)
+            graded = sum(v.values())
+            cases.append({
+                "case_no": case_no, "category": cs[0].category, "severity": cs[0].severity,
+                "verdicts": dict(v), "pass_rate": v["pass"] / graded if graded else None,
+                "pass_all": graded > 0 and v["pass"] == len(cs),
+                "changed_since_run": any(c.changed for c in cs),
+                "cells": [c.as_dict() for c in cs],
+            })
+        cases.sort(key=case_order)
+        categories: dict[str, Counter] = defaultdict(Counter)
+        for c in cells:
+            categories[c.category][c.verdict or "not_run"] += 1
+        bank = regraded.banks.get(runs[-1].bank_path)
+        critical = sorted({c.case_no for c in cells if c.verdict == "fail"
+                           and c.severity == "critical"})
+        removed = sorted({q for r in runs for q in regraded.removed.get(r.id, [])})
+        cards.append({
+            "agent": agent, "version": version, "run_ids": [r.id for r in runs],
+            "bank_digest": bank.digest if bank else None,
+            "run_bank_digests": sorted({r.bank_digest for r in runs}),
+            "questions": len(planned), "repeats": max(r.repeats for r in runs),
+            "cells_planned": planned_cells, "cells_stored": len(cells),
+            "not_run": planned_cells - len(cells) - sum(
+                1 for r in runs for q in regraded.removed.get(r.id, []) for _ in range(r.repeats)),
+            "verdicts": {k: verdicts.get(k, 0) for k in VERDICTS},
+            "run_status": {k: statuses.get(k, 0) for k in RUN_STATUSES},
+            "pass_all_repeats": sum(1 for c in cases if c["pass_all"]),
+            "critical_failures": critical,
+            "changed_questions": sorted(c["case_no"] for c in cases if c["changed_since_run"]),
+            "removed_questions": removed,
+            "categories": {cat: dict(cnt) for cat, cnt in sorted(categories.items())},
+            "cost": cost_summary(cells),
+            "outliers": outliers(cells),
+            "cases": cases,
+        })
+    return {"grader_version": GRADER_VERSION, "scorecards": cards}
+
+
+def _fmt(v: float | None, unit: str = "") -> str:
+    if v is None:
+        return "–"
+    return f"{v:,.0f}{unit}" if v >= 10 else f"{v:g}{unit}"
+
+
+def render_text(report: dict[str, Any], colour: bool = False, details: bool = True) -> str:
+    from exam.render import check_lines, paint
+
+    lines = [f"grader {report['grader_version']}"]
+    for card in report["scorecards"]:
+        v, s = card["verdicts"], card["run_status"]
+        runs = ",".join(map(str, card["run_ids"]))
+        lines.append("")
+        lines.append(f"{card['agent']} {card['version']}   run(s) {runs}   bank {card['bank_digest']}"
+                     f"   {card['questions']} questions × {card['repeats']} repeat(s)")
+        verdict_text = " · ".join(paint(f"{k} {v[k]}", k, colour) for k in VERDICTS)
+        trouble = {k: n for k, n in s.items() if k != "ok" and n}
+        infra = (" · not answered: " + ", ".join(f"{k} {n}" for k, n in trouble.items())
+                 if trouble else "")
+        if card["not_run"]:
+            infra += f" · not run {card['not_run']}"
+        lines.append(f"  {verdict_text}{infra}")
+        lines.append(f"  questions passing every repeat: {card['pass_all_repeats']}/{card['questions']}")
+        if card["critical_failures"]:
+            lines.append(paint(f"  CRITICAL failing: {', '.join(card['critical_failures'])}",
+                               "fail", colour))
+        if card["changed_questions"]:
+            lines.append(f"  note: rubric changed since the run for "
+                         f"{', '.join(card['changed_questions'])} (re-graded with today's)")
+        if card["removed_questions"]:
+            lines.append(f"  note: no longer in the bank: {', '.join(card['removed_questions'])}")
+        cost = card["cost"]
+        lines.append(
+            "  cost p50/p95: model calls {}/{} · tokens {}/{} · latency {}/{} · attempts {}/{}".format(
+                _fmt(cost["model_calls"]["p50"]), _fmt(cost["model_calls"]["p95"]),
+                _fmt(cost["tokens"]["p50"]), _fmt(cost["tokens"]["p95"]),
+                _fmt(cost["latency_ms"]["p50"], " ms"), _fmt(cost["latency_ms"]["p95"], " ms"),
+                _fmt(cost["attempts"]["p50"]), _fmt(cost["attempts"]["p95"])))
+        cats = []
+        for cat, cnt in card["categories"].items():
+            total = sum(cnt.values())
+            cats.append(f"{cat} {cnt.get('pass', 0)}/{total}")
+        if cats:
+            lines.append("  by category: " + " · ".join(cats))
+        for o in card["outliers"][:8]:
+            lines.append(f"  cost outlier: {o['case_no']} #{o['repeat']} ({o['verdict'] or o['run_status']}): "
+                         + ", ".join(o["why"]))
+        if len(card["outliers"]) > 8:
+            lines.append(f"  … {len(card['outliers']) - 8} more cost outliers")
+        if not details:
+            continue
+        for case in card["cases"]:
+            vs = case["verdicts"]
+            if not vs.get("fail") and not vs.get("needs_human") and all(
+                    c["run_status"] == "ok" for c in case["cells"]):
+                continue
+            rate = case["pass_rate"]
+            head = "FAIL" if vs.get("fail") else ("HUMAN" if vs.get("needs_human") else "NOT RUN")
+            lines.append(paint(f"  {head:<6} {case['case_no']} ({case['severity']}, {case['category']})"
+                               f"  pass {vs.get('pass', 0)}/{len(case['cells'])}"
+                               + ("" if rate is None else ""), "fail" if head == "FAIL" else
+                               "needs_human", colour))
+            for cell in case["cells"]:
+                figures = (f"attempts {cell['attempts']} · model calls {_fmt(cell['model_calls'])}"
+                           f" · tokens {_fmt(cell['tokens'])} · {_fmt(cell['latency_ms'], ' ms')}")
+                state = cell["verdict"] or cell["run_status"]
+                lines.append(f"      #{cell['repeat']} run {cell['run_id']}: {state}   {figures}")
+                if cell["verdict"] is None:
+                    lines.append(f"          {cell['run_status']}: {cell['error']}")
+                    continue
+                if cell["verdict"] == "pass":
+                    continue
+                from graders import CheckResult
+
+                bad = [CheckResult(**c) for c in cell["checks"]
+                       if c["outcome"] in ("fail", "needs_human")]
+                lines.extend(check_lines(bad, colour, indent="          "))
+    return "\n".join(lines)

@@ -1,0 +1,182 @@
+"""The runner: POST each (question, repeat) cell to its agent, store it the moment it lands.
+
+One thread pool and one RequestGate per agent; several agents run side by side. The
+work order (``input``) is sent verbatim. Ctrl-C stops taking new cells, keeps every
+cell that arrived, and leaves the run resumable with ``exam resume``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+
+from exam.bank import Bank, Item, load_bank
+from exam.errors import ExamError
+from exam.gate import RequestGate
+from exam.registry import Agent
+from exam.replies import to_reply
+from exam.store import AttemptRow, CellRow, Run, Store
+from exam.transport import classify, send
+from graders import GRADER_VERSION, grade
+
+ProgressFn = Callable[[int, CellRow], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One run to execute: the run record, its agent and the bank questions it covers."""
+
+    run: Run
+    agent: Agent
+    items: dict[str, Item]
+
+
+def select_items(bank: Bank, only: Sequence[str] = (), category: str | None = None) -> list[Item]:
+    items = list(bank.items)
+    if only:
+        known = bank.by_case()
+        unknown = [c for c in only if c not in known]
+        if unknown:
+            raise ExamError(f"{bank.path}: no question {', '.join(map(repr, unknown))} "
+                            f"(--only takes case_no values from the bank)")
+        items = [known[c] for c in only]
+    if category is not None:
+        items = [i for i in items if i.category == category]
+        if not items:
+            cats = sorted({i.category for i in bank.items})
+            raise ExamError(f"{bank.path}: no question in category {category!r} "
+                            f"(categories: {', '.join(cats)})")
+    return items
+
+
+def create_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
+               only: Sequence[str] = (), category: str | None = None, status: str = "running",
+               source: str = "cli") -> int:
+    if repeats < 1:
+        raise ExamError(f"--repeats: expected a whole number ≥ 1, found {repeats}")
+    if not version.strip():
+        raise ExamError("--version: give a label for what is being examined, e.g. v2 or prompt-0913")
+    bank = load_bank(agent.bank)
+    items = select_items(bank, only, category)
+    return store.create_run(agent=agent.name, version=version, bank_path=bank.path,
+                            bank_digest=bank.digest, repeats=repeats,
+                            plan=[(i.case_no, i.digest) for i in items],
+                            settings=agent.settings(), status=status, source=source)
+
+
+def job_for(store: Store, run_id: int, agent: Agent) -> Job:
+    run = store.get_run(run_id)
+    bank = load_bank(run.bank_path)
+    current = bank.by_case()
+    missing = [c for c, _ in run.plan if c not in current]
+    if missing:
+        raise ExamError(f"run {run_id}: question(s) {', '.join(missing)} are no longer in "
+                        f"{run.bank_path}; start a new run instead of resuming")
+    return Job(run, agent, {c: current[c] for c, _ in run.plan})
+
+
+def missing_cells(store: Store, run: Run) -> list[tuple[str, int]]:
+    done = store.done_cells(run.id)
+    # repeat-major: every question once before any question twice, so an interrupted
+    # run still covers the whole bank evenly
+    return [(c, r) for r in range(1, run.repeats + 1) for c, _ in run.plan if (c, r) not in done]
+
+
+def run_cell(store: Store, job: Job, case_no: str, repeat: int, gate: RequestGate) -> CellRow:
+    agent, item = job.agent, job.items[case_no]
+    if agent.blocked:
+        cell = CellRow(job.run.id, case_no, repeat, item.digest, "blocked", agent.blocked, None,
+                       None, False, None, 0, None, None, None, time.time())
+        store.record_cell(cell, [])
+        return cell
+    outcomes = send(agent, item.question.input, gate)
+    result = classify(agent, outcomes)
+    read = result.read
+    latency = sum(o.row.latency_ms for o in outcomes)
+    steps = None
+    if read is not None and read.steps is not None:
+        steps = [{"tool": s.tool, "args": dict(s.args)} for s in read.steps]
+    cell = CellRow(
+        run_id=job.run.id, case_no=case_no, repeat=repeat, question_digest=item.digest,
+        run_status=result.run_status, error=result.error,
+        text=read.text if read else None, status=read.status if read else None,
+        truncated=bool(read and read.truncated), steps=steps, attempts=len(outcomes),
+        model_calls=result.model_calls, tokens=result.tokens, latency_ms=round(latency, 1),
+        completed_at=time.time(),
+    )
+    attempts: list[AttemptRow] = [o.row for o in outcomes]
+    if store.record_cell(cell, attempts) and read is not None:
+        reply = to_reply(read, model_calls=result.model_calls, tokens=result.tokens,
+                         attempts=len(outcomes), latency_ms=latency, run_status=result.run_status)
+        g = grade(item.question, reply, budget=agent.budget)
+        store.record_grade(job.run.id, case_no, repeat, GRADER_VERSION, item.digest, g.verdict,
+                           [c.as_dict() for c in g.checks])
+    return cell
+
+
+class Interrupted(Exception):
+    """Ctrl-C: what arrived is stored; the runs are resumable."""
+
+
+def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = None,
+            stop: threading.Event | None = None) -> dict[int, str]:
+    """Run every missing cell of every job; returns run id → final status."""
+    stop = stop or threading.Event()
+    jobs = list(jobs)
+    pools: list[ThreadPoolExecutor] = []
+    futures: dict[Future, Job] = {}
+    errors: dict[int, str] = {}
+
+    def guarded(job: Job, case_no: str, repeat: int, gate: RequestGate) -> CellRow | None:
+        if stop.is_set():
+            return None
+        return run_cell(store, job, case_no, repeat, gate)
+
+    for job in jobs:
+        store.set_run_status(job.run.id, "running")
+        gate = RequestGate(job.agent.concurrency, job.agent.min_interval_s)
+        pool = ThreadPoolExecutor(max_workers=job.agent.concurrency,
+                                  thread_name_prefix=f"exam-{job.agent.name}")
+        pools.append(pool)
+        for case_no, repeat in missing_cells(store, job.run):
+            futures[pool.submit(guarded, job, case_no, repeat, gate)] = job
+    pending = set(futures)
+    try:
+        while pending:
+            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            for fut in done:
+                job = futures[fut]
+                try:
+                    cell = fut.result()
+                except Exception as exc:  # a bug, not the agent: keep the run resumable
+                    errors.setdefault(job.run.id, f"{type(exc).__name__}: {exc}")
+                    stop.set()
+                    continue
+                if cell is not None and progress:
+                    progress(job.run.id, cell)
+    except KeyboardInterrupt:
+        stop.set()
+        for pool in pools:
+            pool.shutdown(wait=False, cancel_futures=True)
+        for job in jobs:
+            store.set_run_status(job.run.id, "interrupted", "stopped by Ctrl-C")
+        raise Interrupted() from None
+    finally:
+        for pool in pools:
+            pool.shutdown(wait=True, cancel_futures=True)
+    final = {}
+    for job in jobs:
+        left = len(missing_cells(store, job.run))
+        if job.run.id in errors:
+            store.set_run_status(job.run.id, "failed", errors[job.run.id])
+            final[job.run.id] = "failed"
+        elif left:
+            store.set_run_status(job.run.id, "interrupted", f"{left} cell(s) not run")
+            final[job.run.id] = "interrupted"
+        else:
+            store.set_run_status(job.run.id, "done")
+            final[job.run.id] = "done"
+    return final

@@ -1,0 +1,404 @@
+"""The SQLite store: runs, cells (question × repeat), attempts with raw bodies, grades.
+
+WAL mode so readers never block the runner; every finished cell is one transaction,
+so a run killed with ``kill -9`` loses only the cells in flight, and ``exam resume``
+redoes exactly those (the primary key makes a duplicate impossible). The schema is
+versioned with ``PRAGMA user_version`` and migrated forward on open.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from exam.errors import StoreError
+
+DEFAULT_DB = "results/exam.db"
+BODY_CAP_BYTES = 1_000_000  # raw bodies stored up to this size; a note marks a cut body
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: the first schema
+    """
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        agent TEXT NOT NULL,
+        version TEXT NOT NULL,
+        bank_path TEXT NOT NULL,
+        bank_digest TEXT NOT NULL,
+        repeats INTEGER NOT NULL,
+        plan TEXT NOT NULL,               -- JSON list of [case_no, question_digest]
+        settings TEXT NOT NULL,           -- JSON: the agent's settings, never its secrets
+        status TEXT NOT NULL,             -- queued | running | done | interrupted | failed
+        created_at REAL NOT NULL,
+        started_at REAL,
+        finished_at REAL,
+        owner TEXT,                       -- host:pid of the process running it
+        heartbeat_at REAL,
+        error TEXT,
+        source TEXT NOT NULL DEFAULT 'cli'
+    );
+    CREATE INDEX runs_agent_version ON runs(agent, version);
+    CREATE TABLE cells (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        case_no TEXT NOT NULL,
+        repeat INTEGER NOT NULL,
+        question_digest TEXT NOT NULL,
+        run_status TEXT NOT NULL,
+        error TEXT NOT NULL DEFAULT '',
+        text TEXT,
+        status TEXT,
+        truncated INTEGER NOT NULL DEFAULT 0,
+        steps TEXT,                       -- JSON list of {tool, args}, NULL when not reported
+        attempts INTEGER NOT NULL,
+        model_calls INTEGER,
+        tokens INTEGER,
+        latency_ms REAL,
+        completed_at REAL NOT NULL,
+        PRIMARY KEY (run_id, case_no, repeat)
+    );
+    CREATE TABLE attempts (
+        run_id INTEGER NOT NULL,
+        case_no TEXT NOT NULL,
+        repeat INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        started_at REAL NOT NULL,
+        http_status INTEGER,
+        latency_ms REAL NOT NULL,
+        error TEXT NOT NULL DEFAULT '',
+        content_type TEXT,
+        body TEXT,
+        body_bytes INTEGER,
+        body_cut INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (run_id, case_no, repeat, n)
+    );
+    CREATE TABLE grades (
+        run_id INTEGER NOT NULL,
+        case_no TEXT NOT NULL,
+        repeat INTEGER NOT NULL,
+        grader_version TEXT NOT NULL,
+        question_digest TEXT NOT NULL,
+        verdict TEXT,
+        checks TEXT NOT NULL,
+        graded_at REAL NOT NULL,
+        PRIMARY KEY (run_id, case_no, repeat, grader_version)
+    );
+    """,
+)
+
+
+def owner_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def owner_alive(owner: str | None) -> bool:
+    """Whether the process that owns a run still exists (only knowable on this host)."""
+    if not owner or ":" not in owner:
+        return False
+    host, pid = owner.rsplit(":", 1)
+    if host != socket.gethostname():
+        return True  # another machine: assume alive, the heartbeat tells
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError):
+        return True
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    id: int
+    agent: str
+    version: str
+    bank_path: str
+    bank_digest: str
+    repeats: int
+    plan: tuple[tuple[str, str], ...]
+    settings: dict[str, Any]
+    status: str
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    owner: str | None
+    heartbeat_at: float | None
+    error: str | None
+    source: str
+
+    @property
+    def total_cells(self) -> int:
+        return len(self.plan) * self.repeats
+
+    @property
+    def shown_status(self) -> str:
+        """'running' whose process is gone reads 'interrupted': resumable."""
+        if self.status == "running" and not owner_alive(self.owner):
+            return "interrupted"
+        return self.status
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRow:
+    n: int
+    started_at: float
+    http_status: int | None
+    latency_ms: float
+    error: str
+    content_type: str | None
+    body: str | None
+    body_bytes: int | None
+    body_cut: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CellRow:
+    run_id: int
+    case_no: str
+    repeat: int
+    question_digest: str
+    run_status: str
+    error: str
+    text: str | None
+    status: str | None
+    truncated: bool
+    steps: list[dict[str, Any]] | None
+    attempts: int
+    model_calls: int | None
+    tokens: int | None
+    latency_ms: float | None
+    completed_at: float
+
+
+def cap_body(body: str | None) -> tuple[str | None, int | None, bool]:
+    if body is None:
+        return None, None, False
+    raw = body.encode("utf-8", "replace")
+    if len(raw) <= BODY_CAP_BYTES:
+        return body, len(raw), False
+    return raw[:BODY_CAP_BYTES].decode("utf-8", "ignore"), len(raw), True
+
+
+class Store:
+    """One connection per Store, shared by the runner's threads under a lock."""
+
+    def __init__(self, path: str | Path):
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False,
+                                       isolation_level=None)
+            self._db.row_factory = sqlite3.Row
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA busy_timeout=60000")
+            self._db.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot open the store: {exc}") from None
+        self._lock = threading.RLock()
+        self._migrate()
+
+    @classmethod
+    def open(cls, path: str | Path | None = None) -> Store:
+        return cls(path or os.environ.get("EXAM_DB") or DEFAULT_DB)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction taken up front (BEGIN IMMEDIATE), so it never deadlocks."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self.tx() as db:
+            current = db.execute("PRAGMA user_version").fetchone()[0]
+            if current > len(MIGRATIONS):
+                raise StoreError(f"{self.path}: schema version {current} is newer than this "
+                                 f"agent-exam understands ({len(MIGRATIONS)}): upgrade agent-exam")
+            for version, script in enumerate(MIGRATIONS[current:], start=current + 1):
+                for statement in script.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute(f"PRAGMA user_version={version}")
+
+    def schema_version(self) -> int:
+        return self._db.execute("PRAGMA user_version").fetchone()[0]
+
+    # -- runs ---------------------------------------------------------------------------
+
+    def create_run(self, *, agent: str, version: str, bank_path: str, bank_digest: str,
+                   repeats: int, plan: Sequence[tuple[str, str]], settings: dict[str, Any],
+                   status: str = "running", source: str = "cli") -> int:
+        now = time.time()
+        with self.tx() as db:
+            cur = db.execute(
+                "INSERT INTO runs (agent, version, bank_path, bank_digest, repeats, plan, settings,"
+                " status, created_at, started_at, owner, heartbeat_at, source)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (agent, version, bank_path, bank_digest, repeats,
+                 json.dumps([list(p) for p in plan], ensure_ascii=False),
+                 json.dumps(settings, ensure_ascii=False), status, now,
+                 now if status == "running" else None,
+                 owner_id() if status == "running" else None,
+                 now if status == "running" else None, source))
+            return int(cur.lastrowid)
+
+    def _run(self, row: sqlite3.Row) -> Run:
+        return Run(
+            id=row["id"], agent=row["agent"], version=row["version"], bank_path=row["bank_path"],
+            bank_digest=row["bank_digest"], repeats=row["repeats"],
+            plan=tuple((c, d) for c, d in json.loads(row["plan"])),
+            settings=json.loads(row["settings"]), status=row["status"],
+            created_at=row["created_at"], started_at=row["started_at"],
+            finished_at=row["finished_at"], owner=row["owner"], heartbeat_at=row["heartbeat_at"],
+            error=row["error"], source=row["source"],
+        )
+
+    def get_run(self, run_id: int) -> Run:
+        with self._lock:
+            row = self._db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"{self.path}: no run {run_id}")
+        return self._run(row)
+
+    def list_runs(self, agent: str | None = None, version: str | None = None,
+                  limit: int | None = None) -> list[Run]:
+        sql, args = "SELECT * FROM runs WHERE 1=1", []
+        if agent:
+            sql += " AND agent=?"
+            args.append(agent)
+        if version:
+            sql += " AND version=?"
+            args.append(version)
+        sql += " ORDER BY id DESC"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        with self._lock:
+            return [self._run(r) for r in self._db.execute(sql, args)]
+
+    def set_run_status(self, run_id: int, status: str, error: str | None = None) -> None:
+        now = time.time()
+        with self.tx() as db:
+            if status == "running":
+                db.execute("UPDATE runs SET status=?, owner=?, heartbeat_at=?, error=NULL,"
+                           " started_at=COALESCE(started_at, ?), finished_at=NULL WHERE id=?",
+                           (status, owner_id(), now, now, run_id))
+            elif status in ("done", "failed", "interrupted"):
+                db.execute("UPDATE runs SET status=?, finished_at=?, error=? WHERE id=?",
+                           (status, now, error, run_id))
+            else:
+                db.execute("UPDATE runs SET status=?, error=? WHERE id=?", (status, error, run_id))
+
+    def claim_run(self, worker: str, stale_after_s: float = 30.0) -> Run | None:
+        """Take the oldest queued run, or a running one whose worker stopped beating."""
+        now = time.time()
+        with self.tx() as db:
+            rows = db.execute(
+                "SELECT * FROM runs WHERE status='queued' OR (status='running' AND"
+                " (heartbeat_at IS NULL OR heartbeat_at < ?)) ORDER BY id", (now - stale_after_s,)
+            ).fetchall()
+            for row in rows:
+                if row["status"] == "running" and owner_alive(row["owner"]) and \
+                        row["heartbeat_at"] and row["heartbeat_at"] >= now - stale_after_s:
+                    continue
+                db.execute("UPDATE runs SET status='running', owner=?, heartbeat_at=?,"
+                           " started_at=COALESCE(started_at, ?), finished_at=NULL WHERE id=?",
+                           (worker, now, now, row["id"]))
+                return self._run(db.execute("SELECT * FROM runs WHERE id=?",
+                                            (row["id"],)).fetchone())
+        return None
+
+    def heartbeat(self, run_id: int) -> None:
+        with self.tx() as db:
+            db.execute("UPDATE runs SET heartbeat_at=? WHERE id=?", (time.time(), run_id))
+
+    # -- cells --------------------------------------------------------------------------
+
+    def record_cell(self, cell: CellRow, attempts: Sequence[AttemptRow]) -> bool:
+        """Store a finished cell and its attempts in one transaction; False if already there."""
+        with self.tx() as db:
+            cur = db.execute(
+                "INSERT OR IGNORE INTO cells (run_id, case_no, repeat, question_digest, run_status,"
+                " error, text, status, truncated, steps, attempts, model_calls, tokens, latency_ms,"
+                " completed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (cell.run_id, cell.case_no, cell.repeat, cell.question_digest, cell.run_status,
+                 cell.error, cell.text, cell.status, int(cell.truncated),
+                 None if cell.steps is None else json.dumps(cell.steps, ensure_ascii=False),
+                 cell.attempts, cell.model_calls, cell.tokens, cell.latency_ms,
+                 cell.completed_at))
+            if cur.rowcount == 0:
+                return False
+            db.executemany(
+                "INSERT INTO attempts (run_id, case_no, repeat, n, started_at, http_status,"
+                " latency_ms, error, content_type, body, body_bytes, body_cut)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                [(cell.run_id, cell.case_no, cell.repeat, a.n, a.started_at, a.http_status,
+                  a.latency_ms, a.error, a.content_type, a.body, a.body_bytes, int(a.body_cut))
+                 for a in attempts])
+            db.execute("UPDATE runs SET heartbeat_at=? WHERE id=?", (time.time(), cell.run_id))
+        return True
+
+    def record_grade(self, run_id: int, case_no: str, repeat: int, grader_version: str,
+                     question_digest: str, verdict: str | None, checks: list[dict]) -> None:
+        with self.tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO grades VALUES (?,?,?,?,?,?,?,?)",
+                (run_id, case_no, repeat, grader_version, question_digest, verdict,
+                 json.dumps(checks, ensure_ascii=False), time.time()))
+
+    def done_cells(self, run_id: int) -> set[tuple[str, int]]:
+        with self._lock:
+            rows = self._db.execute("SELECT case_no, repeat FROM cells WHERE run_id=?", (run_id,))
+            return {(r[0], r[1]) for r in rows}
+
+    def cells(self, run_ids: Sequence[int]) -> list[CellRow]:
+        if not run_ids:
+            return []
+        marks = ",".join("?" * len(run_ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT * FROM cells WHERE run_id IN ({marks}) ORDER BY run_id, case_no, repeat",
+                list(run_ids)).fetchall()
+        return [CellRow(
+            run_id=r["run_id"], case_no=r["case_no"], repeat=r["repeat"],
+            question_digest=r["question_digest"], run_status=r["run_status"], error=r["error"],
+            text=r["text"], status=r["status"], truncated=bool(r["truncated"]),
+            steps=None if r["steps"] is None else json.loads(r["steps"]),
+            attempts=r["attempts"], model_calls=r["model_calls"], tokens=r["tokens"],
+            latency_ms=r["latency_ms"], completed_at=r["completed_at"]) for r in rows]
+
+    def attempts(self, run_id: int, case_no: str, repeat: int) -> list[AttemptRow]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT * FROM attempts WHERE run_id=? AND case_no=? AND repeat=? ORDER BY n",
+                (run_id, case_no, repeat)).fetchall()
+        return [AttemptRow(r["n"], r["started_at"], r["http_status"], r["latency_ms"], r["error"],
+                           r["content_type"], r["body"], r["body_bytes"], bool(r["body_cut"]))
+                for r in rows]
+
+    def count_cells(self, run_id: int) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM cells WHERE run_id=?",
+                                    (run_id,)).fetchone()[0]
+
+    def integrity_check(self) -> str:
+        with self._lock:
+            return self._db.execute("PRAGMA integrity_check").fetchone()[0]

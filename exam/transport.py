@@ -1,0 +1,261 @@
+"""Send one work order to an agent: every attempt recorded, retries for transport trouble only.
+
+Retries (tenacity) happen on connection errors, timeouts, 429 (honouring Retry-After)
+and 5xx, at most ``agent.retries`` times; a wrong answer is never retried. The reply is
+then given exactly one run status: ok, timeout, http_error, bad_reply or truncated.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+from tenacity import RetryCallState, Retrying, retry_if_result, stop_after_attempt
+
+from exam.registry import Agent
+from exam.replies import ReadReply, read_body
+from exam.store import AttemptRow, cap_body
+
+MAX_BODY_BYTES = 8_000_000  # a reply larger than this is not read to the end: bad_reply
+MAX_RETRY_AFTER_S = 60.0
+_local = threading.local()
+
+
+def _session(pool: int) -> requests.Session:
+    s = getattr(_local, "session", None)
+    if s is None:
+        s = requests.Session()
+        adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=max(4, pool),
+                                                max_retries=0)
+        s.mount("http://", adapter)
+        s.mount("https://", adapter)
+        s.trust_env = False  # never route exam traffic through a proxy from the environment
+        _local.session = s
+    return s
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One attempt as it happened: kind is ok / timeout / connection / http / too_large."""
+
+    kind: str
+    row: AttemptRow
+    body: str | None
+    retry_after: float | None
+
+    @property
+    def transient(self) -> bool:
+        if self.kind in ("timeout", "connection"):
+            return True
+        status = self.row.http_status or 0
+        return self.kind == "http" and (status == 429 or status >= 500)
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _describe_error(exc: BaseException) -> str:
+    text = str(exc)
+    lowered = text.lower()
+    if "refused" in lowered:
+        return "connection refused"
+    if "reset" in lowered:
+        return "connection reset by the agent"
+    if "broken" in lowered or "aborted" in lowered or "incomplete" in lowered or \
+            "prematurely" in lowered:
+        return "connection closed mid-reply"
+    if "name or service" in lowered or "resolve" in lowered:
+        return "cannot resolve the agent's host"
+    return f"{type(exc).__name__}: {text[:200]}"
+
+
+def _http_error_text(status: int, body: str | None) -> str:
+    """'HTTP 404: <n8n message> — hint: ...' where the body says something useful."""
+    detail = ""
+    if body:
+        try:
+            data = json.loads(body)
+        except ValueError:
+            data = None
+        if isinstance(data, list) and len(data) == 1:
+            data = data[0]
+        if isinstance(data, dict):
+            msg = data.get("message") or data.get("error") or data.get("detail")
+            if isinstance(msg, dict):
+                msg = msg.get("message")
+            if msg:
+                detail = str(msg)
+            if data.get("hint"):
+                detail += f" — hint: {data['hint']}"
+        elif body.lstrip()[:1] == "<":
+            detail = "an HTML error page"
+        else:
+            detail = body.strip()[:200]
+    return f"HTTP {status}" + (f": {detail}" if detail else "")
+
+
+def _charset(ctype: str | None) -> str:
+    """The declared charset, else UTF-8 (JSON's own default; not ISO-8859-1 for text/*)."""
+    for part in (ctype or "").split(";")[1:]:
+        key, _, value = part.strip().partition("=")
+        if key.lower() == "charset" and value:
+            try:
+                "".encode(value.strip('"'))
+                return value.strip('"')
+            except LookupError:
+                break
+    return "utf-8"
+
+
+def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
+    started_wall, t0 = time.time(), time.perf_counter()
+    deadline = t0 + agent.timeout_s
+    session = _session(agent.concurrency)
+
+    def elapsed_ms() -> float:
+        return (time.perf_counter() - t0) * 1000
+
+    def row(status=None, error="", ctype=None, body=None) -> AttemptRow:
+        stored, size, cut = cap_body(body)
+        return AttemptRow(n, started_wall, status, elapsed_ms(), error, ctype, stored, size, cut)
+
+    try:
+        resp = session.post(agent.url, json=work_order, headers=dict(agent.headers),
+                            timeout=(min(10.0, agent.timeout_s), agent.timeout_s), stream=True,
+                            allow_redirects=False)
+    except requests.Timeout:
+        return Outcome("timeout", row(error=f"no reply within {agent.timeout_s:g} s"), None, None)
+    except requests.RequestException as exc:
+        return Outcome("connection", row(error=_describe_error(exc)), None, None)
+    ctype = resp.headers.get("Content-Type")
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        with resp:
+            while True:
+                if time.perf_counter() > deadline:
+                    return Outcome("timeout", row(resp.status_code,
+                                                  f"reply not complete within {agent.timeout_s:g} s",
+                                                  ctype), None, None)
+                chunk = resp.raw.read1(65536)
+                if not chunk:
+                    break
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    return Outcome("too_large", row(resp.status_code,
+                                                    f"reply body over {MAX_BODY_BYTES:,} bytes",
+                                                    ctype), None, None)
+                chunks.append(chunk)
+    except requests.Timeout:
+        return Outcome("timeout", row(resp.status_code, f"no data within {agent.timeout_s:g} s",
+                                      ctype), None, None)
+    except Exception as exc:  # urllib3 raises several kinds when a body is cut
+        if "timed out" in str(exc).lower():
+            return Outcome("timeout", row(resp.status_code,
+                                          f"no data within {agent.timeout_s:g} s", ctype), None, None)
+        return Outcome("connection", row(resp.status_code, _describe_error(exc), ctype), None, None)
+    body = b"".join(chunks).decode(_charset(ctype), errors="replace")
+    retry_after = _retry_after(resp.headers.get("Retry-After"))
+    if not 200 <= resp.status_code < 300:
+        return Outcome("http", row(resp.status_code, _http_error_text(resp.status_code, body),
+                                   ctype, body), body, retry_after)
+    return Outcome("ok", row(resp.status_code, "", ctype, body), body, None)
+
+
+def _wait(retry_state: RetryCallState) -> float:
+    last: Outcome = retry_state.outcome.result()
+    if last.retry_after is not None:
+        return min(last.retry_after, MAX_RETRY_AFTER_S)
+    return min(0.5 * 2 ** (retry_state.attempt_number - 1), 8.0)
+
+
+def send(agent: Agent, work_order: Any, gate, sleep=time.sleep) -> list[Outcome]:
+    """POST with retries for transport trouble; every attempt is returned, in order."""
+    outcomes: list[Outcome] = []
+
+    def attempt() -> Outcome:
+        with gate.slot():
+            out = post_once(agent, work_order, len(outcomes) + 1)
+        outcomes.append(out)
+        return out
+
+    retrying = Retrying(stop=stop_after_attempt(agent.retries + 1), wait=_wait,
+                        retry=retry_if_result(lambda o: o.transient), sleep=sleep,
+                        retry_error_callback=lambda state: state.outcome.result())
+    retrying(attempt)
+    return outcomes
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    run_status: str
+    error: str
+    read: ReadReply | None
+    model_calls: int | None
+    tokens: int | None
+
+
+def _parse(agent: Agent, body: str) -> tuple[ReadReply | None, str]:
+    if not body.strip():
+        return None, "empty body"
+    if agent.reply_format == "text":
+        return read_body(body.strip(), agent.reply), ""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        looks = "an HTML page" if body.lstrip()[:1] == "<" else repr(body.strip()[:60])
+        return None, f"not JSON: {looks}"
+    read = read_body(data, agent.reply)
+    if isinstance(read.body, str) and agent.reply_format == "json":
+        return None, "a JSON string, not an object"
+    return read, read.problem
+
+
+def _usage(agent: Agent, outcomes: list[Outcome]) -> tuple[int | None, int | None]:
+    calls = tokens = None
+    for o in outcomes:
+        if not o.body or agent.reply_format == "text":
+            continue
+        try:
+            read = read_body(json.loads(o.body), agent.reply)
+        except ValueError:
+            continue
+        if read.model_calls is not None:
+            calls = (calls or 0) + read.model_calls
+        if read.tokens is not None:
+            tokens = (tokens or 0) + read.tokens
+    return calls, tokens
+
+
+def classify(agent: Agent, outcomes: list[Outcome]) -> Result:
+    """The run status of a cell from its last attempt; usage summed over every attempt."""
+    last = outcomes[-1]
+    calls, tokens = _usage(agent, outcomes)
+    if last.kind == "timeout":
+        return Result("timeout", last.row.error, None, calls, tokens)
+    if last.kind in ("connection", "http"):
+        return Result("http_error", last.row.error, None, calls, tokens)
+    if last.kind == "too_large":
+        return Result("bad_reply", last.row.error, None, calls, tokens)
+    read, problem = _parse(agent, last.body or "")
+    if read is None or problem:
+        return Result("bad_reply", problem, read, calls, tokens)
+    if read.truncated:
+        return Result("truncated", "the agent flagged its reply as truncated", read, calls, tokens)
+    return Result("ok", "", read, calls, tokens)
