@@ -165,7 +165,8 @@ def render_text(report: dict[str, Any], colour: bool = False, details: bool = Tr
         if cats:
             lines.append("  by category: " + " · ".join(cats))
         for o in card["outliers"][:8]:
-            lines.append(f"  cost outlier: {o['case_no']} #{o['repeat']} ({o['verdict'] or o['run_status']}): "
+            state = o["verdict"] or o["run_status"]
+            lines.append(f"  cost outlier: {o['case_no']} #{o['repeat']} ({state}): "
                          + ", ".join(o["why"]))
         if len(card["outliers"]) > 8:
             lines.append(f"  … {len(card['outliers']) - 8} more cost outliers")
@@ -176,12 +177,10 @@ def render_text(report: dict[str, Any], colour: bool = False, details: bool = Tr
             if not vs.get("fail") and not vs.get("needs_human") and all(
                     c["run_status"] == "ok" for c in case["cells"]):
                 continue
-            rate = case["pass_rate"]
             head = "FAIL" if vs.get("fail") else ("HUMAN" if vs.get("needs_human") else "NOT RUN")
             lines.append(paint(f"  {head:<6} {case['case_no']} ({case['severity']}, {case['category']})"
                                f"  pass {vs.get('pass', 0)}/{len(case['cells'])}"
-                               + ("" if rate is None else ""), "fail" if head == "FAIL" else
-                               "needs_human", colour))
+                               , "fail" if head == "FAIL" else "needs_human", colour))
             for cell in case["cells"]:
                 figures = (f"attempts {cell['attempts']} · model calls {_fmt(cell['model_calls'])}"
                            f" · tokens {_fmt(cell['tokens'])} · {_fmt(cell['latency_ms'], ' ms')}")

@@ -1,0 +1,95 @@
+"""`exam run` / `exam report scorecard` / `exam runs` end to end against a fake agent."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+from click.testing import CliRunner
+
+from exam.cli import main
+from tests.exam.helpers import write_bank
+from tests.fakes.agent import FakeAgent
+
+
+def invoke(*args, env=None):
+    return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
+
+
+def setup(tmp_path, url, behaviours, **agent):
+    bank = write_bank(tmp_path, behaviours)
+    registry = tmp_path / "agents.yaml"
+    registry.write_text(yaml.safe_dump({"agents": {"T": {"url": url, "bank": str(bank),
+                                                         "timeout_s": 2, **agent}}}))
+    return {"EXAM_AGENTS": str(registry), "EXAM_DB": str(tmp_path / "exam.db")}
+
+
+def test_run_prints_the_scorecard_json_shape(tmp_path):
+    with FakeAgent() as fake:
+        env = setup(tmp_path, fake.url, ["ok", "ok", "status-500"])
+        result = invoke("run", "T", "--version", "v1", "--repeats", "2", "--format", "json",
+                        env=env)
+    assert result.exit_code == 3  # one question never answered: infrastructure, not content
+    out = json.loads(result.output)
+    card = out["scorecards"][0]
+    assert out["grader_version"]
+    assert {k: card[k] for k in ("agent", "version", "run_ids", "questions", "repeats")} == {
+        "agent": "T", "version": "v1", "run_ids": [1], "questions": 3, "repeats": 2}
+    assert card["verdicts"] == {"pass": 4, "needs_human": 0, "fail": 0, "not_graded": 0}
+    assert card["run_status"]["http_error"] == 2 and card["run_status"]["ok"] == 4
+    case = next(c for c in card["cases"] if c["case_no"] == "T-01")
+    cell = case["cells"][0]
+    assert {"repeat", "run_status", "verdict", "attempts", "model_calls", "tokens", "latency_ms",
+            "checks"} <= set(cell)
+    assert cell["model_calls"] == 2 and cell["tokens"] == 1000
+
+
+def test_run_exit_1_on_a_failed_verdict(tmp_path):
+    with FakeAgent() as fake:
+        env = setup(tmp_path, fake.url, ["ok"])
+        # the fake answers 備貨中; make the bank expect something else
+        bank = json.loads((tmp_path / "T.json").read_text())
+        bank["questions"][0]["expect_facts"] = ["已出貨"]
+        (tmp_path / "T.json").write_text(json.dumps(bank, ensure_ascii=False))
+        result = invoke("run", "T", "--version", "v1", env=env)
+    assert result.exit_code == 1
+    assert "FAIL   T-01" in result.output
+    assert "- 已出貨" in result.output
+
+
+def test_unknown_agent_is_a_clear_input_error(tmp_path):
+    env = setup(tmp_path, "http://127.0.0.1:9/x", ["ok"])
+    result = invoke("run", "W9", "--version", "v1", env=env)
+    assert result.exit_code == 2
+    assert "no agent named 'W9' (agents: T)" in result.output
+
+
+def test_unknown_only_case_is_a_clear_input_error(tmp_path):
+    env = setup(tmp_path, "http://127.0.0.1:9/x", ["ok"])
+    result = invoke("run", "T", "--version", "v1", "--only", "T-99", env=env)
+    assert result.exit_code == 2 and "no question 'T-99'" in result.output
+
+
+def test_report_regrades_with_todays_bank_and_flags_the_change(tmp_path):
+    with FakeAgent() as fake:
+        env = setup(tmp_path, fake.url, ["ok"])
+        invoke("run", "T", "--version", "v1", env=env)
+    bank = json.loads((tmp_path / "T.json").read_text())
+    bank["questions"][0]["expect_forbidden"] = ["備貨中"]
+    (tmp_path / "T.json").write_text(json.dumps(bank, ensure_ascii=False))
+    result = invoke("report", "scorecard", "--format", "json", env=env)
+    card = json.loads(result.output)["scorecards"][0]
+    assert card["verdicts"]["fail"] == 1  # today's rubric, not the stored grade
+    assert card["changed_questions"] == ["T-01"]
+    text = invoke("report", "scorecard", env=env).output
+    assert "rubric changed since the run for T-01" in text
+
+
+def test_runs_lists_runs(tmp_path):
+    with FakeAgent() as fake:
+        env = setup(tmp_path, fake.url, ["ok"])
+        invoke("run", "T", "--version", "v1", env=env)
+        invoke("run", "T", "--version", "v2", env=env)
+    rows = json.loads(invoke("runs", "--format", "json", env=env).output)
+    assert [(r["id"], r["version"], r["status"], r["cells"]) for r in rows] == [
+        (2, "v2", "done", 1), (1, "v1", "done", 1)]

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import pytest
+
+from exam.errors import RegistryError
+from exam.registry import load_registry, parse_registry
+
+GOOD = {"agents": {"W1": {"url": "http://127.0.0.1:5678/webhook/w1-orders"}}}
+
+
+def parse(data, env=None):
+    return parse_registry(data, "webhooks/agents.yaml", env or {})
+
+
+def test_defaults():
+    agent = parse(GOOD).get("W1")
+    assert agent.bank == "bank/W1.json"
+    assert (agent.timeout_s, agent.retries, agent.concurrency, agent.min_interval_s) == (60, 0, 4, 0)
+    assert agent.reply.text == ("answer", "output", "text")
+    assert agent.reply.steps.path == "intermediateSteps"
+
+
+def test_env_variables_fill_headers_and_never_show_in_repr():
+    data = {"agents": {"W1": {**GOOD["agents"]["W1"], "headers": {"X-Exam-Token": "${W1_TOKEN}"}}}}
+    agent = parse(data, {"W1_TOKEN": "s3cret"}).get("W1")
+    assert agent.headers == {"X-Exam-Token": "s3cret"}
+    assert "s3cret" not in repr(agent)
+    assert "s3cret" not in str(agent.settings())
+
+
+def test_missing_variable_blocks_the_agent_naming_it():
+    data = {"agents": {"W1": {**GOOD["agents"]["W1"], "headers": {"X-Exam-Token": "${W1_TOKEN}"}}}}
+    agent = parse(data).get("W1")
+    assert agent.blocked == ("environment variable W1_TOKEN is not set "
+                             "(needed by agents.W1.headers.X-Exam-Token)")
+
+
+def test_safe_url_drops_credentials_and_query():
+    data = {"agents": {"W1": {"url": "https://user:pw@n8n.example:8443/webhook/x?token=abc"}}}
+    assert parse(data).get("W1").safe_url == "https://n8n.example:8443/webhook/x"
+
+
+@pytest.mark.parametrize(
+    ("agent", "message"),
+    [
+        ({"url": "http://x/y", "timeout": 5},
+         "agents.W1.timeout: unknown key 'timeout' (did you mean 'timeout_s'?)"),
+        ({"url": "ftp://x/y"}, "agents.W1.url: expected an http(s) URL, found 'ftp://x/y'"),
+        ({}, "agents.W1: missing 'url'"),
+        ({"url": "http://x/y", "concurrency": 0},
+         "agents.W1.concurrency: expected a whole number ≥ 1, found 0"),
+        ({"url": "http://x/y", "retries": -1}, "agents.W1.retries: expected a whole number ≥ 0"),
+        ({"url": "http://x/y", "timeout_s": 0}, "agents.W1.timeout_s: expected a number > 0"),
+        ({"url": "http://x/y", "min_interval_s": "fast"},
+         "agents.W1.min_interval_s: expected a number ≥ 0, found 'fast'"),
+        ({"url": "http://x/y", "reply": {"txt": "answer"}},
+         "agents.W1.reply.txt: unknown key 'txt' (did you mean 'text'?)"),
+        ({"url": "http://x/y", "reply": {"format": "xml"}},
+         "agents.W1.reply.format: expected json or text"),
+        ({"url": "http://x/y", "budget": {"token": 3}},
+         "agents.W1.budget.token: unknown key 'token' (did you mean 'tokens'?)"),
+        ({"url": "http://x/y", "headers": ["X-Token"]},
+         "agents.W1.headers: expected a mapping of header: value"),
+    ],
+)
+def test_bad_registry_is_one_clear_message(agent, message):
+    with pytest.raises(RegistryError) as err:
+        parse({"agents": {"W1": agent}})
+    assert str(err.value) == f"webhooks/agents.yaml: {message}" or message in str(err.value)
+
+
+def test_unknown_agent_lists_known_ones():
+    with pytest.raises(RegistryError, match=r"no agent named 'W9' \(agents: W1\)"):
+        parse(GOOD).get("W9")
+
+
+def test_yaml_syntax_error_has_line_and_column(tmp_path):
+    path = tmp_path / "agents.yaml"
+    path.write_text("agents:\n  W1:\n    url: [unclosed\n")
+    with pytest.raises(RegistryError, match=r"agents.yaml: invalid YAML at line \d+, column \d+"):
+        load_registry(path, env={})
+
+
+def test_missing_file_says_how_to_point_elsewhere(tmp_path):
+    with pytest.raises(RegistryError, match="no such file .give --agents or set EXAM_AGENTS."):
+        load_registry(tmp_path / "nope.yaml", env={})
+
+
+def test_shipped_registry_loads():
+    from tests.conftest import ROOT
+
+    registry = load_registry(ROOT / "webhooks" / "agents.yaml", env={})
+    assert set(registry.agents) == {"W1", "W2", "W3"}

@@ -1,0 +1,181 @@
+"""The runner against a real HTTP agent on 127.0.0.1 that misbehaves on request."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from exam.runner import create_run, execute, job_for
+from exam.store import Store
+from tests.exam.helpers import agent_for, write_bank
+from tests.fakes.agent import FakeAgent
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store(tmp_path / "exam.db")
+    yield s
+    s.close()
+
+
+def run_one(store, tmp_path, agent_kw=None, behaviours=("ok",), repeats=1):
+    with FakeAgent() as fake:
+        bank = write_bank(tmp_path, list(behaviours))
+        agent = agent_for(fake.url, bank, **(agent_kw or {}))
+        run_id = create_run(store, agent, "v1", repeats=repeats)
+        final = execute(store, [job_for(store, run_id, agent)])
+    cells = {c.case_no: c for c in store.cells([run_id])}
+    return run_id, final, cells, fake
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "run_status", "error_part"),
+    [
+        ("ok", "ok", ""),
+        ("slow", "timeout", "no reply within 1 s"),
+        ("status-500", "http_error", "HTTP 500: upstream said 500"),
+        ("html", "bad_reply", "not JSON: an HTML page"),
+        ("html-500", "http_error", "HTTP 500: an HTML error page"),
+        ("empty", "bad_reply", "empty body"),
+        ("invalid-json", "bad_reply", "not JSON"),
+        ("array", "ok", ""),
+        ("truncated", "truncated", "flagged its reply as truncated"),
+        ("no-text", "bad_reply", "no text at answer / output / text"),
+        ("reset", "http_error", "connection"),
+        ("reset-mid-body", "http_error", "connection"),
+        ("drip", "timeout", "not complete within 1 s"),
+        ("n8n-404", "http_error", "is not registered. — hint: The workflow must be active"),
+        ("text-plain-json", "ok", ""),
+    ],
+)
+def test_each_reply_gets_the_right_run_status(store, tmp_path, behaviour, run_status, error_part):
+    _, final, cells, _ = run_one(store, tmp_path, {"timeout_s": 1.0}, [behaviour])
+    cell = cells["T-01"]
+    assert cell.run_status == run_status
+    assert error_part in cell.error
+    assert list(final.values()) == ["done"]
+
+
+def test_work_order_is_posted_verbatim(store, tmp_path):
+    _, _, _, fake = run_one(store, tmp_path)
+    sent = json.loads(fake.requests[0]["raw"])
+    assert sent == {"task_id": "T-01", "behaviour": "ok", "question": "查 A10302"}
+    assert fake.requests[0]["headers"]["Content-Type"] == "application/json"
+
+
+def test_500_then_ok_is_retried_and_every_attempt_recorded(store, tmp_path):
+    run_id, _, cells, _ = run_one(store, tmp_path, {"retries": 1}, ["500-then-ok"])
+    cell = cells["T-01"]
+    assert (cell.run_status, cell.attempts) == ("ok", 2)
+    # seed 003 W1-11: usage is summed over attempts: 6 + 2 model calls
+    assert (cell.model_calls, cell.tokens) == (8, 3000)
+    attempts = store.attempts(run_id, "T-01", 1)
+    assert [a.http_status for a in attempts] == [500, 200]
+    assert "max iterations" in attempts[0].error
+
+
+def test_no_retry_without_retries(store, tmp_path):
+    _, _, cells, fake = run_one(store, tmp_path, {}, ["500-then-ok"])
+    assert cells["T-01"].run_status == "http_error" and cells["T-01"].attempts == 1
+    assert len(fake.requests) == 1
+
+
+def test_429_honours_retry_after(store, tmp_path):
+    run_id, _, cells, fake = run_one(store, tmp_path, {"retries": 2}, ["429-retry-after"])
+    assert cells["T-01"].run_status == "ok" and cells["T-01"].attempts == 2
+    gap = fake.requests[1]["t"] - fake.requests[0]["t"]
+    assert gap >= 0.95
+
+
+def test_a_wrong_answer_is_never_retried(store, tmp_path):
+    _, _, cells, fake = run_one(store, tmp_path, {"retries": 3}, ["status-400"])
+    assert cells["T-01"].attempts == 1 and len(fake.requests) == 1
+
+
+def test_retries_stop_at_the_limit(store, tmp_path):
+    _, _, cells, fake = run_one(store, tmp_path, {"retries": 2}, ["status-503"])
+    assert cells["T-01"].run_status == "http_error"
+    assert cells["T-01"].attempts == 3 and len(fake.requests) == 3
+
+
+def test_connection_refused_is_http_error_not_a_wrong_answer(store, tmp_path):
+    bank = write_bank(tmp_path, ["ok"])
+    agent = agent_for("http://127.0.0.1:9/webhook", bank)
+    run_id = create_run(store, agent, "v1")
+    execute(store, [job_for(store, run_id, agent)])
+    (cell,) = store.cells([run_id])
+    assert (cell.run_status, cell.error) == ("http_error", "connection refused")
+
+
+def test_blocked_agent_sends_nothing_and_records_why(store, tmp_path):
+    with FakeAgent() as fake:
+        bank = write_bank(tmp_path, ["ok", "ok"])
+        agent = agent_for(fake.url, bank, blocked="environment variable T_TOKEN is not set")
+        run_id = create_run(store, agent, "v1")
+        execute(store, [job_for(store, run_id, agent)])
+    assert fake.requests == []
+    cells = store.cells([run_id])
+    assert {c.run_status for c in cells} == {"blocked"}
+    assert "T_TOKEN" in cells[0].error
+
+
+def test_gate_bounds_concurrency_and_spaces_starts(store, tmp_path):
+    with FakeAgent(delay_s=0.15) as fake:
+        bank = write_bank(tmp_path, ["ok"] * 12)
+        agent = agent_for(fake.url, bank, concurrency=3, min_interval_s=0.05)
+        run_id = create_run(store, agent, "v1")
+        execute(store, [job_for(store, run_id, agent)])
+    starts = sorted(r["t"] for r in fake.requests)
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    assert len(starts) == 12
+    assert fake.max_in_flight <= 3
+    assert fake.max_in_flight >= 2  # the gate does allow parallelism
+    assert min(gaps) >= 0.045  # server-side arrival, a little scheduling slack
+
+
+def test_repeats_and_only_and_category(store, tmp_path):
+    with FakeAgent() as fake:
+        bank = write_bank(tmp_path, ["ok", "ok", "ok"])
+        agent = agent_for(fake.url, bank)
+        run_id = create_run(store, agent, "v1", repeats=2, only=["T-02"])
+        execute(store, [job_for(store, run_id, agent)])
+    cells = store.cells([run_id])
+    assert sorted((c.case_no, c.repeat) for c in cells) == [("T-02", 1), ("T-02", 2)]
+    assert len(fake.requests) == 2
+
+
+def test_headers_are_sent_but_never_stored(store, tmp_path):
+    with FakeAgent() as fake:
+        bank = write_bank(tmp_path, ["echo-headers"])
+        agent = agent_for(fake.url, bank, headers={"X-Exam-Token": "TOPSECRET-123"})
+        run_id = create_run(store, agent, "v1")
+        execute(store, [job_for(store, run_id, agent)])
+    assert fake.requests[0]["headers"]["X-Exam-Token"] == "TOPSECRET-123"
+    raw = (tmp_path / "exam.db").read_bytes()
+    for suffix in ("-wal",):
+        wal = tmp_path / f"exam.db{suffix}"
+        if wal.exists():
+            raw += wal.read_bytes()
+    assert b"TOPSECRET-123" not in raw
+    assert b"SECRET-IN-REPLY-HEADER" not in raw
+    assert store.get_run(run_id).settings["header_names"] == ["X-Exam-Token"]
+
+
+def test_resume_runs_only_missing_cells(store, tmp_path):
+    with FakeAgent() as fake:
+        bank = write_bank(tmp_path, ["ok"] * 4)
+        agent = agent_for(fake.url, bank)
+        run_id = create_run(store, agent, "v1", repeats=2)
+        job = job_for(store, run_id, agent)
+        from exam.gate import RequestGate
+        from exam.runner import run_cell
+
+        gate = RequestGate(1)
+        run_cell(store, job, "T-01", 1, gate)
+        run_cell(store, job, "T-03", 2, gate)
+        fake.requests.clear()
+        execute(store, [job_for(store, run_id, agent)])
+    assert len(fake.requests) == 6
+    assert store.count_cells(run_id) == 8
+    assert store.get_run(run_id).status == "done"

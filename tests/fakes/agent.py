@@ -1,0 +1,168 @@
+"""A fault-injecting agent on 127.0.0.1: the work order's ``behaviour`` says how to answer.
+
+It records every request (arrival time, body, headers) and the most requests it had in
+flight at once, so tests can measure the runner's gate from the server's side.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+OK_BODY = {"answer": "訂單 A10302 目前備貨中，預計 2026-09-16 到貨。", "status": "ok",
+           "usage": {"model_calls": 2, "total_tokens": 1000}}
+
+
+class FakeAgent:
+    def __init__(self, delay_s: float = 0.0):
+        self.delay_s = delay_s
+        self.requests: list[dict[str, Any]] = []
+        self.calls: Counter[str] = Counter()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                with fake.lock:
+                    fake.in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                    fake.requests.append({"t": time.monotonic(), "raw": raw,
+                                          "headers": dict(self.headers), "path": self.path})
+                try:
+                    body = json.loads(raw or b"{}")
+                    behaviour = body.get("behaviour", "ok") if isinstance(body, dict) else "ok"
+                    with fake.lock:
+                        fake.calls[behaviour] += 1
+                        n = fake.calls[behaviour]
+                    if fake.delay_s:
+                        time.sleep(fake.delay_s)
+                    fake.respond(self, behaviour, n)
+                finally:
+                    with fake.lock:
+                        fake.in_flight -= 1
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_port}/webhook/test"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> FakeAgent:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    @staticmethod
+    def send(handler, status: int, body: bytes | str, ctype: str = "application/json",
+             headers: dict[str, str] | None = None) -> None:
+        data = body.encode() if isinstance(body, str) else body
+        handler.send_response(status)
+        handler.send_header("Content-Type", ctype)
+        handler.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            handler.send_header(k, v)
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    def json(self, handler, obj: Any, status: int = 200, **kw) -> None:
+        self.send(handler, status, json.dumps(obj, ensure_ascii=False), **kw)
+
+    @staticmethod
+    def reset(handler) -> None:
+        handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        handler.connection.close()
+        handler.close_connection = True
+
+    def respond(self, h, behaviour: str, n: int) -> None:  # noqa: C901 - a table of faults
+        if behaviour == "ok":
+            self.json(h, OK_BODY)
+        elif behaviour == "slow":
+            time.sleep(3)
+            self.json(h, OK_BODY)
+        elif behaviour.startswith("status-"):
+            code = int(behaviour.split("-")[1])
+            self.json(h, {"error": f"upstream said {code}"}, status=code)
+        elif behaviour == "500-then-ok":
+            if n % 2 == 1:
+                self.json(h, {"error": "Agent stopped due to max iterations.",
+                              "usage": {"model_calls": 6, "total_tokens": 2000}}, status=500)
+            else:
+                self.json(h, OK_BODY)
+        elif behaviour == "429-retry-after":
+            if n % 2 == 1:
+                self.json(h, {"error": "rate limited"}, status=429, headers={"Retry-After": "1"})
+            else:
+                self.json(h, OK_BODY)
+        elif behaviour == "429-no-header":
+            if n % 2 == 1:
+                self.json(h, {"error": "rate limited"}, status=429)
+            else:
+                self.json(h, OK_BODY)
+        elif behaviour == "html":
+            self.send(h, 200, "<html><body>502 Bad Gateway</body></html>", "text/html")
+        elif behaviour == "html-500":
+            self.send(h, 500, "<html><body>Internal error</body></html>", "text/html")
+        elif behaviour == "empty":
+            self.send(h, 200, b"")
+        elif behaviour == "invalid-json":
+            self.send(h, 200, '{"answer": "oops"')
+        elif behaviour == "array":
+            self.json(h, [OK_BODY])
+        elif behaviour == "truncated":
+            self.json(h, {**OK_BODY, "truncated": True})
+        elif behaviour == "no-text":
+            self.json(h, {"result": "something", "status": "ok"})
+        elif behaviour == "text-plain-json":
+            self.send(h, 200, json.dumps(OK_BODY, ensure_ascii=False), "text/plain")
+        elif behaviour == "reset":
+            self.reset(h)
+        elif behaviour == "reset-mid-body":
+            h.send_response(200)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", "5000")
+            h.end_headers()
+            h.wfile.write(b'{"answer": "partial')
+            h.wfile.flush()
+            time.sleep(0.05)
+            self.reset(h)
+        elif behaviour == "drip":
+            h.send_response(200)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", "200")
+            h.end_headers()
+            try:
+                for _ in range(200):
+                    h.wfile.write(b" ")
+                    h.wfile.flush()
+                    time.sleep(0.1)
+            except OSError:
+                pass
+        elif behaviour == "n8n-404":
+            self.json(h, {"code": 404, "message": 'The requested webhook "POST w1-orders" is not '
+                                                  "registered.",
+                          "hint": "The workflow must be active for a production URL to run "
+                                  "successfully."}, status=404)
+        elif behaviour == "huge":
+            self.send(h, 200, b'{"answer": "' + b"x" * 20_000_000 + b'"}')
+        elif behaviour == "echo-headers":
+            self.json(h, {"answer": "ok", "status": "ok"},
+                      headers={"X-Upstream-Token": "SECRET-IN-REPLY-HEADER"})
+        else:
+            self.json(h, {"error": f"unknown behaviour {behaviour}"}, status=400)
