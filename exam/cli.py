@@ -120,6 +120,8 @@ db_option = click.option("--db", envvar="EXAM_DB", type=click.Path(dir_okay=Fals
 agents_option = click.option("--agents", envvar="EXAM_AGENTS", type=click.Path(dir_okay=False),
                              help="Agent registry (default webhooks/agents.yaml, or $EXAM_AGENTS).")
 format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+report_format = click.option("--format", "fmt", default="text", show_default=True,
+                             type=click.Choice(["text", "markdown", "json", "csv", "junit"]))
 
 
 def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
@@ -275,28 +277,118 @@ def report() -> None:
 @click.option("--agent")
 @click.option("--version", "label")
 @click.option("--run", "run_ids", multiple=True, type=int, help="Only these runs.")
-@click.option("--brief", is_flag=True, help="Counts only, no per-question evidence.")
-@format_option
+@click.option("--brief", is_flag=True, help="Counts only, no per-question evidence (text).")
+@report_format
 @db_option
 def report_scorecard(agent, label, run_ids, brief, fmt, db) -> None:
     """Per agent and version: verdicts, run statuses, cost, and the evidence of every red line."""
     from exam.render import use_colour
     from exam.reports import scorecard
-    from exam.reports.regrade import regrade, select_runs
+    from exam.reports.formats import render
 
     store = _store(db)
+    runs = _runs(store, agent, label, run_ids)
+    result = scorecard.build(_regrade(store, runs))
+    if fmt == "text":
+        click.echo(scorecard.render_text(result, use_colour(), details=not brief))
+    else:
+        click.echo(render("scorecard", result, fmt), nl=False)
+
+
+def _runs(store, agent=None, label=None, run_ids=(), since=None):
+    from exam.reports.regrade import select_runs
+
     try:
         runs = select_runs(store, agent, label, run_ids)
-        if not runs:
-            raise ExamError("no stored runs match" + (f" agent {agent}" if agent else "")
-                            + (f" version {label}" if label else ""))
-        result = scorecard.build(regrade(store, runs))
     except ExamError as exc:
         raise fail_input(exc) from None
-    if fmt == "json":
-        click.echo(json.dumps(result, ensure_ascii=False, indent=2))
-    else:
-        click.echo(scorecard.render_text(result, use_colour(), details=not brief))
+    if since is not None:
+        runs = [r for r in runs if r.created_at >= since.timestamp()]
+    if not runs:
+        what = " ".join(x for x in (agent and f"agent {agent}", label and f"version {label}",
+                                    since and f"since {since:%Y-%m-%d}") if x)
+        raise InputError("no stored runs" + (f" match {what}" if what else "")
+                         + ": start one with exam run AGENT --version LABEL")
+    return runs
+
+
+def _regrade(store, runs):
+    from exam.reports.regrade import regrade
+
+    try:
+        return regrade(store, runs)
+    except ExamError as exc:
+        raise fail_input(exc) from None
+
+
+@report.command("discrimination")
+@click.option("--agent")
+@report_format
+@db_option
+def report_discrimination(agent, fmt, db) -> None:
+    """Which questions separate versions, which only guard, which are broken (questions × versions)."""
+    from exam.render import use_colour
+    from exam.reports import discrimination
+    from exam.reports.formats import render
+
+    store = _store(db)
+    result = discrimination.build(_regrade(store, _runs(store, agent)), agent)
+    click.echo(render("discrimination", result, fmt, use_colour()), nl=fmt == "text")
+
+
+@report.command("rebalance")
+@click.option("--since", type=click.DateTime(formats=["%Y-%m-%d"]),
+              help="Only runs started on or after this date (YYYY-MM-DD).")
+@click.option("--agent")
+@click.option("--write-tags", is_flag=True,
+              help="Record each question's class and difficulty as tags in the bank files.")
+@report_format
+@db_option
+def report_rebalance(since, agent, write_tags, fmt, db) -> None:
+    """The quarterly review: difficulty, discrimination, the category mix and concrete advice."""
+    from exam.render import use_colour
+    from exam.reports import rebalance
+    from exam.reports.formats import render
+
+    store = _store(db)
+    regraded = _regrade(store, _runs(store, agent, since=since))
+    result = rebalance.build(regraded, since.strftime("%Y-%m-%d") if since else None)
+    click.echo(render("rebalance", result, fmt, use_colour()), nl=fmt == "text")
+    if write_tags:
+        for path in rebalance.write_tags(result, regraded):
+            click.echo(f"tags written: {path}", err=True)
+
+
+@main.command("compare")
+@click.argument("agent")
+@click.argument("old")
+@click.argument("new")
+@click.option("--fail-on", type=click.Choice(["regression", "any-fail", "never"]),
+              default="regression", show_default=True,
+              help="Exit 1 when this holds, so CI and n8n can gate a change.")
+@report_format
+@db_option
+def compare_cmd(agent, old, new, fail_on, fmt, db) -> None:
+    """Before/after: regressions, fixes, newly flaky, the checks that moved, cost deltas."""
+    from exam.render import use_colour
+    from exam.reports import compare
+    from exam.reports.formats import render
+
+    store = _store(db)
+    every = _runs(store, agent)
+    known = sorted({r.version for r in every}, key=lambda v: min(r.id for r in every
+                                                                if r.version == v))
+    for label in (old, new):
+        if label not in known:
+            raise InputError(f"no stored run of {agent} version {label!r} "
+                             f"(versions: {', '.join(known)})")
+    runs = [r for r in every if r.version in (old, new)]
+    try:
+        result = compare.build(_regrade(store, runs), agent, old, new)
+    except ExamError as exc:
+        raise fail_input(exc) from None
+    click.echo(render("compare", result, fmt, use_colour()), nl=fmt == "text")
+    sys.exit(1 if compare.should_fail(result, fail_on) else 0)
 
 
 def _notify_line(store, run_ids, compare_to) -> None:

@@ -70,27 +70,24 @@ def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.ec
     elapsed = time.perf_counter() - started
     report = scorecard.build(regrade(store, select_runs(store)))
     echo(scorecard.render_text(report, details=False))
-    echo("")
-    _echo_changes(store, echo)
+    _echo_reports(store, echo)
     echo(f"\n{elapsed:.1f} s. The store is {db}; try:\n"
          f"  exam report scorecard --db {db} --agent W3 --version v1\n"
+         f"  exam compare W3 v1 v2 --db {db} --format markdown\n"
+         f"  exam report rebalance --db {db}\n"
          f"  exam runs --db {db}")
     return 0
 
 
-def _echo_changes(store: Store, echo) -> None:
-    """Until the compare report exists: which questions moved between v1 and v2."""
-    from exam.reports import scorecard
+def _echo_reports(store: Store, echo) -> None:
+    """The whole story: what changed between the versions, and which questions earn their place."""
+    from exam.reports import compare, discrimination
+    from exam.reports.formats import text_compare, text_discrimination
     from exam.reports.regrade import regrade, select_runs
 
+    regraded = regrade(store, select_runs(store))
     for agent in AGENTS:
-        rates = {}
-        for version in VERSIONS:
-            card = scorecard.build(regrade(store, select_runs(store, agent, version)))["scorecards"][0]
-            rates[version] = {c["case_no"]: (c["verdicts"].get("pass", 0), len(c["cells"]))
-                              for c in card["cases"]}
-        moved = [(c, rates["v1"][c], rates["v2"].get(c)) for c in sorted(rates["v1"])
-                 if rates["v1"][c] != rates["v2"].get(c)]
-        echo(f"{agent}: {len(moved)} question(s) changed between v1 and v2")
-        for case_no, old, new in moved:
-            echo(f"  {case_no}: v1 {old[0]}/{old[1]} pass → v2 {new[0]}/{new[1]} pass")
+        echo("")
+        echo(text_compare(compare.build(regraded, agent, "v1", "v2")))
+    echo("")
+    echo(text_discrimination(discrimination.build(regraded)))

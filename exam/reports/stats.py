@@ -29,3 +29,112 @@ def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float,
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def _log_comb(n: int, k: int) -> float:
+    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+
+def exact_2xk(passes: Sequence[int], totals: Sequence[int], *, max_tables: int = 200_000,
+              permutations: int = 20_000, seed: int = 0) -> float:
+    """Two-sided exact p-value that pass rates differ across k groups (Freeman–Halton).
+
+    For two groups this is Fisher's exact test (the same p-value as
+    ``scipy.stats.fisher_exact``). Tables with the margins fixed are enumerated when
+    there are at most ``max_tables`` of them; otherwise a seeded Monte Carlo estimate
+    is returned (deterministic).
+    """
+    k = len(totals)
+    total_pass, n = sum(passes), sum(totals)
+    if k < 2 or n == 0 or total_pass in (0, n):
+        return 1.0
+    log_denom = _log_comb(n, total_pass)
+
+    def log_p(cols: Sequence[int]) -> float:
+        return sum(_log_comb(t, a) for t, a in zip(totals, cols, strict=True)) - log_denom
+
+    observed = log_p(passes)
+    tolerance = 1e-7
+    size = 1
+    for t in totals:
+        size *= t + 1
+    if size <= max_tables:
+        acc = 0.0
+        suffix = [0] * (k + 1)
+        for i in range(k - 1, -1, -1):
+            suffix[i] = suffix[i + 1] + totals[i]
+
+        def walk(i: int, left: int, partial: float) -> None:
+            nonlocal acc
+            if i == k - 1:
+                if 0 <= left <= totals[i]:
+                    lp = partial + _log_comb(totals[i], left) - log_denom
+                    if lp <= observed + tolerance:
+                        acc += math.exp(lp)
+                return
+            lo = max(0, left - suffix[i + 1])
+            hi = min(totals[i], left)
+            for a in range(lo, hi + 1):
+                walk(i + 1, left - a, partial + _log_comb(totals[i], a))
+
+        walk(0, total_pass, 0.0)
+        return min(1.0, acc)
+    import random
+
+    rng = random.Random(seed)
+    pool = [1] * total_pass + [0] * (n - total_pass)
+    hits = 0
+    for _ in range(permutations):
+        rng.shuffle(pool)
+        cols, start = [], 0
+        for t in totals:
+            cols.append(sum(pool[start:start + t]))
+            start += t
+        if log_p(cols) <= observed + tolerance:
+            hits += 1
+    return (hits + 1) / (permutations + 1)
+
+
+def benjamini_hochberg(pvalues: Sequence[float]) -> list[float]:
+    """BH-adjusted q-values, in the input order (scipy's ``false_discovery_control``)."""
+    m = len(pvalues)
+    if m == 0:
+        return []
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    q = [0.0] * m
+    running = 1.0
+    for rank in range(m, 0, -1):
+        i = order[rank - 1]
+        running = min(running, pvalues[i] * m / rank)
+        q[i] = min(1.0, running)
+    return q
+
+
+def pass_hat_k(successes: int, n: int, k: int) -> float | None:
+    """tau-bench's pass^k: the chance that k repeats drawn from n all pass."""
+    if n < k or k < 1:
+        return None
+    return math.comb(successes, k) / math.comb(n, k)
+
+
+def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    n = len(xs)
+    if n < 3:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    if sxx < 1e-12 or syy < 1e-12:  # a constant series has no correlation, not zero
+        return None
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / math.sqrt(sxx * syy)
+
+
+def repeats_to_settle(p_low: float, p_high: float, alpha: float = 0.05, limit: int = 50) -> int | None:
+    """Repeats per version at which a difference of this size would reach ``alpha``."""
+    if p_high <= p_low:
+        return None
+    for n in range(2, limit + 1):
+        a, b = round(p_high * n), round(p_low * n)
+        if a > b and exact_2xk([a, b], [n, n]) < alpha:
+            return n
+    return None

@@ -1,0 +1,137 @@
+"""Before/after for one agent: regressions, fixes, newly flaky, the checks that moved, cost.
+
+Both versions are re-graded with today's grader and bank first, so the comparison is
+one rubric against itself (seed 003). A score change is explained by the checks that
+moved (seed 000), not only by the total.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from exam.errors import ExamError
+from exam.reports.regrade import GradedCell, Regraded
+from exam.reports.scorecard import COST_KEYS, SEVERITY_ORDER
+from exam.reports.stats import percentile
+from graders import GRADER_VERSION
+
+FAIL_ON = ("regression", "any-fail", "never")
+
+
+def state(cells: list[GradedCell]) -> tuple[str, int, int]:
+    """pass (every graded repeat passed) / fail (none did) / flaky / no_data."""
+    graded = [c for c in cells if c.verdict in ("pass", "fail", "needs_human")]
+    passes = sum(1 for c in graded if c.verdict == "pass")
+    if not graded:
+        return "no_data", 0, 0
+    if passes == len(graded):
+        return "pass", passes, len(graded)
+    if passes == 0:
+        return "fail", passes, len(graded)
+    return "flaky", passes, len(graded)
+
+
+def moved_checks(old: list[GradedCell], new: list[GradedCell]) -> list[dict[str, Any]]:
+    """Checks whose failure rate changed between the versions, with today's evidence."""
+    def rates(cells):
+        bad, seen, evidence = Counter(), Counter(), {}
+        for c in cells:
+            for chk in c.checks:
+                seen[chk.name] += 1
+                if chk.outcome in ("fail", "needs_human"):
+                    bad[chk.name] += 1
+                    evidence.setdefault(chk.name, chk.as_dict())
+        return {n: bad[n] / seen[n] for n in seen}, evidence
+
+    old_r, old_e = rates(old)
+    new_r, new_e = rates(new)
+    out = []
+    for name in sorted(set(old_r) | set(new_r)):
+        a, b = old_r.get(name, 0.0), new_r.get(name, 0.0)
+        if abs(a - b) > 1e-9:
+            out.append({"check": name, "old_fail_rate": a, "new_fail_rate": b,
+                        "direction": "worse" if b > a else "better",
+                        "evidence": (new_e if b > a else old_e).get(name)})
+    return out
+
+
+def cost(cells: list[GradedCell]) -> dict[str, dict[str, float | None]]:
+    return {k: {"p50": percentile([getattr(c, k) for c in cells if getattr(c, k) is not None], 50),
+                "p95": percentile([getattr(c, k) for c in cells if getattr(c, k) is not None], 95)}
+            for k in COST_KEYS}
+
+
+def build(regraded: Regraded, agent: str, old: str, new: str) -> dict[str, Any]:
+    cells = [c for c in regraded.cells if c.agent == agent]
+    versions = {c.version for c in cells} | {r.version for r in regraded.runs if r.agent == agent}
+    for label in (old, new):
+        if label not in versions:
+            known = ", ".join(sorted(versions)) or "none"
+            raise ExamError(f"no stored run of {agent} version {label!r} (versions: {known})")
+    by: dict[str, dict[str, list[GradedCell]]] = defaultdict(lambda: defaultdict(list))
+    meta: dict[str, GradedCell] = {}
+    for c in cells:
+        if c.version in (old, new):
+            by[c.case_no][c.version].append(c)
+            meta.setdefault(c.case_no, c)
+    groups: dict[str, list[dict[str, Any]]] = {k: [] for k in (
+        "regressions", "fixes", "flaky", "unchanged", "only_old", "only_new")}
+    for case_no in sorted(by):
+        o, n = by[case_no].get(old, []), by[case_no].get(new, [])
+        so, po, go = state(o)
+        sn, pn, gn = state(n)
+        row = {"case_no": case_no, "category": meta[case_no].category,
+               "severity": meta[case_no].severity,
+               "old": {"state": so, "passes": po, "graded": go, "rate": po / go if go else None},
+               "new": {"state": sn, "passes": pn, "graded": gn, "rate": pn / gn if gn else None},
+               "changed_since_run": any(c.changed for c in o + n),
+               "checks_moved": moved_checks(o, n)}
+        if not o:
+            groups["only_new"].append(row)
+        elif not n:
+            groups["only_old"].append(row)
+        elif sn == "fail" and so in ("pass", "flaky"):
+            groups["regressions"].append(row)
+        elif sn == "pass" and so in ("fail", "flaky"):
+            groups["fixes"].append(row)
+        elif sn == "flaky" and so != "flaky":
+            groups["flaky"].append(row)
+        else:
+            groups["unchanged"].append(row)
+    for rows in groups.values():
+        rows.sort(key=lambda r: (SEVERITY_ORDER.get(r["severity"], 1), r["case_no"]))
+    old_cells = [c for c in cells if c.version == old]
+    new_cells = [c for c in cells if c.version == new]
+    co, cn = cost(old_cells), cost(new_cells)
+    cost_delta = {k: {"old": co[k], "new": cn[k],
+                      "delta_p50": None if co[k]["p50"] is None or cn[k]["p50"] is None
+                      else cn[k]["p50"] - co[k]["p50"]} for k in COST_KEYS}
+    new_fails = sorted({c.case_no for c in new_cells if c.verdict == "fail"})
+    critical = [r["case_no"] for r in groups["regressions"] if r["severity"] == "critical"]
+    critical_failing = sorted({c.case_no for c in new_cells
+                               if c.verdict == "fail" and c.severity == "critical"})
+
+    def counts(cs):
+        v = Counter(c.verdict or c.run_status for c in cs)
+        return dict(v)
+
+    return {
+        "grader_version": GRADER_VERSION, "bank_digests": regraded.bank_digests(),
+        "agent": agent, "old": old, "new": new,
+        "old_run_ids": sorted({c.run_id for c in old_cells}),
+        "new_run_ids": sorted({c.run_id for c in new_cells}),
+        **groups,
+        "critical_regressions": critical, "critical_failing": critical_failing,
+        "new_failing": new_fails,
+        "counts": {"old": counts(old_cells), "new": counts(new_cells)},
+        "cost": cost_delta,
+    }
+
+
+def should_fail(report: dict[str, Any], fail_on: str) -> bool:
+    if fail_on == "regression":
+        return bool(report["regressions"])
+    if fail_on == "any-fail":
+        return bool(report["new_failing"])
+    return False

@@ -1,0 +1,155 @@
+"""Which questions separate versions, which only guard against regressions, which are broken.
+
+Seed 003: of 60 questions only 7 separated eight versions; the other 53 are regression
+guards. Each question gets one class with the figures behind it:
+
+- ``regression_guard``: every version passes every graded repeat (saturated);
+- ``always_failing``: no version ever passes — audit the rubric first;
+- ``discriminating``: versions differ beyond noise (Freeman–Halton exact test, BH-adjusted
+  q < 0.05), or separate completely with too few repeats to be significant (low evidence);
+- ``near_floor``: rarely passes anywhere (≤ 20%), no reliable difference;
+- ``inconclusive``: a difference too small to trust; says how many repeats would settle it;
+- ``flaky``: inconsistent within versions, no difference between them;
+- ``no_data``: no graded reply (every cell was infrastructure trouble).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from exam.reports.regrade import GradedCell, Regraded
+from exam.reports.stats import (
+    benjamini_hochberg,
+    exact_2xk,
+    pass_hat_k,
+    repeats_to_settle,
+    wilson,
+)
+from graders import GRADER_VERSION
+
+ALPHA = 0.05
+NEAR_FLOOR = 0.2
+CLASSES = ("discriminating", "regression_guard", "flaky", "always_failing", "near_floor",
+           "inconclusive", "no_data")
+
+
+def version_order(regraded: Regraded, agent: str) -> list[str]:
+    first: dict[str, int] = {}
+    for r in sorted(regraded.runs, key=lambda r: r.id):
+        if r.agent == agent:
+            first.setdefault(r.version, r.id)
+    return sorted(first, key=first.get)
+
+
+def _failing_evidence(cells: list[GradedCell]) -> list[dict[str, Any]]:
+    """The checks that keep failing, with one piece of evidence each: audit these first."""
+    counts: Counter[str] = Counter()
+    example: dict[str, dict[str, Any]] = {}
+    for c in cells:
+        for chk in c.checks:
+            if chk.outcome in ("fail", "needs_human"):
+                counts[chk.name] += 1
+                example.setdefault(chk.name, chk.as_dict())
+    return [{**example[name], "times": n} for name, n in counts.most_common(3)]
+
+
+def classify(rates: list[dict[str, Any]], p: float, q: float) -> tuple[str, bool, str]:
+    """(class, low_evidence, note) from per-version pass counts and the test's q-value."""
+    graded = [r for r in rates if r["graded"]]
+    if not graded:
+        return "no_data", False, "no graded reply: every cell was infrastructure trouble"
+    if all(r["passes"] == r["graded"] for r in graded):
+        return "regression_guard", False, "every version passes every repeat"
+    if all(r["passes"] == 0 for r in graded):
+        return "always_failing", False, "no version passes: audit the rubric before the agent"
+    values = [r["rate"] for r in graded]
+    spread = max(values) - min(values)
+    total_rate = sum(r["passes"] for r in graded) / sum(r["graded"] for r in graded)
+    separated = len(graded) >= 2 and any(r["passes"] == r["graded"] for r in graded) and any(
+        r["passes"] == 0 for r in graded)
+    if len(graded) >= 2 and q < ALPHA:
+        return "discriminating", False, f"versions differ (q = {q:.3g})"
+    if separated:
+        n = max(r["graded"] for r in graded)
+        need = repeats_to_settle(0.0, 1.0) or 0
+        return "discriminating", True, (
+            f"versions separate completely but with {n} repeat(s) per version this is "
+            f"low evidence (p = {p:.3g}); {need} repeats per version would make it significant")
+    if total_rate <= NEAR_FLOOR:
+        return "near_floor", False, f"passes {total_rate:.0%} of the time across versions"
+    if len(graded) >= 2 and spread >= 0.5:
+        need = repeats_to_settle(min(values), max(values))
+        more = (f"about {need} repeats per version would settle a difference this size"
+                if need else "a difference this size needs many more repeats")
+        return "inconclusive", False, f"pass rates differ by {spread:.0%} (p = {p:.3g}); {more}"
+    return "flaky", False, "inconsistent within versions, no reliable difference between them"
+
+
+def build_agent(regraded: Regraded, agent: str) -> dict[str, Any]:
+    versions = version_order(regraded, agent)
+    cells = [c for c in regraded.cells if c.agent == agent]
+    by_q: dict[str, dict[str, list[GradedCell]]] = defaultdict(lambda: defaultdict(list))
+    meta: dict[str, GradedCell] = {}
+    for c in cells:
+        by_q[c.case_no][c.version].append(c)
+        meta.setdefault(c.case_no, c)
+    questions = []
+    for case_no in sorted(by_q):
+        rates = []
+        for v in versions:
+            vc = by_q[case_no].get(v, [])
+            graded = [c for c in vc if c.verdict in ("pass", "fail", "needs_human")]
+            passes = sum(1 for c in graded if c.verdict == "pass")
+            lo, hi = wilson(passes, len(graded))
+            rates.append({
+                "version": v, "passes": passes, "graded": len(graded), "cells": len(vc),
+                "rate": passes / len(graded) if graded else None, "wilson": [lo, hi],
+                "pass_k": pass_hat_k(passes, len(graded), len(graded)) if graded else None,
+            })
+        present = [r for r in rates if r["graded"]]
+        p = exact_2xk([r["passes"] for r in present], [r["graded"] for r in present])
+        questions.append({"case_no": case_no, "category": meta[case_no].category,
+                          "severity": meta[case_no].severity, "pass_rates": rates, "p": p,
+                          "changed_since_run": any(c.changed for vc in by_q[case_no].values()
+                                                   for c in vc),
+                          "_cells": [c for vc in by_q[case_no].values() for c in vc]})
+    qvalues = benjamini_hochberg([q["p"] for q in questions])
+    for q, qv in zip(questions, qvalues, strict=True):
+        q["q"] = qv
+        q["class"], q["low_evidence"], q["note"] = classify(q["pass_rates"], q["p"], qv)
+        cells_q = q.pop("_cells")
+        q["failing_checks"] = (_failing_evidence(cells_q)
+                               if q["class"] in ("always_failing", "near_floor", "flaky") else [])
+    classes = Counter(q["class"] for q in questions)
+    by_category: dict[str, Counter] = defaultdict(Counter)
+    for q in questions:
+        by_category[q["category"]][q["class"]] += 1
+    per_version = []
+    for v in versions:
+        rows = [r for q in questions for r in q["pass_rates"] if r["version"] == v and r["graded"]]
+        passes, graded = sum(r["passes"] for r in rows), sum(r["graded"] for r in rows)
+        ks = [r["pass_k"] for r in rows if r["pass_k"] is not None]
+        lo, hi = wilson(passes, graded)
+        per_version.append({"version": v, "pass_rate": passes / graded if graded else None,
+                            "wilson": [lo, hi], "pass_k": sum(ks) / len(ks) if ks else None,
+                            "questions": len(rows)})
+    separating = classes["discriminating"]
+    return {
+        "agent": agent, "versions": versions, "questions": questions,
+        "summary": {
+            "questions": len(questions), "separating": separating,
+            "headline": f"{separating} of {len(questions)} questions separate versions",
+            "low_evidence": sum(1 for q in questions if q["low_evidence"]),
+            "classes": {c: classes.get(c, 0) for c in CLASSES},
+            "by_category": {cat: {c: n for c, n in cnt.items()}
+                            for cat, cnt in sorted(by_category.items())},
+            "per_version": per_version,
+        },
+    }
+
+
+def build(regraded: Regraded, agent: str | None = None) -> dict[str, Any]:
+    agents = sorted({r.agent for r in regraded.runs if agent in (None, r.agent)})
+    return {"grader_version": GRADER_VERSION, "bank_digests": regraded.bank_digests(),
+            "agents": [build_agent(regraded, a) for a in agents]}

@@ -1,0 +1,63 @@
+"""Stored replies made to order: a store whose cells pass or fail exactly as a test needs."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from exam.bank import load_bank
+from exam.registry import Agent
+from exam.runner import create_run
+from exam.store import AttemptRow, CellRow, Store
+
+PASS, FAIL = "答案：備貨中", "答案：已出貨"
+
+
+class History:
+    def __init__(self, tmp_path):
+        self.tmp = tmp_path
+        self.store = Store(tmp_path / "exam.db")
+        self.banks: dict[str, str] = {}
+
+    def bank(self, agent: str, cases: list[tuple[str, str, str]]) -> str:
+        """cases: (case_no, category, severity). Each expects 備貨中 and forbids 已出貨."""
+        questions = [{"case_no": c, "category": cat, "severity": sev,
+                      "input": {"question": f"{c}?"}, "expect_facts": ["備貨中"],
+                      "expect_forbidden": ["已出貨"]} for c, cat, sev in cases]
+        path = self.tmp / f"{agent}.json"
+        path.write_text(json.dumps({"agent": agent, "questions": questions}, ensure_ascii=False),
+                        encoding="utf-8")
+        self.banks[agent] = str(path)
+        return str(path)
+
+    def run(self, agent: str, version: str, outcomes: dict[str, str], *,
+            figures: dict[str, dict] | None = None) -> int:
+        """outcomes: case_no → a string of p/f/t (pass, fail, timeout), one letter per repeat."""
+        repeats = max(len(v) for v in outcomes.values())
+        a = Agent(name=agent, url="http://127.0.0.1:9/x", bank=self.banks[agent])
+        run_id = create_run(self.store, a, version, repeats=repeats, only=list(outcomes))
+        digests = {i.case_no: i.digest for i in load_bank(self.banks[agent]).items}
+        for case_no, letters in outcomes.items():
+            for r, letter in enumerate(letters, 1):
+                f = {"attempts": 1, "model_calls": 2, "tokens": 1000, "latency_ms": 200.0,
+                     **(figures or {}).get(case_no, {})}
+                status = "timeout" if letter == "t" else "ok"
+                text = None if letter == "t" else (PASS if letter == "p" else FAIL)
+                body = None if text is None else json.dumps({"answer": text}, ensure_ascii=False)
+                cell = CellRow(run_id, case_no, r, digests[case_no], status,
+                               "no reply within 60 s" if letter == "t" else "", text, None, False,
+                               None, f["attempts"], f["model_calls"], f["tokens"],
+                               f["latency_ms"], time.time())
+                self.store.record_cell(cell, [AttemptRow(1, time.time(), 200, 1.0, "",
+                                                         "application/json", body, 10, False)])
+        self.store.set_run_status(run_id, "done")
+        return run_id
+
+
+@pytest.fixture
+def history(tmp_path):
+    h = History(tmp_path)
+    yield h
+    h.store.close()

@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from exam.cli import main
+from exam.reports import compare
+from exam.reports.regrade import regrade, select_runs
+
+CASES = [("Q-01", "c", "critical"), ("Q-02", "c", "major"), ("Q-03", "c", "major"),
+         ("Q-04", "c", "major"), ("Q-05", "c", "minor")]
+
+
+def setup(history):
+    history.bank("A", CASES)
+    history.run("A", "v1", {"Q-01": "ppp", "Q-02": "fff", "Q-03": "ppp", "Q-04": "ppp",
+                            "Q-05": "pfp"}, figures={"Q-03": {"tokens": 900}})
+    history.run("A", "v2", {"Q-01": "fff", "Q-02": "ppp", "Q-03": "pfp", "Q-04": "ppp",
+                            "Q-05": "pfp"}, figures={"Q-03": {"tokens": 1500}})
+
+
+def test_groups_and_checks_moved(history):
+    setup(history)
+    r = compare.build(regrade(history.store, select_runs(history.store)), "A", "v1", "v2")
+    ids = {g: [x["case_no"] for x in r[g]] for g in ("regressions", "fixes", "flaky", "unchanged")}
+    assert ids == {"regressions": ["Q-01"], "fixes": ["Q-02"], "flaky": ["Q-03"],
+                   "unchanged": ["Q-04", "Q-05"]}
+    assert r["critical_regressions"] == ["Q-01"]
+    moved = {m["check"]: m for m in r["regressions"][0]["checks_moved"]}
+    assert moved["fact[0]"]["direction"] == "worse"
+    assert moved["forbidden[0]"]["evidence"]["evidence"].startswith("asserted:")
+    assert r["cost"]["tokens"]["old"]["p50"] == 1000
+
+
+def run_cli(history, *args):
+    env = {"EXAM_DB": str(history.tmp / "exam.db")}
+    return CliRunner().invoke(main, ["compare", *args], env=env, catch_exceptions=False)
+
+
+def test_exit_1_on_a_real_regression(history):
+    setup(history)
+    result = run_cli(history, "A", "v1", "v2")
+    assert result.exit_code == 1
+    assert "CRITICAL regression: Q-01" in result.output
+
+
+def test_exit_0_without_regression(history):
+    setup(history)
+    result = run_cli(history, "A", "v2", "v2")
+    assert result.exit_code == 0
+    assert result.output.splitlines()[1].startswith("0 regression(s)")
+
+
+def test_fail_on_any_fail_and_never(history):
+    history.bank("A", CASES[:2])
+    history.run("A", "v1", {"Q-01": "p", "Q-02": "f"})
+    history.run("A", "v2", {"Q-01": "p", "Q-02": "f"})
+    assert run_cli(history, "A", "v1", "v2").exit_code == 0
+    assert run_cli(history, "A", "v1", "v2", "--fail-on", "any-fail").exit_code == 1
+    history.run("A", "v3", {"Q-01": "f", "Q-02": "f"})
+    assert run_cli(history, "A", "v1", "v3", "--fail-on", "never").exit_code == 0
+
+
+def test_json_keys(history):
+    setup(history)
+    out = json.loads(run_cli(history, "A", "v1", "v2", "--format", "json").output)
+    assert {"agent", "old", "new", "regressions", "fixes", "flaky", "unchanged", "cost",
+            "grader_version", "bank_digests"} <= set(out)
+
+
+def test_unknown_version_is_a_clear_error(history):
+    setup(history)
+    result = run_cli(history, "A", "v1", "v9")
+    assert result.exit_code == 2
+    assert "no stored run of A version 'v9' (versions: v1, v2)" in result.output
+
+
+def test_changed_question_is_flagged(history):
+    setup(history)
+    data = json.loads((history.tmp / "A.json").read_text())
+    data["questions"][3]["expect_facts"] = ["備貨"]
+    (history.tmp / "A.json").write_text(json.dumps(data, ensure_ascii=False))
+    result = run_cli(history, "A", "v1", "v2")
+    assert "rubric changed since the runs for Q-04" in result.output

@@ -1,0 +1,77 @@
+"""Each class produced from stored replies made for it."""
+
+from __future__ import annotations
+
+from exam.reports import discrimination
+from exam.reports.regrade import regrade, select_runs
+
+CASES = [(f"Q-{i:02d}", "boundary" if i <= 3 else "normal", "major") for i in range(1, 10)]
+
+
+def build(history):
+    return discrimination.build(regrade(history.store, select_runs(history.store)), "A")
+
+
+def classes(report):
+    return {q["case_no"]: q for q in report["agents"][0]["questions"]}
+
+
+def test_every_class(history):
+    history.bank("A", CASES)
+    history.run("A", "v1", {"Q-01": "ffffff", "Q-02": "ffffff", "Q-03": "fff", "Q-04": "pppppp",
+                            "Q-05": "ffffff", "Q-06": "pfpfpf", "Q-07": "ffffpf", "Q-08": "ttt",
+                            "Q-09": "pp"})
+    history.run("A", "v2", {"Q-01": "pppppp", "Q-02": "pppppp", "Q-03": "ppp", "Q-04": "pppppp",
+                            "Q-05": "ffffff", "Q-06": "fpfpfp", "Q-07": "ffffff", "Q-08": "ttt",
+                            "Q-09": "ff"})
+    q = classes(build(history))
+    assert q["Q-01"]["class"] == "discriminating" and not q["Q-01"]["low_evidence"]
+    assert q["Q-01"]["q"] < 0.05
+    assert q["Q-03"]["class"] == "discriminating" and q["Q-03"]["low_evidence"]  # 3 v 3
+    assert "4 repeats per version" in q["Q-03"]["note"]
+    assert q["Q-04"]["class"] == "regression_guard"
+    assert q["Q-05"]["class"] == "always_failing"
+    assert q["Q-05"]["failing_checks"][0]["name"] == "fact[0]"  # audit the rubric: the evidence
+    assert q["Q-06"]["class"] == "flaky"
+    assert q["Q-07"]["class"] == "near_floor"
+    assert q["Q-08"]["class"] == "no_data"  # timeouts are never counted as answers
+    assert q["Q-09"]["class"] == "discriminating" and q["Q-09"]["low_evidence"]
+
+
+def test_inconclusive_says_how_many_repeats(history):
+    history.bank("A", CASES[:1])
+    history.run("A", "v1", {"Q-01": "ppp"})
+    history.run("A", "v2", {"Q-01": "pff"})
+    q = classes(build(history))["Q-01"]
+    assert q["class"] == "inconclusive"
+    assert "repeats per version would settle" in q["note"]
+
+
+def test_single_repeat_difference_is_discriminating_low_evidence(history):
+    history.bank("A", CASES[:2])
+    history.run("A", "v1", {"Q-01": "p", "Q-02": "p"})
+    history.run("A", "v2", {"Q-01": "f", "Q-02": "p"})
+    report = build(history)
+    q = classes(report)
+    assert (q["Q-01"]["class"], q["Q-01"]["low_evidence"]) == ("discriminating", True)
+    assert report["agents"][0]["summary"]["headline"] == "1 of 2 questions separate versions"
+
+
+def test_summary_pass_k_and_wilson(history):
+    history.bank("A", CASES[:2])
+    history.run("A", "v1", {"Q-01": "ppf", "Q-02": "ppp"})
+    history.run("A", "v2", {"Q-01": "ppp", "Q-02": "ppp"})
+    s = build(history)["agents"][0]["summary"]
+    v1 = s["per_version"][0]
+    assert v1["version"] == "v1"
+    assert v1["pass_rate"] == 5 / 6
+    assert v1["pass_k"] == 0.5  # Q-01 pass^3 = 0, Q-02 = 1
+    assert 0 < v1["wilson"][0] < 5 / 6 < v1["wilson"][1] <= 1
+
+
+def test_bh_across_questions(history):
+    history.bank("A", CASES[:3])
+    history.run("A", "v1", {"Q-01": "pppppp", "Q-02": "pppppf", "Q-03": "ppp"})
+    history.run("A", "v2", {"Q-01": "ffffff", "Q-02": "ffffpf", "Q-03": "ppp"})
+    q = classes(build(history))
+    assert q["Q-02"]["q"] >= q["Q-02"]["p"]

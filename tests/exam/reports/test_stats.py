@@ -1,0 +1,84 @@
+"""The statistics against independent values: scipy, and tables computed by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy import stats as sp
+
+from exam.reports.stats import (
+    benjamini_hochberg,
+    exact_2xk,
+    pass_hat_k,
+    pearson,
+    percentile,
+    repeats_to_settle,
+    wilson,
+)
+
+
+@pytest.mark.parametrize("table", [(3, 0, 0, 3), (7, 3, 2, 7), (1, 4, 5, 0), (10, 0, 6, 4),
+                                   (2, 1, 2, 1), (0, 5, 5, 0)])
+def test_two_groups_is_fishers_exact_test(table):
+    a, b, c, d = table
+    ours = exact_2xk([a, c], [a + b, c + d])
+    assert ours == pytest.approx(sp.fisher_exact([[a, b], [c, d]]).pvalue, rel=1e-9)
+
+
+def test_freeman_halton_three_groups_by_hand():
+    # passes 3/3, 0/3, 3/3: 6 passes among 9 trials. Tables with these margins:
+    # P(a) = C(3,a1)C(3,a2)C(3,a3)/C(9,6). Observed (3,0,3): 1/84. Tables as extreme or more:
+    # (3,3,0),(3,0,3),(0,3,3) each 1/84 -> p = 3/84.
+    assert exact_2xk([3, 0, 3], [3, 3, 3]) == pytest.approx(3 / 84)
+
+
+def test_monte_carlo_fallback_is_close_and_deterministic():
+    passes, totals = [9, 2, 5, 7, 1, 8], [10] * 6
+    exact = exact_2xk(passes, totals)
+    approx = exact_2xk(passes, totals, max_tables=10)
+    assert approx == exact_2xk(passes, totals, max_tables=10)
+    assert approx == pytest.approx(exact, abs=0.01)
+
+
+def test_no_variation_is_p_one():
+    assert exact_2xk([3, 3], [3, 3]) == 1.0
+    assert exact_2xk([0, 0], [3, 3]) == 1.0
+
+
+def test_benjamini_hochberg_matches_scipy():
+    p = [0.001, 0.2, 0.03, 0.04, 0.5, 0.01, 0.049]
+    assert benjamini_hochberg(p) == pytest.approx(list(sp.false_discovery_control(p)))
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 5), (3, 3), (7, 10), (1, 20)])
+def test_wilson_matches_scipy(k, n):
+    ci = sp.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    assert wilson(k, n) == pytest.approx((ci.low, ci.high), abs=1e-9)
+
+
+def test_pass_hat_k_by_hand():
+    # 2 of 3 repeats passed: the chance that 3 drawn from 3 all pass is 0; 2 drawn: 1/3
+    assert pass_hat_k(2, 3, 3) == 0
+    assert pass_hat_k(2, 3, 2) == pytest.approx(1 / 3)
+    assert pass_hat_k(3, 3, 3) == 1
+
+
+def test_pearson_matches_scipy():
+    xs, ys = [1, 0, 1, 1, 0], [0.9, 0.2, 0.8, 0.6, 0.5]
+    assert pearson(xs, ys) == pytest.approx(sp.pearsonr(xs, ys).statistic)
+    assert pearson([1, 1, 1], [0.1, 0.2, 0.3]) is None
+
+
+def test_percentile_matches_numpy_default():
+    import numpy as np
+
+    values = [120, 80, 300, 95, 101, 250]
+    for q in (50, 95):
+        assert percentile(values, q) == pytest.approx(float(np.percentile(values, q)))
+
+
+def test_repeats_to_settle():
+    assert repeats_to_settle(0.0, 1.0) == 4  # 4/4 vs 0/4: Fisher p = 0.029
+    assert sp.fisher_exact([[4, 0], [0, 4]]).pvalue < 0.05 < sp.fisher_exact([[3, 0], [0, 3]]).pvalue
+    assert math.isclose(exact_2xk([4, 0], [4, 4]), 2 / 70)
