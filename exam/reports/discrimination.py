@@ -74,8 +74,8 @@ def classify(rates: list[dict[str, Any]], p: float, q: float) -> tuple[str, bool
         n = max(r["graded"] for r in graded)
         need = repeats_to_settle(0.0, 1.0) or 0
         return "discriminating", True, (
-            f"versions separate completely but with {n} repeat(s) per version this is "
-            f"low evidence (p = {p:.3g}); {need} repeats per version would make it significant")
+            f"separates completely, low evidence: p = {p:.3g} with {n} repeat(s); "
+            f"{need} repeats per version would make it significant")
     if total_rate <= NEAR_FLOOR:
         return "near_floor", False, f"passes {total_rate:.0%} of the time across versions"
     if len(graded) >= 2 and spread >= 0.5:

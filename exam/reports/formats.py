@@ -17,6 +17,10 @@ from xml.sax.saxutils import escape, quoteattr
 FORMATS = ("text", "markdown", "json", "csv", "junit")
 
 
+def digests(report: dict[str, Any]) -> str:
+    return ", ".join(f"{agent} {d}" for agent, d in sorted(report.get("bank_digests", {}).items()))
+
+
 def _pct(v: float | None) -> str:
     return "–" if v is None else f"{v:.0%}"
 
@@ -104,7 +108,7 @@ def _md_table(head: list[str], rows: list[list[Any]]) -> list[str]:
 
 def to_markdown(kind: str, report: dict[str, Any]) -> str:
     lines = [f"# agent-exam {kind}", "", f"Grader {report['grader_version']}"
-             + (f" · bank digests {report['bank_digests']}" if report.get("bank_digests") else ""),
+             + (f" · bank {digests(report)}" if report.get("bank_digests") else ""),
              ""]
     if kind == "scorecard":
         for c in report["scorecards"]:
@@ -212,7 +216,8 @@ def to_junit(kind: str, report: dict[str, Any]) -> str:
 def text_compare(report: dict[str, Any], colour: bool = False) -> str:
     from exam.render import paint
 
-    lines = [f"grader {report['grader_version']}  ·  {report['agent']}: {report['old']} "
+    lines = [f"grader {report['grader_version']}  ·  bank {digests(report)}  ·  "
+             f"{report['agent']}: {report['old']} "
              f"(runs {report['old_run_ids']}) → {report['new']} (runs {report['new_run_ids']})"]
     head = (f"{len(report['regressions'])} regression(s), {len(report['fixes'])} fix(es), "
             f"{len(report['flaky'])} newly flaky, {len(report['unchanged'])} unchanged")
@@ -254,7 +259,7 @@ _SHADE = " ░▒▓█"
 
 
 def text_discrimination(report: dict[str, Any], colour: bool = False) -> str:
-    lines = [f"grader {report['grader_version']}  ·  banks {report['bank_digests']}"]
+    lines = [f"grader {report['grader_version']}  ·  bank {digests(report)}"]
     for a in report["agents"]:
         s = a["summary"]
         lines.append("")
@@ -290,8 +295,8 @@ def text_discrimination(report: dict[str, Any], colour: bool = False) -> str:
 
 
 def text_rebalance(report: dict[str, Any], colour: bool = False) -> str:
-    lines = [f"grader {report['grader_version']}" + (f"  ·  since {report['since']}"
-                                                      if report["since"] else "")]
+    lines = [f"grader {report['grader_version']}  ·  bank {digests(report)}"
+             + (f"  ·  since {report['since']}" if report["since"] else "")]
     for a in report["agents"]:
         lines.append("")
         lines.append(f"{a['agent']}: {a['runs']} run(s), versions {', '.join(a['versions'])}; "

@@ -14,6 +14,7 @@ from typing import Any
 
 from exam.reports import discrimination
 from exam.reports.regrade import Regraded
+from exam.reports.scorecard import SEVERITY_ORDER
 from exam.reports.stats import pearson
 from graders import GRADER_VERSION
 
@@ -50,7 +51,9 @@ def advise(agent_report: dict[str, Any]) -> list[dict[str, Any]]:
         by_cat[q["category"]].append(q)
     advice = []
     for cat, qs in sorted(by_cat.items()):
-        guards = [q for q in qs if q["class"] == "regression_guard"]
+        # keep the most severe guards: a critical regression is the one to catch
+        guards = sorted((q for q in qs if q["class"] == "regression_guard"),
+                        key=lambda q: (SEVERITY_ORDER.get(q["severity"], 1), q["case_no"]))
         if len(guards) > KEEP_GUARDS:
             keep = [q["case_no"] for q in guards[:KEEP_GUARDS]]
             rest = [q["case_no"] for q in guards[KEEP_GUARDS:]]
