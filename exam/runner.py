@@ -67,6 +67,13 @@ def create_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
                             settings=agent.settings(), status=status, source=source)
 
 
+def queue_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
+              only: Sequence[str] = (), source: str = "api") -> int:
+    """A run for a worker to execute: the API and LINE commands start runs this way."""
+    return create_run(store, agent, version, repeats=repeats, only=only, status="queued",
+                      source=source)
+
+
 def job_for(store: Store, run_id: int, agent: Agent) -> Job:
     run = store.get_run(run_id)
     bank = load_bank(run.bank_path)

@@ -92,6 +92,32 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (run_id, case_no, repeat, grader_version)
     );
     """,
+    # 2: LINE notifications (each push with its retry key), webhook events seen, groups joined
+    """
+    CREATE TABLE notifications (
+        id INTEGER PRIMARY KEY,
+        batch TEXT NOT NULL,              -- pushes made for one request share a batch
+        channel TEXT NOT NULL,            -- 'line'
+        target TEXT NOT NULL,             -- the group id
+        run_ids TEXT NOT NULL,            -- JSON list
+        retry_key TEXT NOT NULL UNIQUE,   -- X-Line-Retry-Key, reused by every retry and resend
+        payload TEXT NOT NULL,            -- JSON list of messages (no secrets)
+        status TEXT NOT NULL,             -- pending | delivered | failed
+        attempts INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT,
+        created_at REAL NOT NULL,
+        delivered_at REAL
+    );
+    CREATE TABLE line_events (
+        webhook_event_id TEXT PRIMARY KEY,
+        type TEXT NOT NULL,
+        received_at REAL NOT NULL
+    );
+    CREATE TABLE line_groups (
+        group_id TEXT PRIMARY KEY,
+        joined_at REAL NOT NULL
+    );
+    """,
 )
 
 
@@ -398,6 +424,53 @@ class Store:
         with self._lock:
             return self._db.execute("SELECT COUNT(*) FROM cells WHERE run_id=?",
                                     (run_id,)).fetchone()[0]
+
+    # -- notifications and LINE events ------------------------------------------------
+
+    def add_notification(self, *, batch: str, channel: str, target: str, run_ids: Sequence[int],
+                         retry_key: str, payload: list[dict[str, Any]]) -> int:
+        with self.tx() as db:
+            cur = db.execute(
+                "INSERT INTO notifications (batch, channel, target, run_ids, retry_key, payload,"
+                " status, created_at) VALUES (?,?,?,?,?,?, 'pending', ?)",
+                (batch, channel, target, json.dumps(list(run_ids)), retry_key,
+                 json.dumps(payload, ensure_ascii=False), time.time()))
+            return int(cur.lastrowid)
+
+    def update_notification(self, nid: int, status: str, attempts: int,
+                            error: str | None = None) -> None:
+        with self.tx() as db:
+            db.execute("UPDATE notifications SET status=?, attempts=attempts+?, last_error=?,"
+                       " delivered_at=CASE WHEN ?='delivered' THEN ? ELSE delivered_at END"
+                       " WHERE id=?", (status, attempts, error, status, time.time(), nid))
+
+    def notifications(self, status: str | None = None, batch: str | None = None,
+                      ids: Sequence[int] = ()) -> list[dict[str, Any]]:
+        sql, args = "SELECT * FROM notifications WHERE 1=1", []
+        if status:
+            sql += " AND status=?"
+            args.append(status)
+        if batch:
+            sql += " AND batch=?"
+            args.append(batch)
+        if ids:
+            sql += f" AND id IN ({','.join('?' * len(ids))})"
+            args.extend(ids)
+        with self._lock:
+            rows = self._db.execute(sql + " ORDER BY id", args).fetchall()
+        return [{**dict(r), "run_ids": json.loads(r["run_ids"]), "payload": json.loads(r["payload"])}
+                for r in rows]
+
+    def first_sight_of_event(self, event_id: str, kind: str) -> bool:
+        """Record a LINE webhook event id; False when it was seen before (a redelivery)."""
+        with self.tx() as db:
+            cur = db.execute("INSERT OR IGNORE INTO line_events VALUES (?,?,?)",
+                             (event_id, kind, time.time()))
+            return cur.rowcount == 1
+
+    def add_group(self, group_id: str) -> None:
+        with self.tx() as db:
+            db.execute("INSERT OR IGNORE INTO line_groups VALUES (?,?)", (group_id, time.time()))
 
     def integrity_check(self) -> str:
         with self._lock:

@@ -12,6 +12,7 @@ def test_ruff_is_clean():
     ruff = shutil.which("ruff", path=str(ROOT / ".venv" / "bin")) or shutil.which("ruff")
     if ruff is None:
         pytest.skip("ruff is not installed (it comes with the test extra: make test installs it)")
-    proc = subprocess.run([ruff, "check", "exam", "graders", "tests", "bench"], cwd=ROOT,
+    paths = [p for p in ("exam", "graders", "tests", "bench") if (ROOT / p).is_dir()]
+    proc = subprocess.run([ruff, "check", *paths], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr

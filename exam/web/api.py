@@ -1,0 +1,161 @@
+"""The JSON API: queue runs for registered agents, read their status and the reports.
+
+Every route requires ``Authorization: Bearer <EXAM_API_TOKEN>``. The API never sends
+to a URL a caller supplies: a run names an agent of the registry, nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, abort, current_app, jsonify, request
+
+from exam.app import registry, store
+from exam.errors import ExamError
+from exam.web.auth import bearer_ok
+from exam.web.openapi import spec
+
+bp = Blueprint("api", __name__, url_prefix="/api")
+RUN_KEYS = {"agent", "version", "repeats", "only"}
+
+
+class BadRequest(Exception):
+    def __init__(self, field: str | None, message: str):
+        self.field, self.message = field, message
+
+
+@bp.errorhandler(BadRequest)
+def bad_request(err: BadRequest):
+    body = {"error": err.message}
+    if err.field:
+        body["field"] = err.field
+    return jsonify(body), 400
+
+
+@bp.errorhandler(ExamError)
+def exam_error(err: ExamError):
+    return jsonify(error=str(err)), 400
+
+
+@bp.before_request
+def authenticate():
+    if not bearer_ok():
+        return jsonify(error="missing or wrong bearer token"), 401, {
+            "WWW-Authenticate": 'Bearer realm="agent-exam"'}
+    return None
+
+
+def run_json(run) -> dict[str, Any]:
+    done = store().count_cells(run.id)
+    return {
+        "run_id": run.id, "agent": run.agent, "version": run.version, "status": run.shown_status,
+        "repeats": run.repeats, "questions": len(run.plan), "source": run.source,
+        "progress": {"done": done, "total": run.total_cells},
+        "bank_digest": run.bank_digest, "created_at": run.created_at,
+        "started_at": run.started_at, "finished_at": run.finished_at, "error": run.error,
+    }
+
+
+def _get_run(run_id: int):
+    try:
+        return store().get_run(run_id)
+    except ExamError:
+        abort(404)
+
+
+@bp.post("/runs")
+def create_run():
+    from exam.runner import queue_run
+
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        raise BadRequest(None, "expected a JSON object: {\"agent\", \"version\", \"repeats\"?, "
+                               "\"only\"?}")
+    unknown = sorted(set(body) - RUN_KEYS)
+    if unknown:
+        raise BadRequest(unknown[0], f"unknown field {unknown[0]!r} (fields: agent, version, "
+                                     "repeats, only)")
+    agent_name = body.get("agent")
+    if not isinstance(agent_name, str) or not agent_name:
+        raise BadRequest("agent", "expected the name of an agent in the registry")
+    version = body.get("version")
+    if not isinstance(version, str) or not version.strip() or len(version) > 100:
+        raise BadRequest("version", "expected a non-empty label of at most 100 characters")
+    repeats = body.get("repeats", 1)
+    limit = current_app.config["MAX_REPEATS"]
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= limit:
+        raise BadRequest("repeats", f"expected a whole number from 1 to {limit}")
+    only = body.get("only", [])
+    if not isinstance(only, list) or not all(isinstance(c, str) for c in only):
+        raise BadRequest("only", "expected a list of case_no strings")
+    reg = registry()
+    if agent_name not in reg.agents:
+        raise BadRequest("agent", f"no agent named {agent_name!r} in the registry "
+                                  f"(agents: {', '.join(sorted(reg.agents))})")
+    try:
+        run_id = queue_run(store(), reg.get(agent_name), version, repeats=repeats, only=only,
+                           source="api")
+    except ExamError as exc:
+        raise BadRequest("only" if only else None, str(exc)) from None
+    return jsonify(run_id=run_id, status="queued"), 202, {"Location": f"/api/runs/{run_id}"}
+
+
+@bp.get("/runs")
+def list_runs():
+    agent = request.args.get("agent") or None
+    limit = min(int(request.args.get("limit", 100)), 1000) if request.args.get(
+        "limit", "100").isdigit() else 100
+    return jsonify(runs=[run_json(r) for r in store().list_runs(agent, limit=limit)])
+
+
+@bp.get("/runs/<int:run_id>")
+def get_run(run_id: int):
+    return jsonify(run_json(_get_run(run_id)))
+
+
+@bp.get("/runs/<int:run_id>/scorecard")
+def run_scorecard(run_id: int):
+    from exam.reports import scorecard
+    from exam.reports.regrade import regrade
+
+    run = _get_run(run_id)
+    return jsonify(scorecard.build(regrade(store(), [run])))
+
+
+def _require(name: str) -> str:
+    value = request.args.get(name, "").strip()
+    if not value:
+        raise BadRequest(name, f"query parameter {name!r} is required")
+    return value
+
+
+@bp.get("/compare")
+def compare():
+    from exam.reports import compare as cmp
+    from exam.reports.regrade import regrade
+
+    agent, old, new = _require("agent"), _require("old"), _require("new")
+    runs = [r for r in store().list_runs(agent) if r.version in (old, new)
+            and r.status != "queued"]
+    try:
+        report = cmp.build(regrade(store(), runs), agent, old, new)
+    except ExamError as exc:
+        return jsonify(error=str(exc)), 404
+    return jsonify(report)
+
+
+@bp.get("/discrimination")
+def discrimination():
+    from exam.reports import discrimination as disc
+    from exam.reports.regrade import regrade
+
+    agent = request.args.get("agent") or None
+    runs = [r for r in store().list_runs(agent) if r.status != "queued"]
+    return jsonify(disc.build(regrade(store(), runs), agent))
+
+
+@bp.get("/openapi.json")
+def openapi():
+    return jsonify(spec())
+
+

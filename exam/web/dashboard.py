@@ -1,0 +1,122 @@
+"""A small server-rendered dashboard: runs, scorecards, compare, the discrimination heatmap."""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, redirect, render_template, request, session, url_for
+
+from exam.app import store
+from exam.errors import ExamError
+from exam.web.auth import session_ok, token_ok
+
+bp = Blueprint("dashboard", __name__)
+OPEN = {"dashboard.login", "dashboard.static"}
+
+
+@bp.before_request
+def require_login():
+    if request.endpoint in OPEN or session_ok():
+        return None
+    return redirect(url_for("dashboard.login", next=request.full_path))
+
+
+@bp.app_template_filter("heat")
+def heat(rate: float | None) -> str:
+    """Pass rate → cell colour: red (0) through amber to green (1); grey for no data."""
+    if rate is None:
+        return "#d0d0d0"
+    return f"hsl({round(rate * 120)}, 65%, {48 + round(rate * 4)}%)"
+
+
+@bp.app_template_filter("pct")
+def pct(v: float | None) -> str:
+    return "–" if v is None else f"{v:.0%}"
+
+
+@bp.app_template_filter("num")
+def num(v: float | None) -> str:
+    if v is None:
+        return "–"
+    return f"{v:,.0f}" if abs(v) >= 10 else f"{v:.3g}"
+
+
+@bp.route("/login", methods=["GET", "POST"])
+def login():
+    error = None
+    if request.method == "POST":
+        if token_ok(request.form.get("token", "")):
+            session["auth"] = True
+            target = request.args.get("next") or url_for("dashboard.runs")
+            if not target.startswith("/") or target.startswith("//"):
+                target = url_for("dashboard.runs")
+            return redirect(target)
+        error = "wrong token"
+    return render_template("login.html", error=error), 401 if error else 200
+
+
+@bp.post("/logout")
+def logout():
+    session.clear()
+    return redirect(url_for("dashboard.login"))
+
+
+def _versions() -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for r in sorted(store().list_runs(), key=lambda r: r.id):
+        versions = out.setdefault(r.agent, [])
+        if r.version not in versions:
+            versions.append(r.version)
+    return out
+
+
+@bp.get("/")
+def runs():
+    rows = []
+    for r in store().list_runs(limit=200):
+        rows.append({"run": r, "done": store().count_cells(r.id)})
+    return render_template("runs.html", rows=rows, versions=_versions())
+
+
+@bp.get("/scorecard/<agent>/<version>")
+def scorecard(agent: str, version: str):
+    from exam.reports import scorecard as sc
+    from exam.reports.regrade import regrade
+
+    runs = [r for r in store().list_runs(agent, version) if r.status != "queued"]
+    if not runs:
+        abort(404)
+    report = sc.build(regrade(store(), runs))
+    return render_template("scorecard.html", report=report, card=report["scorecards"][0])
+
+
+@bp.get("/compare")
+def compare():
+    from exam.reports import compare as cmp
+    from exam.reports.regrade import regrade
+
+    versions = _versions()
+    agent = request.args.get("agent") or next(iter(versions), None)
+    known = versions.get(agent or "", [])
+    old = request.args.get("old") or (known[-2] if len(known) >= 2 else None)
+    new = request.args.get("new") or (known[-1] if known else None)
+    report, error = None, None
+    if agent and old and new:
+        runs = [r for r in store().list_runs(agent) if r.version in (old, new)
+                and r.status != "queued"]
+        try:
+            report = cmp.build(regrade(store(), runs), agent, old, new)
+        except ExamError as exc:
+            error = str(exc)
+    return render_template("compare.html", report=report, error=error, versions=versions,
+                           agent=agent, old=old, new=new)
+
+
+@bp.get("/discrimination")
+def discrimination():
+    from exam.reports import discrimination as disc
+    from exam.reports.regrade import regrade
+
+    agent = request.args.get("agent") or None
+    runs = [r for r in store().list_runs(agent) if r.status != "queued"]
+    report = disc.build(regrade(store(), runs), agent) if runs else None
+    return render_template("discrimination.html", report=report, agent=agent,
+                           agents=sorted(_versions()))

@@ -1,0 +1,88 @@
+"""The OpenAPI document for /api (a test keeps it equal to the routes the app serves)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+ERROR = {"type": "object", "properties": {"error": {"type": "string"},
+                                          "field": {"type": "string"}}}
+
+
+def _resp(desc: str, schema: dict | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"description": desc}
+    if schema:
+        out["content"] = {"application/json": {"schema": schema}}
+    return out
+
+
+def _errors(*codes: int) -> dict[str, Any]:
+    text = {400: "bad request (the field is named)", 401: "missing or wrong bearer token",
+            404: "not found", 413: "request body too large"}
+    return {str(c): _resp(text[c], ERROR) for c in codes}
+
+
+RUN = {"type": "object", "properties": {
+    "run_id": {"type": "integer"}, "agent": {"type": "string"}, "version": {"type": "string"},
+    "status": {"type": "string",
+               "enum": ["queued", "running", "done", "interrupted", "failed"]},
+    "repeats": {"type": "integer"}, "questions": {"type": "integer"},
+    "progress": {"type": "object", "properties": {"done": {"type": "integer"},
+                                                  "total": {"type": "integer"}}},
+    "error": {"type": ["string", "null"]}}}
+
+
+def spec() -> dict[str, Any]:
+    q = {"in": "query", "schema": {"type": "string"}}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "agent-exam", "version": "1",
+                 "description": "Queue exams of registered agents and read the reports."},
+        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "security": [{"bearer": []}],
+        "paths": {
+            "/api/runs": {
+                "post": {
+                    "summary": "Queue a run of a registered agent",
+                    "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                        "type": "object", "required": ["agent", "version"],
+                        "additionalProperties": False,
+                        "properties": {"agent": {"type": "string"}, "version": {"type": "string"},
+                                       "repeats": {"type": "integer", "minimum": 1},
+                                       "only": {"type": "array", "items": {"type": "string"}}}}}}},
+                    "responses": {"202": _resp("queued", {"type": "object", "properties": {
+                        "run_id": {"type": "integer"}, "status": {"type": "string"}}}),
+                        **_errors(400, 401, 413)},
+                },
+                "get": {"summary": "List runs, newest first",
+                        "parameters": [{"name": "agent", **q},
+                                       {"name": "limit", "in": "query",
+                                        "schema": {"type": "integer"}}],
+                        "responses": {"200": _resp("runs", {"type": "object", "properties": {
+                            "runs": {"type": "array", "items": RUN}}}), **_errors(401)}},
+            },
+            "/api/runs/{run_id}": {"get": {
+                "summary": "Status and progress of a run",
+                "parameters": [{"name": "run_id", "in": "path", "required": True,
+                                "schema": {"type": "integer"}}],
+                "responses": {"200": _resp("the run", RUN), **_errors(401, 404)}}},
+            "/api/runs/{run_id}/scorecard": {"get": {
+                "summary": "The run's scorecard, re-graded with today's grader and bank",
+                "parameters": [{"name": "run_id", "in": "path", "required": True,
+                                "schema": {"type": "integer"}}],
+                "responses": {"200": _resp("scorecard", {"type": "object"}),
+                              **_errors(401, 404)}}},
+            "/api/compare": {"get": {
+                "summary": "Before/after of two versions of an agent",
+                "parameters": [{"name": n, "required": True, **q} for n in ("agent", "old", "new")],
+                "responses": {"200": _resp("comparison", {"type": "object"}),
+                              **_errors(400, 401, 404)}}},
+            "/api/discrimination": {"get": {
+                "summary": "Questions × versions, with a class per question",
+                "parameters": [{"name": "agent", **q}],
+                "responses": {"200": _resp("discrimination", {"type": "object"}),
+                              **_errors(401)}}},
+            "/api/openapi.json": {"get": {"summary": "This document",
+                                          "responses": {"200": _resp("OpenAPI 3.1"),
+                                                        **_errors(401)}}},
+        },
+    }

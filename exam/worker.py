@@ -1,0 +1,71 @@
+"""``exam worker``: execute runs queued in the database (by the API or LINE), one at a time.
+
+A run is claimed in a transaction; while it runs, a heartbeat is written every few
+seconds. A worker that dies (kill -9, a crash, a deploy) leaves its run ``running`` with
+a stale heartbeat; the next worker to look claims it and finishes only the missing cells.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from exam.errors import ExamError
+from exam.registry import load_registry
+from exam.runner import execute, job_for
+from exam.store import Store, owner_id
+
+log = logging.getLogger("exam.worker")
+HEARTBEAT_S = 5.0
+STALE_AFTER_S = 30.0
+
+
+def _beat(store: Store, run_id: int, stop: threading.Event) -> None:
+    while not stop.wait(HEARTBEAT_S):
+        try:
+            store.heartbeat(run_id)
+        except Exception:  # a missed beat is not worth killing the run for
+            log.exception("heartbeat for run %s failed", run_id)
+
+
+def work_once(store: Store, agents_path: str | None = None,
+              stale_after_s: float = STALE_AFTER_S) -> int | None:
+    """Claim and finish one run; returns its id, or None when there was nothing to do."""
+    run = store.claim_run(owner_id(), stale_after_s)
+    if run is None:
+        return None
+    log.info("run %s: %s %s claimed", run.id, run.agent, run.version)
+    stop = threading.Event()
+    beat = threading.Thread(target=_beat, args=(store, run.id, stop), daemon=True)
+    beat.start()
+    try:
+        agent = load_registry(agents_path).get(run.agent)
+        final = execute(store, [job_for(store, run.id, agent)])
+        log.info("run %s: %s", run.id, final.get(run.id))
+    except ExamError as exc:
+        store.set_run_status(run.id, "failed", str(exc))
+        log.error("run %s failed: %s", run.id, exc)
+    finally:
+        stop.set()
+    return run.id
+
+
+def work_forever(db: str | None, agents_path: str | None, poll_s: float = 1.0,
+                 stop: threading.Event | None = None) -> None:
+    stop = stop or threading.Event()
+    store = Store.open(db)
+    log.info("worker %s watching %s", owner_id(), store.path)
+    try:
+        while not stop.is_set():
+            if work_once(store, agents_path) is None:
+                stop.wait(poll_s)
+    finally:
+        store.close()
+
+
+def start_in_thread(db: str | None, agents_path: str | None) -> threading.Event:
+    """For ``exam serve``: a worker in this process; set the returned event to stop it."""
+    stop = threading.Event()
+    threading.Thread(target=work_forever, args=(db, agents_path, 1.0, stop), daemon=True,
+                     name="exam-worker").start()
+    return stop
