@@ -195,6 +195,7 @@ def run_cmd(agent_names, label, repeats, only, category, notify, fmt, agents, db
     from exam.runner import create_run, job_for
 
     registry = _registry(agents)
+    line_settings = _line_settings() if notify == "line" else None  # fail before any call
     store = _store(db)
     try:
         chosen = [registry.get(n) for n in dict.fromkeys(agent_names)]
@@ -207,7 +208,7 @@ def run_cmd(agent_names, label, repeats, only, category, notify, fmt, agents, db
     final = _execute(store, jobs, quiet=fmt == "json")
     report = _print_scorecards(store, [j.run.id for j in jobs], fmt)
     if notify == "line":
-        _notify_line(store, [j.run.id for j in jobs], None)
+        _notify_line(store, [j.run.id for j in jobs], None, line_settings)
     sys.exit(_run_exit(report, final))
 
 
@@ -391,12 +392,21 @@ def compare_cmd(agent, old, new, fail_on, fmt, db) -> None:
     sys.exit(1 if compare.should_fail(result, fail_on) else 0)
 
 
-def _notify_line(store, run_ids, compare_to) -> None:
-    """Push scorecards to LINE; a failed push is reported and recorded, results are untouched."""
-    from exam.line import LineSettings, notify_runs
+def _line_settings():
+    from exam.line import LineSettings
 
     try:
-        settings = LineSettings.from_env()
+        return LineSettings.from_env()
+    except ExamError as exc:
+        raise fail_input(exc) from None
+
+
+def _notify_line(store, run_ids, compare_to, settings=None) -> None:
+    """Push scorecards to LINE; a failed push is reported and recorded, results are untouched."""
+    from exam.line import notify_runs
+
+    settings = settings or _line_settings()
+    try:
         results = notify_runs(store, settings, run_ids, compare_to)
     except ExamError as exc:
         raise click.ClickException(f"LINE notification not sent: {exc}") from None
@@ -422,12 +432,13 @@ def notify() -> None:
 @db_option
 def notify_line(run_ids, compare_to, resend, db) -> None:
     """Push per-agent scorecards to the LINE group (LINE_* settings from the environment)."""
-    from exam.line import LineSettings, deliver
+    from exam.line import deliver
 
+    settings = _line_settings()
     store = _store(db)
     if resend:
         try:
-            results = deliver(store, LineSettings.from_env(), resend)
+            results = deliver(store, settings, resend)
         except ExamError as exc:
             raise fail_input(exc) from None
         for r in results:
@@ -440,7 +451,7 @@ def notify_line(run_ids, compare_to, resend, db) -> None:
             store.get_run(run_id)
     except ExamError as exc:
         raise fail_input(exc) from None
-    _notify_line(store, list(run_ids), compare_to)
+    _notify_line(store, list(run_ids), compare_to, settings)
 
 
 @main.command("worker")

@@ -225,7 +225,8 @@ class LineError(ExamError):
 
     @property
     def transient(self) -> bool:
-        return self.status is None or self.status == 429 or self.status >= 500
+        # None/0: no HTTP answer at all (connection refused, TLS, timeout)
+        return not self.status or self.status == 429 or self.status >= 500
 
 
 def messaging_api(settings: LineSettings):
@@ -239,7 +240,7 @@ def messaging_api(settings: LineSettings):
 def _line_message(exc: Exception) -> LineError:
     from linebot.v3.messaging.exceptions import ApiException
 
-    if isinstance(exc, ApiException):
+    if isinstance(exc, ApiException) and exc.status:
         detail = ""
         try:
             data = json.loads(exc.body or b"{}")
@@ -274,7 +275,10 @@ def push(settings: LineSettings, to: str, messages: list[dict[str, Any]], retry_
         nonlocal made
         made += 1
         try:
-            api.push_message(request, x_line_retry_key=retry_key, _request_timeout=10)
+            # a 2xx is delivery; not parsing LINE's reply keeps a schema change from
+            # looking like a failure (which would only be retried into a 409 anyway)
+            api.push_message_with_http_info(request, x_line_retry_key=retry_key, _request_timeout=10,
+                                            _preload_content=False)
         except Exception as exc:  # the SDK raises ApiException, urllib3 its own errors
             err = _line_message(exc)
             if err.status == 409:  # "already accepted" for this retry key: delivered

@@ -27,7 +27,8 @@ class DemoServer:
         specs = {(a, v): Specialist(a, v, seed, latency_scale) for a in AGENTS for v in VERSIONS}
         self.server = make_server("127.0.0.1", 0, create_app(specs), threaded=True)
         self.port = self.server.server_port
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
+                                       daemon=True)
 
     def __enter__(self) -> DemoServer:
         self.thread.start()

@@ -1,0 +1,180 @@
+"""LINE pushes against a fake LINE API that the real SDK is pointed at."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from exam import line
+from exam.cli import main
+from exam.line import LineSettings, build_messages, notify_runs
+from tests.fakes.line_api import FakeLineApi
+
+SECRET_TOKEN = "line-access-token-SECRET-9f1c"
+
+
+@pytest.fixture
+def fake_line():
+    with FakeLineApi() as fake:
+        yield fake
+
+
+@pytest.fixture
+def settings(fake_line):
+    return LineSettings(access_token=SECRET_TOKEN, channel_secret="s", group_id="Cgroup123",
+                        host=fake_line.host, public_url="https://exam.example.com")
+
+
+@pytest.fixture
+def runs(history):
+    history.bank("W1", [("Q-01", "c", "critical"), ("Q-02", "c", "major")])
+    history.run("W1", "v1", {"Q-01": "ppp", "Q-02": "fff"})
+    new = history.run("W1", "v2", {"Q-01": "fff", "Q-02": "ppp"})
+    return history, new
+
+
+def no_sleep(_s):
+    return None
+
+
+def test_push_is_a_flex_carousel_with_change_and_link(runs, settings, fake_line):
+    history, run_id = runs
+    results = notify_runs(history.store, settings, [run_id], sleep=no_sleep)
+    assert [r["status"] for r in results] == ["delivered"]
+    (req,) = fake_line.pushes()
+    assert req["headers"]["Authorization"] == f"Bearer {SECRET_TOKEN}"
+    body = req["body"]
+    assert body["to"] == "Cgroup123"
+    flex = body["messages"][0]
+    assert flex["type"] == "flex" and flex["contents"]["type"] == "carousel"
+    text = json.dumps(flex, ensure_ascii=False)
+    assert "W1 · v2" in text and "vs v1: 1 regression(s), 1 fix(es)" in text
+    assert "✗ Q-01" in text and "CRITICAL failing: Q-01" in text
+    assert "https://exam.example.com/scorecard/W1/v2" in text
+    assert "pass 3 · needs_human 0 · fail 3" in flex["altText"]  # the plain-text fallback
+
+
+def test_500_then_success_reuses_the_retry_key(runs, settings, fake_line):
+    history, run_id = runs
+    fake_line.answer(500, 500, 200)
+    results = notify_runs(history.store, settings, [run_id], sleep=no_sleep)
+    assert results[0]["status"] == "delivered"
+    keys = [r["headers"]["X-Line-Retry-Key"] for r in fake_line.pushes()]
+    assert len(keys) == 3 and len(set(keys)) == 1
+    stored = history.store.notifications()[0]
+    assert stored["retry_key"] == keys[0] and stored["attempts"] == 3
+
+
+def test_429_honours_retry_after(runs, settings, fake_line):
+    history, run_id = runs
+    waits = []
+    fake_line.answer((429, {"Retry-After": "7"}, {"message": "Too many requests"}), 200)
+    notify_runs(history.store, settings, [run_id], sleep=waits.append)
+    assert waits == [7.0]
+
+
+def test_409_means_already_accepted(runs, settings, fake_line):
+    history, run_id = runs
+    fake_line.answer(500, (409, {}, {"message": "The retry key is already accepted"}))
+    results = notify_runs(history.store, settings, [run_id], sleep=no_sleep)
+    assert results[0]["status"] == "delivered" and len(fake_line.pushes()) == 2
+
+
+def test_400_is_reported_with_lines_message_not_retried_and_resendable(runs, settings, fake_line):
+    history, run_id = runs
+    fake_line.answer((400, {}, {"message": "The request body has 1 error(s)",
+                                "details": [{"message": "must be specified", "property": "to"}]}))
+    results = notify_runs(history.store, settings, [run_id], sleep=no_sleep)
+    assert len(fake_line.pushes()) == 1
+    assert results[0]["status"] == "failed"
+    assert "LINE answered 400: The request body has 1 error(s) (to: must be specified)" in \
+        results[0]["outcome"]
+    # the results are untouched, and the notification can be sent again with the same key
+    assert history.store.count_cells(run_id) == 6
+    nid = results[0]["id"]
+    again = line.deliver(history.store, settings, [nid], sleep=no_sleep)
+    assert again[0]["status"] == "delivered"
+    keys = {r["headers"]["X-Line-Retry-Key"] for r in fake_line.pushes()}
+    assert len(keys) == 1
+
+
+def test_sdk_does_not_retry_on_its_own(runs, settings, fake_line):
+    history, run_id = runs
+    fake_line.answer(503, 503, 503, 503)
+    results = notify_runs(history.store, settings, [run_id], sleep=no_sleep)
+    assert results[0]["status"] == "failed"
+    assert len(fake_line.pushes()) == 4  # exactly our 4 attempts, no urllib3 retries stacked
+
+
+def test_cannot_reach_line_is_recorded(runs):
+    history, run_id = runs
+    dead = LineSettings(access_token=SECRET_TOKEN, group_id="C1", host="http://127.0.0.1:9")
+    results = notify_runs(history.store, dead, [run_id], sleep=no_sleep)
+    assert results[0]["status"] == "failed" and "cannot reach LINE" in results[0]["outcome"]
+
+
+def _summary(i: int, regressions: int = 0) -> dict:
+    cost = {k: {"p50": 2.0, "p95": 3.0, "total": 10.0}
+            for k in ("attempts", "model_calls", "tokens", "latency_ms")}
+    return {"agent": f"W{i}", "version": "v2", "pass": 18, "needs_human": 1, "fail": 1,
+            "not_answered": 0, "critical": [], "cost": cost, "previous": "v1",
+            "regressions": [f"W{i}-{n:03d}" for n in range(regressions)], "fixes": [],
+            "review_queue": 0}
+
+
+def test_more_than_12_bubbles_are_split_into_carousels():
+    messages = build_messages([_summary(i) for i in range(13)])
+    assert [len(m["contents"]["contents"]) for m in messages] == [12, 1]
+    assert all(len(m["altText"]) <= line.MAX_ALT_TEXT for m in messages)
+
+
+def test_carousel_over_50kb_is_split(monkeypatch):
+    monkeypatch.setattr(line, "SHOW_REGRESSIONS", 400)
+    messages = build_messages([_summary(i, regressions=400) for i in range(6)])
+    assert len(messages) > 1
+    for m in messages:
+        assert line._size(m["contents"]) <= line.MAX_CAROUSEL_BYTES
+        for b in m["contents"]["contents"]:
+            assert line._size(b) <= line.MAX_BUBBLE_BYTES
+
+
+def test_regressions_beyond_the_first_few_are_counted():
+    (message,) = build_messages([_summary(1, regressions=9)])
+    text = json.dumps(message, ensure_ascii=False)
+    assert "✗ W1-002" in text and "✗ W1-003" not in text and "… and 6 more" in text
+
+
+def test_more_than_five_messages_become_several_pushes():
+    messages = build_messages([_summary(i) for i in range(70)])
+    assert len(messages) == 6
+    assert [len(p) for p in line.pushes(messages)] == [5, 1]
+
+
+def test_text_is_split_within_5000_characters():
+    chunks = line.text_messages("行\n" * 6000)
+    assert all(len(c["text"]) <= 5000 for c in chunks) and len(chunks) == 3
+
+
+def test_cli_notify_and_token_never_stored(runs, fake_line, monkeypatch):
+    history, run_id = runs
+    monkeypatch.setenv("LINE_CHANNEL_ACCESS_TOKEN", SECRET_TOKEN)
+    monkeypatch.setenv("LINE_GROUP_ID", "Cgroup123")
+    monkeypatch.setenv("LINE_API_HOST", fake_line.host)
+    db = str(history.tmp / "exam.db")
+    result = CliRunner().invoke(main, ["notify", "line", "--run", str(run_id), "--db", db],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert len(fake_line.pushes()) == 1
+    assert SECRET_TOKEN not in result.output
+    raw = b"".join(p.read_bytes() for p in history.tmp.glob("exam.db*"))
+    assert SECRET_TOKEN.encode() not in raw
+
+
+def test_cli_notify_without_settings_is_a_clear_error(runs):
+    history, run_id = runs
+    result = CliRunner().invoke(main, ["notify", "line", "--run", str(run_id), "--db",
+                                       str(history.tmp / "exam.db")])
+    assert result.exit_code == 2
+    assert "LINE_CHANNEL_ACCESS_TOKEN and LINE_GROUP_ID not set" in result.output

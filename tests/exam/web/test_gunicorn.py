@@ -1,0 +1,77 @@
+"""Production shape: gunicorn serving create_app() plus an `exam worker`, over real HTTP."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import requests
+
+from tests.conftest import ROOT
+from tests.exam.web.conftest import TOKEN
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_up(url: str, proc, log, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"gunicorn exited: {log.read_text()}")
+        try:
+            if requests.get(url, timeout=1).status_code == 200:
+                return
+        except requests.ConnectionError:
+            time.sleep(0.1)
+    raise AssertionError("gunicorn did not come up")
+
+
+def test_queue_a_run_over_http_and_read_the_scorecard(tmp_path, registry_path, fake_agent):
+    port = free_port()
+    env = {**os.environ, "EXAM_API_TOKEN": TOKEN, "EXAM_DB": str(tmp_path / "exam.db"),
+           "EXAM_AGENTS": str(registry_path)}
+    gunicorn = shutil.which("gunicorn", path=str(ROOT / ".venv" / "bin")) or shutil.which(
+        "gunicorn")
+    log = tmp_path / "gunicorn.log"
+    server = subprocess.Popen([gunicorn, "--bind", f"127.0.0.1:{port}", "--workers", "2",
+                               "--error-logfile", str(log), "exam.app:create_app()"], env=env,
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen([sys.executable, "-m", "exam.cli", "worker"], env=env, cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    try:
+        wait_up(f"{base}/healthz", server, log)
+        assert requests.get(f"{base}/api/runs", timeout=5).status_code == 401
+        resp = requests.post(f"{base}/api/runs", json={"agent": "T", "version": "v1"},
+                             headers=auth, timeout=5)
+        assert resp.status_code == 202
+        run_id = resp.json()["run_id"]
+        deadline = time.monotonic() + 30
+        status = None
+        while time.monotonic() < deadline:
+            status = requests.get(f"{base}/api/runs/{run_id}", headers=auth, timeout=5).json()
+            if status["status"] == "done":
+                break
+            time.sleep(0.2)
+        assert status["status"] == "done", status
+        card = requests.get(f"{base}/api/runs/{run_id}/scorecard", headers=auth,
+                            timeout=5).json()["scorecards"][0]
+        assert card["verdicts"]["pass"] == 2 and card["run_status"]["http_error"] == 1
+    finally:
+        for proc in (worker, server):
+            proc.send_signal(signal.SIGTERM)
+        for proc in (worker, server):
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()

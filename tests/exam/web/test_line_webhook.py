@@ -1,0 +1,163 @@
+"""The LINE webhook: signed bodies, answered at once, handled afterwards, each event once."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import time
+
+import pytest
+
+from exam.app import create_app
+from exam.store import Store
+from tests.fakes.line_api import FakeLineApi
+
+SECRET = "channel-secret-for-tests"
+GROUP = "C0123456789abcdef0123456789abcdef"
+
+
+@pytest.fixture
+def fake_line(monkeypatch):
+    with FakeLineApi() as fake:
+        monkeypatch.setenv("LINE_CHANNEL_SECRET", SECRET)
+        monkeypatch.setenv("LINE_CHANNEL_ACCESS_TOKEN", "line-token")
+        monkeypatch.setenv("LINE_API_HOST", fake.host)
+        yield fake
+
+
+@pytest.fixture
+def line_app(tmp_path, registry_path, fake_line):
+    return create_app({"API_TOKEN": "t", "DB": str(tmp_path / "exam.db"),
+                       "AGENTS": str(registry_path), "LINE_ALLOWED_GROUPS": GROUP,
+                       "LINE_RUN_GROUPS": GROUP})
+
+
+def sign(body: bytes, secret: str = SECRET) -> str:
+    return base64.b64encode(hmac.new(secret.encode(), body, hashlib.sha256).digest()).decode()
+
+
+def event(kind: str, event_id: str, text: str | None = None, group: str = GROUP) -> dict:
+    e = {"type": kind, "mode": "active", "timestamp": 1764400000000,
+         "source": {"type": "group", "groupId": group, "userId": "U1234"},
+         "webhookEventId": event_id, "deliveryContext": {"isRedelivery": False},
+         "replyToken": f"reply-{event_id}"}
+    if text is not None:
+        e["message"] = {"type": "text", "id": "468789577898262530", "text": text,
+                        "quoteToken": "q-token"}
+    return e
+
+
+def post(client, events: list[dict], signature: str | None = "auto", body: bytes | None = None):
+    raw = body if body is not None else json.dumps(
+        {"destination": "Uxxxxxxxx", "events": events}).encode()
+    headers = {"Content-Type": "application/json"}
+    if signature == "auto":
+        headers["X-Line-Signature"] = sign(raw)
+    elif signature:
+        headers["X-Line-Signature"] = signature
+    return client.post("/line/webhook", data=raw, headers=headers)
+
+
+def replies(fake, n: int = 1, timeout: float = 5.0) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and len(fake.replies()) < n:
+        time.sleep(0.02)
+    return fake.replies()
+
+
+def reply_text(req: dict) -> str:
+    return "\n".join(m["text"] for m in req["body"]["messages"])
+
+
+def test_verify_button_empty_events_is_200(line_app, fake_line):
+    assert post(line_app.test_client(), []).status_code == 200
+
+
+def test_bad_signature_is_400_and_nothing_happens(line_app, fake_line):
+    resp = post(line_app.test_client(), [event("join", "01J0BAD")], signature=sign(b"x"))
+    assert resp.status_code == 400
+    time.sleep(0.3)
+    assert fake_line.requests == []
+    assert Store(line_app.config["DB"]).first_sight_of_event("01J0BAD", "join")
+
+
+def test_missing_signature_is_400(line_app, fake_line):
+    assert post(line_app.test_client(), [event("join", "01J0X")], signature=None).status_code == 400
+    time.sleep(0.2)
+    assert fake_line.requests == []
+
+
+def test_body_signed_with_another_secret_is_400(line_app, fake_line):
+    raw = json.dumps({"events": [event("join", "01J0Y")]}).encode()
+    resp = post(line_app.test_client(), [], signature=sign(raw, "other"), body=raw)
+    assert resp.status_code == 400
+
+
+def test_join_records_the_group_and_replies_with_its_id(line_app, fake_line):
+    assert post(line_app.test_client(), [event("join", "01J1JOIN")]).status_code == 200
+    (req,) = replies(fake_line)
+    assert req["body"]["replyToken"] == "reply-01J1JOIN"
+    assert f"Group id: {GROUP}" in reply_text(req)
+    import sqlite3
+
+    with sqlite3.connect(line_app.config["DB"]) as db:
+        assert db.execute("SELECT group_id FROM line_groups").fetchall() == [(GROUP,)]
+
+
+def test_status_command(line_app, fake_line):
+    post(line_app.test_client(), [event("message", "01J2STAT", "exam status")])
+    (req,) = replies(fake_line)
+    assert reply_text(req) == "No runs yet."
+
+
+def test_run_command_queues_through_the_api_path(line_app, fake_line):
+    post(line_app.test_client(), [event("message", "01J3RUN", "exam run T v3")])
+    (req,) = replies(fake_line)
+    assert "Queued run #1: T v3" in reply_text(req)
+    run = Store(line_app.config["DB"]).get_run(1)
+    assert (run.agent, run.version, run.status, run.source) == ("T", "v3", "queued", "line")
+
+
+def test_run_command_from_a_group_not_allowed_to_run(line_app, fake_line):
+    line_app.config["LINE_RUN_GROUPS"] = ""
+    post(line_app.test_client(), [event("message", "01J4NO", "exam run T v3")])
+    (req,) = replies(fake_line)
+    assert "may not start runs" in reply_text(req)
+
+
+def test_commands_from_unknown_groups_are_ignored(line_app, fake_line):
+    post(line_app.test_client(), [event("message", "01J5X", "exam status", group="Cstranger")])
+    time.sleep(0.4)
+    assert fake_line.replies() == []
+
+
+def test_scorecard_command(line_app, fake_line, fake_agent):
+    from exam.registry import load_registry
+    from exam.runner import create_run, execute, job_for
+
+    store = Store(line_app.config["DB"])
+    agent = load_registry(line_app.config["AGENTS"]).get("T")
+    execute(store, [job_for(store, create_run(store, agent, "v1"), agent)])
+    post(line_app.test_client(), [event("message", "01J6SC", "exam scorecard T")])
+    (req,) = replies(fake_line)
+    assert reply_text(req).startswith("T v1: pass 2 · needs_human 0 · fail 0 · not answered 1")
+
+
+def test_redelivered_event_is_handled_once(line_app, fake_line):
+    client = line_app.test_client()
+    e = event("message", "01J7SAME", "exam run T v9")
+    post(client, [e])
+    replies(fake_line, 1)
+    again = {**e, "deliveryContext": {"isRedelivery": True}}
+    assert post(client, [again]).status_code == 200
+    time.sleep(0.4)
+    assert len(fake_line.replies()) == 1
+    assert len(Store(line_app.config["DB"]).list_runs()) == 1
+
+
+def test_webhook_without_channel_secret_is_503(tmp_path, monkeypatch):
+    monkeypatch.delenv("LINE_CHANNEL_SECRET", raising=False)
+    app = create_app({"API_TOKEN": "t", "DB": str(tmp_path / "x.db")})
+    assert post(app.test_client(), []).status_code == 503
