@@ -15,14 +15,9 @@ NO_STEPS = "agent reports no steps"
 
 
 def _matches(entry, tool: str) -> bool:
+    """A tool name matches an entry when an alternative matches the whole (normalised) name."""
     name = normalize(tool)
-    for alt in entry.alternatives:
-        if alt.is_regex:
-            if alt.regex.fullmatch(name):
-                return True
-        elif alt.regex.pattern and alt.regex.fullmatch(name):
-            return True
-    return False
+    return any(alt.regex.fullmatch(name) for alt in entry.alternatives)
 
 
 def check_tools(spec: ToolExpectation, reply: Reply) -> Iterable[CheckResult]:

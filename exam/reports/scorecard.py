@@ -9,6 +9,7 @@ from typing import Any
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.stats import median, percentile
 from graders import GRADER_VERSION
+from graders.trajectory import NO_STEPS
 
 VERDICTS = ("pass", "needs_human", "fail", "not_graded")
 RUN_STATUSES = ("ok", "timeout", "http_error", "bad_reply", "truncated", "blocked")
@@ -108,6 +109,10 @@ def build(regraded: Regraded) -> dict[str, Any]:
             "verdicts": {k: verdicts.get(k, 0) for k in VERDICTS},
             "run_status": {k: statuses.get(k, 0) for k in RUN_STATUSES},
             "pass_all_repeats": sum(1 for c in cases if c["pass_all"]),
+            # replies that could not be a clean pass: the question expects tool steps and the
+            # agent reported none (seed 002: missing evidence is not a pass)
+            "held_no_steps": sum(1 for c in cells if any(
+                chk.name == "tools" and chk.evidence == NO_STEPS for chk in c.checks)),
             "critical_failures": critical,
             "changed_questions": sorted(c["case_no"] for c in cases if c["changed_since_run"]),
             "removed_questions": removed,
@@ -143,6 +148,9 @@ def render_text(report: dict[str, Any], colour: bool = False, details: bool = Tr
             infra += f" · not run {card['not_run']}"
         lines.append(f"  {verdict_text}{infra}")
         lines.append(f"  questions passing every repeat: {card['pass_all_repeats']}/{card['questions']}")
+        if card["held_no_steps"]:
+            lines.append(f"  held at needs_human: {card['held_no_steps']} repl(ies) whose agent "
+                         "reports no tool steps")
         if card["critical_failures"]:
             lines.append(paint(f"  CRITICAL failing: {', '.join(card['critical_failures'])}",
                                "fail", colour))

@@ -93,3 +93,17 @@ def test_runs_lists_runs(tmp_path):
     rows = json.loads(invoke("runs", "--format", "json", env=env).output)
     assert [(r["id"], r["version"], r["status"], r["cells"]) for r in rows] == [
         (2, "v2", "done", 1), (1, "v1", "done", 1)]
+
+
+def test_scorecard_counts_replies_held_for_missing_steps(tmp_path):
+    with FakeAgent() as fake:
+        env = setup(tmp_path, fake.url, ["ok", "ok"])
+        bank = json.loads((tmp_path / "T.json").read_text())
+        bank["questions"][0]["expect_tools"] = ["query_order_sheet"]
+        (tmp_path / "T.json").write_text(json.dumps(bank, ensure_ascii=False))
+        result = invoke("run", "T", "--version", "v1", "--format", "json", env=env)
+    card = json.loads(result.output)["scorecards"][0]
+    assert card["held_no_steps"] == 1
+    assert card["verdicts"] == {"pass": 1, "needs_human": 1, "fail": 0, "not_graded": 0}
+    text = invoke("report", "scorecard", env=env).output
+    assert "held at needs_human: 1 repl(ies) whose agent reports no tool steps" in text
