@@ -503,6 +503,92 @@ def serve_cmd(host, port, no_worker, agents, db) -> None:
     app.run(host=host, port=port, threaded=True, use_reloader=False)
 
 
+@main.command("review")
+@click.option("--agent")
+@click.option("--version", "label")
+@click.option("--blind", is_flag=True, help="Hide version labels and shuffle the order.")
+@click.option("--sample", type=click.IntRange(min=0), default=0,
+              help="Also spot-check this many random passes and fails (seed 000's audit).")
+@click.option("--reviewer", envvar="EXAM_REVIEWER", help="Your name, stored with each decision.")
+@click.option("--export", "export_path", type=click.Path(dir_okay=False),
+              help="Write the queue to a CSV for reviewers outside the tool, and stop.")
+@click.option("--import", "import_path", type=click.Path(dir_okay=False),
+              help="Store the decisions filled in an exported CSV.")
+@db_option
+def review_cmd(agent, label, blind, sample, reviewer, export_path, import_path, db) -> None:
+    """Decide needs_human verdicts; decisions are re-applied on every re-grade.
+
+    Each distinct reply is shown once (with how many cells returned it): the work order,
+    the reply, and the deciding sentence. Answer p(ass), f(ail, with a reason), s(kip), q(uit).
+    """
+    import random
+
+    from exam import review
+    from exam.render import use_colour
+
+    store = _store(db)
+    if import_path:
+        try:
+            decided, blank = review.import_csv(store, import_path, reviewer or "")
+        except ExamError as exc:
+            raise fail_input(exc) from None
+        click.echo(f"{decided} decision(s) stored, {blank} row(s) left undecided")
+        return
+    runs = _runs(store, agent, label)
+    items = review.queue(_regrade(store, runs), agent, label, sample)
+    if blind:
+        random.Random().shuffle(items)
+    if export_path:
+        n = review.export_csv(items, export_path, blind)
+        click.echo(f"{n} item(s) written to {export_path}; fill 'decision' (pass/fail/skip), "
+                   f"'reason' and 'reviewer', then: exam review --import {export_path}")
+        return
+    if not items:
+        click.echo("review queue is empty")
+        return
+    if not reviewer:
+        reviewer = click.prompt("your name (stored with each decision)")
+    colour = use_colour()
+    decided = 0
+    for n, item in enumerate(items, 1):
+        _show_item(item, n, len(items), blind, colour)
+        choice = click.prompt("decision [p]ass / [f]ail / [s]kip / [q]uit",
+                              type=click.Choice(["p", "f", "s", "q"]), show_choices=False)
+        if choice == "q":
+            break
+        if choice == "s":
+            continue
+        reason = ""
+        if choice == "f":
+            reason = click.prompt("reason (what is wrong)")
+        elif click.get_text_stream("stdin").isatty():
+            reason = click.prompt("note (optional)", default="", show_default=False)
+        try:
+            review.decide(store, item, "pass" if choice == "p" else "fail", reviewer, reason)
+        except ExamError as exc:
+            raise fail_input(exc) from None
+        decided += 1
+    left = len(items) - decided
+    click.echo(f"\n{decided} decided; {left} still in the queue. Decisions apply to every "
+               "re-grade until the question or the rule changes.")
+
+
+def _show_item(item, n: int, total: int, blind: bool, colour: bool) -> None:
+    import re
+
+    where = "" if blind else f" · versions {', '.join(item.versions)}"
+    same = f" · same reply in {len(item.cells)} cells" if len(item.cells) > 1 else ""
+    kind = "spot check of a " + item.verdict if item.spot_check else "needs_human"
+    click.echo(f"\n[{n}/{total}] {item.agent} {item.case_no} ({kind}){where}{same}")
+    click.echo("work order: " + json.dumps(item.work_order, ensure_ascii=False))
+    click.echo("reply:\n  " + item.text.replace("\n", "\n  "))
+    for c in item.checks:
+        evidence = c["evidence"]
+        if colour:
+            evidence = re.sub(r"«(.+?)»", "\033[1;33m\\1\033[0m", evidence)
+        click.echo(f"  ? {c['name']}: {evidence}")
+
+
 @main.command("demo")
 @click.option("--db", type=click.Path(dir_okay=False), default="results/demo.db", show_default=True,
               help="A fresh demo store (overwritten).")

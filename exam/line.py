@@ -355,4 +355,4 @@ def summaries_for(store: Store, run_ids: Sequence[int], compare_to: str | None =
 
 def review_queue(store: Store, card: dict[str, Any]) -> int:
     """Cells still waiting for a person (needs_human not yet adjudicated)."""
-    return card["verdicts"].get("needs_human", 0)
+    return card["review_queue"]

@@ -118,6 +118,23 @@ MIGRATIONS: tuple[str, ...] = (
         joined_at REAL NOT NULL
     );
     """,
+    # 3: a person's decisions on needs_human (and spot-checked) verdicts
+    """
+    CREATE TABLE adjudications (
+        id INTEGER PRIMARY KEY,
+        reply_digest TEXT NOT NULL,       -- sha256 of the reply text
+        check_name TEXT NOT NULL,         -- "forbidden[0]", or "*" for the whole reply
+        question_digest TEXT NOT NULL,    -- the rubric it was judged under
+        rule_version TEXT NOT NULL,       -- the grader's rule for that check at the time
+        decision TEXT NOT NULL,           -- pass | fail
+        reason TEXT NOT NULL DEFAULT '',
+        reviewer TEXT NOT NULL,
+        decided_at REAL NOT NULL,
+        agent TEXT NOT NULL,
+        case_no TEXT NOT NULL,
+        UNIQUE (reply_digest, check_name, question_digest, rule_version)
+    );
+    """,
 )
 
 
@@ -471,6 +488,24 @@ class Store:
     def add_group(self, group_id: str) -> None:
         with self.tx() as db:
             db.execute("INSERT OR IGNORE INTO line_groups VALUES (?,?)", (group_id, time.time()))
+
+    # -- adjudications ------------------------------------------------------------------
+
+    def add_adjudication(self, *, reply_digest: str, check_name: str, question_digest: str,
+                         rule_version: str, decision: str, reason: str, reviewer: str,
+                         agent: str, case_no: str) -> None:
+        """Record (or replace) a person's decision on what was judged."""
+        with self.tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO adjudications (reply_digest, check_name, question_digest,"
+                " rule_version, decision, reason, reviewer, decided_at, agent, case_no)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (reply_digest, check_name, question_digest, rule_version, decision, reason,
+                 reviewer, time.time(), agent, case_no))
+
+    def adjudications(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(r) for r in self._db.execute("SELECT * FROM adjudications ORDER BY id")]
 
     def integrity_check(self) -> str:
         with self._lock:

@@ -199,7 +199,9 @@ class Specialist:
             text = (f"訂單滿 {general['free_shipping_over']} 元才能免運費，目前的訂單運費是 "
                     f"{general['shipping_fee']} 元")
         if "price" in general:
-            text = f"{general['_product']}{general['price']}，目前沒有多包優惠，如有活動會再公告"
+            # a far negation: the grader cannot tell, a person must (the demo's review queue)
+            text = (f"{general['_product']}{general['price']}，目前沒有任何多包組合或會員專屬方案"
+                    "可以打折，如有活動會再公告")
         if "stock" in general:
             text = f"{general['_product']}目前缺貨，補貨時間確認後會再通知您"
         if "member_since" in general:

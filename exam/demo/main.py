@@ -76,6 +76,7 @@ def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.ec
          f"  exam report scorecard --db {db} --agent W3 --version v1\n"
          f"  exam compare W3 v1 v2 --db {db} --format markdown\n"
          f"  exam report rebalance --db {db}\n"
+         f"  exam review --db {db}           # the needs_human queue\n"
          f"  exam runs --db {db}")
     return 0
 

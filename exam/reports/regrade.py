@@ -37,13 +37,15 @@ class GradedCell:
     error: str
     changed: bool  # the question's rubric changed since this cell was run
     text: str | None = None
+    reviewed: bool = False  # a person's stored decision set (part of) this verdict
 
     def as_dict(self) -> dict:
         return {
             "run_id": self.run_id, "repeat": self.repeat, "run_status": self.run_status,
             "verdict": self.verdict, "attempts": self.attempts, "model_calls": self.model_calls,
             "tokens": self.tokens, "latency_ms": self.latency_ms, "error": self.error,
-            "changed_since_run": self.changed, "checks": [c.as_dict() for c in self.checks],
+            "changed_since_run": self.changed, "reviewed": self.reviewed,
+            "checks": [c.as_dict() for c in self.checks],
         }
 
 
@@ -82,6 +84,9 @@ def reply_of(store: Store, run: Run, cell: CellRow, item: Item) -> Reply:
 
 
 def regrade(store: Store, runs: Sequence[Run]) -> Regraded:
+    from exam import review
+
+    decisions = review.index(store.adjudications())
     banks: dict[str, Bank] = {}
     out: list[GradedCell] = []
     removed: dict[int, list[str]] = {}
@@ -99,13 +104,15 @@ def regrade(store: Store, runs: Sequence[Run]) -> Regraded:
             continue
         reply = reply_of(store, run, cell, item)
         g = grade(item.question, reply, budget=run.settings.get("budget") or {})
+        checks, verdict, reviewed = review.apply(g.checks, g.verdict, review.reply_digest(
+            cell.text), item.digest, decisions)
         out.append(GradedCell(
             run_id=run.id, agent=run.agent, version=run.version, case_no=cell.case_no,
             category=item.category, severity=item.question.severity, repeat=cell.repeat,
-            run_status=cell.run_status, verdict=g.verdict, checks=g.checks,
+            run_status=cell.run_status, verdict=verdict, checks=checks,
             attempts=cell.attempts, model_calls=cell.model_calls, tokens=cell.tokens,
             latency_ms=cell.latency_ms, error=cell.error,
-            changed=cell.question_digest != item.digest, text=cell.text,
+            changed=cell.question_digest != item.digest, text=cell.text, reviewed=reviewed,
         ))
     return Regraded(out, banks, list(runs), removed)
 

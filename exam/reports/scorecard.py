@@ -109,6 +109,8 @@ def build(regraded: Regraded) -> dict[str, Any]:
             "verdicts": {k: verdicts.get(k, 0) for k in VERDICTS},
             "run_status": {k: statuses.get(k, 0) for k in RUN_STATUSES},
             "pass_all_repeats": sum(1 for c in cases if c["pass_all"]),
+            "reviewed": sum(1 for c in cells if c.reviewed),
+            "review_queue": verdicts.get("needs_human", 0),
             # replies that could not be a clean pass: the question expects tool steps and the
             # agent reported none (seed 002: missing evidence is not a pass)
             "held_no_steps": sum(1 for c in cells if any(
@@ -148,6 +150,9 @@ def render_text(report: dict[str, Any], colour: bool = False, details: bool = Tr
             infra += f" · not run {card['not_run']}"
         lines.append(f"  {verdict_text}{infra}")
         lines.append(f"  questions passing every repeat: {card['pass_all_repeats']}/{card['questions']}")
+        if card["reviewed"] or card["review_queue"]:
+            lines.append(f"  review: {card['review_queue']} waiting in the queue, "
+                         f"{card['reviewed']} verdict(s) set by a person (exam review)")
         if card["held_no_steps"]:
             lines.append(f"  held at needs_human: {card['held_no_steps']} repl(ies) whose agent "
                          "reports no tool steps")
@@ -193,6 +198,8 @@ def render_text(report: dict[str, Any], colour: bool = False, details: bool = Tr
                 figures = (f"attempts {cell['attempts']} · model calls {_fmt(cell['model_calls'])}"
                            f" · tokens {_fmt(cell['tokens'])} · {_fmt(cell['latency_ms'], ' ms')}")
                 state = cell["verdict"] or cell["run_status"]
+                if cell["reviewed"]:
+                    state += " (reviewed)"
                 lines.append(f"      #{cell['repeat']} run {cell['run_id']}: {state}   {figures}")
                 if cell["verdict"] is None:
                     lines.append(f"          {cell['run_status']}: {cell['error']}")

@@ -120,3 +120,52 @@ def discrimination():
     report = disc.build(regrade(store(), runs), agent) if runs else None
     return render_template("discrimination.html", report=report, agent=agent,
                            agents=sorted(_versions()))
+
+
+def _queue(agent: str | None, blind: bool):
+    import random
+
+    from exam import review
+    from exam.reports.regrade import regrade
+
+    runs = [r for r in store().list_runs(agent) if r.status != "queued"]
+    items = review.queue(regrade(store(), runs), agent) if runs else []
+    if blind:
+        random.Random(session.get("blind_seed", 0)).shuffle(items)
+    return items
+
+
+@bp.get("/review")
+def review_page():
+    agent = request.args.get("agent") or None
+    blind = request.args.get("blind") == "1"
+    if blind and "blind_seed" not in session:
+        import secrets
+
+        session["blind_seed"] = secrets.randbelow(1 << 30)
+    return render_template("review.html", items=_queue(agent, blind), agent=agent, blind=blind,
+                           reviewer=session.get("reviewer", ""), agents=sorted(_versions()),
+                           message=request.args.get("message"))
+
+
+@bp.post("/review")
+def review_decide():
+    from exam import review
+
+    agent = request.form.get("agent") or None
+    blind = request.form.get("blind") == "1"
+    key = request.form.get("key", "")
+    reviewer = request.form.get("reviewer", "").strip()
+    session["reviewer"] = reviewer
+    item = next((i for i in _queue(agent, blind) if i.key == key), None)
+    if item is None:
+        message = "that item is no longer in the queue"
+    else:
+        try:
+            review.decide(store(), item, request.form.get("decision", ""), reviewer,
+                          request.form.get("reason", ""))
+            message = f"{item.case_no}: {request.form.get('decision')} stored"
+        except ExamError as exc:
+            message = str(exc)
+    return redirect(url_for("dashboard.review_page", agent=agent or "",
+                            blind="1" if blind else "", message=message))

@@ -13,6 +13,8 @@ from exam.runner import create_run
 from exam.store import AttemptRow, CellRow, Store
 
 PASS, FAIL = "答案：備貨中", "答案：已出貨"
+# a far negator before the forbidden 已出貨: the grader cannot tell, so needs_human
+HUMAN = "答案：備貨中，目前沒有任何系統或人工紀錄顯示已出貨"
 
 
 class History:
@@ -34,7 +36,7 @@ class History:
 
     def run(self, agent: str, version: str, outcomes: dict[str, str], *,
             figures: dict[str, dict] | None = None) -> int:
-        """outcomes: case_no → a string of p/f/t (pass, fail, timeout), one letter per repeat."""
+        """outcomes: case_no → p/f/h/t (pass, fail, needs_human, timeout), one per repeat."""
         repeats = max(len(v) for v in outcomes.values())
         a = Agent(name=agent, url="http://127.0.0.1:9/x", bank=self.banks[agent])
         run_id = create_run(self.store, a, version, repeats=repeats, only=list(outcomes))
@@ -44,7 +46,7 @@ class History:
                 f = {"attempts": 1, "model_calls": 2, "tokens": 1000, "latency_ms": 200.0,
                      **(figures or {}).get(case_no, {})}
                 status = "timeout" if letter == "t" else "ok"
-                text = None if letter == "t" else (PASS if letter == "p" else FAIL)
+                text = {"p": PASS, "f": FAIL, "h": HUMAN}.get(letter)
                 body = None if text is None else json.dumps({"answer": text}, ensure_ascii=False)
                 cell = CellRow(run_id, case_no, r, digests[case_no], status,
                                "no reply within 60 s" if letter == "t" else "", text, None, False,

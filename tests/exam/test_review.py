@@ -1,0 +1,171 @@
+"""Human review: decisions stored against what was judged and re-applied on every re-grade."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from exam import review
+from exam.cli import main
+from exam.reports import scorecard
+from exam.reports.regrade import regrade, select_runs
+
+CASES = [("Q-01", "c", "major"), ("Q-02", "c", "major")]
+
+
+def cards(history):
+    report = scorecard.build(regrade(history.store, select_runs(history.store)))
+    return {c["version"]: c for c in report["scorecards"]}
+
+
+def queue(history, **kw):
+    return review.queue(regrade(history.store, select_runs(history.store)), **kw)
+
+
+def cli(history, *args, input=None):
+    return CliRunner().invoke(main, ["review", *args, "--db", str(history.tmp / "exam.db")],
+                              input=input, catch_exceptions=False)
+
+
+def test_one_decision_is_reused_across_versions_with_the_same_reply(history):
+    history.bank("A", CASES)
+    history.run("A", "v1", {"Q-01": "hh", "Q-02": "p"})
+    history.run("A", "v2", {"Q-01": "h", "Q-02": "p"})
+    (item,) = queue(history)
+    assert item.case_no == "Q-01" and len(item.cells) == 3 and item.versions == ["v1", "v2"]
+    review.decide(history.store, item, "pass", "Mei", "a disclaimer, not a claim")
+    c = cards(history)
+    assert c["v1"]["verdicts"]["pass"] == 3 and c["v2"]["verdicts"]["pass"] == 2
+    assert c["v1"]["review_queue"] == 0 and c["v1"]["reviewed"] == 2
+    cell = next(x for x in c["v2"]["cases"] if x["case_no"] == "Q-01")["cells"][0]
+    assert cell["reviewed"] is True
+    assert "reviewed by Mei: pass (a disclaimer, not a claim)" in cell["checks"][1]["evidence"]
+    assert queue(history) == []
+
+
+def test_a_new_run_with_the_same_reply_does_not_come_back(history):
+    history.bank("A", CASES)
+    history.run("A", "v1", {"Q-01": "h"})
+    review.decide(history.store, queue(history)[0], "fail", "Mei", "claims it shipped")
+    history.run("A", "v2", {"Q-01": "hhh"})  # the exam is run again after a change
+    assert queue(history) == []
+    assert cards(history)["v2"]["verdicts"]["fail"] == 3
+
+
+def test_decision_is_dropped_when_the_question_changes(history):
+    history.bank("A", CASES)
+    history.run("A", "v1", {"Q-01": "h"})
+    review.decide(history.store, queue(history)[0], "pass", "Mei")
+    assert queue(history) == []
+    path = history.tmp / "A.json"
+    data = json.loads(path.read_text())
+    data["questions"][0]["expect_forbidden"] = ["已出貨|已寄出"]
+    path.write_text(json.dumps(data, ensure_ascii=False))
+    (item,) = queue(history)
+    assert item.case_no == "Q-01"
+    assert cards(history)["v1"]["verdicts"]["needs_human"] == 1
+
+
+def test_decision_is_dropped_when_the_rule_changes(history, monkeypatch):
+    history.bank("A", CASES)
+    history.run("A", "v1", {"Q-01": "h"})
+    review.decide(history.store, queue(history)[0], "pass", "Mei")
+    monkeypatch.setitem(review.RULE_VERSIONS, "forbidden", 99)
+    assert len(queue(history)) == 1
+
+
+def test_a_fail_needs_a_reason(history):
+    history.bank("A", CASES)
+    history.run("A", "v1", {"Q-01": "h"})
+    with pytest.raises(review.ExamError, match="a fail needs a reason"):
+        review.decide(history.store, queue(history)[0], "fail", "Mei", " ")
+
+
+def test_interactive_review(history):
+    history.bank("A", CASES)
+    history.run("A", "v1", {"Q-01": "h", "Q-02": "h"})
+    out = cli(history, "--reviewer", "Mei", input="f\nclaims it shipped\ns\n").output
+    assert "[1/2] A Q-01 (needs_human) · versions v1" in out
+    assert "? forbidden[0]: unclear" in out and "«已出貨»" in out
+    assert "1 decided; 1 still in the queue" in out
+    assert [i.case_no for i in queue(history)] == ["Q-02"]
+
+
+def test_blind_mode_hides_version_labels_and_shuffles(history):
+    history.bank("A", [(f"Q-{i:02d}", "c", "major") for i in range(1, 13)])
+    history.run("A", "secret-v7", {f"Q-{i:02d}": "h" for i in range(1, 13)})
+    out = cli(history, "--blind", "--reviewer", "Mei", input="q\n").output
+    assert "secret-v7" not in out and "versions" not in out
+    orders = set()
+    for _ in range(4):
+        first = cli(history, "--blind", "--reviewer", "Mei", input="q\n").output
+        orders.add(first.split("]")[1].split("(")[0])
+    assert len(orders) > 1  # shuffled
+    path = history.tmp / "blind.csv"
+    cli(history, "--blind", "--export", str(path))
+    with path.open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["version"] for r in rows} == {""}
+
+
+def test_export_import_round_trip(history):
+    history.bank("A", CASES)
+    history.run("A", "v1", {"Q-01": "h", "Q-02": "hp"})
+    path = history.tmp / "batch.csv"
+    assert "2 item(s) written" in cli(history, "--export", str(path)).output
+    with path.open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["case_no"] for r in rows] == ["Q-01", "Q-02"]
+    assert rows[0]["reply"].startswith("答案：") and "已出貨" in rows[0]["evidence"]
+    rows[0].update(decision="pass", reviewer="Lin", reason="")
+    rows[1].update(decision="fail", reviewer="Lin", reason="asserts shipping")
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=review.EXPORT_FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    assert "2 decision(s) stored, 0 row(s) left undecided" in cli(
+        history, "--import", str(path)).output
+    assert queue(history) == []
+    c = cards(history)["v1"]
+    assert c["verdicts"] == {"pass": 2, "needs_human": 0, "fail": 1, "not_graded": 0}
+
+
+def test_import_rejects_a_bad_decision(history):
+    history.bank("A", CASES)
+    history.run("A", "v1", {"Q-01": "h"})
+    path = history.tmp / "batch.csv"
+    cli(history, "--export", str(path))
+    text = path.read_text(encoding="utf-8").replace(",1,,,", ",1,maybe,,")
+    path.write_text(text, encoding="utf-8")
+    result = cli(history, "--import", str(path))
+    assert result.exit_code == 2
+    assert "line 2: decision: expected pass, fail or skip, found 'maybe'" in result.output
+
+
+def test_spot_check_sample_overrides_a_whole_verdict(history):
+    history.bank("A", CASES)
+    history.run("A", "v1", {"Q-01": "p", "Q-02": "f"})
+    items = queue(history, sample=5)
+    assert {i.verdict for i in items} == {"pass", "fail"} and all(i.spot_check for i in items)
+    passed = next(i for i in items if i.verdict == "pass")
+    review.decide(history.store, passed, "fail", "Mei", "right words, wrong order")
+    assert cards(history)["v1"]["verdicts"]["fail"] == 2
+
+
+def test_dashboard_review_page(history):
+    from exam.app import create_app
+
+    history.bank("A", CASES)
+    history.run("A", "v7", {"Q-01": "hh"})
+    app = create_app({"LOCAL_DEV": True, "DB": str(history.tmp / "exam.db"), "TESTING": True})
+    client = app.test_client()
+    page = client.get("/review").get_data(as_text=True)
+    assert "same reply in 2 cells" in page and "<mark>已出貨</mark>" in page and "v7" in page
+    assert "v7" not in client.get("/review?blind=1").get_data(as_text=True)
+    key = queue(history)[0].key
+    resp = client.post("/review", data={"key": key, "decision": "pass", "reviewer": "Mei"})
+    assert resp.status_code == 302
+    assert queue(history) == []
