@@ -220,7 +220,8 @@ def parse_bank(data: Any, file: str) -> tuple[Bank | None, list[Problem]]:
     if isinstance(data, list):
         agent, defaults, options, questions = stem, {}, {}, data
     elif isinstance(data, dict):
-        for key, msg in unknown_keys(data, FILE_KEYS):
+        misspelt = unknown_keys(data, FILE_KEYS)
+        for key, msg in misspelt:
             col.add(key, msg)
         agent = data.get("agent", stem)
         defaults = data.get("defaults", {})
@@ -240,10 +241,16 @@ def parse_bank(data: Any, file: str) -> tuple[Bank | None, list[Problem]]:
             col.add("options.fold_script", "expected true or false")
         for key, msg in unknown_keys(defaults, DEFAULT_KEYS):
             col.add(f"defaults.{key}", msg)
+        bad_defaults = set()
         for err in qvalidator.iter_errors(defaults):
             col.add(_path(["defaults", *err.absolute_path]), _schema_message(err))
+            if err.absolute_path:
+                bad_defaults.add(err.absolute_path[0])
+        # reported once above, not again in every question that inherits it
+        defaults = {k: v for k, v in defaults.items() if k not in bad_defaults}
         if questions is None:
-            col.add("questions", "is required: the list of questions")
+            if not any("'questions'" in msg for _, msg in misspelt):
+                col.add("questions", "is required: the list of questions")
             questions = []
         elif not isinstance(questions, list):
             col.add("questions", f"expected array, found {_describe(questions)}")

@@ -42,7 +42,8 @@ def unknown_keys(obj: Mapping[str, object], known: Iterable[str]) -> list[tuple[
     out = []
     for key in obj:
         if key not in known:
-            near = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+            near = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6) or [
+                k for k in known if k.startswith(str(key)) or str(key).startswith(k)][:1]
             hint = f" (did you mean {near[0]!r}?)" if near else f" (known keys: {', '.join(known)})"
             out.append((key, f"unknown key {key!r}{hint}"))
     return out

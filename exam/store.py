@@ -351,17 +351,22 @@ class Store:
                 db.execute("UPDATE runs SET status=?, error=? WHERE id=?", (status, error, run_id))
 
     def claim_run(self, worker: str, stale_after_s: float = 30.0) -> Run | None:
-        """Take the oldest queued run, or a running one whose worker stopped beating."""
+        """Take the oldest queued run, or a running one whose worker is gone.
+
+        A worker is gone when its process no longer exists on this host, or (elsewhere) when
+        its heartbeat is older than ``stale_after_s``.
+        """
         now = time.time()
         with self.tx() as db:
-            rows = db.execute(
-                "SELECT * FROM runs WHERE status='queued' OR (status='running' AND"
-                " (heartbeat_at IS NULL OR heartbeat_at < ?)) ORDER BY id", (now - stale_after_s,)
-            ).fetchall()
+            # a run started from the CLI belongs to its user (`exam resume`), not to workers
+            rows = db.execute("SELECT * FROM runs WHERE status='queued' OR (status='running'"
+                              " AND source != 'cli') ORDER BY id").fetchall()
             for row in rows:
-                if row["status"] == "running" and owner_alive(row["owner"]) and \
-                        row["heartbeat_at"] and row["heartbeat_at"] >= now - stale_after_s:
-                    continue
+                if row["status"] == "running":
+                    fresh = row["heartbeat_at"] is not None and \
+                        row["heartbeat_at"] >= now - stale_after_s
+                    if fresh and owner_alive(row["owner"]):
+                        continue
                 db.execute("UPDATE runs SET status='running', owner=?, heartbeat_at=?,"
                            " started_at=COALESCE(started_at, ?), finished_at=NULL WHERE id=?",
                            (worker, now, now, row["id"]))

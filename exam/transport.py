@@ -123,6 +123,19 @@ def _charset(ctype: str | None) -> str:
     return "utf-8"
 
 
+REDACTED = "[redacted]"
+
+
+def redact(agent: Agent, text: str | None) -> str | None:
+    """Remove the agent's secret header values from text an agent sent back (or an error)."""
+    if not text:
+        return text
+    for value in agent.headers.values():
+        if len(value) >= 4 and value in text:
+            text = text.replace(value, REDACTED)
+    return text
+
+
 def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
     started_wall, t0 = time.time(), time.perf_counter()
     deadline = t0 + agent.timeout_s
@@ -132,7 +145,8 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
         return (time.perf_counter() - t0) * 1000
 
     def row(status=None, error="", ctype=None, body=None) -> AttemptRow:
-        stored, size, cut = cap_body(body)
+        stored, size, cut = cap_body(redact(agent, body))
+        error = redact(agent, error) or ""
         return AttemptRow(n, started_wall, status, elapsed_ms(), error, ctype, stored, size, cut)
 
     try:
@@ -170,7 +184,7 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
             return Outcome("timeout", row(resp.status_code,
                                           f"no data within {agent.timeout_s:g} s", ctype), None, None)
         return Outcome("connection", row(resp.status_code, _describe_error(exc), ctype), None, None)
-    body = b"".join(chunks).decode(_charset(ctype), errors="replace")
+    body = redact(agent, b"".join(chunks).decode(_charset(ctype), errors="replace"))
     retry_after = _retry_after(resp.headers.get("Retry-After"))
     if not 200 <= resp.status_code < 300:
         return Outcome("http", row(resp.status_code, _http_error_text(resp.status_code, body),

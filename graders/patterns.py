@@ -88,6 +88,8 @@ def compile_alternative(alt: str, *, fold: bool = False) -> Alternative:
             regex = re.compile(body, re.IGNORECASE)
         except re.error as exc:
             raise PatternError(f"invalid regex {alt!r}: {exc}") from None
+        except (OverflowError, RecursionError, ValueError) as exc:  # a{99999999999}, deep nesting
+            raise PatternError(f"invalid regex {alt!r}: {type(exc).__name__}: {exc}") from None
         if regex.search("") is not None:
             raise PatternError(f"regex {alt!r} matches the empty string, so it matches every reply")
         return Alternative(alt, regex, True)

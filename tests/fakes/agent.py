@@ -162,6 +162,14 @@ class FakeAgent:
                                   "successfully."}, status=404)
         elif behaviour == "huge":
             self.send(h, 200, b'{"answer": "' + b"x" * 20_000_000 + b'"}')
+        elif behaviour == "xml":
+            self.send(h, 200, "<reply><answer>備貨中</answer></reply>", "application/xml")
+        elif behaviour == "echo-token":
+            token = h.headers.get("X-Exam-Token", "")
+            self.json(h, {"error": f"token {token} is not valid for this workflow"}, status=401)
+        elif behaviour == "echo-token-ok":
+            token = h.headers.get("X-Exam-Token", "")
+            self.json(h, {"answer": f"備貨中 (debug: token={token})", "status": "ok"})
         elif behaviour == "echo-headers":
             self.json(h, {"answer": "ok", "status": "ok"},
                       headers={"X-Upstream-Token": "SECRET-IN-REPLY-HEADER"})
