@@ -1,7 +1,9 @@
 """RequestGate (seed 002): bound requests in flight and space request starts, across threads.
 
 A semaphore alone bounds concurrency but not pace; the model provider's rate limit
-is about pace. Each start reserves the next slot under a lock, then sleeps outside it.
+is about pace. Starts are serialised under a lock: a thread waits out the interval while
+holding it and stamps the *actual* start time, so a late wake-up can never bring the next
+start closer than the interval.
 """
 
 from __future__ import annotations
@@ -27,9 +29,8 @@ class RequestGate:
         """Hold one of ``concurrency`` slots; the body starts no sooner than the interval allows."""
         with self._slots:
             with self._lock:
-                now = self._clock()
-                start = max(now, self._next_start)
-                self._next_start = start + self._interval
-            if start > now:
-                self._sleep(start - now)
+                wait = self._next_start - self._clock()
+                if wait > 0:
+                    self._sleep(wait)
+                self._next_start = self._clock() + self._interval
             yield

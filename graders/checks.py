@@ -8,7 +8,7 @@ from typing import Any
 
 from graders.model import CheckResult, FieldSpec, Reply
 from graders.negation import AMBIGUOUS, classify
-from graders.normalize import normalize
+from graders.normalize import normalize, normalize_short
 from graders.patterns import Entry, find_all
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -54,7 +54,7 @@ def check_forbidden(name: str, entry: Entry, text: str, input_text: str) -> Chec
 def check_status(expected: str, reply: Reply) -> CheckResult:
     if reply.status is None:
         return CheckResult("status", "not_graded", evidence="the reply reports no status")
-    if normalize(str(reply.status)) == normalize(expected):
+    if normalize_short(str(reply.status)) == normalize_short(expected):
         return CheckResult("status", "pass", evidence=f"status {reply.status!r}")
     return CheckResult(
         "status", "fail", missing=(expected,), unexpected=(str(reply.status),),

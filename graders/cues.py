@@ -68,10 +68,6 @@ SCOPE_BREAK_EN = (
     "when", "we", "our", "they",
 )
 
-# Characters ending a clause (after NFKC: ，→, ！→! ？→? ；→;).
-# 、 (enumeration) is not a break: in 不足以支持任何診斷、疲勞判定 the negator governs both.
-CLAUSE_BREAKS = frozenset(",，。!！?？;；\n")
-SENTENCE_BREAKS = frozenset("。!！?？;；\n")
 QUOTE_PAIRS = {"「": "」", "『": "』", "“": "”", '"': '"', "‘": "’", "《": "》"}
 
 # How far (in CJK characters plus Latin words) a negator may stand before the

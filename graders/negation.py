@@ -63,42 +63,60 @@ def _cue_table() -> dict[str, str]:
 
 
 @lru_cache(maxsize=1)
-def _scanner() -> tuple[re.Pattern[str], dict[str, str]]:
+def _scanners() -> tuple[re.Pattern[str], re.Pattern[str], dict[str, str]]:
+    """Two scanners: CJK cues (pure literals, which re scans fast) and word-bounded Latin cues."""
     table = _cue_table()
-    parts = []
-    for word in sorted(table, key=len, reverse=True):
-        if word.isascii():
-            parts.append(r"(?<![a-z0-9'’])" + re.escape(word) + r"(?![a-z0-9'’])")
-        else:
-            parts.append(re.escape(word))
-    return re.compile("|".join(parts)), table
+    words = sorted(table, key=len, reverse=True)
+    cjk = re.compile("|".join(re.escape(w) for w in words if not w.isascii()))
+    latin = re.compile(r"(?<![a-z0-9'’])(?:" + "|".join(re.escape(w) for w in words if w.isascii())
+                       + r")(?![a-z0-9'’])")
+    return cjk, latin, table
 
 
-def _is_break(text: str, i: int) -> bool:
-    ch = text[i]
-    if ch in cues.CLAUSE_BREAKS:
-        # a comma or point between digits is part of a number (1,200 / 2.5)
-        if ch in ",." and 0 < i < len(text) - 1 and text[i - 1].isdigit() and text[i + 1].isdigit():
-            return False
-        return True
+_LATIN = re.compile(r"[a-z]")
+
+
+def _tokens(text: str) -> list[tuple[str, str, int, int]]:
+    """(kind, cue, start, end) for every cue in ``text``, in order; the longest cue wins."""
+    cjk, latin, table = _scanners()
+    found = [(table[m.group()], m.group(), m.start(), m.end()) for m in cjk.finditer(text)]
+    if _LATIN.search(text):
+        found += [(table[m.group()], m.group(), m.start(), m.end()) for m in latin.finditer(text)]
+        found.sort(key=lambda t: t[2])
+    return found
+
+
+# Breaks in normalised text (NFKC has made ，！？； into ,!?;). A comma or point inside a
+# number (1,200 / 2.5) is not a break; a '.' ends a clause only before white space or the end.
+_CLAUSE_CHARS = ",。!?;\n."
+_SENTENCE_CHARS = "。!?;\n."
+
+
+def _counts(text: str, i: int, ch: str) -> bool:
+    if ch == ",":
+        return not (0 < i < len(text) - 1 and text[i - 1].isdigit() and text[i + 1].isdigit())
     if ch == ".":
-        return i + 1 >= len(text) or text[i + 1] in " \n"
-    return False
+        return i == len(text) - 1 or text[i + 1] in " \n"
+    return True
 
 
-def _is_sentence_break(text: str, i: int) -> bool:
-    ch = text[i]
-    return ch in cues.SENTENCE_BREAKS or (ch == "." and _is_break(text, i))
-
-
-def _clause_bounds(text: str, start: int, end: int, sentence: bool = False) -> tuple[int, int]:
-    test = _is_sentence_break if sentence else _is_break
-    lo = start
-    while lo > 0 and not test(text, lo - 1):
-        lo -= 1
-    hi = end
-    while hi < len(text) and not test(text, hi):
-        hi += 1
+def _clause_bounds(text: str, start: int, end: int, sentence: bool = False,
+                   within: tuple[int, int] | None = None) -> tuple[int, int]:
+    """[lo, hi): from just after the last break before ``start`` to the first break at/after
+    ``end``, searching inside ``within`` when given. str.rfind/find keep this at C speed."""
+    chars = _SENTENCE_CHARS if sentence else _CLAUSE_CHARS
+    lo, hi = within or (0, len(text))
+    for ch in chars:
+        j = text.rfind(ch, lo, start)
+        while j >= 0 and not _counts(text, j, ch):
+            j = text.rfind(ch, lo, j)
+        if j >= lo:
+            lo = j + 1
+        j = text.find(ch, end, hi)
+        while j >= 0 and not _counts(text, j, ch):
+            j = text.find(ch, j + 1, hi)
+        if j >= 0:
+            hi = j
     return lo, hi
 
 
@@ -107,7 +125,12 @@ def _gap_size(gap: str) -> int:
     return len(_CJK.findall(gap)) + len(_ASCII_WORD.findall(gap))
 
 
+_QUOTE_CHARS = frozenset("".join(cues.QUOTE_PAIRS) + "".join(cues.QUOTE_PAIRS.values()))
+
+
 def _inside_quotes(sentence: str, rel_start: int, rel_end: int) -> bool:
+    if _QUOTE_CHARS.isdisjoint(sentence):
+        return False
     before, after = sentence[:rel_start], sentence[rel_end:]
     for opener, closer in cues.QUOTE_PAIRS.items():
         if opener == closer:
@@ -130,13 +153,21 @@ def _shared_with_input(text: str, start: int, end: int, input_text: str) -> bool
     return (hi - lo) - (end - start) >= 4
 
 
+@lru_cache(maxsize=4096)
+def _contains_negator(hit: str) -> bool:
+    return any(kind == "neg" for kind, *_ in _tokens(hit))
+
+
 def classify(text: str, start: int, end: int, *, input_text: str = "") -> Occurrence:
     """Classify the hit ``text[start:end]`` (normalised text) by how its clause uses it.
 
     ``input_text`` (the normalised work order) enables the quoted-from-input rule;
     pass it for forbidden checks, not for facts.
     """
-    s_lo, s_hi = _clause_bounds(text, start, end, sentence=True)
+    c_lo, c_hi = _clause_bounds(text, start, end)
+    # a sentence contains its clause: search for its ends outside the clause only
+    s_lo, _ = _clause_bounds(text, c_lo, c_lo, sentence=True, within=(0, c_lo))
+    _, s_hi = _clause_bounds(text, c_hi, c_hi, sentence=True, within=(c_hi, len(text)))
     sentence = (text[s_lo:start] + "«" + text[start:end] + "»" + text[end:s_hi]).strip()
 
     def occ(kind: Kind, cue: str = "") -> Occurrence:
@@ -147,12 +178,9 @@ def classify(text: str, start: int, end: int, *, input_text: str = "") -> Occurr
     if _shared_with_input(text, start, end, input_text):
         return occ("quoted", "words copied from the work order")
 
-    c_lo, c_hi = _clause_bounds(text, start, end)
     prefix, suffix = text[c_lo:start], text[end:c_hi]
     terminator = text[c_hi] if c_hi < len(text) else ""
-    scanner, table = _scanner()
-
-    tokens = [(table[m.group()], m.group(), m.start(), m.end()) for m in scanner.finditer(prefix)]
+    tokens = _tokens(prefix)
     for kind, word, _, _ in tokens:
         if kind == "ask":
             return occ("interrogative", word)
@@ -169,7 +197,7 @@ def classify(text: str, start: int, end: int, *, input_text: str = "") -> Occurr
 
     last_break = max((t[3] for t in tokens if t[0] == "break"), default=0)
     negators = [t for t in tokens if t[0] == "neg" and t[2] >= last_break]
-    hit_negated = any(table.get(m.group()) == "neg" for m in scanner.finditer(text[start:end]))
+    hit_negated = _contains_negator(text[start:end])
     if not negators:
         return occ("asserted")
     if len(negators) >= 2 or hit_negated:

@@ -1,0 +1,82 @@
+"""Write the figures of bench/results.json into docs/performance.md, between markers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "performance.md"
+START, END = "<!-- figures:start -->", "<!-- figures:end -->"
+
+
+def _row(what: str, figure: str, target: str, ok: bool | None) -> str:
+    mark = "" if ok is None else (" ✓" if ok else " ✗ missed")
+    return f"| {what} | {figure} | {target}{mark} |"
+
+
+def table(r: dict) -> str:
+    t = r["targets"]
+    rows = ["| figure | measured | target |", "|---|---|---|"]
+    o = r.get("overhead", {})
+    for latency in (50, 200, 500):
+        for conc in (1, 8, 32):
+            x = o.get(f"c{conc}_{latency}ms")
+            if not x:
+                continue
+            target = t.get(f"overhead_c8_{latency}ms") if conc == 8 else None
+            rows.append(_row(f"harness overhead, {latency} ms agent, concurrency {conc} "
+                             f"(wall ÷ ideal, {x['repetitions']} run(s), median)",
+                             f"{x['ratio']:.3f} ({x['wall_s']:.2f} s vs {x['ideal_s']:.2f} s)",
+                             f"≤ {target}" if target else "–",
+                             None if target is None else x["ratio"] <= target))
+    x = o.get("c8_200ms")
+    if x:
+        rows.append(_row("CPU of the `exam run` process, 180 calls (200 ms, concurrency 8)",
+                         f"{x['cpu_s']:.2f} s", f"< {t['cpu_s_180_calls']} s",
+                         x["cpu_s"] < t["cpu_s_180_calls"]))
+        peak = max(v["peak_mb"] for v in o.values())
+        rows.append(_row("peak memory of `exam run` (max over all runs)", f"{peak:.0f} MB",
+                         f"< {t['peak_mb']} MB", peak < t["peak_mb"]))
+    p = r.get("pacing")
+    if p:
+        rows.append(_row("pacing: start rate with min_interval_s 0.1, concurrency 8",
+                         f"{p['achieved_rate']:.2f}/s ({p['rate_error']:.1%} off)",
+                         "within 5% of 10/s", p["rate_error"] <= t["pacing_rate_error"]))
+        rows.append(_row("pacing: closest two request starts (as the runner started them)",
+                         f"{p['min_gap_s'] * 1000:.1f} ms", "≥ 100 ms", p["min_gap_s"] >= 0.1))
+        rows.append(_row("pacing: closest two arrivals at the agent (adds the agent server's own "
+                         "accept and thread jitter)", f"{p['min_arrival_gap_s'] * 1000:.1f} ms",
+                         "–", None))
+    g = r.get("regrade")
+    if g:
+        rows.append(_row(f"re-grading on one core ({g['checks_per_reply']} checks per reply, "
+                         "100–400 Chinese characters)", f"{g['replies_per_s']:,} replies/s",
+                         f"≥ {t['regrade_per_s']:,}", g["replies_per_s"] >= t["regrade_per_s"]))
+        rows.append(_row(f"discrimination report over {g['stored_replies']:,} stored replies, "
+                         "end to end", f"{g['discrimination_s']:.2f} s, "
+                         f"{g['discrimination_peak_mb']:.0f} MB",
+                         f"≤ {t['discrimination_s']} s, ≤ {t['discrimination_mb']} MB",
+                         g["discrimination_s"] <= t["discrimination_s"]
+                         and g["discrimination_peak_mb"] <= t["discrimination_mb"]))
+    s = r.get("startup")
+    if s:
+        rows.append(_row("`exam --help` (median of runs)", f"{s['help_s']:.3f} s",
+                         f"≤ {t['help_s']} s", s["help_s"] <= t["help_s"]))
+        rows.append(_row("`exam bank check bank/` (60 questions, 125 example replies)",
+                         f"{s['bank_check_s']:.3f} s", f"≤ {t['bank_check_s']} s",
+                         s["bank_check_s"] <= t["bank_check_s"]))
+    for name, x in (r.get("service") or {}).items():
+        rows.append(_row(f"service `{name}` under gunicorn (2 workers × 4 threads, 8 clients)",
+                         f"{x['req_per_s']} req/s, p99 {x['p99_ms']:.0f} ms, "
+                         f"{x['errors']} errors", "recorded", None))
+    m = r["machine"]
+    head = (f"Measured {m['date']} on {m['cpus']} cores ({m['processor']}), Python {m['python']}, "
+            f"{m['platform']}" + (" — quick mode" if r.get("quick") else "") + ".")
+    return head + "\n\n" + "\n".join(rows)
+
+
+def write_performance_md(results: dict) -> None:
+    text = DOC.read_text(encoding="utf-8") if DOC.exists() else f"{START}\n{END}\n"
+    before, _, rest = text.partition(START)
+    _, _, after = rest.partition(END)
+    DOC.write_text(f"{before}{START}\n{table(results)}\n{END}{after}", encoding="utf-8")
