@@ -99,13 +99,13 @@ def queue(regraded, agent: str | None = None, version: str | None = None, sample
     """needs_human replies still open, then (on request) a random sample of passes and fails."""
     items: dict[str, Item] = {}
     spot: dict[str, Item] = {}
+    by_case = {b.agent: b.by_case() for b in regraded.banks.values()}
     for c in regraded.cells:
         if (agent and c.agent != agent) or (version and c.version != version):
             continue
         if c.verdict not in ("needs_human", "pass", "fail") or c.text is None:
             continue
-        bank = next(b for b in regraded.banks.values() if b.agent == c.agent)
-        item = bank.by_case()[c.case_no]
+        item = by_case[c.agent][c.case_no]
         target = items if c.verdict == "needs_human" else spot
         if c.verdict != "needs_human" and c.reviewed:
             continue

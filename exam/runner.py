@@ -115,12 +115,13 @@ def run_cell(store: Store, job: Job, case_no: str, repeat: int, gate: RequestGat
         completed_at=time.time(),
     )
     attempts: list[AttemptRow] = [o.row for o in outcomes]
-    if store.record_cell(cell, attempts) and read is not None:
+    record = None
+    if read is not None:  # what the grader said at the time; reports re-grade anyway
         reply = to_reply(read, model_calls=result.model_calls, tokens=result.tokens,
                          attempts=len(outcomes), latency_ms=latency, run_status=result.run_status)
         g = grade(item.question, reply, budget=agent.budget)
-        store.record_grade(job.run.id, case_no, repeat, GRADER_VERSION, item.digest, g.verdict,
-                           [c.as_dict() for c in g.checks])
+        record = (GRADER_VERSION, g.verdict, [c.as_dict() for c in g.checks])
+    store.record_cell(cell, attempts, record)
     return cell
 
 

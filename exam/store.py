@@ -380,8 +380,12 @@ class Store:
 
     # -- cells --------------------------------------------------------------------------
 
-    def record_cell(self, cell: CellRow, attempts: Sequence[AttemptRow]) -> bool:
-        """Store a finished cell and its attempts in one transaction; False if already there."""
+    def record_cell(self, cell: CellRow, attempts: Sequence[AttemptRow],
+                    grade: tuple[str, str | None, list[dict]] | None = None) -> bool:
+        """Store a finished cell, its attempts and (optionally) its grade in one transaction.
+
+        ``grade`` is (grader version, verdict, checks). Returns False if the cell was there.
+        """
         with self.tx() as db:
             cur = db.execute(
                 "INSERT OR IGNORE INTO cells (run_id, case_no, repeat, question_digest, run_status,"
@@ -401,16 +405,14 @@ class Store:
                 [(cell.run_id, cell.case_no, cell.repeat, a.n, a.started_at, a.http_status,
                   a.latency_ms, a.error, a.content_type, a.body, a.body_bytes, int(a.body_cut))
                  for a in attempts])
+            if grade is not None:
+                version, verdict, checks = grade
+                db.execute("INSERT OR REPLACE INTO grades VALUES (?,?,?,?,?,?,?,?)",
+                           (cell.run_id, cell.case_no, cell.repeat, version,
+                            cell.question_digest, verdict, json.dumps(checks, ensure_ascii=False),
+                            time.time()))
             db.execute("UPDATE runs SET heartbeat_at=? WHERE id=?", (time.time(), cell.run_id))
         return True
-
-    def record_grade(self, run_id: int, case_no: str, repeat: int, grader_version: str,
-                     question_digest: str, verdict: str | None, checks: list[dict]) -> None:
-        with self.tx() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO grades VALUES (?,?,?,?,?,?,?,?)",
-                (run_id, case_no, repeat, grader_version, question_digest, verdict,
-                 json.dumps(checks, ensure_ascii=False), time.time()))
 
     def done_cells(self, run_id: int) -> set[tuple[str, int]]:
         with self._lock:

@@ -94,9 +94,10 @@ def regrade(store: Store, runs: Sequence[Run]) -> Regraded:
     for run in runs:
         if run.bank_path not in banks:
             banks[run.bank_path] = load_bank(run.bank_path)
+    items = {path: bank.by_case() for path, bank in banks.items()}
     for cell in store.cells(list(by_id)):
         run = by_id[cell.run_id]
-        item = banks[run.bank_path].by_case().get(cell.case_no)
+        item = items[run.bank_path].get(cell.case_no)
         if item is None:
             removed.setdefault(run.id, [])
             if cell.case_no not in removed[run.id]:

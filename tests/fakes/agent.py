@@ -31,6 +31,9 @@ class FakeAgent:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body are two writes: without TCP_NODELAY, Nagle's algorithm and the
+            # client's delayed ACK add ~40 ms to every reply, which is not the harness's time
+            disable_nagle_algorithm = True
 
             def log_message(self, *args):  # keep test output clean
                 pass
