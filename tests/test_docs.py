@@ -1,0 +1,52 @@
+"""Every CLI command, config key, bank key, registry key and check has its place in docs/."""
+
+from __future__ import annotations
+
+import click
+import pytest
+
+from exam.app import DEFAULTS
+from exam.bank import FILE_KEYS, QUESTION_KEYS
+from exam.cli import main
+from exam.registry import AGENT_KEYS, REPLY_KEYS
+from graders import RULE_VERSIONS
+from tests.conftest import ROOT
+
+DOCS = {p.name: p.read_text(encoding="utf-8") for p in (ROOT / "docs").glob("*.md")}
+ALL = "\n".join(DOCS.values()) + (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def commands(group: click.Group, prefix: str = "exam") -> list[str]:
+    out = []
+    for name, cmd in group.commands.items():
+        full = f"{prefix} {name}"
+        out.extend(commands(cmd, full) if isinstance(cmd, click.Group) else [full])
+    return out
+
+
+@pytest.mark.parametrize("command", commands(main))
+def test_every_command_is_documented(command):
+    assert command in ALL, f"`{command}` appears nowhere in docs/ or the README"
+
+
+@pytest.mark.parametrize("key", [k for k in DEFAULTS if k != "SECRET_KEY"] + ["SECRET_KEY"])
+def test_every_config_key_is_documented(key):
+    assert f"`{key}`" in DOCS["service.md"]
+
+
+@pytest.mark.parametrize("key", QUESTION_KEYS + FILE_KEYS)
+def test_every_bank_key_is_documented(key):
+    assert f"`{key}`" in DOCS["bank.md"]
+
+
+@pytest.mark.parametrize("key", AGENT_KEYS + tuple(f"reply.{k}" for k in REPLY_KEYS))
+def test_every_registry_key_is_documented(key):
+    if key == "description":
+        pytest.skip("free text")
+    assert f"`{key}`" in DOCS["agents.md"] or f"`{key.split('.')[-1]}`" in DOCS["agents.md"]
+
+
+@pytest.mark.parametrize("kind", sorted(RULE_VERSIONS))
+def test_every_check_kind_is_documented(kind):
+    text = DOCS["graders.md"]
+    assert kind in text or kind.replace("_", " ") in text
