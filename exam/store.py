@@ -221,6 +221,16 @@ class CellRow:
     completed_at: float
 
 
+def _select(table: str, **equal: Any) -> tuple[str, list[Any]]:
+    """SELECT * with an equality condition for each filter that is set (None/"" = any)."""
+    sql, args = f"SELECT * FROM {table} WHERE 1=1", []
+    for column, value in equal.items():
+        if value:
+            sql += f" AND {column}=?"
+            args.append(value)
+    return sql, args
+
+
 def cap_body(body: str | None) -> tuple[str | None, int | None, bool]:
     if body is None:
         return None, None, False
@@ -324,13 +334,7 @@ class Store:
 
     def list_runs(self, agent: str | None = None, version: str | None = None,
                   limit: int | None = None) -> list[Run]:
-        sql, args = "SELECT * FROM runs WHERE 1=1", []
-        if agent:
-            sql += " AND agent=?"
-            args.append(agent)
-        if version:
-            sql += " AND version=?"
-            args.append(version)
+        sql, args = _select("runs", agent=agent, version=version)
         sql += " ORDER BY id DESC"
         if limit:
             sql += f" LIMIT {int(limit)}"
@@ -470,13 +474,7 @@ class Store:
 
     def notifications(self, status: str | None = None, batch: str | None = None,
                       ids: Sequence[int] = ()) -> list[dict[str, Any]]:
-        sql, args = "SELECT * FROM notifications WHERE 1=1", []
-        if status:
-            sql += " AND status=?"
-            args.append(status)
-        if batch:
-            sql += " AND batch=?"
-            args.append(batch)
+        sql, args = _select("notifications", status=status, batch=batch)
         if ids:
             sql += f" AND id IN ({','.join('?' * len(ids))})"
             args.extend(ids)
