@@ -313,11 +313,11 @@ def _runs(store, agent=None, label=None, run_ids=(), since=None):
     return runs
 
 
-def _regrade(store, runs):
+def _regrade(store, runs, parallel: bool = True):
     from exam.reports.regrade import regrade
 
     try:
-        return regrade(store, runs)
+        return regrade(store, runs, parallel=parallel)
     except ExamError as exc:
         raise fail_input(exc) from None
 
@@ -535,7 +535,7 @@ def review_cmd(agent, label, blind, sample, reviewer, export_path, import_path, 
         click.echo(f"{decided} decision(s) stored, {blank} row(s) left undecided")
         return
     runs = _runs(store, agent, label)
-    items = review.queue(_regrade(store, runs), agent, label, sample)
+    items = review.queue(_regrade(store, runs, parallel=False), agent, label, sample)
     if blind:
         random.Random().shuffle(items)
     if export_path:

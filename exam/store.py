@@ -423,14 +423,28 @@ class Store:
             rows = self._db.execute("SELECT case_no, repeat FROM cells WHERE run_id=?", (run_id,))
             return {(r[0], r[1]) for r in rows}
 
-    def cells(self, run_ids: Sequence[int]) -> list[CellRow]:
+    def cell_rowids(self, run_ids: Sequence[int]) -> tuple[int, int, int]:
+        """(count, lowest rowid, highest rowid) of the cells of these runs."""
+        marks = ",".join("?" * len(run_ids))
+        with self._lock:
+            n, lo, hi = self._db.execute(
+                f"SELECT COUNT(*), MIN(rowid), MAX(rowid) FROM cells WHERE run_id IN ({marks})",
+                list(run_ids)).fetchone()
+        return n, lo or 0, hi or 0
+
+    def cells(self, run_ids: Sequence[int], rowids: tuple[int, int] | None = None) -> list[CellRow]:
+        """Cells of these runs (optionally only rowids in [lo, hi)), by run, case and repeat."""
         if not run_ids:
             return []
         marks = ",".join("?" * len(run_ids))
+        where, args = f"run_id IN ({marks})", list(run_ids)
+        if rowids is not None:
+            where += " AND rowid >= ? AND rowid < ?"
+            args += list(rowids)
         with self._lock:
             rows = self._db.execute(
-                f"SELECT * FROM cells WHERE run_id IN ({marks}) ORDER BY run_id, case_no, repeat",
-                list(run_ids)).fetchall()
+                f"SELECT * FROM cells WHERE {where} ORDER BY run_id, case_no, repeat",
+                args).fetchall()
         return [CellRow(
             run_id=r["run_id"], case_no=r["case_no"], repeat=r["repeat"],
             question_digest=r["question_digest"], run_status=r["run_status"], error=r["error"],

@@ -8,8 +8,11 @@ silently mixed with the others.
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, fields, replace
 
 from exam.bank import Bank, Item, load_bank
 from exam.registry import mapping_from_dict
@@ -36,8 +39,9 @@ class GradedCell:
     latency_ms: float | None
     error: str
     changed: bool  # the question's rubric changed since this cell was run
-    text: str | None = None
+    text: str | None = None  # kept for needs_human cells always; others unless graded in parallel
     reviewed: bool = False  # a person's stored decision set (part of) this verdict
+    reply_digest: str = ""  # what review decisions are keyed by
 
     def as_dict(self) -> dict:
         return {
@@ -83,39 +87,120 @@ def reply_of(store: Store, run: Run, cell: CellRow, item: Item) -> Reply:
                  latency_ms=cell.latency_ms, run_status=cell.run_status)  # type: ignore[arg-type]
 
 
-def regrade(store: Store, runs: Sequence[Run]) -> Regraded:
-    from exam import review
+PARALLEL_MIN = 20_000  # below this, starting processes costs more than it saves
 
-    decisions = review.index(store.adjudications())
-    banks: dict[str, Bank] = {}
+
+def _graded(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item]],
+            cells: Sequence[CellRow], keep_text: bool = True
+            ) -> tuple[list[GradedCell], dict[int, list[str]]]:
+    """Grade cells with today's bank (review decisions are applied afterwards)."""
+    from exam.review import reply_digest
+
     out: list[GradedCell] = []
     removed: dict[int, list[str]] = {}
-    by_id = {r.id: r for r in runs}
-    for run in runs:
-        if run.bank_path not in banks:
-            banks[run.bank_path] = load_bank(run.bank_path)
-    items = {path: bank.by_case() for path, bank in banks.items()}
-    for cell in store.cells(list(by_id)):
+    for cell in cells:
         run = by_id[cell.run_id]
         item = items[run.bank_path].get(cell.case_no)
         if item is None:
-            removed.setdefault(run.id, [])
-            if cell.case_no not in removed[run.id]:
+            if cell.case_no not in removed.setdefault(run.id, []):
                 removed[run.id].append(cell.case_no)
             continue
-        reply = reply_of(store, run, cell, item)
-        g = grade(item.question, reply, budget=run.settings.get("budget") or {})
-        checks, verdict, reviewed = review.apply(g.checks, g.verdict, review.reply_digest(
-            cell.text), item.digest, decisions)
+        g = grade(item.question, reply_of(store, run, cell, item),
+                  budget=run.settings.get("budget") or {})
         out.append(GradedCell(
             run_id=run.id, agent=run.agent, version=run.version, case_no=cell.case_no,
             category=item.category, severity=item.question.severity, repeat=cell.repeat,
-            run_status=cell.run_status, verdict=verdict, checks=checks,
+            run_status=cell.run_status, verdict=g.verdict, checks=g.checks,
             attempts=cell.attempts, model_calls=cell.model_calls, tokens=cell.tokens,
             latency_ms=cell.latency_ms, error=cell.error,
-            changed=cell.question_digest != item.digest, text=cell.text, reviewed=reviewed,
-        ))
-    return Regraded(out, banks, list(runs), removed)
+            changed=cell.question_digest != item.digest,
+            text=cell.text if keep_text or g.verdict == "needs_human" else None,
+            reply_digest=reply_digest(cell.text)))
+    return out, removed
+
+
+_FIELDS = tuple(f.name for f in fields(GradedCell))
+_CHECKS = _FIELDS.index("checks")
+
+
+def _pack(c: GradedCell) -> tuple:
+    values = [getattr(c, f) for f in _FIELDS]
+    values[_CHECKS] = tuple((k.name, k.outcome, k.missing, k.unexpected, k.evidence)
+                            for k in c.checks)
+    return tuple(values)
+
+
+def _unpack(t: tuple) -> GradedCell:
+    values = list(t)
+    values[_CHECKS] = tuple(CheckResult(*k) for k in t[_CHECKS])
+    return GradedCell(*values)
+
+
+def _graded_part(args: tuple[str, list[int], tuple[int, int]]):
+    """In a child process: open the store, load one rowid range of cells, grade it."""
+    path, run_ids, rowids = args
+    store = Store(path)
+    try:
+        runs = {i: store.get_run(i) for i in run_ids}
+        items = {r.bank_path: load_bank(r.bank_path).by_case() for r in runs.values()}
+        # reply texts stay behind, and plain tuples travel back: pickling 100,000 frozen
+        # dataclasses costs about as much as grading them
+        cells, removed = _graded(store, runs, items, store.cells(run_ids, rowids),
+                                 keep_text=False)
+        return [_pack(c) for c in cells], removed
+    finally:
+        store.close()
+
+
+def _graded_parallel(store: Store, run_ids: list[int]):
+    """The same as _graded over every cell, on every core; None when not worth it."""
+    cores = os.cpu_count() or 1
+    n, lo, hi = store.cell_rowids(run_ids)
+    if cores < 2 or n < PARALLEL_MIN or store.path == ":memory:" or \
+            "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    step = -(-(hi + 1 - lo) // (cores * 2))
+    parts = [(store.path, run_ids, (a, min(a + step, hi + 1))) for a in range(lo, hi + 1, step)]
+    with ProcessPoolExecutor(max_workers=cores,
+                             mp_context=multiprocessing.get_context("fork")) as pool:
+        results = list(pool.map(_graded_part, parts))
+    cells = [_unpack(t) for part, _ in results for t in part]
+    cells.sort(key=lambda c: (c.run_id, c.case_no, c.repeat))
+    removed: dict[int, list[str]] = {}
+    for _, rem in results:
+        for run_id, cases in rem.items():
+            for case in cases:
+                if case not in removed.setdefault(run_id, []):
+                    removed[run_id].append(case)
+    return cells, removed
+
+
+def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False) -> Regraded:
+    """Re-grade every stored cell of ``runs`` with today's bank and grader.
+
+    ``parallel`` grades large stores on every core, each process loading its own share of
+    the cells from SQLite: for the CLI reports, not for a threaded server, and not where the
+    reply texts of passing cells are needed (review spot checks).
+    """
+    from exam import review
+
+    by_id = {r.id: r for r in runs}
+    banks = {r.bank_path: load_bank(r.bank_path) for r in runs}
+    done = _graded_parallel(store, list(by_id)) if parallel and by_id else None
+    if done is None:
+        items = {path: bank.by_case() for path, bank in banks.items()}
+        done = _graded(store, by_id, items, store.cells(list(by_id)))
+    cells, removed = done
+    decisions = review.index(store.adjudications())
+    if decisions:
+        digests = {(path, i.case_no): i.digest for path, b in banks.items() for i in b.items}
+        for n, c in enumerate(cells):
+            checks, verdict, reviewed = review.apply(
+                c.checks, c.verdict, c.reply_digest,
+                digests[(by_id[c.run_id].bank_path, c.case_no)], decisions)
+            if reviewed:
+                cells[n] = replace(c, checks=checks, verdict=verdict, reviewed=True)
+    return Regraded(cells, banks, list(runs), removed)
 
 
 def select_runs(store: Store, agent: str | None = None, version: str | None = None,
