@@ -63,3 +63,30 @@ def test_kill_9_then_resume_completes_without_duplicates(tmp_path):
     assert status == "done" and integrity == "ok"
     # only what was missing went out again (plus the few that were in flight at the kill)
     assert sent_on_resume <= 30 - stored + 2
+
+
+def test_ctrl_c_stops_cleanly_keeps_what_arrived_and_says_how_to_resume(tmp_path):
+    db = tmp_path / "exam.db"
+    bank = write_bank(tmp_path, ["ok"] * 10)
+    with FakeAgent(delay_s=0.2) as fake:
+        registry = tmp_path / "agents.yaml"
+        registry.write_text(yaml.safe_dump({"agents": {"T": {
+            "url": fake.url, "bank": str(bank), "concurrency": 2, "timeout_s": 5}}}))
+        env = {**os.environ, "EXAM_DB": str(db), "EXAM_AGENTS": str(registry)}
+        proc = subprocess.Popen(exam_cmd("run", "T", "--version", "v1", "--repeats", "2"),
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(fake.requests) < 4:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert "interrupted: every reply that arrived is stored; finish with: exam resume 1" in err
+    assert "Traceback" not in err
+    with sqlite3.connect(db) as con:
+        stored = con.execute("SELECT COUNT(*) FROM cells").fetchone()[0]
+        status = con.execute("SELECT status FROM runs").fetchone()[0]
+        sent = len(fake.requests)
+    assert status == "interrupted"
+    assert 4 <= stored < 20 and stored == sent  # every request that went out was kept

@@ -47,7 +47,17 @@ def check_db(db) -> tuple[int, int, str, list[str]]:
     return len(rows), dupes + orphans, integrity, statuses
 
 
+def stored_cells(db) -> int:
+    try:
+        with sqlite3.connect(db, timeout=5) as con:
+            return con.execute("SELECT COUNT(*) FROM cells").fetchone()[0]
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
 def test_runner_killed_at_random_points_then_resumed(tmp_path, table):
+    """Most kills land at a random point of progress (after k of the cells, k random); every
+    fifth is purely time-based, early, to hit start-up and run creation too."""
     rng = random.Random(20261129)
     total = QUESTIONS * REPEATS
     outcomes = {"mid-run": 0, "before the run began": 0, "after it finished": 0}
@@ -55,21 +65,23 @@ def test_runner_killed_at_random_points_then_resumed(tmp_path, table):
     for trial in range(TRIALS):
         work = tmp_path / f"t{trial}"
         work.mkdir()
+        db = work / "exam.db"
         with FakeAgent(delay_s=0.05) as fake:
             env = setup(work, fake.url)
             proc = subprocess.Popen(exam("run", "T", "--version", "v1", "--repeats",
                                          str(REPEATS)), env=env, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
-            time.sleep(rng.uniform(0.2, 1.6))
+            if trial % 5 == 0:
+                time.sleep(rng.uniform(0.05, 0.8))
+            else:
+                target = rng.randint(1, total - 1)
+                deadline = time.monotonic() + 30
+                while proc.poll() is None and time.monotonic() < deadline and \
+                        (not db.exists() or stored_cells(db) < target):
+                    time.sleep(0.01)
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
-            db = work / "exam.db"
-            cells_before = 0
-            if db.exists():
-                try:
-                    cells_before = check_db(db)[0]
-                except sqlite3.OperationalError:
-                    cells_before = 0
+            cells_before = stored_cells(db) if db.exists() else 0
             runs = Store(db).list_runs() if db.exists() else []
             if not runs:
                 outcomes["before the run began"] += 1
@@ -82,12 +94,12 @@ def test_runner_killed_at_random_points_then_resumed(tmp_path, table):
         cells, bad, integrity, statuses = check_db(db)
         assert (cells, bad, integrity, statuses) == (total, 0, "ok", ["done"])
     assert outcomes["mid-run"] >= TRIALS // 2
-    table("crashes", f"`exam run` killed with kill -9 at a random moment, then `exam resume` "
+    table("crashes", f"`exam run` killed with kill -9 at a random point, then `exam resume` "
                      f"({QUESTIONS} questions × {REPEATS} repeats)", TRIALS,
-          f"{outcomes['mid-run']} killed mid-run (had {min(stored_at_kill)}–"
-          f"{max(stored_at_kill)} of {total} cells), {outcomes['before the run began']} before "
-          f"the run began, {outcomes['after it finished']} after; every run complete, "
-          "no cell missing or duplicated, integrity_check ok")
+          f"{outcomes['mid-run']} killed mid-run (with {min(stored_at_kill)}–"
+          f"{max(stored_at_kill)} of {total} cells stored), {outcomes['before the run began']} "
+          f"before the run began, {outcomes['after it finished']} after it finished; every run "
+          "complete, no cell missing or duplicated, integrity_check ok")
 
 
 def test_worker_killed_mid_run_is_resumed_by_the_next_worker(tmp_path, table):
