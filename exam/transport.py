@@ -156,7 +156,9 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
     except requests.Timeout:
         return Outcome("timeout", row(error=f"no reply within {agent.timeout_s:g} s"), None, None)
     except requests.RequestException as exc:
-        return Outcome("connection", row(error=_describe_error(exc)), None, None)
+        # say where: "connection refused" alone sends people to debug the wrong agent
+        return Outcome("connection", row(error=f"{_describe_error(exc)} ({agent.safe_url})"),
+                       None, None)
     ctype = resp.headers.get("Content-Type")
     chunks: list[bytes] = []
     size = 0

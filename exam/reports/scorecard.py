@@ -190,8 +190,9 @@ def render_text(report: dict[str, Any], colour: bool = False, details: bool = Tr
             if not vs.get("fail") and not vs.get("needs_human") and all(
                     c["run_status"] == "ok" for c in case["cells"]):
                 continue
-            head = "FAIL" if vs.get("fail") else ("HUMAN" if vs.get("needs_human") else "NOT RUN")
-            lines.append(paint(f"  {head:<6} {case['case_no']} ({case['severity']}, {case['category']})"
+            head = "FAIL" if vs.get("fail") else ("HUMAN" if vs.get("needs_human")
+                                                   else "UNANSWERED")
+            lines.append(paint(f"  {head:<10} {case['case_no']} ({case['severity']}, {case['category']})"
                                f"  pass {vs.get('pass', 0)}/{len(case['cells'])}"
                                , "fail" if head == "FAIL" else "needs_human", colour))
             for cell in case["cells"]:

@@ -53,7 +53,7 @@ def test_run_exit_1_on_a_failed_verdict(tmp_path):
         (tmp_path / "T.json").write_text(json.dumps(bank, ensure_ascii=False))
         result = invoke("run", "T", "--version", "v1", env=env)
     assert result.exit_code == 1
-    assert "FAIL   T-01" in result.output
+    assert "FAIL       T-01" in result.output
     assert "- 已出貨" in result.output
 
 

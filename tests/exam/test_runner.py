@@ -105,7 +105,8 @@ def test_connection_refused_is_http_error_not_a_wrong_answer(store, tmp_path):
     run_id = create_run(store, agent, "v1")
     execute(store, [job_for(store, run_id, agent)])
     (cell,) = store.cells([run_id])
-    assert (cell.run_status, cell.error) == ("http_error", "connection refused")
+    assert (cell.run_status, cell.error) == (
+        "http_error", "connection refused (http://127.0.0.1:9/webhook)")
 
 
 def test_blocked_agent_sends_nothing_and_records_why(store, tmp_path):
