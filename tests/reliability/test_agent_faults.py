@@ -80,4 +80,4 @@ def test_connection_refused(tmp_path, table):
     assert {(c.run_status, c.attempts, c.error) for c in cells} == {
         ("http_error", 3, "connection refused (http://127.0.0.1:9/webhook)")}
     table("agent faults", "connection refused (nothing listening)", len(cells),
-          "`http_error` \"connection refused\" after 3 attempts; run completed")
+          "`http_error` \"connection refused (URL)\" after 3 attempts; run completed")
