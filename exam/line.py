@@ -349,10 +349,6 @@ def summaries_for(store: Store, run_ids: Sequence[int], compare_to: str | None =
                 change = compare.build(regrade(store, both), agent, previous, version)
             except ExamError:
                 change = None
-        out.append(agent_summary(card, change, review_queue(store, card)))
+        # the open review queue: needs_human cells no person has decided yet
+        out.append(agent_summary(card, change, card["review_queue"]))
     return out
-
-
-def review_queue(store: Store, card: dict[str, Any]) -> int:
-    """Cells still waiting for a person (needs_human not yet adjudicated)."""
-    return card["review_queue"]

@@ -103,8 +103,10 @@ def create_run():
 @bp.get("/runs")
 def list_runs():
     agent = request.args.get("agent") or None
-    limit = min(int(request.args.get("limit", 100)), 1000) if request.args.get(
-        "limit", "100").isdigit() else 100
+    raw = request.args.get("limit", "100")
+    if not raw.isdigit() or not 1 <= int(raw) <= 1000:
+        raise BadRequest("limit", "expected a whole number from 1 to 1000")
+    limit = int(raw)
     return jsonify(runs=[run_json(r) for r in store().list_runs(agent, limit=limit)])
 
 

@@ -16,7 +16,7 @@ OPEN = {"dashboard.login", "dashboard.static"}
 def require_login():
     if request.endpoint in OPEN or session_ok():
         return None
-    return redirect(url_for("dashboard.login", next=request.full_path))
+    return redirect(url_for("dashboard.login", next=request.full_path.rstrip("?")))
 
 
 @bp.app_template_filter("heat")

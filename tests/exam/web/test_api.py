@@ -158,3 +158,9 @@ def test_openapi_matches_the_routes(app, client, auth):
         served |= {(m, path) for m in rule.methods - {"HEAD", "OPTIONS"}}
     assert documented == served
     assert client.get("/api/openapi.json", headers=auth).json["openapi"] == "3.1.0"
+
+
+@pytest.mark.parametrize("limit", ["0", "abc", "5000", "-1"])
+def test_bad_limit_names_the_field(client, auth, limit):
+    resp = client.get(f"/api/runs?limit={limit}", headers=auth)
+    assert resp.status_code == 400 and resp.json["field"] == "limit"

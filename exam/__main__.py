@@ -1,0 +1,5 @@
+"""`python -m exam` is the `exam` command."""
+
+from exam.cli import main
+
+main()

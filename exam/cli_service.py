@@ -1,0 +1,121 @@
+"""`exam serve`, `exam worker` and `exam notify`: the service side of the command."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from exam.cli import InputError, _store, agents_option, db_option, fail_input, main
+from exam.errors import ExamError
+
+
+def line_settings():
+    from exam.line import LineSettings
+
+    try:
+        return LineSettings.from_env()
+    except ExamError as exc:
+        raise fail_input(exc) from None
+
+
+def notify_line_runs(store, run_ids, compare_to, settings=None) -> None:
+    """Push scorecards to LINE; a failed push is reported and recorded, results are untouched."""
+    from exam.line import notify_runs
+
+    settings = settings or line_settings()
+    try:
+        results = notify_runs(store, settings, run_ids, compare_to)
+    except ExamError as exc:
+        raise click.ClickException(f"LINE notification not sent: {exc}") from None
+    failed = [r for r in results if r["status"] != "delivered"]
+    for r in results:
+        click.echo(f"LINE notification {r['id']}: {r['outcome']}", err=True)
+    if failed:
+        ids = " ".join(str(r["id"]) for r in failed)
+        raise click.ClickException(f"LINE notification failed (results are stored); resend with: "
+                                   f"exam notify line --resend {ids}")
+
+
+@main.group()
+def notify() -> None:
+    """Send scorecards to where the team is."""
+
+
+@notify.command("line")
+@click.option("--run", "run_ids", multiple=True, type=int, help="Runs to report (repeatable).")
+@click.option("--compare-to", help="Version to compare against (default: the previous one).")
+@click.option("--resend", "resend", multiple=True, type=int, metavar="NOTIFICATION_ID",
+              help="Resend recorded notifications with their original retry keys.")
+@db_option
+def notify_line(run_ids, compare_to, resend, db) -> None:
+    """Push per-agent scorecards to the LINE group (LINE_* settings from the environment)."""
+    from exam.line import deliver
+
+    settings = line_settings()
+    store = _store(db)
+    if resend:
+        try:
+            results = deliver(store, settings, resend)
+        except ExamError as exc:
+            raise fail_input(exc) from None
+        for r in results:
+            click.echo(f"LINE notification {r['id']}: {r['outcome']}")
+        sys.exit(0 if all(r["status"] == "delivered" for r in results) else 1)
+    if not run_ids:
+        raise InputError("give --run RUN_ID (or --resend NOTIFICATION_ID)")
+    try:
+        for run_id in run_ids:
+            store.get_run(run_id)
+    except ExamError as exc:
+        raise fail_input(exc) from None
+    notify_line_runs(store, list(run_ids), compare_to, settings)
+
+
+@main.command("worker")
+@click.option("--once", is_flag=True, help="Finish at most one queued run, then exit.")
+@agents_option
+@db_option
+def worker_cmd(once, agents, db) -> None:
+    """Execute runs queued by the API or LINE; resumes runs whose worker died."""
+    import logging
+
+    from exam.store import Store
+    from exam.worker import work_forever, work_once
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if once:
+        store = Store.open(db)
+        run_id = work_once(store, agents)
+        click.echo(f"run {run_id} finished" if run_id else "nothing queued")
+        return
+    try:
+        work_forever(db, agents)
+    except KeyboardInterrupt:
+        click.echo("worker stopped; an unfinished run will be resumed by the next worker", err=True)
+
+
+@main.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--no-worker", is_flag=True, help="Do not start an in-process worker.")
+@agents_option
+@db_option
+def serve_cmd(host, port, no_worker, agents, db) -> None:
+    """Development server: the API, the dashboard, the LINE webhook, and a worker.
+
+    Production: gunicorn "exam.app:create_app()" plus `exam worker` (docs/service.md).
+    """
+    import os
+
+    from exam.app import create_app
+    from exam.worker import start_in_thread
+
+    overrides = {k: v for k, v in (("DB", db), ("AGENTS", agents)) if v}
+    try:
+        app = create_app(overrides)
+    except ExamError as exc:
+        raise fail_input(exc) from None
+    if not no_worker and os.environ.get("WERKZEUG_RUN_MAIN") is None:
+        start_in_thread(app.config["DB"], app.config["AGENTS"])
+    app.run(host=host, port=port, threaded=True, use_reloader=False)
