@@ -225,15 +225,18 @@ def resume_cmd(run_ids, fmt, agents, db) -> None:
     from exam.runner import job_for
     from exam.store import owner_alive
 
-    registry = _registry(agents)
     store = _store(db)
+    try:
+        runs = [store.get_run(run_id) for run_id in run_ids]  # unknown runs first
+    except ExamError as exc:
+        raise fail_input(exc) from None
+    registry = _registry(agents)
     jobs = []
     try:
-        for run_id in run_ids:
-            run = store.get_run(run_id)
+        for run in runs:
             if run.status == "running" and owner_alive(run.owner):
-                raise ExamError(f"run {run_id} is still running in process {run.owner}")
-            jobs.append(job_for(store, run_id, registry.get(run.agent)))
+                raise ExamError(f"run {run.id} is still running in process {run.owner}")
+            jobs.append(job_for(store, run.id, registry.get(run.agent)))
     except ExamError as exc:
         raise fail_input(exc) from None
     final = _execute(store, jobs, quiet=fmt == "json")
