@@ -100,11 +100,18 @@ def _counts(text: str, i: int, ch: str) -> bool:
     return True
 
 
+@lru_cache(maxsize=64)
+def _present(text: str) -> tuple[str, str]:
+    """The clause and sentence break characters this text contains at all."""
+    clause = "".join(ch for ch in _CLAUSE_CHARS if ch in text)
+    return clause, "".join(ch for ch in clause if ch in _SENTENCE_CHARS)
+
+
 def _clause_bounds(text: str, start: int, end: int, sentence: bool = False,
                    within: tuple[int, int] | None = None) -> tuple[int, int]:
     """[lo, hi): from just after the last break before ``start`` to the first break at/after
     ``end``, searching inside ``within`` when given. str.rfind/find keep this at C speed."""
-    chars = _SENTENCE_CHARS if sentence else _CLAUSE_CHARS
+    chars = _present(text)[1 if sentence else 0]
     lo, hi = within or (0, len(text))
     for ch in chars:
         j = text.rfind(ch, lo, start)
