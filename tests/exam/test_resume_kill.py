@@ -9,9 +9,7 @@ import subprocess
 import sys
 import time
 
-import yaml
-
-from tests.exam.helpers import write_bank
+from tests.exam.helpers import registry_env, write_bank
 from tests.fakes.agent import FakeAgent
 
 
@@ -23,10 +21,7 @@ def test_kill_9_then_resume_completes_without_duplicates(tmp_path):
     db = tmp_path / "exam.db"
     bank = write_bank(tmp_path, ["ok"] * 10)
     with FakeAgent(delay_s=0.1) as fake:
-        registry = tmp_path / "agents.yaml"
-        registry.write_text(yaml.safe_dump({"agents": {"T": {
-            "url": fake.url, "bank": str(bank), "concurrency": 2, "timeout_s": 5}}}))
-        env = {**os.environ, "EXAM_DB": str(db), "EXAM_AGENTS": str(registry)}
+        env = registry_env(tmp_path, fake.url, bank, concurrency=2)
         proc = subprocess.Popen(exam_cmd("run", "T", "--version", "v1", "--repeats", "3"),
                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 20
@@ -69,10 +64,7 @@ def test_ctrl_c_stops_cleanly_keeps_what_arrived_and_says_how_to_resume(tmp_path
     db = tmp_path / "exam.db"
     bank = write_bank(tmp_path, ["ok"] * 10)
     with FakeAgent(delay_s=0.2) as fake:
-        registry = tmp_path / "agents.yaml"
-        registry.write_text(yaml.safe_dump({"agents": {"T": {
-            "url": fake.url, "bank": str(bank), "concurrency": 2, "timeout_s": 5}}}))
-        env = {**os.environ, "EXAM_DB": str(db), "EXAM_AGENTS": str(registry)}
+        env = registry_env(tmp_path, fake.url, bank, concurrency=2)
         proc = subprocess.Popen(exam_cmd("run", "T", "--version", "v1", "--repeats", "2"),
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)

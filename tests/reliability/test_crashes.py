@@ -10,12 +10,10 @@ import subprocess
 import sys
 import time
 
-import yaml
-
 from exam.registry import load_registry
 from exam.runner import queue_run
 from exam.store import Store
-from tests.exam.helpers import write_bank
+from tests.exam.helpers import registry_env, write_bank
 from tests.fakes.agent import FakeAgent
 from tests.reliability.conftest import LONG
 
@@ -28,11 +26,7 @@ def exam(*args):
 
 
 def setup(tmp_path, url):
-    bank = write_bank(tmp_path, ["ok"] * QUESTIONS)
-    registry = tmp_path / "agents.yaml"
-    registry.write_text(yaml.safe_dump({"agents": {"T": {
-        "url": url, "bank": str(bank), "concurrency": 4, "timeout_s": 5}}}))
-    return {**os.environ, "EXAM_DB": str(tmp_path / "exam.db"), "EXAM_AGENTS": str(registry)}
+    return registry_env(tmp_path, url, write_bank(tmp_path, ["ok"] * QUESTIONS), concurrency=4)
 
 
 def check_db(db) -> tuple[int, int, str, list[str]]:
