@@ -98,6 +98,8 @@ def build(regraded: Regraded) -> dict[str, Any]:
         critical = sorted({c.case_no for c in cells if c.verdict == "fail"
                            and c.severity == "critical"})
         removed = sorted({q for r in runs for q in regraded.removed.get(r.id, [])})
+        # in today's bank but in none of these runs: added since (or left out with --only)
+        added = sorted(i.case_no for i in bank.items if i.case_no not in planned) if bank else []
         cards.append({
             "agent": agent, "version": version, "run_ids": [r.id for r in runs],
             "bank_digest": bank.digest if bank else None,
@@ -118,6 +120,7 @@ def build(regraded: Regraded) -> dict[str, Any]:
             "critical_failures": critical,
             "changed_questions": sorted(c["case_no"] for c in cases if c["changed_since_run"]),
             "removed_questions": removed,
+            "not_in_runs": added,
             "categories": {cat: dict(cnt) for cat, cnt in sorted(categories.items())},
             "cost": cost_summary(cells),
             "outliers": outliers(cells),
@@ -164,6 +167,11 @@ def render_text(report: dict[str, Any], colour: bool = False, details: bool = Tr
                          f"{', '.join(card['changed_questions'])} (re-graded with today's)")
         if card["removed_questions"]:
             lines.append(f"  note: no longer in the bank: {', '.join(card['removed_questions'])}")
+        if card["not_in_runs"]:
+            shown = card["not_in_runs"][:10]
+            more = len(card["not_in_runs"]) - len(shown)
+            lines.append(f"  note: in today's bank but not in these runs: {', '.join(shown)}"
+                         + (f" and {more} more" if more else ""))
         cost = card["cost"]
         lines.append(
             "  cost p50/p95: model calls {}/{} · tokens {}/{} · latency {}/{} · attempts {}/{}".format(

@@ -107,3 +107,16 @@ def test_scorecard_counts_replies_held_for_missing_steps(tmp_path):
     assert card["verdicts"] == {"pass": 1, "needs_human": 1, "fail": 0, "not_graded": 0}
     text = invoke("report", "scorecard", env=env).output
     assert "held at needs_human: 1 repl(ies) whose agent reports no tool steps" in text
+
+
+def test_questions_added_since_the_run_are_flagged(tmp_path):
+    with FakeAgent() as fake:
+        env = setup(tmp_path, fake.url, ["ok", "ok"])
+        invoke("run", "T", "--version", "v1", env=env)
+    bank = json.loads((tmp_path / "T.json").read_text())
+    bank["questions"].append({**bank["questions"][0], "case_no": "T-09"})
+    (tmp_path / "T.json").write_text(json.dumps(bank, ensure_ascii=False))
+    card = json.loads(invoke("report", "scorecard", "--format", "json", env=env).output)
+    assert card["scorecards"][0]["not_in_runs"] == ["T-09"]
+    assert "in today's bank but not in these runs: T-09" in invoke("report", "scorecard",
+                                                                   env=env).output
