@@ -23,9 +23,7 @@ class GradedLine:
     grade: Grade
 
 
-def _int(path: str, n: int, key: str, value: Any) -> int | float | None:
-    if value is None:
-        return None
+def _number(path: str, n: int, key: str, value: Any) -> int | float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ExamError(f"{path}: line {n}: {key}: expected a number, found {value!r}")
     return value
@@ -65,15 +63,13 @@ def grade_file(bank: Bank, replies_path: str | Path) -> list[GradedLine]:
         read = read_body(obj["reply"])
         if read.problem and run_status == "ok":
             run_status = "bad_reply"
-        figures = {k: _int(path, n, k, obj.get(k)) for k in ("attempts", "model_calls", "tokens",
-                                                              "latency_ms")}
-        reply = to_reply(read, **{k: v for k, v in figures.items()
-                                   if v is not None or k in ("attempts", "latency_ms")},
-                         run_status=run_status)
+        # figures the line gives override what the reply body reported; absent ones do not
+        figures: dict[str, Any] = {
+            k: _number(path, n, k, obj[k]) for k in ("attempts", "model_calls", "tokens",
+                                                      "latency_ms") if obj.get(k) is not None}
         if "status" in obj:
-            from dataclasses import replace
-
-            reply = replace(reply, status=None if obj["status"] is None else str(obj["status"]))
+            figures["status"] = None if obj["status"] is None else str(obj["status"])
+        reply = to_reply(read, run_status=run_status, **figures)
         repeat = obj.get("repeat", 1)
         out.append(GradedLine(int(repeat) if isinstance(repeat, int) else 1,
                               grade(items[case_no].question, reply)))

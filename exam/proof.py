@@ -16,12 +16,9 @@ from graders import Grade, Reply, grade
 def example_reply(item: Item, example: Any) -> Reply:
     """A golden/counterexample reply: text (status taken as the expected one) or a JSON body."""
     read = read_body(example)
-    reply = to_reply(read)
     if isinstance(example, str):
-        from dataclasses import replace
-
-        reply = replace(reply, status=item.question.expect_status)
-    return reply
+        return to_reply(read, status=item.question.expect_status)
+    return to_reply(read)
 
 
 def _summary(g: Grade) -> str:

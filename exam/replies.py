@@ -133,9 +133,11 @@ def read_body(body: Any, mapping: ReplyMapping = DEFAULT_MAPPING) -> ReadReply:
 
 
 def to_reply(read: ReadReply, **figures: Any) -> Reply:
-    """A graders.Reply from what was read; ``figures`` adds attempts, latency, run status..."""
+    """A graders.Reply from what was read; ``figures`` add attempts, latency, run status, and
+    override what the body said (status, model_calls, tokens)."""
     return Reply(
-        text=read.text, status=read.status, body=read.body, steps=read.steps,
+        text=read.text, status=figures.pop("status", read.status), body=read.body,
+        steps=read.steps,
         model_calls=figures.pop("model_calls", read.model_calls),
         tokens=figures.pop("tokens", read.tokens), **figures,
     )
