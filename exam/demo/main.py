@@ -17,7 +17,8 @@ from exam.store import Store
 
 AGENTS = ("W1", "W2", "W3")
 VERSIONS = ("v1", "v2")
-BANK_DIR = Path("bank")
+# the demo bank ships beside the package (repo root), so `exam demo` works from any directory
+BANK_DIR = Path(__file__).resolve().parents[2] / "bank"
 
 
 class DemoServer:
@@ -69,9 +70,9 @@ def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.ec
                  f"({len(jobs)} agents × 20 questions × {repeats} repeats) …")
             execute(store, jobs)
     elapsed = time.perf_counter() - started
-    report = scorecard.build(regrade(store, select_runs(store)))
-    echo(scorecard.render_text(report, details=False))
-    _echo_reports(store, echo)
+    regraded = regrade(store, select_runs(store))
+    echo(scorecard.render_text(scorecard.build(regraded), details=False))
+    _echo_reports(regraded, echo)
     echo(f"\n{elapsed:.1f} s. The store is {db}; try:\n"
          f"  exam report scorecard --db {db} --agent W3 --version v1\n"
          f"  exam compare W3 v1 v2 --db {db} --format markdown\n"
@@ -81,13 +82,11 @@ def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.ec
     return 0
 
 
-def _echo_reports(store: Store, echo) -> None:
+def _echo_reports(regraded, echo) -> None:
     """The whole story: what changed between the versions, and which questions earn their place."""
     from exam.reports import compare, discrimination
     from exam.reports.formats import text_compare, text_discrimination
-    from exam.reports.regrade import regrade, select_runs
 
-    regraded = regrade(store, select_runs(store))
     for agent in AGENTS:
         echo("")
         echo(text_compare(compare.build(regraded, agent, "v1", "v2")))
