@@ -6,8 +6,9 @@ means LINE already accepted it; other 4xx are reported with LINE's message and n
 retried. The SDK's own urllib3 retries are off so they do not stack on ours. A failed
 notification never touches stored results: it is recorded, and ``exam notify`` resends it.
 
-Credentials come from the environment only (``LINE_CHANNEL_ACCESS_TOKEN``,
-``LINE_CHANNEL_SECRET``, ``LINE_GROUP_ID``, ``LINE_API_HOST``) and are never logged or stored.
+Pushes read ``LINE_CHANNEL_ACCESS_TOKEN``, ``LINE_GROUP_ID`` and ``LINE_API_HOST`` from the
+environment (the webhook in exam/web/line.py reads ``LINE_CHANNEL_SECRET``); none is ever
+logged or stored.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ COLOURS = {"pass": "#2E7D32", "needs_human": "#B26A00", "fail": "#C62828", "mute
 @dataclass(frozen=True, slots=True)
 class LineSettings:
     access_token: str = field(repr=False)
-    channel_secret: str = field(default="", repr=False)
     group_id: str = ""
     host: str = DEFAULT_HOST
     public_url: str = ""
@@ -52,7 +52,6 @@ class LineSettings:
             raise ExamError(f"{' and '.join(missing)} not set: see docs/line.md for where to find "
                             "them")
         return cls(access_token=env["LINE_CHANNEL_ACCESS_TOKEN"],
-                   channel_secret=env.get("LINE_CHANNEL_SECRET", ""),
                    group_id=env.get("LINE_GROUP_ID", ""),
                    host=(env.get("LINE_API_HOST") or DEFAULT_HOST).rstrip("/"),
                    public_url=(env.get("EXAM_PUBLIC_URL") or "").rstrip("/"))
@@ -213,7 +212,7 @@ def text_messages(text: str) -> list[dict[str, Any]]:
 def pushes(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """At most 5 messages per push."""
     return [messages[i:i + MAX_MESSAGES_PER_PUSH]
-            for i in range(0, len(messages), MAX_MESSAGES_PER_PUSH)] or []
+            for i in range(0, len(messages), MAX_MESSAGES_PER_PUSH)]
 
 
 # -- sending ------------------------------------------------------------------------------

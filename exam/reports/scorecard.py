@@ -107,7 +107,7 @@ def build(regraded: Regraded) -> dict[str, Any]:
             "questions": len(planned), "repeats": max(r.repeats for r in runs),
             "cells_planned": planned_cells, "cells_stored": len(cells),
             "not_run": planned_cells - len(cells) - sum(
-                1 for r in runs for q in regraded.removed.get(r.id, []) for _ in range(r.repeats)),
+                len(regraded.removed.get(r.id, [])) * r.repeats for r in runs),
             "verdicts": {k: verdicts.get(k, 0) for k in VERDICTS},
             "run_status": {k: statuses.get(k, 0) for k in RUN_STATUSES},
             "pass_all_repeats": sum(1 for c in cases if c["pass_all"]),

@@ -23,7 +23,7 @@ def fake_line():
 
 @pytest.fixture
 def settings(fake_line):
-    return LineSettings(access_token=SECRET_TOKEN, channel_secret="s", group_id="Cgroup123",
+    return LineSettings(access_token=SECRET_TOKEN, group_id="Cgroup123",
                         host=fake_line.host, public_url="https://exam.example.com")
 
 
