@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from graders.model import CheckResult, FieldSpec, Reply
@@ -126,24 +127,24 @@ def canonical_number(raw: str) -> str:
     return s
 
 
-def numbers_in(text: str) -> set[str]:
-    return {canonical_number(m.group()) for m in _NUMBER.finditer(text)}
+@lru_cache(maxsize=1024)
+def numbers_in(text: str) -> frozenset[str]:
+    """Canonical numbers in a text; cached because a work order is graded many times."""
+    return frozenset(canonical_number(m.group()) for m in _NUMBER.finditer(text))
 
 
 def check_numbers_grounded(text: str, input_text: str) -> CheckResult:
     """Every number in the reply must occur somewhere in the work order (any field, any key)."""
     grounded = numbers_in(input_text)
-    stray = []
-    for m in _NUMBER.finditer(text):
-        if canonical_number(m.group()) not in grounded and m.group() not in stray:
-            stray.append(m.group())
+    found = [m.group() for m in _NUMBER.finditer(text)]
+    stray = list(dict.fromkeys(n for n in found if canonical_number(n) not in grounded))
     if stray:
         return CheckResult(
             "numbers_grounded", "fail", unexpected=tuple(stray),
             evidence="numbers not in the work order: " + ", ".join(stray),
         )
-    n = len(list(_NUMBER.finditer(text)))
-    return CheckResult("numbers_grounded", "pass", evidence=f"{n} number(s), all in the work order")
+    return CheckResult("numbers_grounded", "pass",
+                       evidence=f"{len(found)} number(s), all in the work order")
 
 
 _UNITS = {"attempts": "attempt(s)", "model_calls": "model call(s)", "tokens": "token(s)",
