@@ -71,6 +71,8 @@ def grade_file(bank: Bank, replies_path: str | Path) -> list[GradedLine]:
             figures["status"] = None if obj["status"] is None else str(obj["status"])
         reply = to_reply(read, run_status=run_status, **figures)
         repeat = obj.get("repeat", 1)
-        out.append(GradedLine(int(repeat) if isinstance(repeat, int) else 1,
-                              grade(items[case_no].question, reply)))
+        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+            raise ExamError(f"{path}: line {n}: {case_no}.repeat: expected a whole number ≥ 1, "
+                            f"found {repeat!r}")
+        out.append(GradedLine(repeat, grade(items[case_no].question, reply)))
     return out

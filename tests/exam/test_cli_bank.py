@@ -116,3 +116,11 @@ def test_console_script_runs_without_traceback(tmp_path):
     assert proc.returncode == 2
     assert "missing.json: no such file" in proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+def test_grade_bad_repeat_is_an_error_not_a_silent_1(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"case_no": "W2-06", "reply": "x", "repeat": "2"}\n')
+    result = run("grade", str(BANK_DIR / "W2.json"), str(path))
+    assert result.exit_code == 2
+    assert "r.jsonl: line 1: W2-06.repeat: expected a whole number ≥ 1, found '2'" in result.output
