@@ -150,19 +150,22 @@ def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
             progress.close()
 
 
-def _print_scorecards(store, run_ids, fmt: str) -> dict:
+def emit(output: str) -> None:
+    """Print a rendered report, ending it with exactly one newline."""
+    click.echo(output, nl=not output.endswith("\n"))
+
+
+def _print_scorecards(store, runs, fmt: str, details: bool = True) -> dict:
+    """Re-grade ``runs``, print their scorecards in ``fmt``, return the report."""
     from exam.render import use_colour
     from exam.reports import scorecard
-    from exam.reports.regrade import regrade, select_runs
+    from exam.reports.formats import render
 
-    try:
-        report = scorecard.build(regrade(store, select_runs(store, run_ids=run_ids)))
-    except ExamError as exc:
-        raise fail_input(exc) from None
-    if fmt == "json":
-        click.echo(json.dumps(report, ensure_ascii=False, indent=2))
+    report = scorecard.build(_regrade(store, runs))
+    if fmt == "text":
+        emit(scorecard.render_text(report, use_colour(), details=details))
     else:
-        click.echo(scorecard.render_text(report, use_colour()))
+        emit(render("scorecard", report, fmt))
     return report
 
 
@@ -209,7 +212,7 @@ def run_cmd(agent_names, label, repeats, only, category, notify, fmt, agents, db
     except ExamError as exc:
         raise fail_input(exc) from None
     final = _execute(store, jobs, quiet=fmt == "json")
-    report = _print_scorecards(store, [j.run.id for j in jobs], fmt)
+    report = _print_scorecards(store, [j.run for j in jobs], fmt)
     if notify == "line":
         notify_line_runs(store, [j.run.id for j in jobs], None, settings)
     sys.exit(_run_exit(report, final))
@@ -240,7 +243,7 @@ def resume_cmd(run_ids, fmt, agents, db) -> None:
     except ExamError as exc:
         raise fail_input(exc) from None
     final = _execute(store, jobs, quiet=fmt == "json")
-    report = _print_scorecards(store, list(run_ids), fmt)
+    report = _print_scorecards(store, runs, fmt)
     sys.exit(_run_exit(report, final))
 
 

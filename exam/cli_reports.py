@@ -9,10 +9,12 @@ import click
 
 from exam.cli import (
     InputError,
+    _print_scorecards,
     _regrade,
     _runs,
     _store,
     db_option,
+    emit,
     fail_input,
     main,
     report_format,
@@ -34,17 +36,8 @@ def report() -> None:
 @db_option
 def report_scorecard(agent, label, run_ids, brief, fmt, db) -> None:
     """Per agent and version: verdicts, run statuses, cost, and the evidence of every red line."""
-    from exam.render import use_colour
-    from exam.reports import scorecard
-    from exam.reports.formats import render
-
     store = _store(db)
-    runs = _runs(store, agent, label, run_ids)
-    result = scorecard.build(_regrade(store, runs))
-    if fmt == "text":
-        click.echo(scorecard.render_text(result, use_colour(), details=not brief))
-    else:
-        click.echo(render("scorecard", result, fmt), nl=False)
+    _print_scorecards(store, _runs(store, agent, label, run_ids), fmt, details=not brief)
 
 
 
@@ -60,7 +53,7 @@ def report_discrimination(agent, fmt, db) -> None:
 
     store = _store(db)
     result = discrimination.build(_regrade(store, _runs(store, agent)), agent)
-    click.echo(render("discrimination", result, fmt, use_colour()), nl=fmt == "text")
+    emit(render("discrimination", result, fmt, use_colour()))
 
 
 @report.command("rebalance")
@@ -80,7 +73,7 @@ def report_rebalance(since, agent, write_tags, fmt, db) -> None:
     store = _store(db)
     regraded = _regrade(store, _runs(store, agent, since=since))
     result = rebalance.build(regraded, since.strftime("%Y-%m-%d") if since else None)
-    click.echo(render("rebalance", result, fmt, use_colour()), nl=fmt == "text")
+    emit(render("rebalance", result, fmt, use_colour()))
     if write_tags:
         for path in rebalance.write_tags(result, regraded):
             click.echo(f"tags written: {path}", err=True)
@@ -114,7 +107,7 @@ def compare_cmd(agent, old, new, fail_on, fmt, db) -> None:
         result = compare.build(_regrade(store, runs), agent, old, new)
     except ExamError as exc:
         raise fail_input(exc) from None
-    click.echo(render("compare", result, fmt, use_colour()), nl=fmt == "text")
+    emit(render("compare", result, fmt, use_colour()))
     sys.exit(1 if compare.should_fail(result, fail_on) else 0)
 
 
