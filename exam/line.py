@@ -328,7 +328,7 @@ def notify_runs(store: Store, settings: LineSettings, run_ids: Sequence[int],
 
 def summaries_for(store: Store, run_ids: Sequence[int], compare_to: str | None = None) -> list[dict]:
     from exam.reports import compare, scorecard
-    from exam.reports.regrade import regrade
+    from exam.reports.regrade import regrade, select_runs
 
     runs = [store.get_run(i) for i in run_ids]
     report = scorecard.build(regrade(store, runs))
@@ -337,13 +337,13 @@ def summaries_for(store: Store, run_ids: Sequence[int], compare_to: str | None =
         agent, version = card["agent"], card["version"]
         previous = compare_to
         if previous is None:
-            earlier = [r for r in store.list_runs(agent) if r.version != version
-                       and r.id < min(card["run_ids"]) and r.status != "queued"]
+            earlier = [r for r in select_runs(store, agent)
+                       if r.version != version and r.id < min(card["run_ids"])]
             previous = earlier[0].version if earlier else None
         change = None
         if previous and previous != version:
-            both = [r for r in store.list_runs(agent) if r.version == previous
-                    and r.status != "queued"] + [store.get_run(i) for i in card["run_ids"]]
+            both = select_runs(store, agent, previous) + [r for r in runs
+                                                          if r.id in card["run_ids"]]
             try:
                 change = compare.build(regrade(store, both), agent, previous, version)
             except ExamError:

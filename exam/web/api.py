@@ -12,6 +12,7 @@ from flask import Blueprint, abort, current_app, jsonify, request
 
 from exam.app import registry, store
 from exam.errors import ExamError
+from exam.reports.regrade import select_runs
 from exam.web.auth import bearer_ok
 from exam.web.openapi import spec
 
@@ -137,8 +138,7 @@ def compare():
     from exam.reports.regrade import regrade
 
     agent, old, new = _require("agent"), _require("old"), _require("new")
-    runs = [r for r in store().list_runs(agent) if r.version in (old, new)
-            and r.status != "queued"]
+    runs = [r for r in select_runs(store(), agent) if r.version in (old, new)]
     try:
         report = cmp.build(regrade(store(), runs), agent, old, new)
     except ExamError as exc:
@@ -152,7 +152,7 @@ def discrimination():
     from exam.reports.regrade import regrade
 
     agent = request.args.get("agent") or None
-    runs = [r for r in store().list_runs(agent) if r.status != "queued"]
+    runs = select_runs(store(), agent)
     return jsonify(disc.build(regrade(store(), runs), agent))
 
 

@@ -6,6 +6,7 @@ from flask import Blueprint, abort, redirect, render_template, request, session,
 
 from exam.app import store
 from exam.errors import ExamError
+from exam.reports.regrade import select_runs
 from exam.web.auth import session_ok, token_ok
 
 bp = Blueprint("dashboard", __name__)
@@ -81,7 +82,7 @@ def scorecard(agent: str, version: str):
     from exam.reports import scorecard as sc
     from exam.reports.regrade import regrade
 
-    runs = [r for r in store().list_runs(agent, version) if r.status != "queued"]
+    runs = select_runs(store(), agent, version)
     if not runs:
         abort(404)
     report = sc.build(regrade(store(), runs))
@@ -100,8 +101,7 @@ def compare():
     new = request.args.get("new") or (known[-1] if known else None)
     report, error = None, None
     if agent and old and new:
-        runs = [r for r in store().list_runs(agent) if r.version in (old, new)
-                and r.status != "queued"]
+        runs = [r for r in select_runs(store(), agent) if r.version in (old, new)]
         try:
             report = cmp.build(regrade(store(), runs), agent, old, new)
         except ExamError as exc:
@@ -116,7 +116,7 @@ def discrimination():
     from exam.reports.regrade import regrade
 
     agent = request.args.get("agent") or None
-    runs = [r for r in store().list_runs(agent) if r.status != "queued"]
+    runs = select_runs(store(), agent)
     report = disc.build(regrade(store(), runs), agent) if runs else None
     return render_template("discrimination.html", report=report, agent=agent,
                            agents=sorted(_versions()))
@@ -128,7 +128,7 @@ def _queue(agent: str | None, blind: bool):
     from exam import review
     from exam.reports.regrade import regrade
 
-    runs = [r for r in store().list_runs(agent) if r.status != "queued"]
+    runs = select_runs(store(), agent)
     items = review.queue(regrade(store(), runs), agent) if runs else []
     if blind:
         random.Random(session.get("blind_seed", 0)).shuffle(items)

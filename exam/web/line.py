@@ -126,9 +126,9 @@ def command(store, args: list[str], group_id: str | None, cfg: dict[str, Any]) -
     if verb == "scorecard" and len(args) == 2:
         from exam.line import agent_summary, summary_text
         from exam.reports import scorecard
-        from exam.reports.regrade import regrade
+        from exam.reports.regrade import regrade, select_runs
 
-        runs = [r for r in store.list_runs(args[1]) if r.status != "queued"]
+        runs = select_runs(store, args[1])
         if not runs:
             return f"No runs of {args[1]} yet."
         latest = [r for r in runs if r.version == runs[0].version]
