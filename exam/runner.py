@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from pathlib import Path
 
 from exam.bank import Bank, Item, load_bank
 from exam.errors import ExamError
@@ -59,6 +60,9 @@ def create_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
         raise ExamError(f"--repeats: expected a whole number ≥ 1, found {repeats}")
     if not version.strip():
         raise ExamError("--version: give a label for what is being examined, e.g. v2 or prompt-0913")
+    if not Path(agent.bank).is_file():
+        raise ExamError(f"{agent.bank}: no such file: the question bank of agent {agent.name} "
+                        f"(set 'bank:' for it in the registry; the default is bank/<name>.json)")
     bank = load_bank(agent.bank)
     items = select_items(bank, only, category)
     return store.create_run(agent=agent.name, version=version, bank_path=bank.path,
