@@ -15,22 +15,19 @@ from contextlib import contextmanager
 
 
 class RequestGate:
-    def __init__(self, concurrency: int = 1, min_interval_s: float = 0.0, clock=time.monotonic,
-                 sleep=time.sleep):
+    def __init__(self, concurrency: int = 1, min_interval_s: float = 0.0):
         self._slots = threading.BoundedSemaphore(max(1, concurrency))
         self._lock = threading.Lock()
         self._interval = max(0.0, min_interval_s)
         self._next_start = 0.0
-        self._clock = clock
-        self._sleep = sleep
 
     @contextmanager
     def slot(self) -> Iterator[None]:
         """Hold one of ``concurrency`` slots; the body starts no sooner than the interval allows."""
         with self._slots:
             with self._lock:
-                wait = self._next_start - self._clock()
+                wait = self._next_start - time.monotonic()
                 if wait > 0:
-                    self._sleep(wait)
-                self._next_start = self._clock() + self._interval
+                    time.sleep(wait)
+                self._next_start = time.monotonic() + self._interval
             yield

@@ -201,7 +201,7 @@ def _wait(retry_state: RetryCallState) -> float:
     return min(0.5 * 2 ** (retry_state.attempt_number - 1), 8.0)
 
 
-def send(agent: Agent, work_order: Any, gate, sleep=time.sleep) -> list[Outcome]:
+def send(agent: Agent, work_order: Any, gate) -> list[Outcome]:
     """POST with retries for transport trouble; every attempt is returned, in order."""
     outcomes: list[Outcome] = []
 
@@ -212,7 +212,7 @@ def send(agent: Agent, work_order: Any, gate, sleep=time.sleep) -> list[Outcome]
         return out
 
     retrying = Retrying(stop=stop_after_attempt(agent.retries + 1), wait=_wait,
-                        retry=retry_if_result(lambda o: o.transient), sleep=sleep,
+                        retry=retry_if_result(lambda o: o.transient),
                         retry_error_callback=lambda state: state.outcome.result())
     retrying(attempt)
     return outcomes
