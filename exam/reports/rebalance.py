@@ -115,7 +115,7 @@ def _band(rate: float | None, band: tuple[float, float]) -> str | None:
     return "below" if rate < band[0] else "above" if rate > band[1] else "in"
 
 
-def _version_tests(by_q: dict[str, dict[str, list[GradedCell]]], versions: list[str],
+def version_pairs(by_q: dict[str, dict[str, list[GradedCell]]], versions: list[str],
                    alpha: float) -> dict[str, list[dict[str, Any]]]:
     """Per question, the pairs of versions whose pass rates differ (Fisher's exact test on each
     pair, Benjamini–Hochberg over every pair of every question that can differ)."""
@@ -140,7 +140,7 @@ def _version_tests(by_q: dict[str, dict[str, list[GradedCell]]], versions: list[
     return out
 
 
-def _run_tests(by_q: dict[str, dict[str, list[GradedCell]]], alpha: float
+def run_stability(by_q: dict[str, dict[str, list[GradedCell]]], alpha: float
                ) -> tuple[dict[str, list[dict[str, Any]]], bool]:
     """Per question, the versions whose own runs disagree beyond binomial noise (exact test
     across that version's runs, BH over every test); and whether any version had 2+ runs."""
@@ -303,8 +303,8 @@ def build_agent(regraded: Regraded, agent: str, disc: dict[str, Any],
     for c in cells:
         by_q[c.case_no][c.version].append(c)
         meta.setdefault(c.case_no, c)
-    pairs = _version_tests(by_q, versions, settings.alpha)
-    unstable, stability_testable = _run_tests(by_q, settings.alpha)
+    pairs = version_pairs(by_q, versions, settings.alpha)
+    unstable, stability_testable = run_stability(by_q, settings.alpha)
     runs = sorted({c.run_id for c in cells})
     ir_note = _item_rest_note(len(runs), settings)
     ir = item_rest(cells) if ir_note["shown"] else {}
