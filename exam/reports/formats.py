@@ -305,6 +305,13 @@ def text_discrimination(report: dict[str, Any], colour: bool = False) -> str:
     return "\n".join(lines)
 
 
+def _width(text: str) -> int:
+    """Columns a string takes on a terminal: CJK characters take two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
 def _rules(settings: dict[str, Any]) -> str:
     low, high = settings["band"]
     return (f"band {low:.0%}–{high:.0%} pass rate on the latest version · retire a guard only "
@@ -348,10 +355,10 @@ def _rebalance_notes(a: dict[str, Any], bullet: str) -> list[str]:
 
 def _category_table(a: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     head = ["category", "questions", "informative", "guards kept", "retire", "too early", "add",
-            "harden", "fix", "audit"]
+            "harden", "more repeats", "fix", "audit"]
     rows = [[p["category"], p["questions"], p["informative"], len(p["guards_kept"]),
              len(p["retire"]), len(p["too_early_to_retire"]), p["add"], len(p["harden"]),
-             len(p["fix"]), len(p["audit"])] for p in a["categories"]]
+             len(p["add_repeats"]), len(p["fix"]), len(p["audit"])] for p in a["categories"]]
     return head, rows
 
 
@@ -399,11 +406,12 @@ def text_rebalance(report: dict[str, Any], colour: bool = False) -> str:
                      f"{a['summary']['headline']}")
         lines += _rebalance_notes(a, "  ")
         head, rows = _category_table(a)
-        widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
+        widths = [max(_width(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
         for row in (head, *rows):
-            lines.append("  " + "  ".join(str(v).ljust(w) if i == 0 else str(v).rjust(w)
-                                          for i, (v, w) in enumerate(zip(row, widths,
-                                                                         strict=True))))
+            pads = [" " * (w - _width(str(v))) for v, w in zip(row, widths, strict=True)]
+            lines.append("  " + "  ".join(f"{v}{pad}" if i == 0 else f"{pad}{v}"
+                                          for i, (v, pad) in enumerate(zip(row, pads,
+                                                                           strict=True))))
         lines.append("  advice:")
         lines += [f"    - {adv['text']}" for adv in a["advice"]] or ["    - nothing to change"]
         width = max(6, *(len(v) for v in a["versions"]))

@@ -26,12 +26,12 @@ from exam.reports.stats import benjamini_hochberg, exact_2xk, pearson, wilson
 from graders import GRADER_VERSION
 
 GRADED = ("pass", "fail", "needs_human")
-ROLES = ("separates", "informative", "guard", "too_easy", "too_hard", "unstable", "broken",
-         "not_in_latest", "no_data")
+ROLES = ("separates", "informative", "guard", "unsettled", "too_easy", "too_hard", "unstable",
+         "broken", "not_in_latest", "no_data")
 # per-question action: the category plan's list it is on
 ACTIONS = (("guards_kept", "keep_guard"), ("retire", "retire"), ("too_early_to_retire", "wait"),
            ("harden", "harden"), ("ease_or_audit", "review_difficulty"), ("audit", "audit_rubric"),
-           ("fix", "fix_unstable"))
+           ("fix", "fix_unstable"), ("add_repeats", "add_repeats"))
 
 
 class RebalanceError(ExamError):
@@ -190,6 +190,14 @@ def _role(row: dict[str, Any], settings: Settings) -> tuple[str, str]:
                     row["pairs"][0])
         return "separates", (f"{pair['from']} {pair['from_rate']:.0%} → {pair['to']} "
                              f"{pair['to_rate']:.0%} (q = {pair['q']:.2g})")
+    graded_versions = [r for r in row["per_version"] if r["graded"]]
+    if any(r["passes"] == r["graded"] for r in graded_versions) and any(
+            r["passes"] == 0 for r in graded_versions):
+        top = max(graded_versions, key=lambda r: r["rate"])
+        bottom = min(graded_versions, key=lambda r: r["rate"])
+        return "unsettled", (f"{bottom['version']} {bottom['passes']}/{bottom['graded']}, "
+                             f"{top['version']} {top['passes']}/{top['graded']}: separates "
+                             "completely but not significantly; more repeats will tell")
     if latest is None:
         return "not_in_latest", "not graded on the latest version"
     if latest > high:
@@ -231,6 +239,7 @@ def _plan_category(cat: str, rows: list[dict[str, Any]], settings: Settings) -> 
         "ease_or_audit": [r["case_no"] for r in roles["too_hard"]],
         "audit": [r["case_no"] for r in roles["broken"]],
         "fix": [r["case_no"] for r in roles["unstable"]],
+        "add_repeats": [r["case_no"] for r in roles["unsettled"]],
         "add": max(0, settings.target_informative - informative),
     }
 
@@ -264,6 +273,8 @@ def _advice(plans: list[dict[str, Any]], rows: list[dict[str, Any]], settings: S
                                 "time or upstream data the answer depends on"),
         ("harden", "harden", "above the band on the latest version: harden into a boundary "
                              "variant"),
+        ("add_repeats", "add_repeats", "separates versions completely, with too few repeats "
+                                       "to be significant: run more repeats before judging it"),
         ("ease_or_audit", "review_difficulty", "below the band on the latest version: too hard, "
                                                "or a rubric problem"),
     ):

@@ -162,6 +162,17 @@ def test_the_pairs_of_versions_that_differ_are_named_with_their_direction(histor
     assert r["Q-01"]["role"] == r["Q-02"]["role"] == "separates"
 
 
+@pytest.mark.parametrize(("repeats", "role", "action"), [(3, "unsettled", "add_repeats"),
+                                                          (6, "separates", "")])
+def test_a_complete_separation_without_significance_is_unsettled(history, repeats, role, action):
+    history.bank("A", [("Q-01", "c", "major")])
+    history.run("A", "v1", {"Q-01": "f" * repeats})
+    history.run("A", "v2", {"Q-01": "p" * repeats})
+    r = rows(agent_of(history))["Q-01"]
+    assert (r["role"], r["action"]) == (role, action)
+    assert r["latest"]["band"] == "above"  # not advised to harden: it is the one that moved
+
+
 def test_stable_mid_difficulty_is_informative_and_run_disagreement_is_unstable(history):
     rng = random.Random(14)
     cases = [(f"M-{i:02}", "mid", "major") for i in range(1, 11)] + [("U-01", "odd", "major")]
@@ -268,7 +279,7 @@ def test_the_change_since_the_previous_snapshot(history):
     d = report_of(history)["agents"][0]["since_snapshot"]
     assert d["previous_id"] == sid and d["previous_versions"] == ["v1", "v2"]
     assert d["added"] == ["X-01"] and d["removed"] == []
-    assert d["role_changes"] == [{"case_no": "B-01", "before": "guard", "after": "too_hard"}]
+    assert d["role_changes"] == [{"case_no": "B-01", "before": "guard", "after": "unsettled"}]
     assert [(m["case_no"], m["before"], m["after"]) for m in d["difficulty_moves"]] == [
         ("B-01", 1.0, 0.0)]
     assert d["categories"]["boundary"]["guards"] == {"before": 1, "after": 0}
