@@ -94,12 +94,13 @@ def report_rebalance(since, agent, band, min_versions, min_repeats, keep_guards,
     except ExamError as exc:
         raise fail_input(exc) from None
     store = _store(db)
-    runs = rebalance.counted_runs(_runs(store, agent, since=since))
+    matching = _runs(store, agent, since=since)
+    runs = rebalance.counted_runs(matching)
     if not runs:
         raise InputError("every matching run is excluded: nothing to rebalance")
     regraded = _regrade(store, runs)
     result = rebalance.build(regraded, since.strftime("%Y-%m-%d") if since else None,
-                             settings, store)
+                             settings, store, [r.id for r in matching if r not in runs])
     emit(render("rebalance", result, fmt, use_colour()))
     if save:
         for agent_report, sid in zip(result["agents"], rebalance.save(store, result), strict=True):

@@ -136,6 +136,9 @@ def to_markdown(kind: str, report: dict[str, Any]) -> str:
         lines += _md_table(head, rows)
     elif kind == "rebalance":
         lines.append(f"Rules: {_rules(report['settings'])}")
+        if report["excluded_run_ids"]:
+            lines.append(f"\nRuns left out (excluded): "
+                         f"{', '.join(map(str, report['excluded_run_ids']))}")
         lines.append("")
         for a in report["agents"]:
             lines.append(f"## {a['agent']}: {a['summary']['headline']}")
@@ -398,6 +401,8 @@ def text_rebalance(report: dict[str, Any], colour: bool = False) -> str:
     lines = [f"grader {report['grader_version']}  ·  bank {digests(report)}"
              + (f"  ·  since {report['since']}" if report["since"] else ""),
              f"rules: {_rules(report['settings'])}"]
+    if report["excluded_run_ids"]:
+        lines.append(f"runs left out (excluded): {', '.join(map(str, report['excluded_run_ids']))}")
     outcome = {"broken": "fail", "unstable": "fail", "too_hard": "needs_human",
                "too_easy": "needs_human", "separates": "pass", "informative": "pass"}
     for a in report["agents"]:

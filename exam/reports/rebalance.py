@@ -438,9 +438,9 @@ def diff(previous: dict[str, Any] | None, agent_report: dict[str, Any]) -> dict[
 
 
 def build(regraded: Regraded, since: str | None = None, settings: Settings | None = None,
-          store: Any = None) -> dict[str, Any]:
+          store: Any = None, excluded: Sequence[int] = ()) -> dict[str, Any]:
     """The rebalance report; with ``store``, each agent also shows the change since its last
-    saved snapshot."""
+    saved snapshot. ``excluded``: ids of the runs ``counted_runs`` left out, to name them."""
     settings = settings or Settings()
     settings.check()
     disc = discrimination.build(regraded)
@@ -453,7 +453,8 @@ def build(regraded: Regraded, since: str | None = None, settings: Settings | Non
     out = asdict(settings)
     out["band"] = list(settings.band)
     return {"grader_version": GRADER_VERSION, "bank_digests": regraded.bank_digests(),
-            "since": since, "settings": out, "agents": agents}
+            "since": since, "settings": out, "excluded_run_ids": sorted(excluded),
+            "agents": agents}
 
 
 def save(store: Any, report: dict[str, Any]) -> list[int]:

@@ -313,8 +313,11 @@ def test_excluded_runs_are_not_counted(history):
                         excluded=r.version == "v1") for r in runs]
     kept = rebalance.counted_runs(marked)
     assert sorted(r.version for r in kept) == ["v2", "v3"]
-    a = rebalance.build(regrade(history.store, kept))["agents"][0]
+    report = rebalance.build(regrade(history.store, kept), excluded=[runs[-1].id])
+    a = report["agents"][0]
     assert a["versions"] == ["v2", "v3"] and a["runs"] == 2
+    assert f"runs left out (excluded): {runs[-1].id}" in render("rebalance", report, "text")
+    assert f"Runs left out (excluded): {runs[-1].id}" in render("rebalance", report, "markdown")
 
 
 # -- renderings and the CLI ------------------------------------------------------------
