@@ -7,6 +7,7 @@ import io
 import json
 import random
 import re
+import sqlite3
 from collections import defaultdict
 
 import pytest
@@ -16,7 +17,7 @@ from exam.cli import main
 from exam.reports import rebalance
 from exam.reports.formats import render
 from exam.reports.regrade import GradedCell, regrade, select_runs
-from exam.store import Run
+from exam.store import MIGRATIONS, Run, Store
 
 CASES = [("G-01", "guards", "major"), ("G-02", "guards", "major"), ("G-03", "guards", "major"),
          ("G-04", "guards", "major"), ("B-01", "boundary", "major"), ("B-02", "boundary", "major"),
@@ -376,3 +377,18 @@ def test_since_filters_runs(history):
     result = CliRunner().invoke(main, ["report", "rebalance", "--since", tomorrow, "--db",
                                        str(history.tmp / "exam.db")])
     assert result.exit_code == 2 and "no stored runs match since" in result.output
+
+
+def test_a_store_from_before_snapshots_migrates_and_keeps_its_runs(history):
+    setup(history)
+    history.store.close()
+    db = sqlite3.connect(history.tmp / "exam.db")
+    db.execute("DROP TABLE rebalance_snapshots")
+    db.execute(f"PRAGMA user_version={len(MIGRATIONS) - 1}")
+    db.commit()
+    db.close()
+    history.store = Store(history.tmp / "exam.db")
+    assert history.store.schema_version() == len(MIGRATIONS)
+    (sid,) = rebalance.save(history.store, report_of(history))
+    assert [s["id"] for s in history.store.rebalance_snapshots("A")] == [sid]
+    assert len(select_runs(history.store)) == 3
