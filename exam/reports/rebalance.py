@@ -141,11 +141,12 @@ def version_pairs(by_q: dict[str, dict[str, list[GradedCell]]], versions: list[s
 
 
 def run_stability(by_q: dict[str, dict[str, list[GradedCell]]], alpha: float
-               ) -> tuple[dict[str, list[dict[str, Any]]], bool]:
+               ) -> tuple[dict[str, list[dict[str, Any]]], set[str]]:
     """Per question, the versions whose own runs disagree beyond binomial noise (exact test
-    across that version's runs, BH over every test); and whether any version had 2+ runs."""
+    across that version's runs, BH over every test); and the questions that could be tested
+    (graded in two or more runs of one version)."""
     tests: list[tuple[str, str, list[int], list[int], float]] = []
-    testable = False
+    testable: set[str] = set()
     for case_no, per_v in by_q.items():
         for version, cells in per_v.items():
             per_run: dict[int, list[GradedCell]] = defaultdict(list)
@@ -155,7 +156,7 @@ def run_stability(by_q: dict[str, dict[str, list[GradedCell]]], alpha: float
             counts = [c for c in counts if c[1]]
             if len(counts) < 2:
                 continue
-            testable = True
+            testable.add(case_no)
             passes, totals = [c[0] for c in counts], [c[1] for c in counts]
             if sum(passes) in (0, sum(totals)):
                 continue
@@ -170,7 +171,8 @@ def run_stability(by_q: dict[str, dict[str, list[GradedCell]]], alpha: float
     return out, testable
 
 
-def _role(row: dict[str, Any], settings: Settings) -> tuple[str, str]:
+def _role(row: dict[str, Any], settings: Settings, stability_tested: bool
+          ) -> tuple[str, str]:
     """(role, why) from a question's figures; the order of the rules is the order here."""
     passes, graded = row["passes"], row["graded"]
     low, high = settings.band
@@ -204,8 +206,8 @@ def _role(row: dict[str, Any], settings: Settings) -> tuple[str, str]:
         return "too_easy", f"passes {latest:.0%} on the latest version, above {high:.0%}"
     if latest < low:
         return "too_hard", f"passes {latest:.0%} on the latest version, below {low:.0%}"
-    return "informative", (f"passes {latest:.0%} on the latest version, inside the band; "
-                           "repeats vary no more than that difficulty predicts")
+    return "informative", (f"passes {latest:.0%} on the latest version, inside the band"
+                           + ("; its runs agree within chance" if stability_tested else ""))
 
 
 def _evidence_versions(row: dict[str, Any], settings: Settings) -> int:
@@ -315,7 +317,7 @@ def build_agent(regraded: Regraded, agent: str, disc: dict[str, Any],
         by_q[c.case_no][c.version].append(c)
         meta.setdefault(c.case_no, c)
     pairs = version_pairs(by_q, versions, settings.alpha)
-    unstable, stability_testable = run_stability(by_q, settings.alpha)
+    unstable, stability_tested = run_stability(by_q, settings.alpha)
     runs = sorted({c.run_id for c in cells})
     ir_note = _item_rest_note(len(runs), settings)
     ir = item_rest(cells) if ir_note["shown"] else {}
@@ -344,7 +346,7 @@ def build_agent(regraded: Regraded, agent: str, disc: dict[str, Any],
                "failing_checks": d.get("failing_checks") or []}
         if row["item_rest"] is not None:
             row["item_rest_ci"] = list(_fisher_ci(row["item_rest"], len(runs)))
-        row["role"], row["why"] = _role(row, settings)
+        row["role"], row["why"] = _role(row, settings, case_no in stability_tested)
         rows.append(row)
     by_cat: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
@@ -364,8 +366,8 @@ def build_agent(regraded: Regraded, agent: str, disc: dict[str, Any],
         "agent": agent, "versions": versions, "latest_version": latest, "runs": len(runs),
         "run_ids": runs,
         "questions": rows,
-        "stability": {"testable": stability_testable,
-                      "note": "" if stability_testable else
+        "stability": {"testable": bool(stability_tested),
+                      "note": "" if stability_tested else
                       "one run per version: between-run stability cannot be tested; a pass "
                       "rate inside the band is read as difficulty"},
         "item_rest": ir_note,
