@@ -135,6 +135,17 @@ MIGRATIONS: tuple[str, ...] = (
         UNIQUE (reply_digest, check_name, question_digest, rule_version)
     );
     """,
+    # 4: each saved quarterly rebalance, so the next one can show what changed since
+    """
+    CREATE TABLE rebalance_snapshots (
+        id INTEGER PRIMARY KEY,
+        agent TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        since TEXT,                       -- the report's --since date, if any
+        snapshot TEXT NOT NULL            -- JSON: settings, per-question roles, per-category counts
+    );
+    CREATE INDEX rebalance_snapshots_agent ON rebalance_snapshots(agent, id);
+    """,
 )
 
 
@@ -525,6 +536,25 @@ class Store:
     def adjudications(self) -> list[dict[str, Any]]:
         with self._lock:
             return [dict(r) for r in self._db.execute("SELECT * FROM adjudications ORDER BY id")]
+
+    # -- rebalance snapshots ------------------------------------------------------------
+
+    def add_rebalance_snapshot(self, agent: str, since: str | None,
+                               snapshot: dict[str, Any]) -> int:
+        """Keep one agent's rebalance; returns its id."""
+        with self.tx() as db:
+            cur = db.execute(
+                "INSERT INTO rebalance_snapshots (agent, created_at, since, snapshot)"
+                " VALUES (?,?,?,?)",
+                (agent, time.time(), since, json.dumps(snapshot, ensure_ascii=False)))
+            return int(cur.lastrowid)
+
+    def rebalance_snapshots(self, agent: str) -> list[dict[str, Any]]:
+        """An agent's saved rebalances, oldest first."""
+        with self._lock:
+            rows = self._db.execute("SELECT * FROM rebalance_snapshots WHERE agent=? ORDER BY id",
+                                    (agent,)).fetchall()
+        return [{**dict(r), "snapshot": json.loads(r["snapshot"])} for r in rows]
 
     def integrity_check(self) -> str:
         with self._lock:
