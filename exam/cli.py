@@ -51,7 +51,27 @@ report_format = click.option("--format", "fmt", default="text", show_default=Tru
                              type=click.Choice(["text", "markdown", "json", "csv", "junit"]))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+INTERRUPTED = 130  # the shell's convention for Ctrl-C (128 + SIGINT), never a verdict's code
+
+
+class Interrupted(click.ClickException):
+    """Ctrl-C: what arrived is kept; exit 130, not 1 (1 means a verdict failed)."""
+
+    exit_code = INTERRUPTED
+
+
+class ExamGroup(click.Group):
+    """The ``exam`` group: Ctrl-C anywhere exits 130 with one line, not click's 'Aborted!' and 1."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("\ninterrupted", err=True)
+            sys.exit(INTERRUPTED)
+
+
+@click.group(cls=ExamGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="agent-exam")
 def main() -> None:
     """Exam LLM specialist agents behind webhooks, before and after every change."""
@@ -155,7 +175,8 @@ def grade_cmd(paths: tuple[str, ...], agent_name: str | None, agents: str | None
 def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
     """Run jobs with progress; Ctrl-C keeps what arrived and says how to resume."""
     from exam.progress import Progress
-    from exam.runner import Interrupted, execute
+    from exam.runner import Interrupted as RunInterrupted
+    from exam.runner import execute
 
     totals = {}
     for job in jobs:
@@ -168,9 +189,9 @@ def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
     progress = None if quiet else Progress(totals)
     try:
         return execute(store, jobs, progress)
-    except Interrupted:
+    except RunInterrupted:
         ids = " ".join(str(j.run.id) for j in jobs)
-        raise click.ClickException(
+        raise Interrupted(
             f"interrupted: every reply that arrived is stored; finish with: exam resume {ids}"
         ) from None
     finally:
@@ -395,7 +416,7 @@ def _serve_demo(port: int):
 
 
 # the other command modules register themselves on `main`
-from exam import cli_reports, cli_service  # noqa: E402, F401
+from exam import cli_agents, cli_reports, cli_service  # noqa: E402, F401
 
 if __name__ == "__main__":  # pragma: no cover
     # as `python -m exam.cli`, this file is __main__; the commands registered themselves on
