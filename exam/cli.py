@@ -411,6 +411,8 @@ def _serve_demo(port: int):
         except OSError as exc:
             raise InputError(f"--port {port}: cannot listen ({exc.strerror or exc}); "
                              f"choose another with --port") from None
+        click.echo("demo stopped", err=True)  # the server returns only on Ctrl-C
+        sys.exit(INTERRUPTED)
 
     return serve
 
