@@ -153,7 +153,8 @@ def grade_cmd(paths: tuple[str, ...], agent_name: str | None, agents: str | None
     except ExamError as exc:
         raise fail_input(exc) from None
     if fmt == "json":
-        results = [{**g.grade.as_dict(), "repeat": g.repeat} for g in graded]
+        results = [{**g.grade.as_dict(), "repeat": g.repeat,
+                    **({"problem": g.problem} if g.problem else {})} for g in graded]
         click.echo(json.dumps({"grader_version": GRADER_VERSION, "bank": b.path,
                                "bank_digest": b.digest, "results": results},
                               ensure_ascii=False, indent=2))
@@ -165,6 +166,8 @@ def grade_cmd(paths: tuple[str, ...], agent_name: str | None, agents: str | None
             counts[key] = counts.get(key, 0) + 1
             for line in grade_lines(g.grade, f"{g.grade.case_no} #{g.repeat}", colour):
                 click.echo(line)
+            if g.problem:
+                click.echo(f"  {g.problem}")
         summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
         click.echo(f"\n{len(graded)} repl(ies): {summary}  (grader {GRADER_VERSION})")
     if any(g.grade.run_status != "ok" for g in graded):

@@ -21,6 +21,7 @@ LINE_KEYS = ("case_no", "reply", "repeat", "status", "attempts", "model_calls", 
 class GradedLine:
     repeat: int
     grade: Grade
+    problem: str = ""  # why the reply could not be read, for a bad_reply
 
 
 def _number(path: str, n: int, key: str, value: Any) -> int | float:
@@ -64,8 +65,9 @@ def grade_file(bank: Bank, replies_path: str | Path,
             raise ExamError(f"{path}: line {n}: {case_no}.run_status: expected one of "
                             f"{', '.join(RUN_STATUSES)}, found {run_status!r}")
         read = read_body(obj["reply"], mapping)
+        problem = ""
         if read.problem and run_status == "ok":
-            run_status = "bad_reply"
+            run_status, problem = "bad_reply", read.problem
         # figures the line gives override what the reply body reported; absent ones do not
         figures: dict[str, Any] = {
             k: _number(path, n, k, obj[k]) for k in ("attempts", "model_calls", "tokens",
@@ -77,5 +79,5 @@ def grade_file(bank: Bank, replies_path: str | Path,
         if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
             raise ExamError(f"{path}: line {n}: {case_no}.repeat: expected a whole number ≥ 1, "
                             f"found {repeat!r}")
-        out.append(GradedLine(repeat, grade(items[case_no].question, reply)))
+        out.append(GradedLine(repeat, grade(items[case_no].question, reply), problem))
     return out

@@ -141,3 +141,95 @@ def test_init_writes_nothing_when_the_probe_gets_no_reply(tmp_path, monkeypatch)
                "--agents", str(tmp_path / "agents.yaml"))
     assert r.exit_code == 3
     assert not (tmp_path / "agents.yaml").exists() and not (tmp_path / "bank").exists()
+
+
+def test_yaml_bank_problems_name_the_line(tmp_path):
+    from exam.bank import read_bank
+
+    path = tmp_path / "X.yaml"
+    path.write_text("agent: X\nquestions:\n  - case_no: X-01\n    input: {question: hi}\n"
+                    "    expect_facts: ['re:(a']\n  - case_no: X-02\n    input: {q: 1}\n"
+                    "    expect_factz: [a]\n", encoding="utf-8")
+    bank, problems = read_bank(path)
+    said = [str(p) for p in problems]
+    assert bank is None
+    assert f"{path}:5: X-01.expect_facts[0]: invalid regex" in said[0]
+    assert any(s.startswith(f"{path}:8: X-02.expect_factz: unknown key") for s in said)
+
+
+def test_yaml_and_json_banks_with_the_same_content_have_the_same_digest(tmp_path):
+    from exam.bank import load_bank
+
+    data = {"agent": "X", "questions": [{"case_no": "X-01", "input": {"question": "運費？"},
+                                         "expect_facts": ["80 元"]}]}
+    (tmp_path / "X.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    (tmp_path / "X.yaml").write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    assert load_bank(tmp_path / "X.json").digest == load_bank(tmp_path / "X.yaml").digest
+
+
+def test_bank_paths_are_relative_to_the_registry_file(tmp_path, monkeypatch):
+    from exam.registry import load_registry
+
+    conf = tmp_path / "etc" / "agent-exam"
+    (conf / "banks").mkdir(parents=True)
+    (conf / "banks" / "A.json").write_text("[]")
+    (conf / "agents.yaml").write_text(yaml.safe_dump({"agents": {
+        "A": {"url": "http://127.0.0.1:9/a", "bank": "banks/A.json"},
+        "B": {"url": "http://127.0.0.1:9/b"}}}))
+    (tmp_path / "etc" / "bank").mkdir()
+    (tmp_path / "etc" / "bank" / "B.json").write_text("[]")
+    monkeypatch.chdir(tmp_path)
+    reg = load_registry(str(conf / "agents.yaml"))
+    assert reg.get("A").bank == str(conf / "banks" / "A.json")
+    assert reg.get("B").bank == str(tmp_path / "etc" / "bank" / "B.json")  # beside its folder
+
+
+def test_token_paths_in_a_list_are_summed_and_absent_ones_stay_unknown():
+    from exam.registry import parse_registry
+    from exam.replies import read_body
+
+    reg = parse_registry({"agents": {"A": {"url": "http://127.0.0.1:9/a", "reply": {
+        "text": "out", "tokens": ["u.in", "u.out"], "model_calls": ["u.calls"]}}}}, "r.yaml", {})
+    mapping = reg.get("A").reply
+    read = read_body({"out": "hi", "u": {"in": 100, "out": 23}}, mapping)
+    assert read.tokens == 123 and read.model_calls is None
+    assert read_body({"out": "hi"}, mapping).tokens is None
+
+
+def test_a_bad_token_mapping_is_one_line_naming_the_key():
+    import pytest
+
+    from exam.errors import RegistryError
+    from exam.registry import parse_registry
+
+    with pytest.raises(RegistryError, match=r"agents.A.reply.tokens: expected a dot path, a list"):
+        parse_registry({"agents": {"A": {"url": "http://127.0.0.1:9/a",
+                                         "reply": {"tokens": [1, 2]}}}}, "r.yaml", {})
+
+
+def test_grade_reads_bodies_with_the_agents_mapping_and_exits_3_on_unreadable(tmp_path):
+    bank = tmp_path / "S.yaml"
+    bank.write_text(yaml.safe_dump({"agent": "S", "questions": [
+        {"case_no": "S-01", "input": {"question": "hi"}, "expect_facts": ["備貨中"]}]},
+        allow_unicode=True), encoding="utf-8")
+    registry = tmp_path / "agents.yaml"
+    registry.write_text(yaml.safe_dump({"agents": {"S": {
+        "url": "http://127.0.0.1:9/s", "bank": "S.yaml", "reply": {"text": "data.reply"}}}}))
+    replies = tmp_path / "r.jsonl"
+    replies.write_text(json.dumps({"case_no": "S-01", "reply": {"data": {"reply": "備貨中"}}},
+                                  ensure_ascii=False) + "\n", encoding="utf-8")
+    r = invoke("grade", "--agent", "S", "--agents", str(registry), str(replies))
+    assert r.exit_code == 0, r.output
+    assert "PASS" in r.output
+    r = invoke("grade", str(bank), str(replies))  # the default mapping finds no text
+    assert r.exit_code == 3
+    assert "bad_reply" in r.output and "the reply's keys: data" in r.output
+
+
+def test_the_shipped_example_replies_grade():
+    from tests.conftest import ROOT
+
+    r = invoke("grade", str(ROOT / "bank" / "W2.json"),
+               str(ROOT / "docs" / "examples" / "W2-replies.jsonl"))
+    assert r.exit_code == 1  # one counterexample among them, on purpose
+    assert "6 repl(ies): fail 1, pass 5" in r.output
