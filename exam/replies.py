@@ -24,8 +24,9 @@ class StepsMapping:
 class ReplyMapping:
     text: tuple[str, ...] = ("answer", "output", "text")  # first path present wins
     status: str | None = "status"
-    model_calls: str | None = "usage.model_calls"
-    tokens: str | None = "usage.total_tokens"
+    # one dot path, or several whose figures are summed (prompt + completion tokens)
+    model_calls: str | tuple[str, ...] | None = "usage.model_calls"
+    tokens: str | tuple[str, ...] | None = "usage.total_tokens"
     truncated: str | None = "truncated"
     steps: StepsMapping | None = StepsMapping()
 
@@ -64,6 +65,26 @@ def _number(value: Any) -> int | None:
         except ValueError:
             return None
     return None
+
+
+def _figure(body: Any, paths: str | tuple[str, ...] | None) -> int | None:
+    """The number at ``paths``; several paths are summed; None when none of them is present."""
+    if not paths:
+        return None
+    found = [n for n in (_number(lookup(body, p)) for p in
+                         ((paths,) if isinstance(paths, str) else paths)) if n is not None]
+    return sum(found) if found else None
+
+
+def keys_present(body: Any, limit: int = 12) -> str:
+    """The reply's top-level keys, for messages about what a mapping could not find."""
+    if isinstance(body, Mapping):
+        keys = [str(k) for k in body]
+        shown = ", ".join(keys[:limit]) + (f" … ({len(keys)} keys)" if len(keys) > limit else "")
+        return f"the reply's keys: {shown}" if keys else "the reply is an empty object"
+    if isinstance(body, list):
+        return f"the reply is an array of {len(body)}"
+    return f"the reply is {type(body).__name__}"
 
 
 def _steps(body: Any, mapping: StepsMapping | None) -> tuple[Step, ...] | None:
@@ -114,7 +135,7 @@ def read_body(body: Any, mapping: ReplyMapping = DEFAULT_MAPPING) -> ReadReply:
             break
     problem = ""
     if text is MISSING or text is None:
-        problem = f"no text at {' / '.join(mapping.text)}"
+        problem = f"no text at {' / '.join(mapping.text)} ({keys_present(body)})"
         text = None
     elif not isinstance(text, str):
         text = str(text)
@@ -123,8 +144,8 @@ def read_body(body: Any, mapping: ReplyMapping = DEFAULT_MAPPING) -> ReadReply:
     return ReadReply(
         text=text,
         status=None if status is MISSING or status is None else str(status),
-        model_calls=_number(lookup(body, mapping.model_calls)) if mapping.model_calls else None,
-        tokens=_number(lookup(body, mapping.tokens)) if mapping.tokens else None,
+        model_calls=_figure(body, mapping.model_calls),
+        tokens=_figure(body, mapping.tokens),
         truncated=truncated is True or truncated == "true",
         steps=_steps(body, mapping.steps),
         body=body,

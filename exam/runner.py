@@ -62,7 +62,8 @@ def create_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
         raise ExamError("--version: give a label for what is being examined, e.g. v2 or prompt-0913")
     if not Path(agent.bank).is_file():
         raise ExamError(f"{agent.bank}: no such file: the question bank of agent {agent.name} "
-                        f"(set 'bank:' for it in the registry; the default is bank/<name>.json)")
+                        f"(set 'bank:' for it in the registry, relative to the registry file; the default is "
+                        f"bank/<name>.json beside the registry or its folder)")
     bank = load_bank(agent.bank)
     items = select_items(bank, only, category)
     return store.create_run(agent=agent.name, version=version, bank_path=bank.path,

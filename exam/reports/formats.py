@@ -94,6 +94,10 @@ def to_csv(kind: str, report: dict[str, Any]) -> str:
     return buf.getvalue()
 
 
+def _ids(ids) -> str:
+    return ", ".join(map(str, ids))
+
+
 def _md_table(head: list[str], rows: list[list[Any]]) -> list[str]:
     def cell(v: Any) -> str:
         return ("" if v is None else str(v)).replace("|", "\\|").replace("\n", " ")
@@ -112,7 +116,8 @@ def to_markdown(kind: str, report: dict[str, Any]) -> str:
             v = c["verdicts"]
             lines.append(f"## {c['agent']} {c['version']}")
             lines.append(f"pass {v['pass']} · needs_human {v['needs_human']} · fail {v['fail']} "
-                         f"· not_graded {v['not_graded']} · run statuses {c['run_status']}")
+                         f"· not_graded {v['not_graded']} · replies "
+                         + ", ".join(f"{k} {n}" for k, n in sorted(c["run_status"].items())))
             if c["critical_failures"]:
                 lines.append(f"\n**Critical failing: {', '.join(c['critical_failures'])}**")
             lines.append("")
@@ -232,7 +237,7 @@ def text_compare(report: dict[str, Any], colour: bool = False) -> str:
 
     lines = [f"grader {report['grader_version']}  ·  bank {digests(report)}  ·  "
              f"{report['agent']}: {report['old']} "
-             f"(runs {report['old_run_ids']}) → {report['new']} (runs {report['new_run_ids']})"]
+             f"(runs {_ids(report['old_run_ids'])}) → {report['new']} (runs {_ids(report['new_run_ids'])})"]
     head = (f"{len(report['regressions'])} regression(s), {len(report['fixes'])} fix(es), "
             f"{len(report['flaky'])} newly flaky, {len(report['unchanged'])} unchanged")
     lines.append(paint(head, "fail" if report["regressions"] else "pass", colour))
