@@ -178,7 +178,7 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
 
     def row(status=None, error="", ctype=None, body=None) -> AttemptRow:
         stored, size, cut = cap_body(redact(agent, body))
-        error = redact(agent, error) or ""
+        error = " ".join((redact(agent, error) or "").split())  # one line, whatever the body
         return AttemptRow(n, started_wall, status, elapsed_ms(), error, ctype, stored, size, cut)
 
     with Deadline(agent.timeout_s) as deadline:

@@ -263,3 +263,27 @@ def test_a_worker_is_never_held_by_an_agent_that_never_finishes_its_headers(stor
     assert run.status == "done"
     cells = store.cells([run_id])
     assert {(c.run_status, c.attempts) for c in cells} == {("timeout", 2)}
+
+
+def test_a_worker_survives_an_unexpected_error_and_fails_only_that_run(store, tmp_path,
+                                                                      monkeypatch):
+    import exam.worker
+    from exam.runner import queue_run
+
+    with FakeAgent() as fake:
+        bank = write_bank(tmp_path, ["ok"])
+        registry = tmp_path / "agents.yaml"
+        registry.write_text(json.dumps({"agents": {"T": {"url": fake.url, "bank": str(bank)}}}))
+        first = queue_run(store, agent_for(fake.url, bank), "v1")
+        second = queue_run(store, agent_for(fake.url, bank), "v2")
+
+        def broken_job_for(store, run_id, agent):
+            raise RuntimeError("a bug\nin two lines")
+
+        monkeypatch.setattr(exam.worker, "job_for", broken_job_for)
+        assert exam.worker.work_once(store, str(registry)) == first
+        monkeypatch.undo()
+        assert exam.worker.work_once(store, str(registry)) == second
+    assert store.get_run(first).status == "failed"
+    assert store.get_run(first).error == "harness error: RuntimeError: a bug in two lines"
+    assert store.get_run(second).status == "done"

@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 
 from exam.runner import create_run, execute, job_for
 from exam.store import TEXT_CAP_CHARS, AttemptRow, Store
-from exam.transport import DEADLINE_SLACK_S, MAX_BODY_BYTES, Outcome, classify, post_once
+from exam.transport import (
+    DEADLINE_SLACK_S,
+    MAX_BODY_BYTES,
+    Outcome,
+    classify,
+    decode_text,
+    post_once,
+)
 from tests.exam.helpers import agent_for, write_bank
 from tests.fakes.agent import FakeAgent
 
@@ -192,3 +199,15 @@ def test_no_body_makes_the_reply_parser_raise(tmp_path_factory, body, fmt):
         assert figure is None or -(2**63) <= figure < 2**63
     if result.read is not None and result.read.text is not None:
         result.read.text.encode("utf-8")  # storable: no lone surrogates
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=st.binary(max_size=200) | st.sampled_from([b"+2AA-", b"\\ud800", b"\\U99999999",
+                                                      b"xn--", b"\xff\xfe\x00\xd8"]),
+       charset=st.sampled_from(["", "utf-8", "idna", "punycode", "utf-7", "unicode_escape",
+                                "raw_unicode_escape", "utf-16", "utf-32", "rot13", "base64", "zip",
+                                "bogus", '"latin-1"', "cp1252", "big5", "shift_jis"]))
+def test_no_body_in_any_charset_makes_decoding_raise(raw, charset):
+    text, problem = decode_text(raw, f"application/json; charset={charset}")
+    text.encode("utf-8")  # storable
+    assert "\n" not in problem
