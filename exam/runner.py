@@ -7,6 +7,7 @@ cell that arrived, and leaves the run resumable with ``exam resume``.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -20,10 +21,11 @@ from exam.gate import RequestGate
 from exam.registry import Agent
 from exam.replies import to_reply
 from exam.store import AttemptRow, CellRow, Run, Store
-from exam.transport import classify, send
+from exam.transport import Outcome, classify, redact, send
 from graders import GRADER_VERSION, grade
 
 ProgressFn = Callable[[int, CellRow], None]
+log = logging.getLogger("exam.runner")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,13 +100,44 @@ def missing_cells(store: Store, run: Run) -> list[tuple[str, int]]:
 
 
 def run_cell(store: Store, job: Job, case_no: str, repeat: int, gate: RequestGate) -> CellRow:
+    """Ask, classify, grade and store one cell. Whatever goes wrong inside it (a bug, not the
+    agent) is stored on the cell as ``harness_error`` and the run goes on."""
+    outcomes: list[Outcome] = []
+    try:
+        return _run_cell(store, job, case_no, repeat, gate, outcomes)
+    except Exception as exc:
+        log.debug("run %s %s #%s: harness error", job.run.id, case_no, repeat, exc_info=True)
+        return _harness_error(store, job, case_no, repeat, exc, outcomes)
+
+
+def _harness_error(store: Store, job: Job, case_no: str, repeat: int, exc: Exception,
+                   outcomes: list[Outcome]) -> CellRow:
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    error = f"harness error (not the agent's answer): {redact(job.agent, text)}"
+    cell = CellRow(
+        run_id=job.run.id, case_no=case_no, repeat=repeat,
+        question_digest=job.items[case_no].digest, run_status="harness_error", error=error,
+        text=None, status=None, truncated=False, steps=None, attempts=len(outcomes),
+        model_calls=None, tokens=None,
+        latency_ms=round(sum(o.row.latency_ms for o in outcomes), 1), completed_at=time.time())
+    rows = [o.row for o in outcomes]
+    try:
+        store.record_cell(cell, rows)
+    except Exception:  # the attempts themselves may be what cannot be stored: keep the figures
+        store.record_cell(cell, [AttemptRow(r.n, r.started_at, r.http_status, r.latency_ms,
+                                            "", None, None, r.body_bytes, False) for r in rows])
+    return cell
+
+
+def _run_cell(store: Store, job: Job, case_no: str, repeat: int, gate: RequestGate,
+              outcomes: list[Outcome]) -> CellRow:
     agent, item = job.agent, job.items[case_no]
     if agent.blocked:
         cell = CellRow(job.run.id, case_no, repeat, item.digest, "blocked", agent.blocked, None,
                        None, False, None, 0, None, None, None, time.time())
         store.record_cell(cell, [])
         return cell
-    outcomes = send(agent, item.question.input, gate)
+    send(agent, item.question.input, gate, outcomes)
     result = classify(agent, outcomes)
     read = result.read
     latency = sum(o.row.latency_ms for o in outcomes)
@@ -190,6 +223,8 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
             store.set_run_status(job.run.id, "interrupted", f"{left} cell(s) not run")
             final[job.run.id] = "interrupted"
         else:
-            store.set_run_status(job.run.id, "done")
+            harness = store.count_cells(job.run.id, "harness_error")
+            store.set_run_status(job.run.id, "done", f"{harness} cell(s) hit a harness error "
+                                                     f"(see their errors)" if harness else None)
             final[job.run.id] = "done"
     return final

@@ -24,6 +24,7 @@ from exam.errors import StoreError
 
 DEFAULT_DB = "results/exam.db"
 BODY_CAP_BYTES = 1_000_000  # raw bodies stored up to this size; a note marks a cut body
+TEXT_CAP_CHARS = 200_000  # a cell's reply text; a longer one is a bad_reply, its start kept
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the first schema
@@ -251,6 +252,13 @@ def cap_body(body: str | None) -> tuple[str | None, int | None, bool]:
     return raw[:BODY_CAP_BYTES].decode("utf-8", "ignore"), len(raw), True
 
 
+def cap_text(text: str | None) -> tuple[str | None, bool]:
+    """(the text kept, whether it was cut) under TEXT_CAP_CHARS."""
+    if text is None or len(text) <= TEXT_CAP_CHARS:
+        return text, False
+    return text[:TEXT_CAP_CHARS], True
+
+
 class Store:
     """One connection per Store, shared by the runner's threads under a lock."""
 
@@ -407,7 +415,7 @@ class Store:
                 " error, text, status, truncated, steps, attempts, model_calls, tokens, latency_ms,"
                 " completed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (cell.run_id, cell.case_no, cell.repeat, cell.question_digest, cell.run_status,
-                 cell.error, cell.text, cell.status, int(cell.truncated),
+                 cell.error, cap_text(cell.text)[0], cell.status, int(cell.truncated),
                  None if cell.steps is None else json.dumps(cell.steps, ensure_ascii=False),
                  cell.attempts, cell.model_calls, cell.tokens, cell.latency_ms,
                  cell.completed_at))
@@ -473,10 +481,12 @@ class Store:
                            r["content_type"], r["body"], r["body_bytes"], bool(r["body_cut"]))
                 for r in rows]
 
-    def count_cells(self, run_id: int) -> int:
+    def count_cells(self, run_id: int, run_status: str | None = None) -> int:
+        sql, args = "SELECT COUNT(*) FROM cells WHERE run_id=?", [run_id]
+        if run_status is not None:
+            sql, args = sql + " AND run_status=?", args + [run_status]
         with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM cells WHERE run_id=?",
-                                    (run_id,)).fetchone()[0]
+            return self._db.execute(sql, args).fetchone()[0]
 
     # -- notifications and LINE events ------------------------------------------------
 

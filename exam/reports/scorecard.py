@@ -12,7 +12,7 @@ from graders import GRADER_VERSION
 from graders.trajectory import NO_STEPS
 
 VERDICTS = ("pass", "needs_human", "fail", "not_graded")
-RUN_STATUSES = ("ok", "timeout", "http_error", "bad_reply", "truncated", "blocked")
+RUN_STATUSES = ("ok", "timeout", "http_error", "bad_reply", "truncated", "blocked", "harness_error")
 SEVERITY_ORDER = {"critical": 0, "major": 1, "minor": 2}
 COST_KEYS = ("attempts", "model_calls", "tokens", "latency_ms")
 
