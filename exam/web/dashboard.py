@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from flask import Blueprint, abort, redirect, render_template, request, session, url_for
 
 from exam.app import store
@@ -46,12 +48,27 @@ def login():
     if request.method == "POST":
         if token_ok(request.form.get("token", "")):
             session["auth"] = True
-            target = request.args.get("next") or url_for("dashboard.runs")
-            if not target.startswith("/") or target.startswith("//"):
-                target = url_for("dashboard.runs")
-            return redirect(target)
+            return redirect(local_path(request.args.get("next")) or url_for("dashboard.runs"))
         error = "wrong token"
     return render_template("login.html", error=error), 401 if error else 200
+
+
+def local_path(target: str | None) -> str | None:
+    """``target`` when it is a path on this site, else None (login's ``next=``).
+
+    Browsers drop tabs and newlines inside URLs and read a backslash as ``/``, so
+    ``/%09/evil.example`` would become ``//evil.example``: anything with white space,
+    control characters or a backslash is refused, as is anything with a scheme or a host.
+    """
+    if not target or not target.startswith("/") or target.startswith("//"):
+        return None
+    if any(ch.isspace() or ch == "\\" or ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0
+           for ch in target):
+        return None
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc:
+        return None
+    return target
 
 
 @bp.post("/logout")
