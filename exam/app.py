@@ -122,7 +122,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     @app.get("/healthz")
     def healthz():
         try:
-            return jsonify(ok=True, schema=store().schema_version())
+            schema = store().schema_version()
+            store().list_runs(limit=1)  # reads a table, not only the file's header
+            return jsonify(ok=True, schema=schema)
         except (StoreError, sqlite3.Error) as exc:
             log.error("healthz: %s", exc)
             return jsonify(ok=False, error="the store cannot be opened (see the service log)"), 503

@@ -18,6 +18,7 @@ from exam.cli import (
     fail_input,
     main,
     report_format,
+    warn_missing_banks,
 )
 from exam.errors import ExamError
 
@@ -54,6 +55,7 @@ def report_discrimination(agent, fmt, db) -> None:
     store = _store(db)
     result = discrimination.build(_regrade(store, _runs(store, agent)), agent)
     emit(render("discrimination", result, fmt, use_colour()))
+    warn_missing_banks(result, fmt)
 
 
 @report.command("rebalance")
@@ -74,6 +76,7 @@ def report_rebalance(since, agent, write_tags, fmt, db) -> None:
     regraded = _regrade(store, _runs(store, agent, since=since))
     result = rebalance.build(regraded, since.strftime("%Y-%m-%d") if since else None)
     emit(render("rebalance", result, fmt, use_colour()))
+    warn_missing_banks(result, fmt)
     if write_tags:
         for path in rebalance.write_tags(result, regraded):
             click.echo(f"tags written: {path}", err=True)
@@ -108,6 +111,7 @@ def compare_cmd(agent, old, new, fail_on, fmt, db) -> None:
     except ExamError as exc:
         raise fail_input(exc) from None
     emit(render("compare", result, fmt, use_colour()))
+    warn_missing_banks(result, fmt)
     sys.exit(1 if compare.should_fail(result, fail_on) else 0)
 
 
@@ -144,7 +148,9 @@ def review_cmd(agent, label, blind, sample, reviewer, export_path, import_path, 
         click.echo(f"{decided} decision(s) stored, {blank} row(s) left undecided")
         return
     runs = _runs(store, agent, label)
-    items = review.queue(_regrade(store, runs, parallel=False), agent, label, sample)
+    regraded = _regrade(store, runs, parallel=False)
+    warn_missing_banks({"missing_banks": regraded.missing_banks})
+    items = review.queue(regraded, agent, label, sample)
     if blind:
         random.Random().shuffle(items)
     if export_path:

@@ -109,7 +109,7 @@ def build(regraded: Regraded, since: str | None = None) -> dict[str, Any]:
                        "questions": rows, "category_mix": {k: dict(v) for k, v in mix.items()},
                        "summary": a["summary"], "advice": advise(a)})
     return {"grader_version": GRADER_VERSION, "bank_digests": regraded.bank_digests(),
-            "since": since, "agents": agents}
+            "since": since, "agents": agents, "missing_banks": regraded.missing_banks}
 
 
 def write_tags(report: dict[str, Any], regraded: Regraded) -> list[str]:

@@ -103,7 +103,9 @@ def scorecard(agent: str, version: str):
     if not runs:
         abort(404)
     report = sc.build(regrade(store(), runs))
-    return render_template("scorecard.html", report=report, card=report["scorecards"][0])
+    cards = report["scorecards"]
+    return render_template("scorecard.html", report=report, card=cards[0] if cards else None,
+                           agent=agent, version=version, missing_banks=report["missing_banks"])
 
 
 @bp.get("/compare")
@@ -124,7 +126,8 @@ def compare():
         except ExamError as exc:
             error = str(exc)
     return render_template("compare.html", report=report, error=error, versions=versions,
-                           agent=agent, old=old, new=new)
+                           agent=agent, old=old, new=new,
+                           missing_banks=report["missing_banks"] if report else [])
 
 
 @bp.get("/discrimination")
@@ -136,20 +139,25 @@ def discrimination():
     runs = select_runs(store(), agent)
     report = disc.build(regrade(store(), runs), agent) if runs else None
     return render_template("discrimination.html", report=report, agent=agent,
-                           agents=sorted(_versions()))
+                           agents=sorted(_versions()),
+                           missing_banks=report["missing_banks"] if report else [])
 
 
 def _queue(agent: str | None, blind: bool):
+    """(the review queue, runs left out for a missing bank)."""
     import random
 
     from exam import review
     from exam.reports.regrade import regrade
 
     runs = select_runs(store(), agent)
-    items = review.queue(regrade(store(), runs), agent) if runs else []
+    if not runs:
+        return [], []
+    regraded = regrade(store(), runs)
+    items = review.queue(regraded, agent)
     if blind:
         random.Random(session.get("blind_seed", 0)).shuffle(items)
-    return items
+    return items, regraded.missing_banks
 
 
 @bp.get("/review")
@@ -160,9 +168,10 @@ def review_page():
         import secrets
 
         session["blind_seed"] = secrets.randbelow(1 << 30)
-    return render_template("review.html", items=_queue(agent, blind), agent=agent, blind=blind,
+    items, missing = _queue(agent, blind)
+    return render_template("review.html", items=items, agent=agent, blind=blind,
                            reviewer=session.get("reviewer", ""), agents=sorted(_versions()),
-                           message=request.args.get("message"))
+                           message=request.args.get("message"), missing_banks=missing)
 
 
 @bp.post("/review")
@@ -174,7 +183,7 @@ def review_decide():
     key = request.form.get("key", "")
     reviewer = request.form.get("reviewer", "").strip()
     session["reviewer"] = reviewer
-    item = next((i for i in _queue(agent, blind) if i.key == key), None)
+    item = next((i for i in _queue(agent, blind)[0] if i.key == key), None)
     if item is None:
         message = "that item is no longer in the queue"
     else:
