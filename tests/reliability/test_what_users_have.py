@@ -4,12 +4,14 @@ bank, a bank file that was moved, a store with overwritten pages, odd API input.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
 import sqlite3
 import subprocess
 import sys
+import threading
 
 import pytest
 import yaml
@@ -225,6 +227,21 @@ def test_the_service_answers_503_json_on_a_damaged_store(damaged, table):
           "answer JSON 503; no traceback", "what the overwritten pages held")
 
 
+def test_the_in_process_worker_stops_with_one_line_on_a_damaged_store(damaged, caplog):
+    from exam.worker import start_in_thread
+
+    before = set(threading.enumerate())
+    with caplog.at_level(logging.ERROR, logger="exam.worker"):
+        start_in_thread(str(damaged), None)  # what `exam serve` starts
+        (worker,) = [t for t in threading.enumerate() if t not in before]
+        worker.join(timeout=60)
+    assert not worker.is_alive()
+    assert [r.getMessage() for r in caplog.records] == [
+        f"worker stopped: {damaged}: the store is damaged (database disk image is malformed): "
+        f"restore it from a backup, or save what can be read with: sqlite3 {damaged} .recover "
+        "| sqlite3 recovered.db"]
+
+
 @pytest.mark.parametrize("where", ["under a file", "a folder"])
 def test_healthz_is_503_json_when_the_store_cannot_open(tmp_path, where):
     (tmp_path / "file").write_text("not a folder")
@@ -301,3 +318,4 @@ def test_an_unexpected_error_in_a_route_is_a_json_500_without_a_traceback(servic
     resp = client.get("/api/runs", headers=AUTH)
     assert resp.status_code == 500 and resp.is_json
     assert resp.json == {"error": "internal error (logged by the service)"}
+    assert resp.headers["X-Content-Type-Options"] == "nosniff"
