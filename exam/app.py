@@ -186,7 +186,16 @@ def _bearer_sent() -> bool:
 def _same_origin(url: str) -> bool:
     """Origin or Referer → same scheme and host as this request (as the proxy fix sees it)."""
     parts = urlsplit(url)
-    return (parts.scheme, parts.netloc.lower()) == (request.scheme, request.host.lower())
+    return _origin(parts.scheme, parts.netloc) == _origin(request.scheme, request.host)
+
+
+def _origin(scheme: str, host: str) -> tuple[str, str]:
+    """(scheme, host) with a default port dropped: http://h:80 is http://h."""
+    scheme, host = scheme.lower(), host.lower()
+    default = {"http": ":80", "https": ":443"}.get(scheme)
+    if default and host.endswith(default):
+        host = host[: -len(default)]
+    return scheme, host
 
 
 def _load_file(app: Flask, path: str) -> set[str]:

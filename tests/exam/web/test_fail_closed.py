@@ -155,6 +155,13 @@ def test_the_review_form_from_the_page_itself_is_stored(review_site):
     assert [a["reviewer"] for a in history.store.adjudications()] == ["mallory"]
 
 
+@pytest.mark.parametrize("origin", ["http://localhost", "HTTP://LOCALHOST:80"])
+def test_the_same_origin_however_written_is_accepted(review_site, origin):
+    history, client, key, token = review_site
+    resp = client.post("/review", data=decision(key, csrf_token=token), headers={"Origin": origin})
+    assert resp.status_code == 302
+
+
 def test_a_script_with_the_bearer_token_needs_no_form_token(review_site):
     history, client, key, _ = review_site
     fresh = client.application.test_client()  # no cookie at all
