@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from exam.errors import ExamError
+from exam.errors import ExamError, StoreError
 
 
 class InputError(click.ClickException):
@@ -61,7 +61,8 @@ class Interrupted(click.ClickException):
 
 
 class ExamGroup(click.Group):
-    """The ``exam`` group: Ctrl-C anywhere exits 130 with one line, not click's 'Aborted!' and 1."""
+    """The ``exam`` group: Ctrl-C anywhere exits 130 with one line, not click's 'Aborted!' and 1;
+    a store that turns out to be damaged mid-command is one line and exit 2, wherever."""
 
     def invoke(self, ctx: click.Context):
         try:
@@ -69,6 +70,8 @@ class ExamGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("\ninterrupted", err=True)
             sys.exit(INTERRUPTED)
+        except StoreError as exc:
+            raise fail_input(exc) from None
 
 
 @click.group(cls=ExamGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -207,6 +210,13 @@ def emit(output: str) -> None:
     click.echo(output, nl=not output.endswith("\n"))
 
 
+def warn_missing_banks(report: dict, fmt: str = "") -> None:
+    """Runs left out for a missing bank, on stderr (text and markdown say it in the report)."""
+    if fmt not in ("text", "markdown"):
+        for m in report.get("missing_banks", []):
+            click.echo(f"warning: {m['message']}", err=True)
+
+
 def _print_scorecards(store, runs, fmt: str, details: bool = True) -> dict:
     """Re-grade ``runs``, print their scorecards in ``fmt``, return the report."""
     from exam.render import use_colour
@@ -218,6 +228,7 @@ def _print_scorecards(store, runs, fmt: str, details: bool = True) -> dict:
         emit(scorecard.render_text(report, use_colour(), details=details))
     else:
         emit(render("scorecard", report, fmt))
+    warn_missing_banks(report, fmt)
     return report
 
 

@@ -18,6 +18,7 @@ from exam.cli import (
     fail_input,
     main,
     report_format,
+    warn_missing_banks,
 )
 from exam.errors import ExamError
 
@@ -54,6 +55,7 @@ def report_discrimination(agent, fmt, db) -> None:
     store = _store(db)
     result = discrimination.build(_regrade(store, _runs(store, agent)), agent)
     emit(render("discrimination", result, fmt, use_colour()))
+    warn_missing_banks(result, fmt)
 
 
 @report.command("rebalance")
@@ -102,6 +104,7 @@ def report_rebalance(since, agent, band, min_versions, min_repeats, keep_guards,
     result = rebalance.build(regraded, since.strftime("%Y-%m-%d") if since else None,
                              settings, store, [r.id for r in matching if r not in runs])
     emit(render("rebalance", result, fmt, use_colour()))
+    warn_missing_banks(result, fmt)
     if save:
         for agent_report, sid in zip(result["agents"], rebalance.save(store, result), strict=True):
             click.echo(f"snapshot #{sid} saved for {agent_report['agent']}", err=True)
@@ -139,6 +142,7 @@ def compare_cmd(agent, old, new, fail_on, fmt, db) -> None:
     except ExamError as exc:
         raise fail_input(exc) from None
     emit(render("compare", result, fmt, use_colour()))
+    warn_missing_banks(result, fmt)
     sys.exit(1 if compare.should_fail(result, fail_on) else 0)
 
 
@@ -175,7 +179,9 @@ def review_cmd(agent, label, blind, sample, reviewer, export_path, import_path, 
         click.echo(f"{decided} decision(s) stored, {blank} row(s) left undecided")
         return
     runs = _runs(store, agent, label)
-    items = review.queue(_regrade(store, runs, parallel=False), agent, label, sample)
+    regraded = _regrade(store, runs, parallel=False)
+    warn_missing_banks({"missing_banks": regraded.missing_banks})
+    items = review.queue(regraded, agent, label, sample)
     if blind:
         random.Random().shuffle(items)
     if export_path:

@@ -45,7 +45,7 @@ def select_items(bank: Bank, only: Sequence[str] = (), category: str | None = No
         if unknown:
             raise ExamError(f"{bank.path}: no question {', '.join(map(repr, unknown))} "
                             f"(--only takes case_no values from the bank)")
-        items = [known[c] for c in only]
+        items = [known[c] for c in dict.fromkeys(only)]  # a case named twice is one question
     if category is not None:
         items = [i for i in items if i.category == category]
         if not items:

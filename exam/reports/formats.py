@@ -111,6 +111,8 @@ def to_markdown(kind: str, report: dict[str, Any]) -> str:
     lines = [f"# agent-exam {kind}", "", f"Grader {report['grader_version']}"
              + (f" · bank {digests(report)}" if report.get("bank_digests") else ""),
              ""]
+    if report.get("missing_banks"):
+        lines += [f"> **{n}**" for n in missing_notes(report)] + [""]
     if kind == "scorecard":
         for c in report["scorecards"]:
             v = c["verdicts"]
@@ -442,6 +444,11 @@ def text_rebalance(report: dict[str, Any], colour: bool = False) -> str:
     return "\n".join(lines)
 
 
+def missing_notes(report: dict[str, Any]) -> list[str]:
+    """One line per run left out of a report because its bank cannot be loaded."""
+    return [f"note: {m['message']}" for m in report.get("missing_banks", [])]
+
+
 def render(kind: str, report: dict[str, Any], fmt: str, colour: bool = False) -> str:
     if fmt == "json":
         return json.dumps(report, ensure_ascii=False, indent=2)
@@ -455,5 +462,6 @@ def render(kind: str, report: dict[str, Any], fmt: str, colour: bool = False) ->
         from exam.reports.scorecard import render_text
 
         return render_text(report, colour)
-    return {"compare": text_compare, "discrimination": text_discrimination,
+    text = {"compare": text_compare, "discrimination": text_discrimination,
             "rebalance": text_rebalance}[kind](report, colour)
+    return "\n".join([*missing_notes(report), text])
