@@ -38,7 +38,7 @@ def grade(
     if question.expect_status is not None:
         results.append(checks.check_status(question.expect_status, reply))
     for i, entry in enumerate(question.facts):
-        results.append(checks.check_fact(f"fact[{i}]", entry, text))
+        results.append(checks.check_fact(f"fact[{i}]", entry, text, question.input_text))
     for i, entry in enumerate(question.forbidden):
         results.append(checks.check_forbidden(f"forbidden[{i}]", entry, text, question.input_text))
     for spec in question.fields:

@@ -52,8 +52,8 @@ def kind_of(reply: str, hit: str, work_order: str = "") -> str:
         ("可以貨到付款的話請告訴我", "可以貨到付款", "hypothetical"),
         # quoting
         ("您提到「可以更改收件地址」，我們確認中", "可以更改收件地址", "quoted"),
-        # a negator far before the hit: scope unclear
-        ("資料不足以支持任何健康診斷、疲勞判定", "疲勞", "unclear"),
+        # seed 000: a disclaimer, however far its negator stands from the hit
+        ("資料不足以支持任何健康診斷、疲勞判定", "疲勞", "negated"),
         # objects between the negator and the hit keep it negated
         ("無法為您提供貨到付款", "提供貨到付款", "negated"),
         # English
