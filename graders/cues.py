@@ -35,7 +35,21 @@ WORD_PREFIX_NEGATION = ("非", "無", "无", "未", "沒", "没", "免")
 # 並不是我們不提供… The subject after it does not end its scope.
 CLAUSAL_NEGATION = (
     "not that", "it's not that", "it’s not that", "不是說", "不是说", "並不是說", "并不是说",
-    "倒不是", "並不是", "并不是", "也不是說",
+    "倒不是", "並不是", "并不是", "也不是說", "no reason", "no reason why", "沒有理由", "没有理由",
+    "沒有道理", "没有道理",
+)
+# A negated quantifier says some do and some do not ("not every store offers pickup",
+# 不是每一款都可以退貨): the reply asserts the hit for some; a person reads it (``unclear``).
+PARTIAL_NEGATION = (
+    "not every", "not all", "not always", "not necessarily", "不是每", "不是所有", "並非所有",
+    "并非所有", "並非每", "并非每", "並不是每", "并不是每", "並不是所有", "并不是所有", "不一定",
+    "未必", "不見得", "不见得",
+)
+# After the hit, a predicate of ending is its verdict: 九折優惠已經結束了 (before the hit,
+# 活動結束後寄出 negates nothing).
+ENDING_ZH = (
+    "結束", "结束", "截止", "下架", "停售", "停產", "停产", "停辦", "停办", "失效", "過期", "过期",
+    "終止", "终止", "中止", "尚無", "尚无",
 )
 
 # Words that contain a negating character and negate nothing the reply offers: pseudo-
@@ -140,7 +154,8 @@ GOVERNING_ZH = (
     "可能", "可行", "行", "允許", "允许", "成立", "存在", "供應", "供应", "販售", "贩售", "販賣",
     "贩卖", "賣", "卖", "實施", "实施", "辦理", "办理", "處理", "处理", "對", "对", "正確", "正确",
     "一定", "確定", "确定", "能", "會", "会", "可以", "得", "到", "保證", "保证", "承諾", "承诺",
-    "安排", "配合", "通融", "服務", "服务", "做", "辦", "办", "了", "有",
+    "安排", "配合", "通融", "服務", "服务", "做", "辦", "办", "了", "有", "規劃", "规划",
+    "計畫", "计划", "計劃", "打算", "選項", "选项", "方案",
 )
 # Degree adverbs and the copula that may sit between the negator and that predicate.
 GOVERNING_SKIP_ZH = ("太", "很", "大", "再", "是", "一定", "目前", "暫時", "暂时", "再")

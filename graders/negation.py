@@ -33,7 +33,7 @@ Kind = Literal[
     "unclear", "answered",
 ]
 # Kinds a person must decide: the rules cannot tell whether the reply asserts it.
-# ("unclear" is no longer produced by the scope model; stored evidence may still carry it.)
+# "unclear" is a negated quantifier (not every store offers pickup): true of some.
 AMBIGUOUS: frozenset[str] = frozenset({"double_negation", "unclear", "answered"})
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
@@ -54,7 +54,8 @@ class Occurrence:
 
 
 # token kinds
-NEG, CLAUSAL, PSEUDO, ASK, HYPO = "neg", "clausal", "pseudo", "ask", "hypo"
+NEG, CLAUSAL, PARTIAL, ENDING = "neg", "clausal", "partial", "ending"
+PSEUDO, ASK, HYPO = "pseudo", "ask", "hypo"
 BREAK, COORD, SUBJECT, MODIFIER, TIME, RELATIVE = "break", "coord", "subj", "mod", "time", "rel"
 
 
@@ -63,6 +64,8 @@ def _cue_table() -> dict[str, str]:
     groups = (
         (NEG, cues.NEGATION_ZH + cues.NEGATION_EN),
         (CLAUSAL, cues.CLAUSAL_NEGATION),
+        (PARTIAL, cues.PARTIAL_NEGATION),
+        (ENDING, cues.ENDING_ZH),
         (BREAK, cues.SCOPE_BREAK_ZH + cues.SCOPE_BREAK_EN),
         (COORD, cues.COORDINATION_ZH + cues.COORDINATION_EN),
         (SUBJECT, cues.SCOPE_SUBJECT_ZH + cues.SCOPE_SUBJECT_EN),
@@ -239,7 +242,7 @@ def _answered_yes(text: str, pos: int) -> str:
     if not word:
         return ""
     lo, hi = _clause_bounds(rest, len(word), len(word))
-    if any(t[0] in (NEG, CLAUSAL) for t in _tokens(rest[len(word):hi])):
+    if any(t[0] in (NEG, CLAUSAL, PARTIAL) for t in _tokens(rest[len(word):hi])):
         return ""
     return word
 
@@ -254,7 +257,7 @@ def _prefix_negators(prefix: str, tokens: tuple[Token, ...]) -> list[Token]:
     last_end = -1  # end of the last negator, to let a subject right after it stay in scope
     for tok in tokens:
         kind = tok[0]
-        if kind in (NEG, CLAUSAL):
+        if kind in (NEG, CLAUSAL, PARTIAL):
             negs.append(tok)
             last_end = tok[3]
         elif kind in (BREAK, COORD, MODIFIER, TIME):
@@ -322,7 +325,7 @@ def _suffix_negators(suffix: str, tokens: tuple[Token, ...]) -> list[Token]:
             if nxt and nxt[0] in cues.VERB_START_EN:
                 scope_end = tok[2]
                 break
-        elif kind in (NEG, CLAUSAL):
+        elif kind in (NEG, CLAUSAL, PARTIAL, ENDING):
             negs.append(tok)
     if not negs or not _governs(suffix[negs[-1][3]:scope_end]):
         return []
@@ -383,6 +386,9 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
         negators += _suffix_negators(suffix, _tokens(suffix))
     if not negators:
         return occ("asserted")
+    partial = [t[1] for t in negators if t[0] == PARTIAL]
+    if partial:
+        return occ("unclear", f"{partial[0]} (true of some, not all)")
     if len(negators) >= 2:
         return occ("double_negation", " … ".join(t[1] for t in negators))
     return occ("negated", negators[0][1])
