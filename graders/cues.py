@@ -66,7 +66,7 @@ PSEUDO_NEGATION_ZH = (
     "難免", "难免", "未免", "免不了", "不免",
     "特別", "特别", "個別", "个别", "分別", "分别", "區別", "区别", "類別", "类别", "差別",
     "差别", "性別", "性别", "級別", "级别", "識別", "识别", "別人", "别人", "別的", "别的",
-    "是非", "無線", "无线",
+    "是非", "無線", "无线", "沒想到", "没想到", "不用客氣", "不用客气", "不要客氣", "不要客气",
     # words that hold 時, which would otherwise open a time clause (see SCOPE_TIME_ZH)
     "暫時", "暂时", "準時", "准时", "及時", "及时", "即時", "即时", "隨時", "随时", "小時", "小时",
     "時間", "时间", "按時", "按时", "有時", "有时", "當時", "当时", "平時", "平时", "臨時", "临时",
@@ -90,7 +90,9 @@ PSEUDO_NEGATION_ZH = (
 PSEUDO_NEGATION_EN = (
     "not only", "no problem", "no worries", "not just", "no doubt", "nothing but",
     "not to mention", "no matter", "none other than", "no later than", "not later than",
-    "no more than", "not more than", "no less than",
+    "no more than", "not more than", "no less than", "can't wait", "can’t wait", "cannot wait",
+    "won't be long", "won’t be long", "never mind", "don't hesitate", "don’t hesitate",
+    "do not hesitate", "not a problem", "no need to worry",
     # free of charge: the thing priced is offered ("no extra charge for gift wrapping")
     "no charge", "no extra charge", "no additional charge", "no fee", "no extra fee",
     "no additional fee", "no cost", "no extra cost", "no additional cost", "at no cost",
@@ -109,6 +111,8 @@ INTERROGATIVE_ZH = (
 )
 INTERROGATIVE_EN = ("whether", "ask", "asked", "asking", "asks", "wonder", "wondering", "inquire")
 QUESTION_SUFFIX = ("嗎", "吗", "與否", "与否")
+# A concession before a question word makes it no question: 不管有沒有會員都可以…
+CONCESSIVE = ("無論", "无论", "不論", "不论", "不管", "regardless of", "no matter")
 
 HYPOTHETICAL_ZH = (
     "如果", "假如", "假設", "假设", "若", "要是", "倘若", "萬一", "万一", "除非", "一旦", "假使",

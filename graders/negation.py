@@ -366,10 +366,11 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
     tokens = _tokens(prefix)
     # a question or condition before the hit reaches it unless a contrast, coordination or
     # consequence intervenes; a cue closed by 的 (您詢問的商品) modifies a noun instead
-    for kind, word, _, w_end in reversed(tokens):
+    for kind, word, w_start, w_end in reversed(tokens):
         if kind in (BREAK, COORD):
             break
-        if kind in (ASK, HYPO) and not prefix.startswith(("的", "地"), w_end):
+        if kind in (ASK, HYPO) and not prefix.startswith(("的", "地"), w_end) and not (
+                kind == ASK and prefix[:w_start].rstrip().endswith(cues.CONCESSIVE)):
             return (asked("interrogative", word, c_hi) if kind == ASK
                     else occ("hypothetical", word))
     for word in cues.QUESTION_SUFFIX:

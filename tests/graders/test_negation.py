@@ -125,6 +125,9 @@ def test_evidence_marks_the_hit_in_its_sentence():
         # no window: a negator governs however far it stands
         ("會員點數不可與其他任何優惠活動同時折抵", "同時折抵", "negated"),
         ("目前沒有任何多包組合或會員專屬方案可以打折", "打折", "negated"),
+        # a concession before a question word asks nothing; idioms are not negations
+        ("不管有沒有會員都可以退貨", "可以退貨", "asserted"),
+        ("We can't wait to ship your order", "ship your order", "asserted"),
         # what the negator governs
         ("There's no extra charge for gift wrapping", "gift wrapping", "asserted"),
         ("There is no option for gift wrapping", "gift wrapping", "negated"),
