@@ -114,6 +114,16 @@ QUESTION_SUFFIX = ("嗎", "吗", "與否", "与否")
 # A concession before a question word makes it no question: 不管有沒有會員都可以…
 CONCESSIVE = ("無論", "无论", "不論", "不论", "不管", "regardless of", "no matter")
 
+# Reported speech: the customer's words, repeated; they assert nothing (quoted).
+REPORTED_ZH = (
+    "您提到", "你提到", "您說", "您说", "你說", "你说", "您表示", "您反映", "您反應", "您提及",
+    "您所說", "您所说", "您告知", "據您所說", "据您所说", "您認為", "您认为", "您以為", "您以为",
+)
+REPORTED_EN = (
+    "you said", "you mentioned", "you wrote", "you told us", "you were told", "you say",
+    "you mention", "according to you", "you believe", "you thought",
+)
+
 HYPOTHETICAL_ZH = (
     "如果", "假如", "假設", "假设", "若", "要是", "倘若", "萬一", "万一", "除非", "一旦", "假使",
 )

@@ -55,7 +55,7 @@ class Occurrence:
 
 # token kinds
 NEG, CLAUSAL, PARTIAL, ENDING = "neg", "clausal", "partial", "ending"
-PSEUDO, ASK, HYPO = "pseudo", "ask", "hypo"
+PSEUDO, ASK, HYPO, REPORT = "pseudo", "ask", "hypo", "report"
 BREAK, COORD, SUBJECT, MODIFIER, TIME, RELATIVE = "break", "coord", "subj", "mod", "time", "rel"
 
 
@@ -74,6 +74,7 @@ def _cue_table() -> dict[str, str]:
         (RELATIVE, cues.SCOPE_RELATIVE_EN),
         (HYPO, cues.HYPOTHETICAL_ZH + cues.HYPOTHETICAL_EN),
         (ASK, cues.INTERROGATIVE_ZH + cues.INTERROGATIVE_EN),
+        (REPORT, cues.REPORTED_ZH + cues.REPORTED_EN),
         (PSEUDO, cues.PSEUDO_NEGATION_ZH + cues.PSEUDO_NEGATION_EN),
     )
     for kind, words in groups:  # later groups win on the same word
@@ -317,7 +318,7 @@ def _suffix_negators(suffix: str, tokens: tuple[Token, ...]) -> list[Token]:
     negs: list[Token] = []
     for tok in tokens:
         kind = tok[0]
-        if kind in (BREAK, TIME, RELATIVE, ASK, HYPO):
+        if kind in (BREAK, TIME, RELATIVE, ASK, HYPO, REPORT):
             scope_end = tok[2]
             break
         if kind == COORD and tok[1] == "and":
@@ -369,10 +370,11 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
     for kind, word, w_start, w_end in reversed(tokens):
         if kind in (BREAK, COORD):
             break
-        if kind in (ASK, HYPO) and not prefix.startswith(("的", "地"), w_end) and not (
+        if kind in (ASK, HYPO, REPORT) and not prefix.startswith(("的", "地"), w_end) and not (
                 kind == ASK and prefix[:w_start].rstrip().endswith(cues.CONCESSIVE)):
-            return (asked("interrogative", word, c_hi) if kind == ASK
-                    else occ("hypothetical", word))
+            if kind == HYPO:
+                return occ("hypothetical", word)
+            return asked("interrogative" if kind == ASK else "quoted", word, c_hi)
     for word in cues.QUESTION_SUFFIX:
         if word in suffix:
             return asked("interrogative", word, c_hi)

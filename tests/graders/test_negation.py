@@ -133,6 +133,10 @@ def test_evidence_marks_the_hit_in_its_sentence():
         ("There is no option for gift wrapping", "gift wrapping", "negated"),
         ("Returns without a receipt are accepted", "accepted", "asserted"),
         ("Not every store offers pickup", "offers pickup", "unclear"),
+        # reported speech repeats the customer's words; it asserts nothing
+        ("您提到客服說已退款，但系統顯示退款仍在處理中", "已退款", "quoted"),
+        ("You mentioned the refund was issued, but it is pending", "refund was issued", "quoted"),
+        ("您提到的商品已出貨", "已出貨", "asserted"),
         # a question answered yes is for a person
         ("您問『可以貨到付款嗎？』——可以的，結帳時選擇即可", "可以貨到付款", "answered"),
         ("可以貨到付款嗎？當然不行。", "可以貨到付款", "interrogative"),
