@@ -224,19 +224,22 @@ def _echoes_question(copied: str, input_text: str) -> bool:
 _AFFIRM_ZH = tuple(sorted(cues.AFFIRMATIVE_ZH, key=len, reverse=True))
 _AFFIRM_EN = re.compile(r"(?:" + "|".join(re.escape(w) for w in sorted(
     cues.AFFIRMATIVE_EN, key=len, reverse=True)) + r")(?![a-z])")
+# A yes that must stand alone, ended by a break, a particle or the text's end.
+_STANDALONE = frozenset({"可以", "可以的", "是的", "有的", "對的", "对的", "行的"})
+_ANSWER_END = frozenset(["", ",", "。", "!", ".", ";", " ", "\n", "~", "…", *cues.PARTICLES_ZH])
 _SKIP_BEFORE_ANSWER = " ?!,.:;—–-~…」』”\"’》\n。"
 
 
 def _answered_yes(text: str, pos: int) -> str:
     """The yes that opens the text at ``pos`` (after a question), "" if none: 可以的, yes, 當然可以.
 
-    A bare 可以 must stand alone (可以的, 可以。), since 可以改用信用卡 offers something else;
-    an answer holding a negator (當然不行) is not a yes.
+    A bare 可以, 是的, 有的 must stand alone (可以的, 可以。): 可以改用信用卡 offers something
+    else, 是的話 is a condition; an answer holding a negator (當然不行) is not a yes.
     """
     rest = text[pos : pos + 60].lstrip(_SKIP_BEFORE_ANSWER)
     word = next((w for w in _AFFIRM_ZH if rest.startswith(w)), "")
-    if word == "可以" and rest[2:3] not in ("", ",", "。", "!", ".", ";", " ", "\n"):
-        word = ""
+    if word in _STANDALONE and rest[len(word):len(word) + 1] not in _ANSWER_END:
+        word = ""  # 可以改用信用卡, 是的話, 有的商品: not a yes
     if not word:
         m = _AFFIRM_EN.match(rest)
         word = m.group() if m else ""

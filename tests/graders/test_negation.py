@@ -140,6 +140,7 @@ def test_evidence_marks_the_hit_in_its_sentence():
         # a question answered yes is for a person
         ("您問『可以貨到付款嗎？』——可以的，結帳時選擇即可", "可以貨到付款", "answered"),
         ("可以貨到付款嗎？當然不行。", "可以貨到付款", "interrogative"),
+        ("請問是否需要發票？是的話請提供統編", "需要發票", "interrogative"),
         ("您提到「可以貨到付款」，可以改用信用卡喔", "可以貨到付款", "quoted"),
         ("Is pickup available? Yes, at every store.", "pickup", "answered"),
     ],
