@@ -19,6 +19,8 @@ NEGATION_ZH = (
     "停止", "暫停", "暂停", "取消了", "不行", "沒辦法", "没办法", "沒有辦法", "没有办法",
     "不可能", "辦不到", "办不到", "做不到", "辦不了", "办不了", "做不了", "來不及", "来不及",
     "不到", "不了", "恕不", "不予", "無從", "无从", "難以", "难以",
+    # negators that begin like a pseudo-negation below (不適 discomfort, 不同 different...)
+    "不適用", "不适用", "不適合", "不适合", "不同意", "不便宜", "不滿意", "不满意",
 )
 NEGATION_EN = (
     "not", "no", "never", "cannot", "can't", "can’t", "cant", "don't", "don’t", "dont",
@@ -123,6 +125,9 @@ REPORTED_EN = (
     "you said", "you mentioned", "you wrote", "you told us", "you were told", "you say",
     "you mention", "according to you", "you believe", "you thought",
 )
+# A topic named for what follows (關於您詢問的分期付款，…) is mentioned, not claimed.
+TOPIC_ZH = ("關於", "关于", "有關", "有关", "針對", "针对")
+TOPIC_EN = ("regarding", "concerning", "as for", "as to", "with regard to", "in regard to")
 
 HYPOTHETICAL_ZH = (
     "如果", "假如", "假設", "假设", "若", "要是", "倘若", "萬一", "万一", "除非", "一旦", "假使",
@@ -181,6 +186,9 @@ GOVERNING_EN = (
     "provided", "included", "covered", "eligible", "applicable", "apply", "applies", "option",
     "something", "done", "arranged", "guaranteed", "feasible", "work", "happen", "allow",
     "accept", "offer", "provide", "support", "include", "cover", "do", "ready", "open",
+    # irregular past participles: "price adjustments are not given after purchase"
+    "given", "taken", "shown", "sent", "made", "paid", "sold", "held", "kept", "built",
+    "bought", "brought", "seen", "known", "found", "granted", "issued", "refunded", "shipped",
 )
 GOVERNING_SKIP_EN = (
     "be", "been", "being", "currently", "yet", "really", "always", "an", "a", "at", "the",

@@ -74,7 +74,7 @@ def _cue_table() -> dict[str, str]:
         (RELATIVE, cues.SCOPE_RELATIVE_EN),
         (HYPO, cues.HYPOTHETICAL_ZH + cues.HYPOTHETICAL_EN),
         (ASK, cues.INTERROGATIVE_ZH + cues.INTERROGATIVE_EN),
-        (REPORT, cues.REPORTED_ZH + cues.REPORTED_EN),
+        (REPORT, cues.REPORTED_ZH + cues.REPORTED_EN + cues.TOPIC_ZH + cues.TOPIC_EN),
         (PSEUDO, cues.PSEUDO_NEGATION_ZH + cues.PSEUDO_NEGATION_EN),
     )
     for kind, words in groups:  # later groups win on the same word

@@ -1,4 +1,4 @@
-"""Issue 15's regression table: 202 customer-service replies the rules were not written from
+"""Issue 15's regression table: customer-service replies the rules were not written from
 (tests/graders/scope_cases.py), each graded end to end; one test per row."""
 
 from __future__ import annotations
