@@ -105,6 +105,15 @@ PSEUDO_NEGATION_EN = (
     "won't cost", "will not cost", "regardless of whether",
 )
 
+# A negator governing a price or fee makes the thing priced free, not absent ("there isn't
+# any fee to cancel", 不收運費提供貨到付款): the words that may follow it, then the fee.
+COST_LEAD_EN = ("any", "extra", "additional", "hidden", "a", "an", "the", "other", "separate")
+COST_EN = ("fee", "fees", "charge", "charges", "cost", "costs", "surcharge", "penalty",
+           "penalties")
+COST_LEAD_ZH = ("收取", "另外", "另收", "加收", "額外", "额外", "任何", "收", "另", "多", "再", "付")
+COST_ZH = ("費用", "费用", "收費", "收费", "手續費", "手续费", "運費", "运费", "服務費", "服务费",
+           "錢", "钱", "費", "费")
+
 # Questions and reported questions: the clause asks, it does not assert.
 INTERROGATIVE_ZH = (
     "是否", "能否", "可否", "有沒有", "有没有", "是不是", "會不會", "会不会", "可不可以",

@@ -268,17 +268,31 @@ def _prefix_negators(prefix: str, tokens: tuple[Token, ...]) -> list[Token]:
             negs.clear()
         elif kind == SUBJECT and not (last_end >= 0 and _adjacent(prefix, last_end, tok[2])):
             negs.clear()
-    # "without" governs its noun phrase: a finite verb after it is the clause's own verb
+    # "without" governs its noun phrase: a finite verb after it is the clause's own verb;
+    # a negator governing a fee makes the thing priced free, not absent
     kept = []
     for tok in negs:
         if tok[1] == "without" and any(w in cues.FINITE_EN for w in
                                        _EN_WORD.findall(prefix[tok[3]:])):
+            continue
+        if _governs_cost(prefix[tok[3]:]):
             continue
         kept.append(tok)
     # 非會員無法…: a bare prefix negator before another negator makes a word with its noun
     kept = [t for i, t in enumerate(kept)
             if not (t[1] in cues.WORD_PREFIX_NEGATION and i + 1 < len(kept))]
     return _neither_nor(kept)
+
+
+_COST_EN = re.compile(r"\s*(?:(?:" + "|".join(cues.COST_LEAD_EN) + r")\s+)*(?:"
+                      + "|".join(cues.COST_EN) + r")(?![a-z])")
+_COST_ZH = re.compile("(?:" + "|".join(cues.COST_LEAD_ZH) + ")*(?:" + "|".join(
+    sorted(cues.COST_ZH, key=len, reverse=True)) + ")")
+
+
+def _governs_cost(after: str) -> bool:
+    """Does the negator whose scope starts at ``after`` govern a fee (no fee, 不收運費)?"""
+    return bool(_COST_ZH.match(after) or _COST_EN.match(after))
 
 
 def _neither_nor(negs: list[Token]) -> list[Token]:

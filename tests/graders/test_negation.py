@@ -131,6 +131,9 @@ def test_evidence_marks_the_hit_in_its_sentence():
         # what the negator governs
         ("There's no extra charge for gift wrapping", "gift wrapping", "asserted"),
         ("There is no option for gift wrapping", "gift wrapping", "negated"),
+        ("There isn't any fee to cancel before shipping", "cancel before shipping", "asserted"),
+        ("不收運費提供貨到付款", "提供貨到付款", "asserted"),
+        ("全館免運費", "運費", "negated"),
         ("Returns without a receipt are accepted", "accepted", "asserted"),
         ("Not every store offers pickup", "offers pickup", "unclear"),
         # reported speech repeats the customer's words; it asserts nothing
