@@ -16,7 +16,8 @@ model negation *scope* on both sides of the hit (docs/graders.md, "The scope mod
    stands between. After the hit, a negated predicate governs it when it is the
    clause's verdict on the hit (X目前沒有開放, X是不太可能的, X isn't offered).
 4. Negators counted on both sides: none is ``asserted``, one ``negated``, two or more
-   ``double_negation`` (今天寄出也不是不可能; it's not that we won't...).
+   ``double_negation`` (今天寄出也不是不可能; it's not that we won't...); a negated
+   quantifier (not every, 不是每) is ``unclear``: true of some.
 """
 
 from __future__ import annotations
@@ -245,7 +246,7 @@ def _answered_yes(text: str, pos: int) -> str:
         word = m.group() if m else ""
     if not word:
         return ""
-    lo, hi = _clause_bounds(rest, len(word), len(word))
+    _, hi = _clause_bounds(rest, len(word), len(word))
     if any(t[0] in (NEG, CLAUSAL, PARTIAL) for t in _tokens(rest[len(word):hi])):
         return ""
     return word
