@@ -90,7 +90,7 @@ def test_interactive_review(history):
     history.run("A", "v1", {"Q-01": "h", "Q-02": "h"})
     out = cli(history, "--reviewer", "Mei", input="f\nclaims it shipped\ns\n").output
     assert "[1/2] A Q-01 (needs_human) · versions v1" in out
-    assert "? forbidden[0]: unclear" in out and "«已出貨»" in out
+    assert "? forbidden[0]: double_negation" in out and "«已出貨»" in out
     assert "1 decided; 1 still in the queue" in out
     assert [i.case_no for i in queue(history)] == ["Q-02"]
 
