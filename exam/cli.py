@@ -46,9 +46,14 @@ db_option = click.option("--db", envvar="EXAM_DB", type=click.Path(dir_okay=Fals
                          help="SQLite store (default results/exam.db, or $EXAM_DB).")
 agents_option = click.option("--agents", envvar="EXAM_AGENTS", type=click.Path(dir_okay=False),
                              help="Agent registry (default webhooks/agents.yaml, or $EXAM_AGENTS).")
-format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+                             show_default=True, help="Output format.")
 report_format = click.option("--format", "fmt", default="text", show_default=True,
-                             type=click.Choice(["text", "markdown", "json", "csv", "junit"]))
+                             type=click.Choice(["text", "markdown", "json", "csv", "junit"]),
+                             help="Output format (docs/reports.md).")
+agent_filter = click.option("--agent", metavar="NAME", help="Only runs of this agent.")
+version_filter = click.option("--version", "label", metavar="LABEL",
+                              help="Only runs of this version label.")
 
 
 INTERRUPTED = 130  # the shell's convention for Ctrl-C (128 + SIGINT), never a verdict's code
@@ -91,7 +96,13 @@ def bank() -> None:
 def bank_check(paths: tuple[str, ...], quiet: bool) -> None:
     """Validate bank files and prove each rubric: golden replies pass, counterexamples fail.
 
-    PATHS are files or directories (default: bank/). Exit 0 clean, 1 problems, 2 unreadable.
+    PATHS are files or directories (default: bank/; *.json, *.yaml, *.yml).
+
+    \b
+    Exit status:
+      0  every file valid and every rubric proven
+      1  problems (each named: file, question, field)
+      2  a file unreadable, or no bank files found
     """
     from exam.proof import check_paths
 
@@ -245,7 +256,8 @@ def _run_exit(report: dict, final: dict[int, str]) -> int:
 @click.argument("agent_names", metavar="AGENT...", nargs=-1, required=True)
 @click.option("--version", "-v", "label", required=True,
               help="Label of what is examined (v2, prompt-0913).")
-@click.option("--repeats", "-n", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--repeats", "-n", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Times each question is asked.")
 @click.option("--only", multiple=True, metavar="CASE_NO", help="Only these questions (repeatable).")
 @click.option("--category", help="Only questions of this category.")
 @click.option("--notify", type=click.Choice(["line"]), help="Push the scorecard to LINE afterwards.")
@@ -255,8 +267,13 @@ def _run_exit(report: dict, final: dict[int, str]) -> int:
 def run_cmd(agent_names, label, repeats, only, category, notify, fmt, agents, db) -> None:
     """POST every work order of each AGENT's bank to its webhook, store and grade the replies.
 
-    Exit 0 when every reply arrived and nothing failed, 1 when a verdict failed,
-    3 when some replies never arrived (timeout, HTTP error, bad reply, blocked).
+    \b
+    Exit status:
+      0  every reply arrived and nothing failed
+      1  a verdict failed
+      2  bad input (registry, bank, options)
+      3  some replies never arrived (timeout, HTTP error, bad reply, blocked, harness error)
+      130  interrupted (what arrived is kept: exam resume finishes it)
     """
     from exam.runner import create_run, job_for
 
@@ -287,7 +304,16 @@ def run_cmd(agent_names, label, repeats, only, category, notify, fmt, agents, db
 @agents_option
 @db_option
 def resume_cmd(run_ids, fmt, agents, db) -> None:
-    """Finish only the missing cells of runs that were interrupted or killed."""
+    """Finish only the missing cells of runs that were interrupted or killed.
+
+    \b
+    Exit status:
+      0  every reply arrived and nothing failed
+      1  a verdict failed
+      2  bad input (an unknown run, a run still running elsewhere)
+      3  some replies never arrived (timeout, HTTP error, bad reply, blocked)
+      130  interrupted (what arrived is kept)
+    """
     from exam.runner import job_for
     from exam.store import owner_alive
 
@@ -311,12 +337,16 @@ def resume_cmd(run_ids, fmt, agents, db) -> None:
 
 
 @main.command("runs")
-@click.option("--agent")
-@click.option("--limit", type=int, default=50, show_default=True)
+@agent_filter
+@click.option("--limit", type=int, default=50, show_default=True, help="At most this many runs.")
 @format_option
 @db_option
 def runs_cmd(agent, limit, fmt, db) -> None:
-    """List stored runs, newest first."""
+    """List stored runs, newest first.
+
+    \b
+    Exit status: 0 listed · 2 bad input (an unreadable store).
+    """
     import datetime as dt
 
     store = _store(db)
