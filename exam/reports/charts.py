@@ -34,16 +34,26 @@ def _style(colours: Sequence[str] = (INK, MUTED, PASS, FAIL, HUMAN)):
 
     return Style(background="transparent", plot_background="transparent",
                  foreground="#444", foreground_strong="#222", foreground_subtle="#e4e4e4",
-                 font_family='system-ui, "Noto Sans TC", sans-serif', label_font_size=12,
-                 major_label_font_size=12, value_font_size=11, legend_font_size=12,
-                 title_font_size=14, tooltip_font_size=12, colors=tuple(colours))
+                 font_family='system-ui, "Noto Sans TC", sans-serif', label_font_size=15,
+                 major_label_font_size=15, value_font_size=14, legend_font_size=15,
+                 title_font_size=18, tooltip_font_size=14, colors=tuple(colours))
 
 
 def _config(**kw: Any) -> dict[str, Any]:
     return {"js": [], "width": 420, "height": 250, "explicit_size": False,
             "margin": 6, "spacing": 8, "print_values": False, "legend_at_bottom": True,
             "legend_box_size": 10, "truncate_legend": -1, "x_label_rotation": 0,
-            "max_scale": 5, "min_scale": 3, "show_minor_y_labels": False, **kw}
+            "max_scale": 5, "min_scale": 3, **kw}
+
+
+def _wide_margin(labels: Sequence[str]) -> int:
+    """Extra left room for labels with CJK characters: pygal measures every character as
+    Latin-wide, and cuts the rest of 材料不完整 off."""
+    import unicodedata
+
+    wide = max((sum(1 for ch in label if unicodedata.east_asian_width(ch) in "WF")
+                for label in labels), default=0)
+    return 6 + 9 * wide
 
 
 def _svg(chart: Any, label: str) -> Markup:
@@ -115,8 +125,8 @@ def verdict_counts(cards: Sequence[dict[str, Any]], title: str = "verdicts") -> 
         rows = [{**{k: c["verdicts"][k] for k in ("pass", "needs_human", "fail")},
                  "other": sum(n for k, n in c["run_status"].items() if k != "ok")} for c in cards]
     chart = pygal.HorizontalStackedBar(style=_style((PASS, HUMAN, FAIL, MUTED)), title=title,
-                                       height=max(150, 80 + 30 * len(labels)),
-                                       **{k: v for k, v in _config().items() if k != "height"})
+                                       **_config(height=max(150, 80 + 30 * len(labels)),
+                                                 margin_left=_wide_margin(labels)))
     chart.x_labels = labels
     for key, name in (("pass", "pass"), ("needs_human", "needs human"), ("fail", "fail"),
                       ("other", "not answered")):
@@ -153,8 +163,8 @@ def roles(agent: dict[str, Any]) -> Markup:
 
     counts = Counter(q["role"] for q in agent["questions"])
     chart = pygal.HorizontalBar(style=_style((INK,)), title=f"{agent['agent']}: questions by role",
-                                show_legend=False, height=max(160, 60 + 26 * len(counts)),
-                                **{k: v for k, v in _config().items() if k != "height"})
+                                show_legend=False,
+                                **_config(height=max(160, 60 + 26 * len(counts))))
     order = sorted(counts, key=lambda r: -counts[r])
     chart.x_labels = order
     chart.add("questions", [counts[r] for r in order])
