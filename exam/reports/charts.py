@@ -74,8 +74,8 @@ def pass_rate(rows: Sequence[dict[str, Any]], title: str = "pass rate (95% inter
     for r in rows:
         lo, hi = r["wilson"]
         verdict = (r.get("change") or {}).get("verdict")
-        v: dict[str, Any] = {"value": r["pass_rate"] or 0.0,
-                             "color": VERDICT_COLOUR.get(verdict, INK)}
+        # no graded reply (every cell timed out, say): no bar rather than a bar at 0%
+        v: dict[str, Any] = {"value": r["pass_rate"], "color": VERDICT_COLOUR.get(verdict, INK)}
         if lo is not None:
             v["ci"] = {"low": lo, "high": hi}
         values.append(v)

@@ -142,6 +142,7 @@ PAGES = {
     "review": "/review",
     "reply": "/reply/{run}/W3-10/1",
     "question": "/question/W3/W3-10?old=v1&new=v2",
+    "login": "/login",
 }
 
 
@@ -220,6 +221,25 @@ def test_heatmap_links_to_the_replies(page, site):
     page.goto(f"{site}/discrimination?agent=W2")
     page.locator("#heatmap-W2 td.cell a").first.click()
     assert "/question/W2/" in page.url and page.locator(".reply").count() >= 1
+
+
+def test_a_share_link_opens_the_scorecard_on_a_phone_without_a_token(browser, site):
+    """What the LINE Scorecard button does: a signed link, no login, read-only."""
+    from exam.web.share import make_link, secret_key
+
+    link = make_link(secret_key(None, TOKEN), site, "/scorecard/W3/v2", days=1)
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    page = context.new_page()
+    errors = _watch(page)
+    page.goto(link)
+    assert page.url == f"{site}/scorecard/W3/v2"
+    assert page.locator("h1").first.inner_text().startswith("W3")
+    assert page.locator("#role").inner_text() == "viewer"
+    assert page.locator("#share").count() == 0  # a viewer cannot mint links
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.screenshot(path=str(ARTIFACTS / "share-link-scorecard-390.png"))
+    context.close()
+    assert errors == []
 
 
 def test_a_viewer_reads_but_has_no_forms(browser, site):
