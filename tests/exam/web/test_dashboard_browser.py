@@ -199,7 +199,7 @@ def test_overview_shows_each_version_with_interval_verdict_and_charts(page, site
 
 def test_reply_viewer_marks_the_deciding_words_and_shows_chinese(page, site, w3_v2_run):
     page.goto(f"{site}/scorecard/W3/v2")
-    page.locator("#cases a", has_text="fail").first.click()
+    page.locator("#cases tr", has_text="W3-10").locator("a").first.click()
     assert "/reply/" in page.url
     assert page.locator(".reply mark").count() >= 1
     order = page.locator("#work-order").inner_text()
