@@ -134,6 +134,8 @@ def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
         done = store.count_cells(job.run.id)
         totals[job.run.id] = (f"{job.agent.name} {job.run.version} (run {job.run.id})", done,
                               job.run.total_cells)
+        for warning in job.agent.warnings:
+            click.echo(f"warning: {job.agent.name}: {warning}", err=True)
         if job.agent.blocked:
             click.echo(f"warning: {job.agent.name}: blocked, nothing will be sent: "
                        f"{job.agent.blocked}", err=True)

@@ -20,7 +20,7 @@ from exam.gate import RequestGate
 from exam.registry import Agent
 from exam.replies import to_reply
 from exam.store import AttemptRow, CellRow, Run, Store
-from exam.transport import classify, send
+from exam.transport import classify, clean_error, send
 from graders import GRADER_VERSION, grade
 
 ProgressFn = Callable[[int, CellRow], None]
@@ -164,7 +164,8 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
                 try:
                     cell = fut.result()
                 except Exception as exc:  # a bug, not the agent: keep the run resumable
-                    errors.setdefault(job.run.id, f"{type(exc).__name__}: {exc}")
+                    errors.setdefault(job.run.id,
+                                      clean_error(job.agent, f"{type(exc).__name__}: {exc}"))
                     stop.set()
                     continue
                 if cell is not None and progress:

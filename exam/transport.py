@@ -17,6 +17,7 @@ from typing import Any
 import requests
 from tenacity import RetryCallState, Retrying, retry_if_result, stop_after_attempt
 
+from exam.redact import scrub_urls
 from exam.registry import Agent
 from exam.replies import ReadReply, read_body
 from exam.store import AttemptRow, cap_body
@@ -70,8 +71,8 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _describe_error(exc: BaseException) -> str:
-    text = str(exc)
+def _describe_error(exc: BaseException, agent: Agent) -> str:
+    text = clean_error(agent, str(exc))  # before any cut: a cut secret is still a secret
     lowered = text.lower()
     if "refused" in lowered:
         return "connection refused"
@@ -123,17 +124,14 @@ def _charset(ctype: str | None) -> str:
     return "utf-8"
 
 
-REDACTED = "[redacted]"
-
-
 def redact(agent: Agent, text: str | None) -> str | None:
-    """Remove the agent's secret header values from text an agent sent back (or an error)."""
-    if not text:
-        return text
-    for value in agent.headers.values():
-        if len(value) >= 4 and value in text:
-            text = text.replace(value, REDACTED)
-    return text
+    """Remove the agent's secrets, in every encoding, from text an agent sent back."""
+    return agent.redactor.text(text)
+
+
+def clean_error(agent: Agent, text: str) -> str:
+    """An error text (often from a library) without secrets, URL userinfo or query strings."""
+    return scrub_urls(agent.redactor.text(text) or "")
 
 
 def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
@@ -146,7 +144,8 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
 
     def row(status=None, error="", ctype=None, body=None) -> AttemptRow:
         stored, size, cut = cap_body(redact(agent, body))
-        error = redact(agent, error) or ""
+        error = clean_error(agent, error)
+        ctype = redact(agent, ctype)  # a hostile agent can put anything in a header
         return AttemptRow(n, started_wall, status, elapsed_ms(), error, ctype, stored, size, cut)
 
     try:
@@ -157,7 +156,7 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
         return Outcome("timeout", row(error=f"no reply within {agent.timeout_s:g} s"), None, None)
     except requests.RequestException as exc:
         # say where: "connection refused" alone sends people to debug the wrong agent
-        return Outcome("connection", row(error=f"{_describe_error(exc)} ({agent.safe_url})"),
+        return Outcome("connection", row(error=f"{_describe_error(exc, agent)} ({agent.safe_url})"),
                        None, None)
     ctype = resp.headers.get("Content-Type")
     chunks: list[bytes] = []
@@ -185,7 +184,8 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
         if "timed out" in str(exc).lower():
             return Outcome("timeout", row(resp.status_code,
                                           f"no data within {agent.timeout_s:g} s", ctype), None, None)
-        return Outcome("connection", row(resp.status_code, _describe_error(exc), ctype), None, None)
+        return Outcome("connection", row(resp.status_code, _describe_error(exc, agent), ctype),
+                       None, None)
     body = redact(agent, b"".join(chunks).decode(_charset(ctype), errors="replace"))
     retry_after = _retry_after(resp.headers.get("Retry-After"))
     if not 200 <= resp.status_code < 300:
@@ -237,7 +237,8 @@ def _parse(agent: Agent, body: str) -> tuple[ReadReply | None, str]:
     except ValueError:
         looks = "an HTML page" if body.lstrip()[:1] == "<" else repr(body.strip()[:60])
         return None, f"not JSON: {looks}"
-    read = read_body(data, agent.reply)
+    # decoding can assemble a secret form the raw body did not show (\u0025 + "41" → %41)
+    read = read_body(agent.redactor.data(data), agent.reply)
     if isinstance(read.body, str) and agent.reply_format == "json":
         return None, "a JSON string, not an object"
     return read, read.problem
