@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
+from exam import names
 from exam.errors import RegistryError, unknown_keys
 from exam.redact import MIN_SECRET_CHARS, NO_SECRETS, Redactor
 from exam.replies import DEFAULT_MAPPING, ReplyMapping, StepsMapping
@@ -265,6 +266,10 @@ def parse_registry(data: Any, path: str, env: Mapping[str, str] | None = None) -
     agents_raw = data["agents"]
     if not isinstance(agents_raw, Mapping) or not agents_raw:
         raise RegistryError(f"{path}: agents: expected a mapping of agent name to settings")
+    for n in agents_raw:
+        if names.problem(str(n)):
+            raise RegistryError(f"{path}: agents: agent name {str(n)[:80]!r} is not usable: "
+                                f"{names.problem(str(n))} (use {names.RULE})")
     agents = {str(n): parse_agent(path, str(n), raw, env) for n, raw in agents_raw.items()}
     return Registry(path, agents)
 

@@ -14,6 +14,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
+from exam import names
 from exam.bank import Bank, Item, load_bank
 from exam.errors import ExamError
 from exam.gate import RequestGate
@@ -60,6 +61,7 @@ def create_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
         raise ExamError(f"--repeats: expected a whole number ≥ 1, found {repeats}")
     if not version.strip():
         raise ExamError("--version: give a label for what is being examined, e.g. v2 or prompt-0913")
+    names.check("version label", version)  # the CLI, the API and LINE all come through here
     if not Path(agent.bank).is_file():
         raise ExamError(f"{agent.bank}: no such file: the question bank of agent {agent.name} "
                         f"(set 'bank:' for it in the registry; the default is bank/<name>.json)")
