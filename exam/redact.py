@@ -14,7 +14,7 @@ message) can hand a secret back in many forms; ``Redactor`` replaces each with
   neighbouring bytes are left), with or without padding;
 - lowercase and uppercase hex.
 
-Not caught (documented in docs/registry.md): base64 wrapped across lines, encodings stacked
+Not caught (documented in docs/agents.md): base64 wrapped across lines, encodings stacked
 on base64 (base64 of base64), a secret split across JSON strings, or transformed (reversed,
 hashed, encrypted). Secrets shorter than ``MIN_SECRET_CHARS`` are not redacted: a 3-letter
 value would blank ordinary words; the registry warns about them.
