@@ -23,6 +23,7 @@ value would blank ordinary words; the registry warns about them.
 from __future__ import annotations
 
 import base64
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -51,7 +52,8 @@ def _char_pattern(ch: str) -> str:
         alts.append(rf"\\u{_hex_class(f'{cp:04x}')}")
     if ch in _JSON_SHORT:
         alts.append(re.escape(_JSON_SHORT[ch]))
-    alts.append("".join(f"%{_hex_class(f'{b:02x}')}" for b in ch.encode("utf-8")))
+    # percent-encoded, the % itself perhaps JSON-escaped (\u0025)
+    alts.append("".join(rf"(?:%|\\u0025){_hex_class(f'{b:02x}')}" for b in ch.encode("utf-8")))
     if ch == " ":
         alts.append(r"\+")
     alts.append(rf"&#0*{cp};")
@@ -109,6 +111,20 @@ class Redactor:
         if not value or self.pattern is None:
             return value
         return self.pattern.sub(REDACTED, value)
+
+    def body(self, value: str | None) -> str | None:
+        """A reply body redacted as text and, when it is JSON, again after decoding: escapes
+        can assemble a form the text did not show (a base64 written with \\u0041 escapes).
+        Only then is the body re-serialised from the redacted data."""
+        value = self.text(value)
+        if not value or self.pattern is None or value.lstrip()[:1] not in ("{", "["):
+            return value
+        try:
+            data = json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+        clean = self.data(data)
+        return value if clean == data else json.dumps(clean, ensure_ascii=False)
 
     def data(self, value: Any) -> Any:
         """A parsed JSON value with every string (keys too) redacted."""

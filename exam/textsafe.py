@@ -58,6 +58,23 @@ def terminal_data(value: Any) -> Any:
     return value
 
 
+# -- decoded JSON -----------------------------------------------------------------------
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def no_lone_surrogates(value: Any) -> Any:
+    """Parsed JSON with every lone surrogate (``"\\ud800"`` decodes to one) replaced by
+    U+FFFD: such a string cannot be encoded as UTF-8, so it could not be stored or printed."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, list):
+        return [no_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {no_lone_surrogates(k): no_lone_surrogates(v) for k, v in value.items()}
+    return value
+
+
 # -- XML --------------------------------------------------------------------------------
 
 # what XML 1.0 allows: tab, LF, CR, and U+0020–U+D7FF, U+E000–U+FFFD, U+10000–U+10FFFF

@@ -21,6 +21,7 @@ from exam.redact import scrub_urls
 from exam.registry import Agent
 from exam.replies import ReadReply, read_body
 from exam.store import AttemptRow, cap_body
+from exam.textsafe import no_lone_surrogates
 
 MAX_BODY_BYTES = 8_000_000  # a reply larger than this is not read to the end: bad_reply
 MAX_RETRY_AFTER_S = 60.0
@@ -143,7 +144,7 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
         return (time.perf_counter() - t0) * 1000
 
     def row(status=None, error="", ctype=None, body=None) -> AttemptRow:
-        stored, size, cut = cap_body(redact(agent, body))
+        stored, size, cut = cap_body(agent.redactor.body(body))
         error = clean_error(agent, error)
         ctype = redact(agent, ctype)  # a hostile agent can put anything in a header
         return AttemptRow(n, started_wall, status, elapsed_ms(), error, ctype, stored, size, cut)
@@ -186,7 +187,7 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
                                           f"no data within {agent.timeout_s:g} s", ctype), None, None)
         return Outcome("connection", row(resp.status_code, _describe_error(exc, agent), ctype),
                        None, None)
-    body = redact(agent, b"".join(chunks).decode(_charset(ctype), errors="replace"))
+    body = agent.redactor.body(b"".join(chunks).decode(_charset(ctype), errors="replace"))
     retry_after = _retry_after(resp.headers.get("Retry-After"))
     if not 200 <= resp.status_code < 300:
         return Outcome("http", row(resp.status_code, _http_error_text(resp.status_code, body),
@@ -238,7 +239,7 @@ def _parse(agent: Agent, body: str) -> tuple[ReadReply | None, str]:
         looks = "an HTML page" if body.lstrip()[:1] == "<" else repr(body.strip()[:60])
         return None, f"not JSON: {looks}"
     # decoding can assemble a secret form the raw body did not show (\u0025 + "41" → %41)
-    read = read_body(agent.redactor.data(data), agent.reply)
+    read = read_body(no_lone_surrogates(agent.redactor.data(data)), agent.reply)
     if isinstance(read.body, str) and agent.reply_format == "json":
         return None, "a JSON string, not an object"
     return read, read.problem

@@ -160,6 +160,27 @@ def test_exam_run_against_an_agent_sending_escapes_prints_none(tmp_path):
     assert "\x1b" not in result.output and "\x07" not in result.output
 
 
+def test_a_reply_with_lone_surrogates_is_stored_and_its_junit_parses(tmp_path):
+    from tests.exam.helpers import registry_env, write_bank
+    from tests.fakes.agent import FakeAgent
+
+    class Surrogates(FakeAgent):
+        def respond(self, h, behaviour, n):
+            self.send(h, 200, '{"answer": "\\ud800 pwned \\udfff\\u0000 \\u001b[2J", '
+                              '"status": "ok"}')
+
+    with Surrogates() as agent:
+        bank = write_bank(tmp_path, ["x"], expect_forbidden=["pwned"])
+        env = registry_env(tmp_path, agent.url, bank)
+        run = CliRunner().invoke(main, ["run", "T", "--version", "v1"], env=env,
+                                 catch_exceptions=False)
+        junit = CliRunner().invoke(main, ["report", "scorecard", "--format", "junit"], env=env,
+                                   catch_exceptions=False)
+    assert run.exit_code == 1, run.output  # graded: the forbidden word, not a crashed run
+    assert "\ufffd «pwned» \ufffd" in run.output
+    _assert_parses(junit.output)
+
+
 BAD_LABELS = [("v2/canary", "'/' is not allowed"), ("v2\nFAIL: all", "'\\n' is not allowed"),
               ("v\x00", "'\\x00' is not allowed"), ("", "give a label"),
               ("-v2", "it starts with '-'"), ("=1+1", "it starts with '='"),

@@ -130,3 +130,22 @@ def test_an_invalid_header_error_from_requests_does_not_store_the_secret(tmp_pat
     assert "InvalidHeader" in cells[0].error and REDACTED in cells[0].error
     dump = b"".join(p.read_bytes() for p in tmp_path.glob("exam.db*"))
     assert secret.encode() not in dump
+
+
+def test_a_body_whose_escapes_assemble_a_secret_form_is_stored_redacted():
+    secret = "s3cret-token-XY"
+    b64 = base64.b64encode(secret.encode()).decode()
+    escaped = "".join(f"\\u{ord(c):04x}" if i % 3 == 0 else c for i, c in enumerate(b64))
+    body = '{"answer": "see", "field": "' + escaped + '"}'
+    r = Redactor.of([secret])
+    assert r.text(body) == body  # the text alone shows no known form
+    stored = r.body(body)
+    assert json.loads(stored) == {"answer": "see", "field": REDACTED}
+    assert r.body('{"answer": "fine"}') == '{"answer": "fine"}'  # untouched when clean
+
+
+def test_a_json_escaped_percent_sign_is_still_percent_encoding():
+    r = Redactor.of(["tok/12345678"])
+    assert r.text("x tok\\u002f12345678 y") == f"x {REDACTED} y"
+    assert r.text("x tok\\u002F12345678 y") == f"x {REDACTED} y"
+    assert r.text("x tok\\u00252F12345678 y") == f"x {REDACTED} y"
