@@ -59,6 +59,8 @@ class Agent:
         """The URL without credentials or query string, secrets in it redacted: safe to show."""
         parts = urlsplit(self.url)
         host = parts.hostname or ""
+        if ":" in host:  # IPv6
+            host = f"[{host}]"
         try:
             port = parts.port
         except ValueError:

@@ -103,6 +103,10 @@ def test_a_bad_url_error_shows_the_registry_text_not_the_expanded_secret():
     assert "'ftp://${HOSTTOKEN}/x'" in str(err.value)
 
 
+def test_safe_url_keeps_an_ipv6_host_readable():
+    assert _registry("http://u:p@[::1]:8080/w?x=1").safe_url == "http://[::1]:8080/w"
+
+
 def test_safe_url_redacts_a_secret_in_the_path():
     agent = _registry("https://u:p@n8n.example/webhook/${HOOK}?token=abc",
                       env={"HOOK": "hook-secret-42"})
