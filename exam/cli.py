@@ -200,6 +200,8 @@ def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
         done = store.count_cells(job.run.id)
         totals[job.run.id] = (f"{job.agent.name} {job.run.version} (run {job.run.id})", done,
                               job.run.total_cells)
+        for warning in job.agent.warnings:  # names only, never values
+            click.echo(f"warning: {job.agent.name}: {warning}", err=True)
         if job.agent.blocked:
             click.echo(f"warning: {job.agent.name}: blocked, nothing will be sent: "
                        f"{job.agent.blocked}", err=True)
@@ -364,8 +366,10 @@ def runs_cmd(agent, limit, fmt, db) -> None:
     if not rows:
         click.echo("no runs yet: start one with exam run AGENT --version LABEL")
         return
+    from exam.textsafe import terminal_data
+
     click.echo(f"{'id':>4}  {'agent':<8} {'version':<14} {'status':<12} {'cells':>9}  created")
-    for row in rows:
+    for row in terminal_data(rows):  # an error text from an agent may hold ESC
         cells = f"{row['cells']}/{row['cells_planned']}"
         click.echo(f"{row['id']:>4}  {row['agent']:<8} {row['version']:<14} {row['status']:<12} "
                    f"{cells:>9}  {row['created_at']}" + (f"  {row['error']}" if row["error"] else ""))

@@ -255,14 +255,17 @@ def review_cmd(agent, label, blind, sample, reviewer, export_path, import_path, 
 def _show_item(item, n: int, total: int, blind: bool, colour: bool) -> None:
     import re
 
-    where = "" if blind else f" · versions {', '.join(item.versions)}"
+    from exam.textsafe import terminal
+
+    where = "" if blind else f" · versions {terminal(', '.join(item.versions))}"
     same = f" · same reply in {len(item.cells)} cells" if len(item.cells) > 1 else ""
     kind = "spot check of a " + item.verdict if item.spot_check else "needs_human"
-    click.echo(f"\n[{n}/{total}] {item.agent} {item.case_no} ({kind}){where}{same}")
-    click.echo("work order: " + json.dumps(item.work_order, ensure_ascii=False))
-    click.echo("reply:\n  " + item.text.replace("\n", "\n  "))
+    click.echo(f"\n[{n}/{total}] {terminal(item.agent)} {terminal(item.case_no)} ({kind})"
+               f"{where}{same}")
+    click.echo("work order: " + terminal(json.dumps(item.work_order, ensure_ascii=False)))
+    click.echo("reply:\n  " + "\n  ".join(terminal(line) for line in item.text.split("\n")))
     for c in item.checks:
-        evidence = c["evidence"]
+        evidence = terminal(c["evidence"])
         if colour:
             evidence = re.sub(r"«(.+?)»", "\033[1;33m\\1\033[0m", evidence)
         click.echo(f"  ? {c['name']}: {evidence}")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from exam.errors import ExamError
+from exam.textsafe import csv_cell, csv_uncell
 from graders import GRADER_VERSION, RULE_VERSIONS, CheckResult, combine
 
 WHOLE = "*"  # a spot-check decision on the whole reply
@@ -152,7 +153,7 @@ def export_csv(items: Sequence[Item], path: str | Path, blind: bool = False) -> 
         writer = csv.DictWriter(f, fieldnames=EXPORT_FIELDS)
         writer.writeheader()
         for n, item in enumerate(items, 1):
-            writer.writerow({
+            writer.writerow({k: csv_cell(v) for k, v in {
                 "item": n, "agent": item.agent,
                 "version": "" if blind else ",".join(item.versions), "case_no": item.case_no,
                 "question_digest": item.question_digest, "reply_digest": item.reply_digest,
@@ -160,7 +161,7 @@ def export_csv(items: Sequence[Item], path: str | Path, blind: bool = False) -> 
                 else WHOLE,
                 "evidence": " | ".join(f"{c['name']}: {c['evidence']}" for c in item.checks),
                 "reply": item.text, "work_order": json.dumps(item.work_order, ensure_ascii=False),
-                "cells": len(item.cells), "decision": "", "reason": "", "reviewer": ""})
+                "cells": len(item.cells), "decision": "", "reason": "", "reviewer": ""}.items()})
     return len(items)
 
 
@@ -178,7 +179,8 @@ def import_csv(store, path: str | Path, default_reviewer: str = "") -> tuple[int
         if missing:
             raise ExamError(f"{path}: not a review export: missing column(s) "
                             f"{', '.join(sorted(missing))}")
-        for n, row in enumerate(reader, 2):
+        for n, raw_row in enumerate(reader, 2):
+            row = {k: csv_uncell(v) if isinstance(v, str) else v for k, v in raw_row.items()}
             decision = (row.get("decision") or "").strip().lower()
             if not decision or decision == "skip":
                 blank += 1

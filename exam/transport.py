@@ -24,9 +24,11 @@ from urllib3.exceptions import DecodeError
 from urllib3.response import HTTPResponse
 
 from exam.deadline import Deadline, DeadlineAdapter
+from exam.redact import scrub_urls
 from exam.registry import Agent
 from exam.replies import ReadReply, ReplyError, clean_text, parse_json, read_body
 from exam.store import TEXT_CAP_CHARS, AttemptRow, cap_body, cap_text
+from exam.textsafe import no_lone_surrogates
 
 MAX_BODY_BYTES = 8_000_000  # decoded; a reply larger than this is not read to the end: bad_reply
 MAX_RETRY_AFTER_S = 60.0
@@ -88,8 +90,8 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _describe_error(exc: BaseException) -> str:
-    text = str(exc)
+def _describe_error(exc: BaseException, agent: Agent) -> str:
+    text = clean_error(agent, str(exc))  # before any cut: a cut secret is still a secret
     lowered = text.lower()
     if "refused" in lowered:
         return "connection refused"
@@ -163,17 +165,14 @@ def _charset(ctype: str | None) -> str:
     return "utf-8"
 
 
-REDACTED = "[redacted]"
-
-
 def redact(agent: Agent, text: str | None) -> str | None:
-    """Remove the agent's secret header values from text an agent sent back (or an error)."""
-    if not text:
-        return text
-    for value in agent.headers.values():
-        if len(value) >= 4 and value in text:
-            text = text.replace(value, REDACTED)
-    return text
+    """Remove the agent's secrets, in every encoding, from text an agent sent back."""
+    return agent.redactor.text(text)
+
+
+def clean_error(agent: Agent, text: str) -> str:
+    """An error text (often from a library) without secrets, URL userinfo or query strings."""
+    return scrub_urls(agent.redactor.text(text) or "")
 
 
 def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
@@ -185,11 +184,13 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
         return (time.perf_counter() - t0) * 1000
 
     def row(status=None, error="", ctype=None, body=None) -> AttemptRow:
-        stored, size, cut = cap_body(redact(agent, body))
-        error = " ".join((redact(agent, error) or "").split())  # one line, whatever the body
+        stored, size, cut = cap_body(agent.redactor.body(body))
+        error = " ".join(clean_error(agent, error).split())  # one line, whatever the body
+        ctype = redact(agent, ctype)  # a hostile agent can put anything in a header
         return AttemptRow(n, started_wall, status, elapsed_ms(), error, ctype, stored, size, cut)
 
     deadline = Deadline(agent.timeout_s)
+    read_to_the_end = False
     try:
         with deadline:
             try:
@@ -201,7 +202,7 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
                     return Outcome("timeout", row(error=f"no reply within {agent.timeout_s:g} s"),
                                    None, None)
                 # say where: "connection refused" alone sends people to debug the wrong agent
-                return Outcome("connection", row(error=f"{_describe_error(exc)} ({agent.safe_url})"),
+                return Outcome("connection", row(error=f"{_describe_error(exc, agent)} ({agent.safe_url})"),
                                None, None)
             if deadline.fired:  # http.client reads a header block cut by the deadline as complete
                 resp.close()
@@ -248,11 +249,12 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
             except Exception as exc:  # urllib3 raises several kinds when a body is cut
                 if deadline.fired or "timed out" in str(exc).lower():
                     return late()
-                return Outcome("connection", row(status, _describe_error(exc), ctype), None, None)
+                return Outcome("connection", row(status, _describe_error(exc, agent), ctype), None, None)
             if deadline.fired:  # the body "ended" because the deadline shut the socket
                 return late()
+        read_to_the_end = True
         body, problem = decode_text(b"".join(chunks), ctype)
-        body = redact(agent, body)
+        body = agent.redactor.body(body)
         if problem:
             return unreadable(problem, body)
         if not 200 <= status < 300:
@@ -260,7 +262,9 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
                            retry_after)
         return Outcome("ok", row(status, "", ctype, body), body, None)
     finally:
-        if deadline.fired:  # a socket the deadline shut may sit in the pool: start afresh
+        # a reply given up mid-way (the deadline, the cap, a broken stream) leaves its connection
+        # in no state to reuse: close this thread's pooled connections and start afresh
+        if deadline.fired or not read_to_the_end:
             _drop_session()
 
 
@@ -308,7 +312,8 @@ def _parse(agent: Agent, body: str) -> tuple[ReadReply | None, str]:
         data = parse_json(body)
     except ReplyError as exc:
         return None, str(exc)
-    read = read_body(data, agent.reply)
+    # decoding can assemble a secret form the raw body did not show (\u0025 + "41" → %41)
+    read = read_body(no_lone_surrogates(agent.redactor.data(data)), agent.reply)
     if isinstance(read.body, str) and agent.reply_format == "json":
         return None, "a JSON string, not an object"
     return read, read.problem

@@ -40,6 +40,8 @@ def work_once(store: Store, agents_path: str | None = None,
     beat.start()
     try:
         agent = load_registry(agents_path).get(run.agent)
+        for warning in agent.warnings:
+            log.warning("run %s: %s: %s", run.id, agent.name, warning)
         final = execute(store, [job_for(store, run.id, agent)])
         log.info("run %s: %s", run.id, final.get(run.id))
     except ExamError as exc:

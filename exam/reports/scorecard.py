@@ -148,7 +148,9 @@ def _fmt(v: float | None, unit: str = "") -> str:
 
 def render_text(report: dict[str, Any], colour: bool = False, details: bool = True) -> str:
     from exam.render import check_lines, paint
+    from exam.textsafe import terminal_data
 
+    report = terminal_data(report)  # a reply's ESC must not reach the terminal raw
     lines = [f"grader {report['grader_version']}"]
     lines += [f"note: {m['message']}" for m in report.get("missing_banks", [])]
     for card in report["scorecards"]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from flask import Blueprint, abort, current_app, jsonify, request
 
+from exam import names
 from exam.app import registry, store
 from exam.errors import ExamError, StoreError
 from exam.reports.regrade import select_runs
@@ -96,6 +97,8 @@ def create_run():
     version = body.get("version")
     if not isinstance(version, str) or not version.strip() or len(version) > 100:
         raise BadRequest("version", "expected a non-empty label of at most 100 characters")
+    if names.problem(version):
+        raise BadRequest("version", f"{names.problem(version)}: use {names.RULE}")
     repeats = body.get("repeats", 1)
     limit = current_app.config["MAX_REPEATS"]
     if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= limit:
