@@ -193,7 +193,7 @@ def run_cmd(agent_names, label, repeats, only, category, notify, fmt, agents, db
     """POST every work order of each AGENT's bank to its webhook, store and grade the replies.
 
     Exit 0 when every reply arrived and nothing failed, 1 when a verdict failed,
-    3 when some replies never arrived (timeout, HTTP error, bad reply, blocked).
+    3 when some replies never arrived (timeout, HTTP error, bad reply, agent error, blocked).
     """
     from exam.runner import create_run, job_for
 

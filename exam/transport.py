@@ -18,7 +18,7 @@ import requests
 from tenacity import RetryCallState, Retrying, retry_if_result, stop_after_attempt
 
 from exam.registry import Agent
-from exam.replies import ReadReply, read_body
+from exam.replies import ReadReply, read_body, reported_failure
 from exam.store import AttemptRow, cap_body
 
 MAX_BODY_BYTES = 8_000_000  # a reply larger than this is not read to the end: bad_reply
@@ -211,8 +211,10 @@ def send(agent: Agent, work_order: Any, gate) -> list[Outcome]:
         outcomes.append(out)
         return out
 
+    # an agent that reported its own failure has answered: sending again is not a retry
     retrying = Retrying(stop=stop_after_attempt(agent.retries + 1), wait=_wait,
-                        retry=retry_if_result(lambda o: o.transient),
+                        retry=retry_if_result(lambda o: o.transient and
+                                              not _agent_failure(agent, o.body)),
                         retry_error_callback=lambda state: state.outcome.result())
     retrying(attempt)
     return outcomes
@@ -243,6 +245,16 @@ def _parse(agent: Agent, body: str) -> tuple[ReadReply | None, str]:
     return read, read.problem
 
 
+def _agent_failure(agent: Agent, body: str | None) -> str | None:
+    """The agent's own failure report in a body (any HTTP status), else None."""
+    if not body or agent.reply_format == "text" or agent.reply.error is None:
+        return None
+    try:
+        return reported_failure(read_body(json.loads(body), agent.reply))
+    except (ValueError, RecursionError):
+        return None
+
+
 def _usage(agent: Agent, outcomes: list[Outcome]) -> tuple[int | None, int | None]:
     calls = tokens = None
     for o in outcomes:
@@ -265,11 +277,17 @@ def classify(agent: Agent, outcomes: list[Outcome]) -> Result:
     calls, tokens = _usage(agent, outcomes)
     if last.kind == "timeout":
         return Result("timeout", last.row.error, None, calls, tokens)
+    if last.kind == "http" and (failure := _agent_failure(agent, last.body)):
+        return Result("agent_error", f"HTTP {last.row.http_status}: the agent reported its own "
+                      f"failure: {failure}", None, calls, tokens)
     if last.kind in ("connection", "http"):
         return Result("http_error", last.row.error, None, calls, tokens)
     if last.kind == "too_large":
         return Result("bad_reply", last.row.error, None, calls, tokens)
     read, problem = _parse(agent, last.body or "")
+    if (failure := reported_failure(read)) is not None:
+        return Result("agent_error", f"the agent reported its own failure: {failure}", read,
+                      calls, tokens)
     if read is None or problem:
         return Result("bad_reply", problem, read, calls, tokens)
     if read.truncated:
