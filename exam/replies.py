@@ -163,3 +163,13 @@ def to_reply(read: ReadReply, **figures: Any) -> Reply:
         model_calls=figures.pop("model_calls", read.model_calls),
         tokens=figures.pop("tokens", read.tokens), **figures,
     )
+
+
+def failure_in(body: str | None, mapping: ReplyMapping = DEFAULT_MAPPING) -> str | None:
+    """The agent's own failure report in a raw JSON body (at any HTTP status), else None."""
+    if not body or mapping.error is None:
+        return None
+    try:
+        return reported_failure(read_body(json.loads(body), mapping))
+    except (ValueError, RecursionError):
+        return None

@@ -18,7 +18,7 @@ import requests
 from tenacity import RetryCallState, Retrying, retry_if_result, stop_after_attempt
 
 from exam.registry import Agent
-from exam.replies import ReadReply, read_body, reported_failure
+from exam.replies import ReadReply, failure_in, read_body, reported_failure
 from exam.store import AttemptRow, cap_body
 
 MAX_BODY_BYTES = 8_000_000  # a reply larger than this is not read to the end: bad_reply
@@ -247,12 +247,7 @@ def _parse(agent: Agent, body: str) -> tuple[ReadReply | None, str]:
 
 def _agent_failure(agent: Agent, body: str | None) -> str | None:
     """The agent's own failure report in a body (any HTTP status), else None."""
-    if not body or agent.reply_format == "text" or agent.reply.error is None:
-        return None
-    try:
-        return reported_failure(read_body(json.loads(body), agent.reply))
-    except (ValueError, RecursionError):
-        return None
+    return None if agent.reply_format == "text" else failure_in(body, agent.reply)
 
 
 def _usage(agent: Agent, outcomes: list[Outcome]) -> tuple[int | None, int | None]:

@@ -194,7 +194,8 @@ def render_text(report: dict[str, Any], colour: bool = False, details: bool = Tr
                          "count, the provider reported none (Responses API)")
         unknown = card.get("usage_unknown") or {}
         if unknown.get("cells"):
-            lines.append(f"  usage unknown in {unknown['cells']} cell(s): {unknown['reason']}")
+            reason = unknown["reason"].removeprefix("usage unknown: ")
+            lines.append(f"  usage unknown in {unknown['cells']} cell(s): {reason}")
         cats = []
         for cat, cnt in card["categories"].items():
             total = sum(cnt.values())
