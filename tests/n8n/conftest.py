@@ -21,16 +21,16 @@ def fake_model():
 
 @pytest.fixture(scope="session")
 def n8n(fake_model, tmp_path_factory):
+    problem, server = "", None
     try:
-        home = install_dir()
-    except N8nUnavailable as exc:
-        pytest.fail(str(exc), pytrace=False)
-    server = RealN8n(home, tmp_path_factory.mktemp("n8n"), fake_model.base_url)
-    try:
+        server = RealN8n(install_dir(), tmp_path_factory.mktemp("n8n"), fake_model.base_url)
         server.prepare()
         server.start()
     except N8nUnavailable as exc:
-        server.stop()
-        pytest.fail(f"the real n8n would not start: {exc}", pytrace=False)
+        problem = str(exc)
+    if problem:  # outside the except: one clear message, not a chained traceback
+        if server is not None:
+            server.stop()
+        pytest.fail(problem, pytrace=False)
     yield server
     server.stop()

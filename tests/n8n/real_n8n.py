@@ -153,7 +153,10 @@ class RealN8n:
 
     def _owner_api_key(self) -> str:
         """Set up the owner and create an API key, as the editor's settings page does."""
-        s = requests.Session()
+        with requests.Session() as s:
+            return self._create_key(s)
+
+    def _create_key(self, s: requests.Session) -> str:
         r = s.post(f"{self.url}/rest/owner/setup", json=OWNER, timeout=30)
         if r.status_code != 200:
             raise N8nUnavailable(f"owner setup failed: HTTP {r.status_code} {r.text[:300]}")
