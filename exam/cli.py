@@ -24,7 +24,54 @@ def fail_input(exc: ExamError) -> InputError:
     return InputError(str(exc))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _store(db: str | None):
+    from exam.store import Store
+
+    try:
+        return Store.open(db)
+    except ExamError as exc:
+        raise fail_input(exc) from None
+
+
+def _registry(agents: str | None):
+    from exam.registry import load_registry
+
+    try:
+        return load_registry(agents)
+    except ExamError as exc:
+        raise fail_input(exc) from None
+
+
+db_option = click.option("--db", envvar="EXAM_DB", type=click.Path(dir_okay=False),
+                         help="SQLite store (default results/exam.db, or $EXAM_DB).")
+agents_option = click.option("--agents", envvar="EXAM_AGENTS", type=click.Path(dir_okay=False),
+                             help="Agent registry (default webhooks/agents.yaml, or $EXAM_AGENTS).")
+format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+report_format = click.option("--format", "fmt", default="text", show_default=True,
+                             type=click.Choice(["text", "markdown", "json", "csv", "junit"]))
+
+
+INTERRUPTED = 130  # the shell's convention for Ctrl-C (128 + SIGINT), never a verdict's code
+
+
+class Interrupted(click.ClickException):
+    """Ctrl-C: what arrived is kept; exit 130, not 1 (1 means a verdict failed)."""
+
+    exit_code = INTERRUPTED
+
+
+class ExamGroup(click.Group):
+    """The ``exam`` group: Ctrl-C anywhere exits 130 with one line, not click's 'Aborted!' and 1."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("\ninterrupted", err=True)
+            sys.exit(INTERRUPTED)
+
+
+@click.group(cls=ExamGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="agent-exam")
 def main() -> None:
     """Exam LLM specialist agents behind webhooks, before and after every change."""
@@ -59,28 +106,55 @@ def bank_check(paths: tuple[str, ...], quiet: bool) -> None:
 
 
 @main.command("grade")
-@click.argument("bank_path", metavar="BANK", type=click.Path())
-@click.argument("replies", type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-def grade_cmd(bank_path: str, replies: str, fmt: str) -> None:
+@click.argument("paths", metavar="[BANK] REPLIES", nargs=-1, required=True, type=click.Path())
+@click.option("--agent", "agent_name", metavar="NAME",
+              help="Read reply bodies with this registry agent's reply mapping; its bank is the "
+                   "default BANK.")
+@agents_option
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Output format.")
+def grade_cmd(paths: tuple[str, ...], agent_name: str | None, agents: str | None, fmt: str) -> None:
     """Grade recorded replies (JSON Lines) against BANK, calling nothing.
 
     Each line: {"case_no": ..., "reply": <text or the agent's JSON body>} with optional
-    repeat, status, attempts, model_calls, tokens, latency_ms, run_status.
-    Exit 0 when nothing failed, 1 when something failed, 2 on bad input.
+    repeat, status, attempts, model_calls, tokens, latency_ms, run_status. With --agent, bodies
+    are read through that agent's `reply:` mapping (docs/agents.md) and BANK may be left out.
+    An example: exam grade bank/W2.json docs/examples/W2-replies.jsonl
+
+    \b
+    Exit status:
+      0  every reply was read and graded, none failed
+      1  a verdict failed
+      2  bad input (a file, a line, an option)
+      3  a reply could not be read or never arrived (bad_reply, timeout, ...)
     """
     from exam.bank import load_bank
     from exam.gradecmd import grade_file
     from exam.render import grade_lines, use_colour
+    from exam.replies import DEFAULT_MAPPING
     from graders import GRADER_VERSION
 
+    mapping = DEFAULT_MAPPING
+    if agent_name:
+        try:
+            agent = _registry(agents).get(agent_name)
+        except ExamError as exc:
+            raise fail_input(exc) from None
+        mapping = agent.reply
+    if len(paths) == 1 and agent_name:
+        bank_path, replies = agent.bank, paths[0]
+    elif len(paths) == 2:
+        bank_path, replies = paths
+    else:
+        raise InputError("give BANK and REPLIES (or --agent NAME and REPLIES)")
     try:
         b = load_bank(bank_path)
-        graded = grade_file(b, replies)
+        graded = grade_file(b, replies, mapping)
     except ExamError as exc:
         raise fail_input(exc) from None
     if fmt == "json":
-        results = [{**g.grade.as_dict(), "repeat": g.repeat} for g in graded]
+        results = [{**g.grade.as_dict(), "repeat": g.repeat,
+                    **({"problem": g.problem} if g.problem else {})} for g in graded]
         click.echo(json.dumps({"grader_version": GRADER_VERSION, "bank": b.path,
                                "bank_digest": b.digest, "results": results},
                               ensure_ascii=False, indent=2))
@@ -92,42 +166,20 @@ def grade_cmd(bank_path: str, replies: str, fmt: str) -> None:
             counts[key] = counts.get(key, 0) + 1
             for line in grade_lines(g.grade, f"{g.grade.case_no} #{g.repeat}", colour):
                 click.echo(line)
+            if g.problem:
+                click.echo(f"  {g.problem}")
         summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
         click.echo(f"\n{len(graded)} repl(ies): {summary}  (grader {GRADER_VERSION})")
+    if any(g.grade.run_status != "ok" for g in graded):
+        sys.exit(3)
     sys.exit(1 if any(g.grade.verdict == "fail" for g in graded) else 0)
-
-
-def _store(db: str | None):
-    from exam.store import Store
-
-    try:
-        return Store.open(db)
-    except ExamError as exc:
-        raise fail_input(exc) from None
-
-
-def _registry(agents: str | None):
-    from exam.registry import load_registry
-
-    try:
-        return load_registry(agents)
-    except ExamError as exc:
-        raise fail_input(exc) from None
-
-
-db_option = click.option("--db", envvar="EXAM_DB", type=click.Path(dir_okay=False),
-                         help="SQLite store (default results/exam.db, or $EXAM_DB).")
-agents_option = click.option("--agents", envvar="EXAM_AGENTS", type=click.Path(dir_okay=False),
-                             help="Agent registry (default webhooks/agents.yaml, or $EXAM_AGENTS).")
-format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-report_format = click.option("--format", "fmt", default="text", show_default=True,
-                             type=click.Choice(["text", "markdown", "json", "csv", "junit"]))
 
 
 def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
     """Run jobs with progress; Ctrl-C keeps what arrived and says how to resume."""
     from exam.progress import Progress
-    from exam.runner import Interrupted, execute
+    from exam.runner import Interrupted as RunInterrupted
+    from exam.runner import execute
 
     totals = {}
     for job in jobs:
@@ -140,9 +192,9 @@ def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
     progress = None if quiet else Progress(totals)
     try:
         return execute(store, jobs, progress)
-    except Interrupted:
+    except RunInterrupted:
         ids = " ".join(str(j.run.id) for j in jobs)
-        raise click.ClickException(
+        raise Interrupted(
             f"interrupted: every reply that arrived is stored; finish with: exam resume {ids}"
         ) from None
     finally:
@@ -307,19 +359,69 @@ def _regrade(store, runs, parallel: bool = True):
 @main.command("demo")
 @click.option("--db", type=click.Path(dir_okay=False), default="results/demo.db", show_default=True,
               help="A fresh demo store (overwritten).")
-@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True)
-def demo_cmd(db, repeats) -> None:
-    """Start simulated W1/W2/W3 specialists on 127.0.0.1 and run the exam on two versions."""
+@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Repeats of every question per version.")
+@click.option("--serve", is_flag=True,
+              help="Afterwards keep the demo agents and the dashboard running (Ctrl-C stops), "
+                   "so every command of the README tour works on the demo data.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True,
+              help="With --serve: the dashboard's port on 127.0.0.1.")
+def demo_cmd(db, repeats, serve, port) -> None:
+    """Start simulated W1/W2/W3 specialists on 127.0.0.1 and run the exam on two versions.
+
+    \b
+    Exit status: 0 done · 2 bad input (a broken demo bank) · 130 interrupted.
+    """
     from exam.demo.main import run_demo
 
     try:
-        sys.exit(run_demo(db, repeats))
+        sys.exit(run_demo(db, repeats, serve=_serve_demo(port) if serve else None))
     except ExamError as exc:
         raise fail_input(exc) from None
 
 
+def _serve_demo(port: int):
+    """What ``exam demo --serve`` does once the demo exam is done: serve until Ctrl-C."""
+
+    def serve(server, db: str) -> None:
+        import logging
+        import os
+        import secrets
+        from pathlib import Path
+
+        from exam.app import create_app
+        from exam.demo.main import write_registry
+        from exam.worker import start_in_thread
+
+        registry = Path(db).with_name("demo-agents.yaml")
+        write_registry(registry, server)
+        token = os.environ.get("EXAM_API_TOKEN") or secrets.token_urlsafe(16)
+        app = create_app({"DB": db, "AGENTS": str(registry), "API_TOKEN": token})
+        start_in_thread(db, str(registry))
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        click.echo(
+            f"\nServing the demo until Ctrl-C:\n"
+            f"  dashboard    http://127.0.0.1:{port}/   (sign in with the token below)\n"
+            f"  API token    {token}\n"
+            f"  demo agents  {server.url('W1', 'v2')} (and W2, W3; v1 as well)\n\n"
+            f"In another terminal, point the exam at them and follow the README tour:\n"
+            f"  source .venv/bin/activate\n"
+            f"  export EXAM_DB={db} EXAM_AGENTS={registry}\n"
+            f"  exam runs\n"
+            f"  exam run W1 W2 W3 --version v3 --repeats 3")
+        try:
+            app.run(host="127.0.0.1", port=port, threaded=True, use_reloader=False)
+        except OSError as exc:
+            raise InputError(f"--port {port}: cannot listen ({exc.strerror or exc}); "
+                             f"choose another with --port") from None
+        click.echo("demo stopped", err=True)  # the server returns only on Ctrl-C
+        sys.exit(INTERRUPTED)
+
+    return serve
+
+
 # the other command modules register themselves on `main`
-from exam import cli_reports, cli_service  # noqa: E402, F401
+from exam import cli_agents, cli_reports, cli_service  # noqa: E402, F401
 
 if __name__ == "__main__":  # pragma: no cover
     # as `python -m exam.cli`, this file is __main__; the commands registered themselves on

@@ -60,20 +60,51 @@ def report_discrimination(agent, fmt, db) -> None:
 @click.option("--since", type=click.DateTime(formats=["%Y-%m-%d"]),
               help="Only runs started on or after this date (YYYY-MM-DD).")
 @click.option("--agent")
+@click.option("--band", type=(float, float), default=(0.3, 0.8), show_default=True,
+              metavar="LOW HIGH", help="Target pass rate on the latest version.")
+@click.option("--min-versions", type=int, default=3, show_default=True,
+              help="Versions with enough repeats before a guard may be retired.")
+@click.option("--min-repeats", type=int, default=5, show_default=True,
+              help="Graded repeats a version needs to count towards --min-versions.")
+@click.option("--keep-guards", type=int, default=2, show_default=True,
+              help="Saturated guards kept per category (at least 1).")
+@click.option("--target-informative", type=int, default=2, show_default=True,
+              help="Informative questions wanted per category.")
+@click.option("--min-runs-item-rest", type=int, default=20, show_default=True,
+              help="Runs needed before item-rest correlations are shown.")
+@click.option("--save", is_flag=True,
+              help="Keep this rebalance as a snapshot; the next one shows what changed since.")
 @click.option("--write-tags", is_flag=True,
               help="Record each question's class and difficulty as tags in the bank files.")
 @report_format
 @db_option
-def report_rebalance(since, agent, write_tags, fmt, db) -> None:
+def report_rebalance(since, agent, band, min_versions, min_repeats, keep_guards,
+                     target_informative, min_runs_item_rest, save, write_tags, fmt, db) -> None:
     """The quarterly review: difficulty, discrimination, the category mix and concrete advice."""
     from exam.render import use_colour
     from exam.reports import rebalance
     from exam.reports.formats import render
 
+    settings = rebalance.Settings(band=tuple(band), min_versions=min_versions,
+                                  min_repeats=min_repeats, keep_guards=keep_guards,
+                                  target_informative=target_informative,
+                                  min_runs_item_rest=min_runs_item_rest)
+    try:
+        settings.check()
+    except ExamError as exc:
+        raise fail_input(exc) from None
     store = _store(db)
-    regraded = _regrade(store, _runs(store, agent, since=since))
-    result = rebalance.build(regraded, since.strftime("%Y-%m-%d") if since else None)
+    matching = _runs(store, agent, since=since)
+    runs = rebalance.counted_runs(matching)
+    if not runs:
+        raise InputError("every matching run is excluded: nothing to rebalance")
+    regraded = _regrade(store, runs)
+    result = rebalance.build(regraded, since.strftime("%Y-%m-%d") if since else None,
+                             settings, store, [r.id for r in matching if r not in runs])
     emit(render("rebalance", result, fmt, use_colour()))
+    if save:
+        for agent_report, sid in zip(result["agents"], rebalance.save(store, result), strict=True):
+            click.echo(f"snapshot #{sid} saved for {agent_report['agent']}", err=True)
     if write_tags:
         for path in rebalance.write_tags(result, regraded):
             click.echo(f"tags written: {path}", err=True)

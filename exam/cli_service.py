@@ -47,11 +47,26 @@ def notify() -> None:
 @click.option("--compare-to", help="Version to compare against (default: the previous one).")
 @click.option("--resend", "resend", multiple=True, type=int, metavar="NOTIFICATION_ID",
               help="Resend recorded notifications with their original retry keys.")
+@click.option("--dry-run", is_flag=True,
+              help="Send nothing: print each message's altText and write the Flex JSON to --out.")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), default="results/line-preview.json",
+              show_default=True, help="With --dry-run: where the Flex messages are written.")
 @db_option
-def notify_line(run_ids, compare_to, resend, db) -> None:
-    """Push per-agent scorecards to the LINE group (LINE_* settings from the environment)."""
+def notify_line(run_ids, compare_to, resend, dry_run, out_path, db) -> None:
+    """Push per-agent scorecards to the LINE group (LINE_* settings from the environment).
+
+    Needs LINE_CHANNEL_ACCESS_TOKEN and LINE_GROUP_ID (not with --dry-run); EXAM_PUBLIC_URL
+    makes the buttons open the dashboard (docs/line.md).
+
+    \b
+    Exit status: 0 delivered (or previewed) · 1 a push failed (recorded; --resend it) ·
+    2 bad input or missing settings.
+    """
     from exam.line import deliver
 
+    if dry_run:
+        _preview(run_ids, compare_to, out_path, db)
+        return
     settings = line_settings()
     store = _store(db)
     if resend:
@@ -70,6 +85,29 @@ def notify_line(run_ids, compare_to, resend, db) -> None:
     except ExamError as exc:
         raise fail_input(exc) from None
     notify_line_runs(store, list(run_ids), compare_to, settings)
+
+
+def _preview(run_ids, compare_to, out_path, db) -> None:
+    import json
+    import os
+    from pathlib import Path
+
+    from exam.line import build_messages, summaries_for
+
+    if not run_ids:
+        raise InputError("give --run RUN_ID")
+    store = _store(db)
+    try:
+        messages = build_messages(summaries_for(store, list(run_ids), compare_to),
+                                  (os.environ.get("EXAM_PUBLIC_URL") or "").rstrip("/"))
+    except ExamError as exc:
+        raise fail_input(exc) from None
+    for i, m in enumerate(messages, 1):
+        click.echo(f"message {i} altText: {m['altText'].replace(chr(10), ' / ')}")
+    Path(out_path).parent.mkdir(parents=True, exist_ok=True)
+    Path(out_path).write_text(json.dumps(messages, ensure_ascii=False, indent=2), encoding="utf-8")
+    click.echo(f"{len(messages)} message(s), nothing sent; the Flex JSON is in {out_path} "
+               f"(paste it into LINE's Flex Message Simulator to see it)")
 
 
 @main.command("worker")

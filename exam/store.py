@@ -24,6 +24,7 @@ from exam.errors import StoreError
 
 DEFAULT_DB = "results/exam.db"
 BODY_CAP_BYTES = 1_000_000  # raw bodies stored up to this size; a note marks a cut body
+TEXT_CAP_CHARS = 200_000  # a cell's reply text; a longer one is a bad_reply, its start kept
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the first schema
@@ -135,7 +136,18 @@ MIGRATIONS: tuple[str, ...] = (
         UNIQUE (reply_digest, check_name, question_digest, rule_version)
     );
     """,
-    # 4: where a cell's usage came from (n8n executions), and whether its tokens are an estimate
+    # 4: each saved quarterly rebalance, so the next one can show what changed since
+    """
+    CREATE TABLE rebalance_snapshots (
+        id INTEGER PRIMARY KEY,
+        agent TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        since TEXT,                       -- the report's --since date, if any
+        snapshot TEXT NOT NULL            -- JSON: settings, per-question roles, per-category counts
+    );
+    CREATE INDEX rebalance_snapshots_agent ON rebalance_snapshots(agent, id);
+    """,
+    # 5: where a cell's usage came from (n8n executions), and whether its tokens are an estimate
     """
     ALTER TABLE cells ADD COLUMN tokens_estimated INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE cells ADD COLUMN usage_note TEXT NOT NULL DEFAULT ''
@@ -245,6 +257,13 @@ def cap_body(body: str | None) -> tuple[str | None, int | None, bool]:
     if len(raw) <= BODY_CAP_BYTES:
         return body, len(raw), False
     return raw[:BODY_CAP_BYTES].decode("utf-8", "ignore"), len(raw), True
+
+
+def cap_text(text: str | None) -> tuple[str | None, bool]:
+    """(the text kept, whether it was cut) under TEXT_CAP_CHARS."""
+    if text is None or len(text) <= TEXT_CAP_CHARS:
+        return text, False
+    return text[:TEXT_CAP_CHARS], True
 
 
 class Store:
@@ -404,7 +423,7 @@ class Store:
                 " completed_at, tokens_estimated, usage_note)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (cell.run_id, cell.case_no, cell.repeat, cell.question_digest, cell.run_status,
-                 cell.error, cell.text, cell.status, int(cell.truncated),
+                 cell.error, cap_text(cell.text)[0], cell.status, int(cell.truncated),
                  None if cell.steps is None else json.dumps(cell.steps, ensure_ascii=False),
                  cell.attempts, cell.model_calls, cell.tokens, cell.latency_ms,
                  cell.completed_at, int(cell.tokens_estimated), cell.usage_note))
@@ -472,10 +491,12 @@ class Store:
                            r["content_type"], r["body"], r["body_bytes"], bool(r["body_cut"]))
                 for r in rows]
 
-    def count_cells(self, run_id: int) -> int:
+    def count_cells(self, run_id: int, run_status: str | None = None) -> int:
+        sql, args = "SELECT COUNT(*) FROM cells WHERE run_id=?", [run_id]
+        if run_status is not None:
+            sql, args = sql + " AND run_status=?", args + [run_status]
         with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM cells WHERE run_id=?",
-                                    (run_id,)).fetchone()[0]
+            return self._db.execute(sql, args).fetchone()[0]
 
     # -- notifications and LINE events ------------------------------------------------
 
@@ -535,6 +556,25 @@ class Store:
     def adjudications(self) -> list[dict[str, Any]]:
         with self._lock:
             return [dict(r) for r in self._db.execute("SELECT * FROM adjudications ORDER BY id")]
+
+    # -- rebalance snapshots ------------------------------------------------------------
+
+    def add_rebalance_snapshot(self, agent: str, since: str | None,
+                               snapshot: dict[str, Any]) -> int:
+        """Keep one agent's rebalance; returns its id."""
+        with self.tx() as db:
+            cur = db.execute(
+                "INSERT INTO rebalance_snapshots (agent, created_at, since, snapshot)"
+                " VALUES (?,?,?,?)",
+                (agent, time.time(), since, json.dumps(snapshot, ensure_ascii=False)))
+            return int(cur.lastrowid)
+
+    def rebalance_snapshots(self, agent: str) -> list[dict[str, Any]]:
+        """An agent's saved rebalances, oldest first."""
+        with self._lock:
+            rows = self._db.execute("SELECT * FROM rebalance_snapshots WHERE agent=? ORDER BY id",
+                                    (agent,)).fetchall()
+        return [{**dict(r), "snapshot": json.loads(r["snapshot"])} for r in rows]
 
     def integrity_check(self) -> str:
         with self._lock:

@@ -45,6 +45,13 @@ def work_once(store: Store, agents_path: str | None = None,
     except ExamError as exc:
         store.set_run_status(run.id, "failed", str(exc))
         log.error("run %s failed: %s", run.id, exc)
+    except Exception as exc:  # a bug: fail this run, keep the worker taking the next ones
+        log.exception("run %s failed with an unexpected error", run.id)
+        try:
+            store.set_run_status(run.id, "failed", f"harness error: {type(exc).__name__}: "
+                                                   f"{' '.join(str(exc).split())[:300]}")
+        except Exception:
+            log.exception("run %s: could not record the failure", run.id)
     finally:
         stop.set()
     return run.id
