@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from exam.errors import ExamError
+from exam.errors import ExamError, StoreError
 
 
 class InputError(click.ClickException):
@@ -46,9 +46,14 @@ db_option = click.option("--db", envvar="EXAM_DB", type=click.Path(dir_okay=Fals
                          help="SQLite store (default results/exam.db, or $EXAM_DB).")
 agents_option = click.option("--agents", envvar="EXAM_AGENTS", type=click.Path(dir_okay=False),
                              help="Agent registry (default webhooks/agents.yaml, or $EXAM_AGENTS).")
-format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+                             show_default=True, help="Output format.")
 report_format = click.option("--format", "fmt", default="text", show_default=True,
-                             type=click.Choice(["text", "markdown", "json", "csv", "junit"]))
+                             type=click.Choice(["text", "markdown", "json", "csv", "junit"]),
+                             help="Output format (docs/reports.md).")
+agent_filter = click.option("--agent", metavar="NAME", help="Only runs of this agent.")
+version_filter = click.option("--version", "label", metavar="LABEL",
+                              help="Only runs of this version label.")
 
 
 INTERRUPTED = 130  # the shell's convention for Ctrl-C (128 + SIGINT), never a verdict's code
@@ -61,7 +66,8 @@ class Interrupted(click.ClickException):
 
 
 class ExamGroup(click.Group):
-    """The ``exam`` group: Ctrl-C anywhere exits 130 with one line, not click's 'Aborted!' and 1."""
+    """The ``exam`` group: Ctrl-C anywhere exits 130 with one line, not click's 'Aborted!' and 1;
+    a store that turns out to be damaged mid-command is one line and exit 2, wherever."""
 
     def invoke(self, ctx: click.Context):
         try:
@@ -69,6 +75,8 @@ class ExamGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("\ninterrupted", err=True)
             sys.exit(INTERRUPTED)
+        except StoreError as exc:
+            raise fail_input(exc) from None
 
 
 @click.group(cls=ExamGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -88,7 +96,13 @@ def bank() -> None:
 def bank_check(paths: tuple[str, ...], quiet: bool) -> None:
     """Validate bank files and prove each rubric: golden replies pass, counterexamples fail.
 
-    PATHS are files or directories (default: bank/). Exit 0 clean, 1 problems, 2 unreadable.
+    PATHS are files or directories (default: bank/; *.json, *.yaml, *.yml).
+
+    \b
+    Exit status:
+      0  every file valid and every rubric proven
+      1  problems (each named: file, question, field)
+      2  a file unreadable, or no bank files found
     """
     from exam.proof import check_paths
 
@@ -186,6 +200,8 @@ def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
         done = store.count_cells(job.run.id)
         totals[job.run.id] = (f"{job.agent.name} {job.run.version} (run {job.run.id})", done,
                               job.run.total_cells)
+        for warning in job.agent.warnings:  # names only, never values
+            click.echo(f"warning: {job.agent.name}: {warning}", err=True)
         if job.agent.blocked:
             click.echo(f"warning: {job.agent.name}: blocked, nothing will be sent: "
                        f"{job.agent.blocked}", err=True)
@@ -207,6 +223,13 @@ def emit(output: str) -> None:
     click.echo(output, nl=not output.endswith("\n"))
 
 
+def warn_missing_banks(report: dict, fmt: str = "") -> None:
+    """Runs left out for a missing bank, on stderr (text and markdown say it in the report)."""
+    if fmt not in ("text", "markdown"):
+        for m in report.get("missing_banks", []):
+            click.echo(f"warning: {m['message']}", err=True)
+
+
 def _print_scorecards(store, runs, fmt: str, details: bool = True) -> dict:
     """Re-grade ``runs``, print their scorecards in ``fmt``, return the report."""
     from exam.render import use_colour
@@ -218,6 +241,7 @@ def _print_scorecards(store, runs, fmt: str, details: bool = True) -> dict:
         emit(scorecard.render_text(report, use_colour(), details=details))
     else:
         emit(render("scorecard", report, fmt))
+    warn_missing_banks(report, fmt)
     return report
 
 
@@ -234,7 +258,8 @@ def _run_exit(report: dict, final: dict[int, str]) -> int:
 @click.argument("agent_names", metavar="AGENT...", nargs=-1, required=True)
 @click.option("--version", "-v", "label", required=True,
               help="Label of what is examined (v2, prompt-0913).")
-@click.option("--repeats", "-n", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--repeats", "-n", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Times each question is asked.")
 @click.option("--only", multiple=True, metavar="CASE_NO", help="Only these questions (repeatable).")
 @click.option("--category", help="Only questions of this category.")
 @click.option("--notify", type=click.Choice(["line"]), help="Push the scorecard to LINE afterwards.")
@@ -244,8 +269,14 @@ def _run_exit(report: dict, final: dict[int, str]) -> int:
 def run_cmd(agent_names, label, repeats, only, category, notify, fmt, agents, db) -> None:
     """POST every work order of each AGENT's bank to its webhook, store and grade the replies.
 
-    Exit 0 when every reply arrived and nothing failed, 1 when a verdict failed,
-    3 when some replies never arrived (timeout, HTTP error, bad reply, agent error, blocked).
+    \b
+    Exit status:
+      0  every reply arrived and nothing failed
+      1  a verdict failed
+      2  bad input (registry, bank, options)
+      3  some replies never arrived (timeout, HTTP error, bad reply, agent error, blocked,
+           harness error)
+      130  interrupted (what arrived is kept: exam resume finishes it)
     """
     from exam.runner import create_run, job_for
 
@@ -276,7 +307,16 @@ def run_cmd(agent_names, label, repeats, only, category, notify, fmt, agents, db
 @agents_option
 @db_option
 def resume_cmd(run_ids, fmt, agents, db) -> None:
-    """Finish only the missing cells of runs that were interrupted or killed."""
+    """Finish only the missing cells of runs that were interrupted or killed.
+
+    \b
+    Exit status:
+      0  every reply arrived and nothing failed
+      1  a verdict failed
+      2  bad input (an unknown run, a run still running elsewhere)
+      3  some replies never arrived (timeout, HTTP error, bad reply, blocked)
+      130  interrupted (what arrived is kept)
+    """
     from exam.runner import job_for
     from exam.store import owner_alive
 
@@ -300,12 +340,16 @@ def resume_cmd(run_ids, fmt, agents, db) -> None:
 
 
 @main.command("runs")
-@click.option("--agent")
-@click.option("--limit", type=int, default=50, show_default=True)
+@agent_filter
+@click.option("--limit", type=int, default=50, show_default=True, help="At most this many runs.")
 @format_option
 @db_option
 def runs_cmd(agent, limit, fmt, db) -> None:
-    """List stored runs, newest first."""
+    """List stored runs, newest first.
+
+    \b
+    Exit status: 0 listed · 2 bad input (an unreadable store).
+    """
     import datetime as dt
 
     store = _store(db)
@@ -323,8 +367,10 @@ def runs_cmd(agent, limit, fmt, db) -> None:
     if not rows:
         click.echo("no runs yet: start one with exam run AGENT --version LABEL")
         return
+    from exam.textsafe import terminal_data
+
     click.echo(f"{'id':>4}  {'agent':<8} {'version':<14} {'status':<12} {'cells':>9}  created")
-    for row in rows:
+    for row in terminal_data(rows):  # an error text from an agent may hold ESC
         cells = f"{row['cells']}/{row['cells_planned']}"
         click.echo(f"{row['id']:>4}  {row['agent']:<8} {row['version']:<14} {row['status']:<12} "
                    f"{cells:>9}  {row['created_at']}" + (f"  {row['error']}" if row["error"] else ""))

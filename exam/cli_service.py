@@ -44,7 +44,8 @@ def notify() -> None:
 
 @notify.command("line")
 @click.option("--run", "run_ids", multiple=True, type=int, help="Runs to report (repeatable).")
-@click.option("--compare-to", help="Version to compare against (default: the previous one).")
+@click.option("--compare-to", metavar="VERSION",
+              help="Version to compare against (default: the previous one).")
 @click.option("--resend", "resend", multiple=True, type=int, metavar="NOTIFICATION_ID",
               help="Resend recorded notifications with their original retry keys.")
 @click.option("--dry-run", is_flag=True,
@@ -115,7 +116,11 @@ def _preview(run_ids, compare_to, out_path, db) -> None:
 @agents_option
 @db_option
 def worker_cmd(once, agents, db) -> None:
-    """Execute runs queued by the API or LINE; resumes runs whose worker died."""
+    """Execute runs queued by the API or LINE; resumes runs whose worker died.
+
+    \b
+    Exit status: 0 stopped (Ctrl-C, or --once done) · 2 bad input (settings, the store).
+    """
     import logging
 
     from exam.store import Store
@@ -134,8 +139,9 @@ def worker_cmd(once, agents, db) -> None:
 
 
 @main.command("serve")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (keep 127.0.0.1 behind a proxy).")
+@click.option("--port", default=8000, show_default=True, type=int, help="Port to listen on.")
 @click.option("--no-worker", is_flag=True, help="Do not start an in-process worker.")
 @agents_option
 @db_option
@@ -143,6 +149,11 @@ def serve_cmd(host, port, no_worker, agents, db) -> None:
     """Development server: the API, the dashboard, the LINE webhook, and a worker.
 
     Production: gunicorn "exam.app:create_app()" plus `exam worker` (docs/service.md).
+    Needs EXAM_API_TOKEN (or EXAM_LOCAL_DEV=true on your own machine); the LINE webhook also
+    LINE_CHANNEL_SECRET and LINE_CHANNEL_ACCESS_TOKEN (docs/line.md).
+
+    \b
+    Exit status: 0 stopped · 2 bad input (a missing token, a bad setting, the store).
     """
     import os
 

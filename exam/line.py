@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
@@ -172,7 +173,8 @@ def build_messages(summaries: Sequence[dict[str, Any]], public_url: str = "") ->
     """Flex carousels (≤ 12 bubbles, ≤ 50 KB each), altText as the plain-text fallback."""
     bubbles = []
     for s in summaries:
-        link = f"{public_url}/scorecard/{s['agent']}/{s['version']}" if public_url else None
+        link = (f"{public_url}/scorecard/{quote(s['agent'], safe='')}/"
+                f"{quote(s['version'], safe='')}" if public_url else None)
         bubbles.append((s, _fit_bubble(s, link)))
     messages: list[dict[str, Any]] = []
     group: list[tuple[dict, dict]] = []

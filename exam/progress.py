@@ -15,7 +15,9 @@ class Progress:
         """``totals``: run id → (label, cells already done, cells in the run)."""
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
-        self.totals = totals
+        from exam.textsafe import terminal
+
+        self.totals = {rid: (terminal(label), d, t) for rid, (label, d, t) in totals.items()}
         self.done = {rid: d for rid, (_, d, _) in totals.items()}
         self.counts: dict[int, Counter] = {rid: Counter() for rid in totals}
         self.lock = threading.Lock()
@@ -24,7 +26,7 @@ class Progress:
         if self.tty:
             from tqdm import tqdm
 
-            for pos, (rid, (label, done, total)) in enumerate(totals.items()):
+            for pos, (rid, (label, done, total)) in enumerate(self.totals.items()):
                 self.bars[rid] = tqdm(total=total, initial=done, desc=label, position=pos,
                                       file=self.stream, leave=True, dynamic_ncols=True)
 

@@ -1,9 +1,12 @@
 """The agent registry (``webhooks/agents.yaml``): where each specialist lives and how to read it.
 
-Header values usually hold secrets. They are resolved from ``${VAR}`` at load time, kept
-out of ``repr`` and never written to the store, logs or reports; only header *names*
-are ever shown. An agent whose secret is missing is not an error for the whole
-registry: it is *blocked*, and its cells are recorded as such (blocked is not failed).
+Every value substituted from ``${VAR}`` is a secret, and so are a URL's userinfo and query
+values. They are resolved at load time, kept out of ``repr`` and redacted (in every encoding,
+see ``exam.redact``) from whatever an agent or a library hands back before it is stored or
+shown; only header *names* are ever shown. A value with white space around it (a file's
+trailing newline) is trimmed with a warning naming the variable. An agent whose secret is
+missing, or holds a control character, is not an error for the whole registry: it is
+*blocked*, and its cells are recorded as such (blocked is not failed).
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
+from exam import names
 from exam.errors import RegistryError, unknown_keys
+from exam.redact import MIN_SECRET_CHARS, NO_SECRETS, Redactor
 from exam.replies import DEFAULT_MAPPING, ReplyMapping, StepsMapping
 
 DEFAULT_PATH = "webhooks/agents.yaml"
@@ -62,15 +67,27 @@ class Agent:
     budget: Mapping[str, float] = field(default_factory=dict)
     n8n: N8nUsage | None = None  # usage read from n8n executions instead of the reply
     blocked: str = ""  # why nothing can be sent (e.g. a missing secret), "" when fine
+    redactor: Redactor = field(default=NO_SECRETS, repr=False, compare=False)
+    warnings: tuple[str, ...] = ()  # e.g. a secret trimmed of a trailing newline (names only)
+
+    def __post_init__(self) -> None:
+        if not self.redactor and self.headers:  # built in code, not from a registry file
+            object.__setattr__(self, "redactor", Redactor.of(self.headers.values()))
 
     @property
     def safe_url(self) -> str:
-        """The URL without credentials or query string: safe to store and show."""
+        """The URL without credentials or query string, secrets in it redacted: safe to show."""
         parts = urlsplit(self.url)
         host = parts.hostname or ""
-        if parts.port:
-            host = f"{host}:{parts.port}"
-        return urlunsplit((parts.scheme, host, parts.path, "", ""))
+        if ":" in host:  # IPv6
+            host = f"[{host}]"
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if port:
+            host = f"{host}:{port}"
+        return self.redactor.text(urlunsplit((parts.scheme, host, parts.path, "", ""))) or ""
 
     def settings(self) -> dict[str, Any]:
         """What a run records about the agent: everything but the secrets."""
@@ -122,15 +139,56 @@ class Registry:
         return self.agents[name]
 
 
-def _expand(value: str, where: str, env: Mapping[str, str], missing: list[str]) -> str:
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True, slots=True)
+class _Secrets:
+    """What ``${VAR}`` substitution found while parsing one agent."""
+
+    values: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _expand(value: str, where: str, env: Mapping[str, str], missing: list[str],
+            found: _Secrets | None = None) -> str:
     def sub(m: re.Match[str]) -> str:
         var = m.group(1)
         if var not in env:
             missing.append(f"environment variable {var} is not set (needed by {where})")
             return ""
-        return env[var]
+        secret = env[var].strip()
+        if found is None:
+            return secret
+        if secret != env[var]:
+            found.warnings.append(f"{where}: environment variable {var} has white space around "
+                                  "its value (a trailing newline from a file?): trimmed")
+        if _CONTROL.search(secret):
+            missing.append(f"environment variable {var} contains a control character "
+                           f"(line break, NUL...), which {where} cannot carry")
+            return ""
+        if 0 < len(secret) < MIN_SECRET_CHARS:
+            found.warnings.append(f"{where}: environment variable {var} is shorter than "
+                                  f"{MIN_SECRET_CHARS} characters: too short to be redacted "
+                                  "from what agents send back")
+        found.values.append(secret)
+        return secret
 
     return _VAR.sub(sub, value)
+
+
+def _url_secrets(url: str) -> list[str]:
+    """Userinfo and query values: never stored or shown, whether from ``${VAR}`` or not."""
+    parts = urlsplit(url)
+    out = []
+    if parts.username is not None or parts.password is not None:
+        user, password = parts.username or "", parts.password or ""
+        out += [user, password, unquote(user), unquote(password),
+                f"{unquote(user)}:{unquote(password)}"]  # what Basic auth encodes
+    for _, value in parse_qsl(parts.query, keep_blank_values=True):
+        out.append(value)
+    out += [v for _, _, v in (p.partition("=") for p in parts.query.split("&"))]
+    return [v for v in out if v]
 
 
 def _number(path: str, where: str, value: Any, *, minimum: float, integer: bool,
@@ -191,8 +249,8 @@ def _reply_mapping(path: str, where: str, raw: Any) -> tuple[ReplyMapping, str]:
     ), fmt
 
 
-def _n8n_usage(path: str, where: str, raw: Any, env: Mapping[str, str],
-               missing: list[str]) -> N8nUsage | None:
+def _n8n_usage(path: str, where: str, raw: Any, env: Mapping[str, str], missing: list[str],
+               found: _Secrets) -> N8nUsage | None:
     if raw is None:
         return None
     if not isinstance(raw, Mapping):
@@ -205,8 +263,8 @@ def _n8n_usage(path: str, where: str, raw: Any, env: Mapping[str, str],
             raise RegistryError(f"{path}: {where}.{key}: required (a string; the key is best "
                                 f"given as \"${{N8N_API_KEY}}\"), found {raw.get(key)!r}")
     n_missing = len(missing)
-    api_url = _expand(raw["api_url"], f"{where}.api_url", env, missing)
-    api_key = _expand(raw["api_key"], f"{where}.api_key", env, missing)
+    api_url = _expand(raw["api_url"], f"{where}.api_url", env, missing, found)
+    api_key = _expand(raw["api_key"], f"{where}.api_key", env, missing, found)
     if len(missing) == n_missing:
         parts = urlsplit(api_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -248,11 +306,14 @@ def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent
     if "url" not in raw:
         raise RegistryError(f"{path}: {where}: missing 'url' (the agent's webhook)")
     missing: list[str] = []
-    url = _expand(str(raw["url"]), f"{where}.url", env, missing)
+    found = _Secrets()
+    url = _expand(str(raw["url"]), f"{where}.url", env, missing, found)
     if not missing:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise RegistryError(f"{path}: {where}.url: expected an http(s) URL, found {url!r}")
+            # the registry's own text, not the expanded one: that may hold a secret
+            raise RegistryError(f"{path}: {where}.url: expected an http(s) URL, "
+                                f"found {str(raw['url'])!r}")
     headers_raw = raw.get("headers") or {}
     if not isinstance(headers_raw, Mapping):
         raise RegistryError(f"{path}: {where}.headers: expected a mapping of header: value")
@@ -260,7 +321,7 @@ def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent
     for key, value in headers_raw.items():
         if not isinstance(value, str | int):
             raise RegistryError(f"{path}: {where}.headers.{key}: expected a string value")
-        headers[str(key)] = _expand(str(value), f"{where}.headers.{key}", env, missing)
+        headers[str(key)] = _expand(str(value), f"{where}.headers.{key}", env, missing, found)
     budget = raw.get("budget") or {}
     if not isinstance(budget, Mapping):
         raise RegistryError(f"{path}: {where}.budget: expected a mapping")
@@ -273,7 +334,7 @@ def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent
         raise RegistryError(f"{path}: {where}.bank: expected a path, found {bank!r}")
     bank = resolve_bank(path, name, bank)
     mapping, fmt = _reply_mapping(path, f"{where}.reply", raw.get("reply"))
-    n8n = _n8n_usage(path, f"{where}.n8n", raw.get("n8n"), env, missing)
+    n8n = _n8n_usage(path, f"{where}.n8n", raw.get("n8n"), env, missing, found)
     return Agent(
         name=name, url=url, bank=bank, headers=headers,
         timeout_s=_number(path, f"{where}.timeout_s", raw.get("timeout_s", 60), minimum=0,
@@ -286,6 +347,9 @@ def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent
                                minimum=0, integer=False),
         reply=mapping, reply_format=fmt, budget=dict(budget), n8n=n8n,
         blocked="; ".join(missing),
+        redactor=Redactor.of([*found.values, *_url_secrets(url),
+                              *(_url_secrets(n8n.api_url) if n8n else ())]),
+        warnings=tuple(dict.fromkeys(found.warnings)),
     )
 
 
@@ -298,6 +362,10 @@ def parse_registry(data: Any, path: str, env: Mapping[str, str] | None = None) -
     agents_raw = data["agents"]
     if not isinstance(agents_raw, Mapping) or not agents_raw:
         raise RegistryError(f"{path}: agents: expected a mapping of agent name to settings")
+    for n in agents_raw:
+        if names.problem(str(n)):
+            raise RegistryError(f"{path}: agents: agent name {str(n)[:80]!r} is not usable: "
+                                f"{names.problem(str(n))} (use {names.RULE})")
     agents = {str(n): parse_agent(path, str(n), raw, env) for n, raw in agents_raw.items()}
     return Registry(path, agents)
 

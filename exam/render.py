@@ -6,6 +6,7 @@ import os
 import sys
 from collections.abc import Iterable
 
+from exam.textsafe import terminal
 from graders import CheckResult, Grade
 
 MARK = {"pass": "✓", "fail": "✗", "needs_human": "?", "not_graded": "·"}
@@ -26,12 +27,12 @@ def paint(text: str, outcome: str, colour: bool) -> str:
 def check_lines(checks: Iterable[CheckResult], colour: bool = False, indent: str = "  ") -> list[str]:
     lines = []
     for c in checks:
-        head = f"{indent}{paint(MARK[c.outcome], c.outcome, colour)} {c.name}"
+        head = f"{indent}{paint(MARK[c.outcome], c.outcome, colour)} {terminal(c.name)}"
         if c.evidence:
-            head += f"  {c.evidence}"
+            head += f"  {terminal(c.evidence)}"
         lines.append(head)
-        lines.extend(f"{indent}    - {m}" for m in c.missing)
-        lines.extend(f"{indent}    + {u}" for u in c.unexpected)
+        lines.extend(f"{indent}    - {terminal(m)}" for m in c.missing)
+        lines.extend(f"{indent}    + {terminal(u)}" for u in c.unexpected)
     return lines
 
 
@@ -41,7 +42,7 @@ def verdict_label(g: Grade) -> str:
 
 def grade_lines(g: Grade, title: str, colour: bool = False) -> list[str]:
     outcome = g.verdict or "not_graded"
-    head = f"{paint(verdict_label(g).ljust(10), outcome, colour)} {title}"
+    head = f"{paint(verdict_label(g).ljust(10), outcome, colour)} {terminal(title)}"
     if g.verdict is None:
         return [head + f"  (run status {g.run_status}: no content verdict)"]
     return [head, *check_lines(g.checks, colour)]

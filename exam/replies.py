@@ -155,7 +155,8 @@ def _figure(body: Any, paths: str | tuple[str, ...] | None) -> int | None:
 def keys_present(body: Any, limit: int = 12) -> str:
     """The reply's top-level keys, for messages about what a mapping could not find."""
     if isinstance(body, Mapping):
-        keys = [str(k) for k in body]
+        # JSON-escaped and cut: a key is the agent's text, and a message is one line
+        keys = [json.dumps(str(k), ensure_ascii=False)[1:-1][:40] for k in body]
         shown = ", ".join(keys[:limit]) + (f" … ({len(keys)} keys)" if len(keys) > limit else "")
         return f"the reply's keys: {shown}" if keys else "the reply is an empty object"
     if isinstance(body, list):

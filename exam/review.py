@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from exam.errors import ExamError
+from exam.textsafe import csv_cell, csv_uncell
 from graders import GRADER_VERSION, RULE_VERSIONS, CheckResult, combine
 
 WHOLE = "*"  # a spot-check decision on the whole reply
@@ -99,13 +100,16 @@ def queue(regraded, agent: str | None = None, version: str | None = None, sample
     """needs_human replies still open, then (on request) a random sample of passes and fails."""
     items: dict[str, Item] = {}
     spot: dict[str, Item] = {}
-    by_case = {b.agent: b.by_case() for b in regraded.banks.values()}
+    # by the run's bank file: a registry agent may use another agent's bank (W2canary with
+    # bank/W2.json), so the bank's own `agent` says nothing about whose cells these are
+    by_case = {path: b.by_case() for path, b in regraded.banks.items()}
+    bank_of = {r.id: r.bank_path for r in regraded.runs}
     for c in regraded.cells:
         if (agent and c.agent != agent) or (version and c.version != version):
             continue
         if c.verdict not in ("needs_human", "pass", "fail") or c.text is None:
             continue
-        item = by_case[c.agent][c.case_no]
+        item = by_case[bank_of[c.run_id]][c.case_no]
         target = items if c.verdict == "needs_human" else spot
         if c.verdict != "needs_human" and c.reviewed:
             continue
@@ -149,7 +153,7 @@ def export_csv(items: Sequence[Item], path: str | Path, blind: bool = False) -> 
         writer = csv.DictWriter(f, fieldnames=EXPORT_FIELDS)
         writer.writeheader()
         for n, item in enumerate(items, 1):
-            writer.writerow({
+            writer.writerow({k: csv_cell(v) for k, v in {
                 "item": n, "agent": item.agent,
                 "version": "" if blind else ",".join(item.versions), "case_no": item.case_no,
                 "question_digest": item.question_digest, "reply_digest": item.reply_digest,
@@ -157,7 +161,7 @@ def export_csv(items: Sequence[Item], path: str | Path, blind: bool = False) -> 
                 else WHOLE,
                 "evidence": " | ".join(f"{c['name']}: {c['evidence']}" for c in item.checks),
                 "reply": item.text, "work_order": json.dumps(item.work_order, ensure_ascii=False),
-                "cells": len(item.cells), "decision": "", "reason": "", "reviewer": ""})
+                "cells": len(item.cells), "decision": "", "reason": "", "reviewer": ""}.items()})
     return len(items)
 
 
@@ -175,7 +179,8 @@ def import_csv(store, path: str | Path, default_reviewer: str = "") -> tuple[int
         if missing:
             raise ExamError(f"{path}: not a review export: missing column(s) "
                             f"{', '.join(sorted(missing))}")
-        for n, row in enumerate(reader, 2):
+        for n, raw_row in enumerate(reader, 2):
+            row = {k: csv_uncell(v) if isinstance(v, str) else v for k, v in raw_row.items()}
             decision = (row.get("decision") or "").strip().lower()
             if not decision or decision == "skip":
                 blank += 1

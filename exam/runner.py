@@ -15,14 +15,14 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from exam import n8n_usage
+from exam import n8n_usage, names
 from exam.bank import Bank, Item, load_bank
 from exam.errors import ExamError
 from exam.gate import RequestGate
 from exam.registry import Agent
 from exam.replies import to_reply
 from exam.store import AttemptRow, CellRow, Run, Store
-from exam.transport import Outcome, classify, redact, send
+from exam.transport import Outcome, classify, clean_error, redact, send
 from graders import GRADER_VERSION, grade
 
 ProgressFn = Callable[[int, CellRow], None]
@@ -46,7 +46,7 @@ def select_items(bank: Bank, only: Sequence[str] = (), category: str | None = No
         if unknown:
             raise ExamError(f"{bank.path}: no question {', '.join(map(repr, unknown))} "
                             f"(--only takes case_no values from the bank)")
-        items = [known[c] for c in only]
+        items = [known[c] for c in dict.fromkeys(only)]  # a case named twice is one question
     if category is not None:
         items = [i for i in items if i.category == category]
         if not items:
@@ -63,6 +63,7 @@ def create_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
         raise ExamError(f"--repeats: expected a whole number ≥ 1, found {repeats}")
     if not version.strip():
         raise ExamError("--version: give a label for what is being examined, e.g. v2 or prompt-0913")
+    names.check("version label", version)  # the CLI, the API and LINE all come through here
     if not Path(agent.bank).is_file():
         raise ExamError(f"{agent.bank}: no such file: the question bank of agent {agent.name} "
                         f"(set 'bank:' for it in the registry, relative to the registry file; the default is "
@@ -206,7 +207,8 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
                 try:
                     cell = fut.result()
                 except Exception as exc:  # a bug, not the agent: keep the run resumable
-                    errors.setdefault(job.run.id, f"{type(exc).__name__}: {exc}")
+                    errors.setdefault(job.run.id,
+                                      clean_error(job.agent, f"{type(exc).__name__}: {exc}"))
                     stop.set()
                     continue
                 if cell is not None and progress:

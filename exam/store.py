@@ -8,13 +8,14 @@ versioned with ``PRAGMA user_version`` and migrated forward on open.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -266,13 +267,48 @@ def cap_text(text: str | None) -> tuple[str | None, bool]:
     return text[:TEXT_CAP_CHARS], True
 
 
+def damaged(exc: sqlite3.Error) -> bool:
+    """SQLite says the file is corrupt or not a database (overwritten pages, a truncated copy)."""
+    name = getattr(exc, "sqlite_errorname", "")
+    return name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or any(
+        s in str(exc) for s in ("malformed", "not a database"))
+
+
+def damage_message(path: str, exc: sqlite3.Error) -> str:
+    return (f"{path}: the store is damaged ({exc}): restore it from a backup, or save what can "
+            f"be read with: sqlite3 {path} .recover | sqlite3 recovered.db")
+
+
+def _named_damage(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A damaged file raises StoreError naming the store, not a bare sqlite3.DatabaseError."""
+
+    @functools.wraps(method)
+    def wrapper(self: Store, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            if damaged(exc):
+                raise StoreError(damage_message(self.path, exc)) from None
+            raise
+
+    return wrapper
+
+
 class Store:
-    """One connection per Store, shared by the runner's threads under a lock."""
+    """One connection per Store, shared by the runner's threads under a lock.
+
+    Every public method turns a damaged file's errors into one StoreError naming the store
+    (see ``_named_damage``, applied below the class).
+    """
 
     def __init__(self, path: str | Path):
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"{self.path}: cannot create its folder: {exc.strerror or exc}"
+                             ) from None
         try:
             self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False,
                                        isolation_level=None)
@@ -282,9 +318,17 @@ class Store:
             self._db.execute("PRAGMA busy_timeout=60000")
             self._db.execute("PRAGMA foreign_keys=ON")
         except sqlite3.Error as exc:
+            if damaged(exc):
+                raise StoreError(damage_message(self.path, exc)) from None
             raise StoreError(f"{self.path}: cannot open the store: {exc}") from None
         self._lock = threading.RLock()
-        self._migrate()
+        try:
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            if damaged(exc):
+                self._db.close()
+                raise StoreError(damage_message(self.path, exc)) from None
+            raise
 
     @classmethod
     def open(cls, path: str | Path | None = None) -> Store:
@@ -579,3 +623,8 @@ class Store:
     def integrity_check(self) -> str:
         with self._lock:
             return self._db.execute("PRAGMA integrity_check").fetchone()[0]
+
+
+for _name, _method in list(vars(Store).items()):
+    if callable(_method) and not _name.startswith("_") and _name != "tx":
+        setattr(Store, _name, _named_damage(_method))

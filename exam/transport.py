@@ -24,6 +24,7 @@ from urllib3.exceptions import DecodeError
 from urllib3.response import HTTPResponse
 
 from exam.deadline import Deadline, DeadlineAdapter
+from exam.redact import scrub_urls
 from exam.registry import Agent
 from exam.replies import (
     ReadReply,
@@ -35,6 +36,7 @@ from exam.replies import (
     reported_failure,
 )
 from exam.store import TEXT_CAP_CHARS, AttemptRow, cap_body, cap_text
+from exam.textsafe import no_lone_surrogates
 
 MAX_BODY_BYTES = 8_000_000  # decoded; a reply larger than this is not read to the end: bad_reply
 MAX_RETRY_AFTER_S = 60.0
@@ -42,6 +44,14 @@ MAX_RETRY_AFTER_S = 60.0
 # being shut (milliseconds on an idle machine; documented in docs/agents.md)
 DEADLINE_SLACK_S = 0.5
 _local = threading.local()
+
+
+def _drop_session() -> None:
+    """Close this thread's session and its pooled connections (a new one is made on demand)."""
+    s = getattr(_local, "session", None)
+    if s is not None:
+        _local.session = None
+        s.close()
 
 
 def _session(pool: int) -> requests.Session:
@@ -88,8 +98,8 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _describe_error(exc: BaseException) -> str:
-    text = str(exc)
+def _describe_error(exc: BaseException, agent: Agent) -> str:
+    text = clean_error(agent, str(exc))  # before any cut: a cut secret is still a secret
     lowered = text.lower()
     if "refused" in lowered:
         return "connection refused"
@@ -163,17 +173,14 @@ def _charset(ctype: str | None) -> str:
     return "utf-8"
 
 
-REDACTED = "[redacted]"
-
-
 def redact(agent: Agent, text: str | None) -> str | None:
-    """Remove the agent's secret header values from text an agent sent back (or an error)."""
-    if not text:
-        return text
-    for value in agent.headers.values():
-        if len(value) >= 4 and value in text:
-            text = text.replace(value, REDACTED)
-    return text
+    """Remove the agent's secrets, in every encoding, from text an agent sent back."""
+    return agent.redactor.text(text)
+
+
+def clean_error(agent: Agent, text: str) -> str:
+    """An error text (often from a library) without secrets, URL userinfo or query strings."""
+    return scrub_urls(agent.redactor.text(text) or "")
 
 
 def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
@@ -185,78 +192,84 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
         return (time.perf_counter() - t0) * 1000
 
     def row(status=None, error="", ctype=None, body=None) -> AttemptRow:
-        stored, size, cut = cap_body(redact(agent, body))
-        error = " ".join((redact(agent, error) or "").split())  # one line, whatever the body
+        stored, size, cut = cap_body(agent.redactor.body(body))
+        error = " ".join(clean_error(agent, error).split())  # one line, whatever the body
+        ctype = redact(agent, ctype)  # a hostile agent can put anything in a header
         return AttemptRow(n, started_wall, status, elapsed_ms(), error, ctype, stored, size, cut)
 
-    with Deadline(agent.timeout_s) as deadline:
-        try:
-            resp = session.post(agent.url, json=work_order, headers=dict(agent.headers),
-                                timeout=(min(10.0, agent.timeout_s), agent.timeout_s),
-                                stream=True, allow_redirects=False)
-        except requests.RequestException as exc:
-            if deadline.fired or isinstance(exc, requests.Timeout):
+    deadline = Deadline(agent.timeout_s)
+    try:
+        with deadline:
+            try:
+                resp = session.post(agent.url, json=work_order, headers=dict(agent.headers),
+                                    timeout=(min(10.0, agent.timeout_s), agent.timeout_s),
+                                    stream=True, allow_redirects=False)
+            except requests.RequestException as exc:
+                if deadline.fired or isinstance(exc, requests.Timeout):
+                    return Outcome("timeout", row(error=f"no reply within {agent.timeout_s:g} s"),
+                                   None, None)
+                # say where: "connection refused" alone sends people to debug the wrong agent
+                return Outcome("connection", row(error=f"{_describe_error(exc, agent)} ({agent.safe_url})"),
+                               None, None)
+            if deadline.fired:  # http.client reads a header block cut by the deadline as complete
+                resp.close()
                 return Outcome("timeout", row(error=f"no reply within {agent.timeout_s:g} s"),
                                None, None)
-            # say where: "connection refused" alone sends people to debug the wrong agent
-            return Outcome("connection", row(error=f"{_describe_error(exc)} ({agent.safe_url})"),
-                           None, None)
-        if deadline.fired:  # http.client reads a header block cut by the deadline as complete
-            resp.close()
-            return Outcome("timeout", row(error=f"no reply within {agent.timeout_s:g} s"),
-                           None, None)
-        status, ctype = resp.status_code, resp.headers.get("Content-Type")
-        retry_after = _retry_after(resp.headers.get("Retry-After"))
+            status, ctype = resp.status_code, resp.headers.get("Content-Type")
+            retry_after = _retry_after(resp.headers.get("Retry-After"))
 
-        def unreadable(reason: str, body: str | None = None) -> Outcome:
-            if not 200 <= status < 300:  # the HTTP status says more than its body
-                return Outcome("http", row(status, f"HTTP {status} ({reason})", ctype, body),
-                               body, retry_after)
-            return Outcome("bad", row(status, reason, ctype, body), None, None)
+            def unreadable(reason: str, body: str | None = None) -> Outcome:
+                if not 200 <= status < 300:  # the HTTP status says more than its body
+                    return Outcome("http", row(status, f"HTTP {status} ({reason})", ctype, body),
+                                   body, retry_after)
+                return Outcome("bad", row(status, reason, ctype, body), None, None)
 
-        def late() -> Outcome:
-            return Outcome("timeout", row(status, f"reply not complete within "
-                                                  f"{agent.timeout_s:g} s", ctype), None, None)
+            def late() -> Outcome:
+                return Outcome("timeout", row(status, f"reply not complete within "
+                                                      f"{agent.timeout_s:g} s", ctype), None, None)
 
-        problem = _encoding_problem(resp.headers.get("Content-Encoding"))
+            problem = _encoding_problem(resp.headers.get("Content-Encoding"))
+            if problem:
+                resp.close()
+                return unreadable(problem)
+            chunks: list[bytes] = []
+            size = 0
+            try:
+                with resp:
+                    while True:
+                        # decoded, at most 64 KB per read: urllib3 inflates gzip/deflate in bounded
+                        # pieces, so the cap below holds for a decompression bomb too
+                        chunk = resp.raw.read1(65536, decode_content=True)
+                        if not chunk:
+                            break
+                        size += len(chunk)
+                        if size > MAX_BODY_BYTES:
+                            return unreadable(f"reply body over {MAX_BODY_BYTES:,} bytes (decoded)")
+                        chunks.append(chunk)
+            except DecodeError as exc:
+                if deadline.fired:
+                    return late()
+                cause = exc.args[1] if len(exc.args) > 1 else exc
+                return unreadable(f"the body says Content-Encoding: "
+                                  f"{resp.headers.get('Content-Encoding')} but it cannot be decoded "
+                                  f"({str(cause)[:120]})")
+            except Exception as exc:  # urllib3 raises several kinds when a body is cut
+                if deadline.fired or "timed out" in str(exc).lower():
+                    return late()
+                return Outcome("connection", row(status, _describe_error(exc, agent), ctype), None, None)
+            if deadline.fired:  # the body "ended" because the deadline shut the socket
+                return late()
+        body, problem = decode_text(b"".join(chunks), ctype)
+        body = agent.redactor.body(body)
         if problem:
-            resp.close()
-            return unreadable(problem)
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            with resp:
-                while True:
-                    # decoded, at most 64 KB per read: urllib3 inflates gzip/deflate in bounded
-                    # pieces, so the cap below holds for a decompression bomb too
-                    chunk = resp.raw.read1(65536, decode_content=True)
-                    if not chunk:
-                        break
-                    size += len(chunk)
-                    if size > MAX_BODY_BYTES:
-                        return unreadable(f"reply body over {MAX_BODY_BYTES:,} bytes (decoded)")
-                    chunks.append(chunk)
-        except DecodeError as exc:
-            if deadline.fired:
-                return late()
-            cause = exc.args[1] if len(exc.args) > 1 else exc
-            return unreadable(f"the body says Content-Encoding: "
-                              f"{resp.headers.get('Content-Encoding')} but it cannot be decoded "
-                              f"({str(cause)[:120]})")
-        except Exception as exc:  # urllib3 raises several kinds when a body is cut
-            if deadline.fired or "timed out" in str(exc).lower():
-                return late()
-            return Outcome("connection", row(status, _describe_error(exc), ctype), None, None)
-        if deadline.fired:  # the body "ended" because the deadline shut the socket
-            return late()
-    body, problem = decode_text(b"".join(chunks), ctype)
-    body = redact(agent, body)
-    if problem:
-        return unreadable(problem, body)
-    if not 200 <= status < 300:
-        return Outcome("http", row(status, _http_error_text(status, body), ctype, body), body,
-                       retry_after)
-    return Outcome("ok", row(status, "", ctype, body), body, None)
+            return unreadable(problem, body)
+        if not 200 <= status < 300:
+            return Outcome("http", row(status, _http_error_text(status, body), ctype, body), body,
+                           retry_after)
+        return Outcome("ok", row(status, "", ctype, body), body, None)
+    finally:
+        if deadline.fired:  # a socket the deadline shut may sit in the pool: start afresh
+            _drop_session()
 
 
 def _wait(retry_state: RetryCallState) -> float:
@@ -305,7 +318,8 @@ def _parse(agent: Agent, body: str) -> tuple[ReadReply | None, str]:
         data = parse_json(body)
     except ReplyError as exc:
         return None, str(exc)
-    read = read_body(data, agent.reply)
+    # decoding can assemble a secret form the raw body did not show (\u0025 + "41" → %41)
+    read = read_body(no_lone_surrogates(agent.redactor.data(data)), agent.reply)
     if isinstance(read.body, str) and agent.reply_format == "json":
         return None, "a JSON string, not an object"
     return read, read.problem

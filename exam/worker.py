@@ -40,6 +40,8 @@ def work_once(store: Store, agents_path: str | None = None,
     beat.start()
     try:
         agent = load_registry(agents_path).get(run.agent)
+        for warning in agent.warnings:
+            log.warning("run %s: %s: %s", run.id, agent.name, warning)
         final = execute(store, [job_for(store, run.id, agent)])
         log.info("run %s: %s", run.id, final.get(run.id))
     except ExamError as exc:
@@ -73,6 +75,12 @@ def work_forever(db: str | None, agents_path: str | None, poll_s: float = 1.0,
 def start_in_thread(db: str | None, agents_path: str | None) -> threading.Event:
     """For ``exam serve``: a worker in this process; set the returned event to stop it."""
     stop = threading.Event()
-    threading.Thread(target=work_forever, args=(db, agents_path, 1.0, stop), daemon=True,
-                     name="exam-worker").start()
+
+    def work() -> None:
+        try:
+            work_forever(db, agents_path, 1.0, stop)
+        except ExamError as exc:  # a damaged store: one line in the log, not a traceback
+            log.error("worker stopped: %s", exc)
+
+    threading.Thread(target=work, daemon=True, name="exam-worker").start()
     return stop

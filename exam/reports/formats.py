@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from exam.textsafe import csv_cell, terminal_data, xml_text
+
 FORMATS = ("text", "markdown", "json", "csv", "junit")
 
 
@@ -90,8 +92,8 @@ def to_csv(kind: str, report: dict[str, Any]) -> str:
     head, rows = table(kind, report)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(head)
-    writer.writerows(["" if v is None else v for v in row] for row in rows)
+    writer.writerow([csv_cell(h) for h in head])  # version columns are labels
+    writer.writerows(["" if v is None else csv_cell(v) for v in row] for row in rows)
     return buf.getvalue()
 
 
@@ -112,6 +114,8 @@ def to_markdown(kind: str, report: dict[str, Any]) -> str:
     lines = [f"# agent-exam {kind}", "", f"Grader {report['grader_version']}"
              + (f" · bank {digests(report)}" if report.get("bank_digests") else ""),
              ""]
+    if report.get("missing_banks"):
+        lines += [f"> **{n}**" for n in missing_notes(report)] + [""]
     if kind == "scorecard":
         for c in report["scorecards"]:
             v = c["verdicts"]
@@ -210,7 +214,9 @@ def junit_cases(kind: str, report: dict[str, Any]) -> list[tuple[str, str, str |
 def to_junit(kind: str, report: dict[str, Any]) -> str:
     suites: dict[str, list] = {}
     for suite, name, failure, skipped in junit_cases(kind, report):
-        suites.setdefault(suite, []).append((name, failure, skipped))
+        # ESC, NUL or a lone surrogate in a reply would make the file unreadable to CI
+        suites.setdefault(xml_text(suite), []).append(
+            (xml_text(name), failure and xml_text(failure), skipped and xml_text(skipped)))
     lines = ['<?xml version="1.0" encoding="UTF-8"?>',
              f'<testsuites name={quoteattr("agent-exam " + kind)}>']
     for suite, cases in suites.items():
@@ -236,6 +242,7 @@ def to_junit(kind: str, report: dict[str, Any]) -> str:
 def text_compare(report: dict[str, Any], colour: bool = False) -> str:
     from exam.render import paint
 
+    report = terminal_data(report)  # a reply's ESC must not reach the terminal raw
     lines = [f"grader {report['grader_version']}  ·  bank {digests(report)}  ·  "
              f"{report['agent']}: {report['old']} "
              f"(runs {_ids(report['old_run_ids'])}) → {report['new']} (runs {_ids(report['new_run_ids'])})"]
@@ -279,6 +286,7 @@ _SHADE = " ░▒▓█"
 
 
 def text_discrimination(report: dict[str, Any], colour: bool = False) -> str:
+    report = terminal_data(report)
     lines = [f"grader {report['grader_version']}  ·  bank {digests(report)}"]
     for a in report["agents"]:
         s = a["summary"]
@@ -404,6 +412,7 @@ def _rebalance_table(report: dict[str, Any]) -> tuple[list[str], list[list[Any]]
 def text_rebalance(report: dict[str, Any], colour: bool = False) -> str:
     from exam.render import paint
 
+    report = terminal_data(report)  # a reply's ESC must not reach the terminal raw
     lines = [f"grader {report['grader_version']}  ·  bank {digests(report)}"
              + (f"  ·  since {report['since']}" if report["since"] else ""),
              f"rules: {_rules(report['settings'])}"]
@@ -443,6 +452,11 @@ def text_rebalance(report: dict[str, Any], colour: bool = False) -> str:
     return "\n".join(lines)
 
 
+def missing_notes(report: dict[str, Any]) -> list[str]:
+    """One line per run left out of a report because its bank cannot be loaded."""
+    return [f"note: {m['message']}" for m in report.get("missing_banks", [])]
+
+
 def render(kind: str, report: dict[str, Any], fmt: str, colour: bool = False) -> str:
     if fmt == "json":
         return json.dumps(report, ensure_ascii=False, indent=2)
@@ -456,5 +470,6 @@ def render(kind: str, report: dict[str, Any], fmt: str, colour: bool = False) ->
         from exam.reports.scorecard import render_text
 
         return render_text(report, colour)
-    return {"compare": text_compare, "discrimination": text_discrimination,
+    text = {"compare": text_compare, "discrimination": text_discrimination,
             "rebalance": text_rebalance}[kind](report, colour)
+    return "\n".join([*missing_notes(report), text])

@@ -456,7 +456,7 @@ def build(regraded: Regraded, since: str | None = None, settings: Settings | Non
     out["band"] = list(settings.band)
     return {"grader_version": GRADER_VERSION, "bank_digests": regraded.bank_digests(),
             "since": since, "settings": out, "excluded_run_ids": sorted(excluded),
-            "agents": agents}
+            "agents": agents, "missing_banks": regraded.missing_banks}
 
 
 def save(store: Any, report: dict[str, Any]) -> list[int]:

@@ -135,7 +135,8 @@ def build(regraded: Regraded) -> dict[str, Any]:
             "outliers": outliers(cells),
             "cases": cases,
         })
-    return {"grader_version": GRADER_VERSION, "scorecards": cards}
+    return {"grader_version": GRADER_VERSION, "scorecards": cards,
+            "missing_banks": regraded.missing_banks}
 
 
 def _fmt(v: float | None, unit: str = "") -> str:
@@ -146,8 +147,11 @@ def _fmt(v: float | None, unit: str = "") -> str:
 
 def render_text(report: dict[str, Any], colour: bool = False, details: bool = True) -> str:
     from exam.render import check_lines, paint
+    from exam.textsafe import terminal_data
 
+    report = terminal_data(report)  # a reply's ESC must not reach the terminal raw
     lines = [f"grader {report['grader_version']}"]
+    lines += [f"note: {m['message']}" for m in report.get("missing_banks", [])]
     for card in report["scorecards"]:
         v, s = card["verdicts"], card["run_status"]
         runs = ",".join(map(str, card["run_ids"]))

@@ -12,6 +12,7 @@ import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from urllib.parse import quote
 
 from flask import Blueprint, current_app, jsonify, request
 
@@ -132,10 +133,14 @@ def command(store, args: list[str], group_id: str | None, cfg: dict[str, Any]) -
         if not runs:
             return f"No runs of {args[1]} yet."
         latest = [r for r in runs if r.version == runs[0].version]
-        card = scorecard.build(regrade(store, latest))["scorecards"][0]
+        report = scorecard.build(regrade(store, latest))
+        if not report["scorecards"]:
+            return "Cannot show it: " + "; ".join(m["message"] for m in report["missing_banks"])
+        card = report["scorecards"][0]
         text = summary_text(agent_summary(card, None))
         if cfg.get("PUBLIC_URL"):
-            text += f"\n{cfg['PUBLIC_URL'].rstrip('/')}/scorecard/{card['agent']}/{card['version']}"
+            text += (f"\n{cfg['PUBLIC_URL'].rstrip('/')}/scorecard/"
+                     f"{quote(card['agent'], safe='')}/{quote(card['version'], safe='')}")
         return text
     if verb == "run" and len(args) == 3:
         if group_id not in _groups(cfg["LINE_RUN_GROUPS"]):

@@ -13,8 +13,8 @@ from exam.runner import create_run
 from exam.store import AttemptRow, CellRow, Store
 
 PASS, FAIL = "答案：備貨中", "答案：已出貨"
-# a far negator before the forbidden 已出貨: the grader cannot tell, so needs_human
-HUMAN = "答案：備貨中，目前沒有任何系統或人工紀錄顯示已出貨"
+# a double negation of the forbidden 已出貨: the grader cannot tell, so needs_human
+HUMAN = "答案：備貨中，並非沒有已出貨的紀錄"
 
 
 class History:
@@ -35,8 +35,10 @@ class History:
         return str(path)
 
     def run(self, agent: str, version: str, outcomes: dict[str, str], *,
-            figures: dict[str, dict] | None = None) -> int:
-        """outcomes: case_no → p/f/h/t (pass, fail, needs_human, timeout), one per repeat."""
+            figures: dict[str, dict] | None = None, texts: dict[str, str] | None = None,
+            errors: dict[str, str] | None = None) -> int:
+        """outcomes: case_no → p/f/h/t (pass, fail, needs_human, timeout), one per repeat;
+        ``texts`` puts something before a reply's text, ``errors`` replaces a timeout's error."""
         repeats = max(len(v) for v in outcomes.values())
         a = Agent(name=agent, url="http://127.0.0.1:9/x", bank=self.banks[agent])
         run_id = create_run(self.store, a, version, repeats=repeats, only=list(outcomes))
@@ -47,9 +49,12 @@ class History:
                      **(figures or {}).get(case_no, {})}
                 status = "timeout" if letter == "t" else "ok"
                 text = {"p": PASS, "f": FAIL, "h": HUMAN}.get(letter)
+                if text is not None and texts and case_no in texts:
+                    text = texts[case_no] + text
                 body = None if text is None else json.dumps({"answer": text}, ensure_ascii=False)
                 cell = CellRow(run_id, case_no, r, digests[case_no], status,
-                               "no reply within 60 s" if letter == "t" else "", text, None, False,
+                               (errors or {}).get(case_no, "no reply within 60 s")
+                               if letter == "t" else "", text, None, False,
                                None, f["attempts"], f["model_calls"], f["tokens"],
                                f["latency_ms"], time.time())
                 self.store.record_cell(cell, [AttemptRow(1, time.time(), 200, 1.0, "",

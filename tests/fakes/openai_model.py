@@ -110,7 +110,19 @@ class FakeModel:
 
     @staticmethod
     def _answer(results: list[str]) -> str:
-        return "The calculator says " + " and ".join(results) + "."
+        """Plain prose around the tool's figures (n8n hands them over as `[{"response": "42"}]`)."""
+        figures = []
+        for result in results:
+            try:
+                items = json.loads(result)
+            except ValueError:
+                items = result
+            if isinstance(items, list):
+                figures += [str(i.get("response", i)) if isinstance(i, dict) else str(i)
+                            for i in items]
+            else:
+                figures.append(str(items))
+        return "The calculator says " + " and ".join(figures) + "."
 
     def chat(self, req: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         messages = req.get("messages") or []

@@ -42,7 +42,7 @@ def test_patterns_either_compile_or_say_why(pattern, reply):
     for m in find_all(entry, text):
         occ = classify(text, m.start, m.end, input_text=text[:20])
         assert occ.kind in ("asserted", "negated", "interrogative", "hypothetical", "quoted",
-                            "double_negation", "unclear")
+                            "double_negation", "unclear", "answered")
 
 
 @QUICK

@@ -30,7 +30,7 @@ def wait_up(url: str, proc, log, timeout: float = 20) -> None:
         try:
             if requests.get(url, timeout=1).status_code == 200:
                 return
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # still booting on a busy machine
             time.sleep(0.1)
     raise AssertionError("gunicorn did not come up")
 

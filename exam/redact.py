@@ -1,0 +1,150 @@
+"""Secrets out of everything the tool keeps or shows: one pattern per agent, every encoding.
+
+Every value substituted from ``${VAR}`` in the registry is a secret, and so is every part of
+a URL's userinfo and every query value. A hostile or careless agent (or a library's error
+message) can hand a secret back in many forms; ``Redactor`` replaces each with
+``[redacted]``:
+
+- raw, and with any mix of JSON escapes per character (``\\u0041``, ``\\ud83d\\ude00``,
+  ``\\/``, ``\\n``...), percent-encoding (``quote`` and ``quote_plus``, any hex case) and HTML
+  character references (``&#65;``, ``&#x41;``), so a partially escaped secret is caught too;
+- base64, standard and URL-safe alphabets, of the secret and of ``user:pass`` (Basic auth),
+  at any of the three byte alignments inside a longer base64 string (the characters that
+  depend only on the secret are matched; the one or two at each edge that mix in
+  neighbouring bytes are left), with or without padding;
+- lowercase and uppercase hex.
+
+Not caught (documented in docs/agents.md): base64 wrapped across lines, encodings stacked
+on base64 (base64 of base64), a secret split across JSON strings, or transformed (reversed,
+hashed, encrypted). Secrets shorter than ``MIN_SECRET_CHARS`` are not redacted: a 3-letter
+value would blank ordinary words; the registry warns about them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+REDACTED = "[redacted]"
+MIN_SECRET_CHARS = 8
+
+_JSON_SHORT = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n",
+               "\r": "\\r", "\t": "\\t"}
+
+
+def _hex_class(digits: str) -> str:
+    """A hex string matched in any letter case: 'a1' → '[aA]1'."""
+    return "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in digits)
+
+
+def _char_pattern(ch: str) -> str:
+    """Every way one character of a secret can be written in JSON, a URL or HTML."""
+    alts = [re.escape(ch)]
+    cp = ord(ch)
+    if cp > 0xFFFF:  # JSON writes astral characters as a surrogate pair
+        hi, lo = 0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF)
+        alts.append(rf"\\u{_hex_class(f'{hi:04x}')}\\u{_hex_class(f'{lo:04x}')}")
+    else:
+        alts.append(rf"\\u{_hex_class(f'{cp:04x}')}")
+    if ch in _JSON_SHORT:
+        alts.append(re.escape(_JSON_SHORT[ch]))
+    # percent-encoded, the % itself perhaps JSON-escaped (\u0025)
+    alts.append("".join(rf"(?:%|\\u0025){_hex_class(f'{b:02x}')}" for b in ch.encode("utf-8")))
+    if ch == " ":
+        alts.append(r"\+")
+    alts.append(rf"&#0*{cp};")
+    alts.append(rf"&#[xX]0*{_hex_class(f'{cp:x}')};")
+    return "(?:" + "|".join(alts) + ")"
+
+
+def base64_cores(secret: str) -> set[str]:
+    """The parts of base64 text that only the secret's bytes decide, at every alignment."""
+    raw = secret.encode("utf-8")
+    cores = set()
+    for align in range(3):
+        enc = base64.b64encode(bytes(align) + raw).decode("ascii")
+        front = (align * 8 + 5) // 6  # characters touched by the unknown bytes before
+        back = (align + len(raw)) * 8 // 6  # characters wholly inside the secret's bits
+        core = enc[front:back]
+        if len(core) >= MIN_SECRET_CHARS:
+            cores.add(core)
+            cores.add(core.translate(str.maketrans("+/", "-_")))
+    return cores
+
+
+def _literal_forms(secret: str) -> set[str]:
+    raw = secret.encode("utf-8")
+    whole = base64.b64encode(raw).decode("ascii")  # the whole of it, padding and all
+    return {*base64_cores(secret), whole, whole.translate(str.maketrans("+/", "-_")),
+            raw.hex(), raw.hex().upper()}
+
+
+@dataclass(frozen=True, slots=True)
+class Redactor:
+    """Replaces every known secret, in every supported encoding, with ``[redacted]``."""
+
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    pattern: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, secrets: Iterable[str]) -> Redactor:
+        kept = sorted({s for s in secrets if len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True)
+        if not kept:
+            return cls()
+        alts = ["".join(_char_pattern(ch) for ch in s) for s in kept]
+        literals = sorted({f for s in kept for f in _literal_forms(s)}, key=len, reverse=True)
+        alts += [re.escape(f) for f in literals]
+        # a cheap first-character test keeps a multi-megabyte body fast to scan
+        first = {s[0] for s in kept} | {f[0] for f in literals} | set("\\%&+")
+        head = "[" + "".join(re.escape(c) for c in sorted(first)) + "]"
+        return cls(tuple(kept), re.compile(f"(?={head})(?:{'|'.join(alts)})"))
+
+    def __bool__(self) -> bool:
+        return self.pattern is not None
+
+    def text(self, value: str | None) -> str | None:
+        """``value`` with every secret form replaced; None and "" pass through."""
+        if not value or self.pattern is None:
+            return value
+        return self.pattern.sub(REDACTED, value)
+
+    def body(self, value: str | None) -> str | None:
+        """A reply body redacted as text and, when it is JSON, again after decoding: escapes
+        can assemble a form the text did not show (a base64 written with \\u0041 escapes).
+        Only then is the body re-serialised from the redacted data."""
+        value = self.text(value)
+        if not value or self.pattern is None or value.lstrip()[:1] not in ("{", "["):
+            return value
+        try:
+            data = json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+        clean = self.data(data)
+        return value if clean == data else json.dumps(clean, ensure_ascii=False)
+
+    def data(self, value: Any) -> Any:
+        """A parsed JSON value with every string (keys too) redacted."""
+        if self.pattern is None:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self.data(v) for v in value]
+        if isinstance(value, dict):
+            return {self.text(k): self.data(v) for k, v in value.items()}
+        return value
+
+
+NO_SECRETS = Redactor()
+
+_QUERY = re.compile(r"\?[^\s'\"()<>]+")
+_USERINFO = re.compile(r"(?<=://)[^\s/@'\"]+@")
+
+
+def scrub_urls(text: str) -> str:
+    """Drop query strings and userinfo from URLs inside an error text (from a library)."""
+    return _USERINFO.sub("", _QUERY.sub("?[redacted]", text))

@@ -1,0 +1,88 @@
+"""Text an agent or a label wrote, made safe for where it is shown: a spreadsheet, a terminal,
+an XML file. Each function is the one place its rule lives (docs/reports.md says the rules).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# -- spreadsheets -----------------------------------------------------------------------
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def csv_cell(value: Any) -> Any:
+    """A cell a spreadsheet will not run: text starting with = + - @ tab or CR gets a leading
+    ``'`` (and so does text already starting with ``'``, so ``csv_uncell`` can undo it).
+    Plain numbers (``-0.12``) and non-text values are left alone."""
+    if not isinstance(value, str) or not value or _NUMBER.fullmatch(value):
+        return value
+    if value.startswith(FORMULA_START) or value.startswith("'"):
+        return "'" + value
+    return value
+
+
+def csv_uncell(value: str) -> str:
+    """The value ``csv_cell`` was given (for reading the tool's own exports back)."""
+    if value.startswith("'") and (value[1:].startswith(FORMULA_START)
+                                  or value[1:].startswith("'")):
+        return value[1:]
+    return value
+
+
+# -- terminals --------------------------------------------------------------------------
+
+# C0 and C1 controls, DEL, and the bidirectional overrides that reorder what is shown
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\x1b"}
+
+
+def terminal(text: str) -> str:
+    """``text`` with every control character shown as an escape (``\\x1b``, ``\\n``), so a
+    reply cannot move the cursor, clear the screen, retitle the window or fake a line."""
+    return _CONTROL.sub(lambda m: _NAMED.get(m.group(), f"\\u{ord(m.group()):04x}"
+                                             if ord(m.group()) > 0xFF
+                                             else f"\\x{ord(m.group()):02x}"), text)
+
+
+def terminal_data(value: Any) -> Any:
+    """A report (dicts, lists, strings) with ``terminal`` applied to every string in it."""
+    if isinstance(value, str):
+        return terminal(value)
+    if isinstance(value, list | tuple):
+        return [terminal_data(v) for v in value]
+    if isinstance(value, dict):
+        return {k: terminal_data(v) for k, v in value.items()}
+    return value
+
+
+# -- decoded JSON -----------------------------------------------------------------------
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def no_lone_surrogates(value: Any) -> Any:
+    """Parsed JSON with every lone surrogate (``"\\ud800"`` decodes to one) replaced by
+    U+FFFD: such a string cannot be encoded as UTF-8, so it could not be stored or printed."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, list):
+        return [no_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {no_lone_surrogates(k): no_lone_surrogates(v) for k, v in value.items()}
+    return value
+
+
+# -- XML --------------------------------------------------------------------------------
+
+# what XML 1.0 allows: tab, LF, CR, and U+0020–U+D7FF, U+E000–U+FFFD, U+10000–U+10FFFF
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(text: str) -> str:
+    """``text`` with characters XML 1.0 cannot hold (ESC, NUL, lone surrogates, U+FFFE)
+    replaced by a visible ``\\x1b``-style escape, so strict parsers accept the file."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) <= 0xFF
+                        else f"\\u{ord(m.group()):04x}", text)
