@@ -105,6 +105,8 @@ def test_n8n_usage_source_reads_its_key_from_the_environment_and_never_shows_it(
     assert "n8n-key-s3cret" not in repr(agent) and "n8n-key-s3cret" not in str(agent.settings())
     assert agent.settings()["n8n"] == {"api_url": "http://127.0.0.1:5678",
                                        "execution_id": "executionId", "wait_s": 10}
+    # an agent (or n8n) echoing the key back gets it redacted like any other secret
+    assert "n8n-key-s3cret" not in agent.redactor.text("key n8n-key-s3cret refused")
 
 
 def test_a_missing_n8n_api_key_variable_blocks_the_agent_naming_it():
