@@ -198,6 +198,7 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
         return AttemptRow(n, started_wall, status, elapsed_ms(), error, ctype, stored, size, cut)
 
     deadline = Deadline(agent.timeout_s)
+    read_to_the_end = False
     try:
         with deadline:
             try:
@@ -259,6 +260,7 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
                 return Outcome("connection", row(status, _describe_error(exc, agent), ctype), None, None)
             if deadline.fired:  # the body "ended" because the deadline shut the socket
                 return late()
+        read_to_the_end = True
         body, problem = decode_text(b"".join(chunks), ctype)
         body = agent.redactor.body(body)
         if problem:
@@ -268,7 +270,9 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
                            retry_after)
         return Outcome("ok", row(status, "", ctype, body), body, None)
     finally:
-        if deadline.fired:  # a socket the deadline shut may sit in the pool: start afresh
+        # a reply given up mid-way (the deadline, the cap, a broken stream) leaves its connection
+        # in no state to reuse: close this thread's pooled connections and start afresh
+        if deadline.fired or not read_to_the_end:
             _drop_session()
 
 
