@@ -15,6 +15,7 @@ from __future__ import annotations
 import email.utils
 import threading
 import time
+import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -154,8 +155,11 @@ def decode_text(raw: bytes, ctype: str | None) -> tuple[str, str]:
     cannot decode with that charset (idna, punycode ...)."""
     name = _charset(ctype)
     try:
-        return clean_text(raw.decode(name, errors="replace")), ""
-    except (UnicodeError, LookupError, ValueError, TypeError):
+        with warnings.catch_warnings():
+            # codecs that are not character sets (unicode_escape ...) warn on odd input
+            warnings.simplefilter("error")
+            return clean_text(raw.decode(name, errors="replace")), ""
+    except (UnicodeError, LookupError, ValueError, TypeError, Warning):
         return (raw.decode("utf-8", errors="replace"),
                 f"the body cannot be read as its declared charset {name!r}")
 
