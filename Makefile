@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 TEST_STAMP    := $(VENV)/.installed-test
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test bench lint clean n8n
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +23,12 @@ $(TEST_STAMP): pyproject.toml | $(BIN)/python
 demo: $(RUNTIME_STAMP)
 	$(BIN)/exam demo
 
-test: $(TEST_STAMP)
+# The real-n8n tests (tests/n8n) need n8n installed: cached in ~/.cache/agent-exam/n8n, so
+# this is a stamp check after the first time (a few minutes then).
+n8n:
+	tests/n8n/install.sh
+
+test: $(TEST_STAMP) n8n
 	$(BIN)/python -m pytest
 
 bench: $(TEST_STAMP)

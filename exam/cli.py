@@ -274,7 +274,8 @@ def run_cmd(agent_names, label, repeats, only, category, notify, fmt, agents, db
       0  every reply arrived and nothing failed
       1  a verdict failed
       2  bad input (registry, bank, options)
-      3  some replies never arrived (timeout, HTTP error, bad reply, blocked, harness error)
+      3  some replies never arrived (timeout, HTTP error, bad reply, agent error, blocked,
+           harness error)
       130  interrupted (what arrived is kept: exam resume finishes it)
     """
     from exam.runner import create_run, job_for

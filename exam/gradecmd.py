@@ -11,8 +11,8 @@ from exam.bank import Bank
 from exam.errors import ExamError
 from exam.replies import DEFAULT_MAPPING, ReplyMapping, read_body, to_reply
 from graders import Grade, grade
+from graders.model import RUN_STATUSES
 
-RUN_STATUSES = ("ok", "timeout", "http_error", "bad_reply", "truncated", "blocked")
 LINE_KEYS = ("case_no", "reply", "repeat", "status", "attempts", "model_calls", "tokens",
              "latency_ms", "run_status")
 

@@ -26,11 +26,30 @@ from exam.replies import DEFAULT_MAPPING, ReplyMapping, StepsMapping
 
 DEFAULT_PATH = "webhooks/agents.yaml"
 AGENT_KEYS = ("url", "bank", "headers", "timeout_s", "retries", "concurrency", "min_interval_s",
-              "reply", "budget", "description")
-REPLY_KEYS = ("format", "text", "status", "model_calls", "tokens", "truncated", "steps")
+              "reply", "budget", "n8n", "description")
+REPLY_KEYS = ("format", "text", "status", "model_calls", "tokens", "truncated", "steps", "error")
+N8N_KEYS = ("api_url", "api_key", "execution_id", "wait_s")
 STEPS_KEYS = ("path", "tool", "args")
 BUDGET_KEYS = ("attempts", "model_calls", "tokens", "latency_ms")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True, slots=True)
+class N8nUsage:
+    """Where to read an n8n agent's model calls and tokens: its executions, by the public API."""
+
+    api_url: str  # the instance's base URL; /api/v1/executions/<id> is added
+    api_key: str = field(repr=False)  # a secret: never stored, printed or logged
+    execution_id: str = "executionId"  # dot path in the reply carrying $execution.id
+    wait_s: float = 10.0  # how long to wait for the execution to finish
+
+    @property
+    def safe_url(self) -> str:
+        parts = urlsplit(self.api_url)
+        host = parts.hostname or ""
+        if parts.port:
+            host = f"{host}:{parts.port}"
+        return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +65,7 @@ class Agent:
     reply: ReplyMapping = DEFAULT_MAPPING
     reply_format: str = "json"  # "json", or "text" for agents answering with a plain body
     budget: Mapping[str, float] = field(default_factory=dict)
+    n8n: N8nUsage | None = None  # usage read from n8n executions instead of the reply
     blocked: str = ""  # why nothing can be sent (e.g. a missing secret), "" when fine
     redactor: Redactor = field(default=NO_SECRETS, repr=False, compare=False)
     warnings: tuple[str, ...] = ()  # e.g. a secret trimmed of a trailing newline (names only)
@@ -76,6 +96,8 @@ class Agent:
             "timeout_s": self.timeout_s, "retries": self.retries, "concurrency": self.concurrency,
             "min_interval_s": self.min_interval_s, "reply_format": self.reply_format,
             "reply": mapping_to_dict(self.reply), "budget": dict(self.budget),
+            **({"n8n": {"api_url": self.n8n.safe_url, "execution_id": self.n8n.execution_id,
+                        "wait_s": self.n8n.wait_s}} if self.n8n else {}),
         }
 
 
@@ -86,7 +108,8 @@ def mapping_to_dict(m: ReplyMapping) -> dict[str, Any]:
         return list(paths) if isinstance(paths, tuple) else paths
 
     return {"text": list(m.text), "status": m.status, "model_calls": figure(m.model_calls),
-            "tokens": figure(m.tokens), "truncated": m.truncated, "steps": steps}
+            "tokens": figure(m.tokens), "truncated": m.truncated, "steps": steps,
+            "error": m.error}
 
 
 def _paths(value: Any) -> str | tuple[str, ...] | None:
@@ -100,6 +123,7 @@ def mapping_from_dict(d: Mapping[str, Any]) -> ReplyMapping:
         model_calls=_paths(d.get("model_calls")), tokens=_paths(d.get("tokens")),
         truncated=d.get("truncated"),
         steps=None if steps is None else StepsMapping(**steps),
+        error=d.get("error", DEFAULT_MAPPING.error),
     )
 
 
@@ -187,7 +211,7 @@ def _reply_mapping(path: str, where: str, raw: Any) -> tuple[ReplyMapping, str]:
     fmt = raw.get("format", "json")
     if fmt not in ("json", "text"):
         raise RegistryError(f"{path}: {where}.format: expected json or text, found {fmt!r}")
-    for key in ("status", "truncated"):
+    for key in ("status", "truncated", "error"):
         if key in raw and raw[key] is not None and not isinstance(raw[key], str):
             raise RegistryError(f"{path}: {where}.{key}: expected a dot path string or null, "
                                 f"found {raw[key]!r}")
@@ -221,7 +245,37 @@ def _reply_mapping(path: str, where: str, raw: Any) -> tuple[ReplyMapping, str]:
         text=tuple(text), status=raw.get("status", d.status),
         model_calls=figures["model_calls"], tokens=figures["tokens"],
         truncated=raw.get("truncated", d.truncated), steps=steps,
+        error=raw.get("error", d.error),
     ), fmt
+
+
+def _n8n_usage(path: str, where: str, raw: Any, env: Mapping[str, str], missing: list[str],
+               found: _Secrets) -> N8nUsage | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise RegistryError(f"{path}: {where}: expected a mapping with api_url and api_key, "
+                            f"found {raw!r}")
+    for key, msg in unknown_keys(raw, N8N_KEYS):
+        raise RegistryError(f"{path}: {where}.{key}: {msg}")
+    for key in ("api_url", "api_key"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise RegistryError(f"{path}: {where}.{key}: required (a string; the key is best "
+                                f"given as \"${{N8N_API_KEY}}\"), found {raw.get(key)!r}")
+    n_missing = len(missing)
+    api_url = _expand(raw["api_url"], f"{where}.api_url", env, missing, found)
+    api_key = _expand(raw["api_key"], f"{where}.api_key", env, missing, found)
+    if len(missing) == n_missing:
+        parts = urlsplit(api_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise RegistryError(f"{path}: {where}.api_url: expected the n8n instance's http(s) "
+                                "base URL, e.g. https://n8n.example.com")
+    execution_id = raw.get("execution_id", "executionId")
+    if not isinstance(execution_id, str) or not execution_id:
+        raise RegistryError(f"{path}: {where}.execution_id: expected a dot path, "
+                            f"found {execution_id!r}")
+    wait_s = _number(path, f"{where}.wait_s", raw.get("wait_s", 10), minimum=0, integer=False)
+    return N8nUsage(api_url.rstrip("/"), api_key, execution_id, wait_s)
 
 
 def resolve_bank(registry_path: str, name: str, bank: str | None) -> str:
@@ -280,6 +334,7 @@ def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent
         raise RegistryError(f"{path}: {where}.bank: expected a path, found {bank!r}")
     bank = resolve_bank(path, name, bank)
     mapping, fmt = _reply_mapping(path, f"{where}.reply", raw.get("reply"))
+    n8n = _n8n_usage(path, f"{where}.n8n", raw.get("n8n"), env, missing, found)
     return Agent(
         name=name, url=url, bank=bank, headers=headers,
         timeout_s=_number(path, f"{where}.timeout_s", raw.get("timeout_s", 60), minimum=0,
@@ -290,8 +345,10 @@ def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent
                                 integer=True)),
         min_interval_s=_number(path, f"{where}.min_interval_s", raw.get("min_interval_s", 0),
                                minimum=0, integer=False),
-        reply=mapping, reply_format=fmt, budget=dict(budget), blocked="; ".join(missing),
-        redactor=Redactor.of([*found.values, *_url_secrets(url)]),
+        reply=mapping, reply_format=fmt, budget=dict(budget), n8n=n8n,
+        blocked="; ".join(missing),
+        redactor=Redactor.of([*found.values, *_url_secrets(url),
+                              *(_url_secrets(n8n.api_url) if n8n else ())]),
         warnings=tuple(dict.fromkeys(found.warnings)),
     )
 

@@ -92,6 +92,8 @@ class ReplyMapping:
     tokens: str | tuple[str, ...] | None = "usage.total_tokens"
     truncated: str | None = "truncated"
     steps: StepsMapping | None = StepsMapping()
+    # the agent's own report that it could not answer (an n8n error output → Respond to Webhook)
+    error: str | None = "agent_error"
 
 
 DEFAULT_MAPPING = ReplyMapping()
@@ -194,6 +196,17 @@ class ReadReply:
     steps: tuple[Step, ...] | None
     body: Any
     problem: str = ""
+    error: str | None = None  # what the agent said about its own failure, when it reports one
+
+
+def _failure(value: Any) -> str | None:
+    """The agent's own failure report as one line: a message, or the whole value."""
+    if value is MISSING or value is None or value is False or value in ("", {}, []):
+        return None
+    if isinstance(value, Mapping):
+        message = value.get("message") or value.get("description")
+        value = message if message else json.dumps(value, ensure_ascii=False)
+    return " ".join(str(value).split())[:300]
 
 
 def read_body(body: Any, mapping: ReplyMapping = DEFAULT_MAPPING) -> ReadReply:
@@ -230,7 +243,15 @@ def read_body(body: Any, mapping: ReplyMapping = DEFAULT_MAPPING) -> ReadReply:
         steps=_steps(body, mapping.steps),
         body=body,
         problem=problem,
+        error=_failure(lookup(body, mapping.error)) if mapping.error else None,
     )
+
+
+def reported_failure(read: ReadReply | None) -> str | None:
+    """What the agent said about its own failure, when it answered with that and no text."""
+    if read is None or read.text is not None:
+        return None
+    return read.error
 
 
 def to_reply(read: ReadReply, **figures: Any) -> Reply:
@@ -242,3 +263,13 @@ def to_reply(read: ReadReply, **figures: Any) -> Reply:
         model_calls=figures.pop("model_calls", read.model_calls),
         tokens=figures.pop("tokens", read.tokens), **figures,
     )
+
+
+def failure_in(body: str | None, mapping: ReplyMapping = DEFAULT_MAPPING) -> str | None:
+    """The agent's own failure report in a raw JSON body (at any HTTP status), else None."""
+    if not body or mapping.error is None:
+        return None
+    try:
+        return reported_failure(read_body(parse_json(body), mapping))
+    except (ValueError, RecursionError):
+        return None

@@ -15,7 +15,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from exam import names
+from exam import n8n_usage, names
 from exam.bank import Bank, Item, load_bank
 from exam.errors import ExamError
 from exam.gate import RequestGate
@@ -142,6 +142,13 @@ def _run_cell(store: Store, job: Job, case_no: str, repeat: int, gate: RequestGa
     send(agent, item.question.input, gate, outcomes)
     result = classify(agent, outcomes)
     read = result.read
+    model_calls, tokens, estimated, usage_note = result.model_calls, result.tokens, False, ""
+    if agent.n8n is not None:  # the registry says: usage comes from n8n's executions
+        usage = n8n_usage.measure(agent.n8n, [
+            (o.row.n, o.row.error, o.body if o.body is not None else o.row.body)
+            for o in outcomes])
+        model_calls, tokens = usage.model_calls, usage.tokens
+        estimated, usage_note = usage.estimated, usage.note
     latency = sum(o.row.latency_ms for o in outcomes)
     steps = None
     if read is not None and read.steps is not None:
@@ -151,13 +158,13 @@ def _run_cell(store: Store, job: Job, case_no: str, repeat: int, gate: RequestGa
         run_status=result.run_status, error=result.error,
         text=read.text if read else None, status=read.status if read else None,
         truncated=bool(read and read.truncated), steps=steps, attempts=len(outcomes),
-        model_calls=result.model_calls, tokens=result.tokens, latency_ms=round(latency, 1),
-        completed_at=time.time(),
+        model_calls=model_calls, tokens=tokens, latency_ms=round(latency, 1),
+        completed_at=time.time(), tokens_estimated=estimated, usage_note=usage_note,
     )
     attempts: list[AttemptRow] = [o.row for o in outcomes]
     record = None
     if read is not None:  # what the grader said at the time; reports re-grade anyway
-        reply = to_reply(read, model_calls=result.model_calls, tokens=result.tokens,
+        reply = to_reply(read, model_calls=model_calls, tokens=tokens, tokens_estimated=estimated,
                          attempts=len(outcomes), latency_ms=latency, run_status=result.run_status)
         g = grade(item.question, reply, budget=agent.budget)
         record = (GRADER_VERSION, g.verdict, [c.as_dict() for c in g.checks])

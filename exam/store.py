@@ -148,6 +148,11 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX rebalance_snapshots_agent ON rebalance_snapshots(agent, id);
     """,
+    # 5: where a cell's usage came from (n8n executions), and whether its tokens are an estimate
+    """
+    ALTER TABLE cells ADD COLUMN tokens_estimated INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE cells ADD COLUMN usage_note TEXT NOT NULL DEFAULT ''
+    """,
 )
 
 
@@ -232,6 +237,8 @@ class CellRow:
     tokens: int | None
     latency_ms: float | None
     completed_at: float
+    tokens_estimated: bool = False  # the tokens are n8n's estimate, not the provider's count
+    usage_note: str = ""  # where model calls and tokens came from, or why they are unknown
 
 
 def _select(table: str, **equal: Any) -> tuple[str, list[Any]]:
@@ -457,12 +464,13 @@ class Store:
             cur = db.execute(
                 "INSERT OR IGNORE INTO cells (run_id, case_no, repeat, question_digest, run_status,"
                 " error, text, status, truncated, steps, attempts, model_calls, tokens, latency_ms,"
-                " completed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " completed_at, tokens_estimated, usage_note)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (cell.run_id, cell.case_no, cell.repeat, cell.question_digest, cell.run_status,
                  cell.error, cap_text(cell.text)[0], cell.status, int(cell.truncated),
                  None if cell.steps is None else json.dumps(cell.steps, ensure_ascii=False),
                  cell.attempts, cell.model_calls, cell.tokens, cell.latency_ms,
-                 cell.completed_at))
+                 cell.completed_at, int(cell.tokens_estimated), cell.usage_note))
             if cur.rowcount == 0:
                 return False
             db.executemany(
@@ -514,7 +522,9 @@ class Store:
             text=r["text"], status=r["status"], truncated=bool(r["truncated"]),
             steps=None if r["steps"] is None else json.loads(r["steps"]),
             attempts=r["attempts"], model_calls=r["model_calls"], tokens=r["tokens"],
-            latency_ms=r["latency_ms"], completed_at=r["completed_at"]) for r in rows]
+            latency_ms=r["latency_ms"], completed_at=r["completed_at"],
+            tokens_estimated=bool(r["tokens_estimated"]), usage_note=r["usage_note"])
+            for r in rows]
 
     def attempts(self, run_id: int, case_no: str, repeat: int) -> list[AttemptRow]:
         with self._lock:

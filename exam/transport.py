@@ -15,6 +15,7 @@ from __future__ import annotations
 import email.utils
 import threading
 import time
+import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -26,7 +27,15 @@ from urllib3.response import HTTPResponse
 from exam.deadline import Deadline, DeadlineAdapter
 from exam.redact import scrub_urls
 from exam.registry import Agent
-from exam.replies import ReadReply, ReplyError, clean_text, parse_json, read_body
+from exam.replies import (
+    ReadReply,
+    ReplyError,
+    clean_text,
+    failure_in,
+    parse_json,
+    read_body,
+    reported_failure,
+)
 from exam.store import TEXT_CAP_CHARS, AttemptRow, cap_body, cap_text
 from exam.textsafe import no_lone_surrogates
 
@@ -146,8 +155,11 @@ def decode_text(raw: bytes, ctype: str | None) -> tuple[str, str]:
     cannot decode with that charset (idna, punycode ...)."""
     name = _charset(ctype)
     try:
-        return clean_text(raw.decode(name, errors="replace")), ""
-    except (UnicodeError, LookupError, ValueError, TypeError):
+        with warnings.catch_warnings():
+            # codecs that are not character sets (unicode_escape ...) warn on odd input
+            warnings.simplefilter("error")
+            return clean_text(raw.decode(name, errors="replace")), ""
+    except (UnicodeError, LookupError, ValueError, TypeError, Warning):
         return (raw.decode("utf-8", errors="replace"),
                 f"the body cannot be read as its declared charset {name!r}")
 
@@ -287,8 +299,10 @@ def send(agent: Agent, work_order: Any, gate,
         outcomes.append(out)
         return out
 
+    # an agent that reported its own failure has answered: sending again is not a retry
     retrying = Retrying(stop=stop_after_attempt(agent.retries + 1), wait=_wait,
-                        retry=retry_if_result(lambda o: o.transient),
+                        retry=retry_if_result(lambda o: o.transient and
+                                              not _agent_failure(agent, o.body)),
                         retry_error_callback=lambda state: state.outcome.result())
     retrying(attempt)
     return outcomes
@@ -319,6 +333,11 @@ def _parse(agent: Agent, body: str) -> tuple[ReadReply | None, str]:
     return read, read.problem
 
 
+def _agent_failure(agent: Agent, body: str | None) -> str | None:
+    """The agent's own failure report in a body (any HTTP status), else None."""
+    return None if agent.reply_format == "text" else failure_in(body, agent.reply)
+
+
 def _usage(agent: Agent, outcomes: list[Outcome]) -> tuple[int | None, int | None]:
     calls = tokens = None
     for o in outcomes:
@@ -346,11 +365,17 @@ def classify(agent: Agent, outcomes: list[Outcome]) -> Result:
     calls, tokens = (_within(f) for f in _usage(agent, outcomes))
     if last.kind == "timeout":
         return Result("timeout", last.row.error, None, calls, tokens)
+    if last.kind == "http" and (failure := _agent_failure(agent, last.body)):
+        return Result("agent_error", f"HTTP {last.row.http_status}: the agent reported its own "
+                      f"failure: {failure}", None, calls, tokens)
     if last.kind in ("connection", "http"):
         return Result("http_error", last.row.error, None, calls, tokens)
     if last.kind == "bad":
         return Result("bad_reply", last.row.error, None, calls, tokens)
     read, problem = _parse(agent, last.body or "")
+    if (failure := reported_failure(read)) is not None:
+        return Result("agent_error", f"the agent reported its own failure: {failure}", read,
+                      calls, tokens)
     if read is not None and read.text is not None and len(read.text) > TEXT_CAP_CHARS:
         kept, _ = cap_text(read.text)
         return Result("bad_reply", f"reply text is {len(read.text):,} characters, over the "

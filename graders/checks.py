@@ -156,12 +156,20 @@ def check_budget(budget: Mapping[str, float], reply: Reply) -> Iterable[CheckRes
     for key, limit in budget.items():
         name = f"budget.{key}"
         value = getattr(reply, key)
+        # an estimate is graded, and says so: n8n counts tokens itself when the provider doesn't
+        est = " (estimated)" if key == "tokens" and reply.tokens_estimated else ""
         if value is None:
             yield CheckResult(name, "not_graded", evidence=f"the agent did not report {key}")
+        elif key == "tokens" and value == 0 and reply.model_calls != 0:
+            # an LLM agent that answered used tokens: a 0 is a placeholder, not a figure
+            calls = "unknown" if reply.model_calls is None else f"{reply.model_calls:g}"
+            yield CheckResult(name, "needs_human", evidence=f"the agent reported 0 tokens with "
+                              f"{calls} model call(s): how does it count them?")
         elif value > limit:
             yield CheckResult(
                 name, "fail", unexpected=(f"{value:g}",),
-                evidence=f"{value:g} {_UNITS[key]} > budget {limit:g}",
+                evidence=f"{value:g} {_UNITS[key]}{est} > budget {limit:g}",
             )
         else:
-            yield CheckResult(name, "pass", evidence=f"{value:g} {_UNITS[key]} ≤ budget {limit:g}")
+            yield CheckResult(name, "pass",
+                              evidence=f"{value:g} {_UNITS[key]}{est} ≤ budget {limit:g}")

@@ -9,11 +9,11 @@ from graders.model import STRICTNESS, CheckResult, Grade, Question, Reply, Verdi
 from graders.normalize import normalize
 from graders.trajectory import check_tools
 
-GRADER_VERSION = "2.0.0"
+GRADER_VERSION = "2.1.0"  # 2.1: a reported 0 tokens with model calls is needs_human
 # Bump the rule of a check kind when its behaviour changes: a reviewer's decision on
 # that check (issue 9) is dropped when the rule it was made under changes.
 RULE_VERSIONS: Mapping[str, int] = {
-    "fact": 2, "forbidden": 2, "status": 1, "field": 1, "numbers_grounded": 1, "budget": 1,
+    "fact": 2, "forbidden": 2, "status": 1, "field": 1, "numbers_grounded": 1, "budget": 2,
     "tools": 1,
 }
 

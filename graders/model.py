@@ -10,13 +10,14 @@ from graders.patterns import Entry
 
 Outcome = Literal["pass", "fail", "needs_human", "not_graded"]
 Verdict = Literal["pass", "fail", "needs_human", "not_graded"]
-RunStatus = Literal["ok", "timeout", "http_error", "bad_reply", "truncated", "blocked",
-                    "harness_error"]
+RunStatus = Literal["ok", "timeout", "http_error", "bad_reply", "truncated", "agent_error",
+                    "blocked", "harness_error"]
 Severity = Literal["critical", "major", "minor"]
 FieldMode = Literal["exact_set", "must_include", "ignore"]
 
-RUN_STATUSES: tuple[str, ...] = ("ok", "timeout", "http_error", "bad_reply", "truncated", "blocked",
-                                "harness_error")
+# agent_error: the agent answered that it could not answer (its own structured failure report)
+RUN_STATUSES: tuple[str, ...] = ("ok", "timeout", "http_error", "bad_reply", "truncated",
+                                 "agent_error", "blocked", "harness_error")
 SEVERITIES: tuple[str, ...] = ("critical", "major", "minor")
 BUDGET_KEYS: tuple[str, ...] = ("attempts", "model_calls", "tokens", "latency_ms")
 # Strictest first: a reply's verdict is the first of these any graded check has.
@@ -84,6 +85,7 @@ class Reply:
     tokens: int | None = None
     latency_ms: float | None = None
     run_status: RunStatus = "ok"
+    tokens_estimated: bool = False  # tokens are an estimate (n8n's, with the Responses API)
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,11 +54,12 @@ def table(kind: str, report: dict[str, Any]) -> tuple[list[str], list[list[Any]]
     if kind == "scorecard":
         head = ["agent", "version", "case_no", "category", "severity", "repeat", "run_id",
                 "run_status", "verdict", "attempts", "model_calls", "tokens", "latency_ms",
-                "evidence"]
+                "evidence", "tokens_estimated"]
         rows = [[c["agent"], c["version"], case["case_no"], case["category"], case["severity"],
                  cell["repeat"], cell["run_id"], cell["run_status"], cell["verdict"] or "",
                  cell["attempts"], cell["model_calls"], cell["tokens"], cell["latency_ms"],
-                 _evidence(cell["checks"]) or cell.get("error", "")]
+                 _evidence(cell["checks"]) or cell.get("error", ""),
+                 "yes" if cell.get("tokens_estimated") else ""]
                 for c in report["scorecards"] for case in c["cases"] for cell in case["cells"]]
         return head, rows
     if kind == "compare":

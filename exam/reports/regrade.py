@@ -44,12 +44,15 @@ class GradedCell:
     text: str | None = None  # kept for needs_human cells always; others unless graded in parallel
     reviewed: bool = False  # a person's stored decision set (part of) this verdict
     reply_digest: str = ""  # what review decisions are keyed by
+    tokens_estimated: bool = False  # the tokens are n8n's estimate, not the provider's count
+    usage_note: str = ""  # where model calls and tokens came from, or why they are unknown
 
     def as_dict(self) -> dict:
         return {
             "run_id": self.run_id, "repeat": self.repeat, "run_status": self.run_status,
             "verdict": self.verdict, "attempts": self.attempts, "model_calls": self.model_calls,
-            "tokens": self.tokens, "latency_ms": self.latency_ms, "error": self.error,
+            "tokens": self.tokens, "tokens_estimated": self.tokens_estimated,
+            "usage_note": self.usage_note, "latency_ms": self.latency_ms, "error": self.error,
             "changed_since_run": self.changed, "reviewed": self.reviewed,
             "checks": [c.as_dict() for c in self.checks],
         }
@@ -89,7 +92,8 @@ def reply_of(store: Store, run: Run, cell: CellRow, item: Item) -> Reply:
             body = read_body(raw, mapping_from_dict(run.settings.get("reply", {}))).body
     return Reply(text=cell.text, status=cell.status, body=body, steps=steps,
                  attempts=cell.attempts, model_calls=cell.model_calls, tokens=cell.tokens,
-                 latency_ms=cell.latency_ms, run_status=cell.run_status)  # type: ignore[arg-type]
+                 latency_ms=cell.latency_ms, run_status=cell.run_status,  # type: ignore[arg-type]
+                 tokens_estimated=cell.tokens_estimated)
 
 
 PARALLEL_MIN = 20_000  # below this, starting processes costs more than it saves
@@ -120,7 +124,8 @@ def _graded(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item
             latency_ms=cell.latency_ms, error=cell.error,
             changed=cell.question_digest != item.digest,
             text=cell.text if keep_text or g.verdict == "needs_human" else None,
-            reply_digest=reply_digest(cell.text)))
+            reply_digest=reply_digest(cell.text), tokens_estimated=cell.tokens_estimated,
+            usage_note=cell.usage_note))
     return out, removed
 
 

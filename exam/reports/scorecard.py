@@ -9,10 +9,10 @@ from typing import Any
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.stats import median, percentile
 from graders import GRADER_VERSION
+from graders.model import RUN_STATUSES
 from graders.trajectory import NO_STEPS
 
 VERDICTS = ("pass", "needs_human", "fail", "not_graded")
-RUN_STATUSES = ("ok", "timeout", "http_error", "bad_reply", "truncated", "blocked", "harness_error")
 SEVERITY_ORDER = {"critical": 0, "major": 1, "minor": 2}
 COST_KEYS = ("attempts", "model_calls", "tokens", "latency_ms")
 
@@ -51,6 +51,12 @@ def outliers(cells: Sequence[GradedCell]) -> list[dict[str, Any]]:
             found.append({"case_no": c.case_no, "run_id": c.run_id, "repeat": c.repeat,
                           "verdict": c.verdict, "run_status": c.run_status, "why": why})
     return found
+
+
+def _usage_unknown(cells: Sequence[GradedCell]) -> dict[str, Any]:
+    """Cells whose usage source (n8n executions) could not be read, and the first reason."""
+    notes = [c.usage_note for c in cells if c.usage_note.startswith("usage unknown")]
+    return {"cells": len(notes), "reason": notes[0] if notes else ""}
 
 
 def case_order(case: dict[str, Any]) -> tuple:
@@ -126,6 +132,9 @@ def build(regraded: Regraded) -> dict[str, Any]:
             "not_in_runs": added,
             "categories": {cat: dict(cnt) for cat, cnt in sorted(categories.items())},
             "cost": cost_summary(cells),
+            # n8n's own token estimate (Responses API), and cells whose usage could not be read
+            "tokens_estimated": sum(1 for c in cells if c.tokens_estimated),
+            "usage_unknown": _usage_unknown(cells),
             "outliers": outliers(cells),
             "cases": cases,
         })
@@ -187,12 +196,20 @@ def render_text(report: dict[str, Any], colour: bool = False, details: bool = Tr
             lines.append(f"  note: in today's bank but not in these runs: {', '.join(shown)}"
                          + (f" and {more} more" if more else ""))
         cost = card["cost"]
+        est = " (estimated)" if card.get("tokens_estimated") else ""
         lines.append(
-            "  cost p50/p95: model calls {}/{} · tokens {}/{} · latency {}/{} · attempts {}/{}".format(
-                _fmt(cost["model_calls"]["p50"]), _fmt(cost["model_calls"]["p95"]),
+            "  cost p50/p95: model calls {}/{} · tokens{} {}/{} · latency {}/{} · attempts {}/{}".format(
+                _fmt(cost["model_calls"]["p50"]), _fmt(cost["model_calls"]["p95"]), est,
                 _fmt(cost["tokens"]["p50"]), _fmt(cost["tokens"]["p95"]),
                 _fmt(cost["latency_ms"]["p50"], " ms"), _fmt(cost["latency_ms"]["p95"], " ms"),
                 _fmt(cost["attempts"]["p50"]), _fmt(cost["attempts"]["p95"])))
+        if card.get("tokens_estimated"):
+            lines.append(f"  tokens (estimated) in {card['tokens_estimated']} cell(s): n8n's own "
+                         "count, the provider reported none (Responses API)")
+        unknown = card.get("usage_unknown") or {}
+        if unknown.get("cells"):
+            reason = unknown["reason"].removeprefix("usage unknown: ")
+            lines.append(f"  usage unknown in {unknown['cells']} cell(s): {reason}")
         cats = []
         for cat, cnt in card["categories"].items():
             total = sum(cnt.values())
@@ -218,8 +235,10 @@ def render_text(report: dict[str, Any], colour: bool = False, details: bool = Tr
                                f"  pass {vs.get('pass', 0)}/{len(case['cells'])}"
                                , "fail" if head == "FAIL" else "needs_human", colour))
             for cell in case["cells"]:
+                tokens = _fmt(cell["tokens"]) + (" (estimated)" if cell.get("tokens_estimated")
+                                                 else "")
                 figures = (f"attempts {cell['attempts']} · model calls {_fmt(cell['model_calls'])}"
-                           f" · tokens {_fmt(cell['tokens'])} · {_fmt(cell['latency_ms'], ' ms')}")
+                           f" · tokens {tokens} · {_fmt(cell['latency_ms'], ' ms')}")
                 state = cell["verdict"] or cell["run_status"]
                 if cell["reviewed"]:
                     state += " (reviewed)"

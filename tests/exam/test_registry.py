@@ -91,3 +91,42 @@ def test_shipped_registry_loads():
 
     registry = load_registry(ROOT / "webhooks" / "agents.yaml", env={})
     assert set(registry.agents) == {"W1", "W2", "W3"}
+
+
+N8N = {"url": "http://127.0.0.1:5678/webhook/w1",
+       "n8n": {"api_url": "http://127.0.0.1:5678/", "api_key": "${N8N_API_KEY}"}}
+
+
+def test_n8n_usage_source_reads_its_key_from_the_environment_and_never_shows_it():
+    agent = parse({"agents": {"W1": N8N}}, {"N8N_API_KEY": "n8n-key-s3cret"}).get("W1")
+    assert agent.n8n.api_url == "http://127.0.0.1:5678"
+    assert agent.n8n.api_key == "n8n-key-s3cret"
+    assert (agent.n8n.execution_id, agent.n8n.wait_s) == ("executionId", 10)
+    assert "n8n-key-s3cret" not in repr(agent) and "n8n-key-s3cret" not in str(agent.settings())
+    assert agent.settings()["n8n"] == {"api_url": "http://127.0.0.1:5678",
+                                       "execution_id": "executionId", "wait_s": 10}
+    # an agent (or n8n) echoing the key back gets it redacted like any other secret
+    assert "n8n-key-s3cret" not in agent.redactor.text("key n8n-key-s3cret refused")
+
+
+def test_a_missing_n8n_api_key_variable_blocks_the_agent_naming_it():
+    assert parse({"agents": {"W1": N8N}}).get("W1").blocked == (
+        "environment variable N8N_API_KEY is not set (needed by agents.W1.n8n.api_key)")
+
+
+@pytest.mark.parametrize(("n8n", "message"), [
+    ({"api_url": "http://x"}, "agents.W1.n8n.api_key: required"),
+    ({"api_url": "ftp://x", "api_key": "k"}, "agents.W1.n8n.api_url: expected the n8n "
+                                             "instance's http(s) base URL"),
+    ({"api_url": "http://x", "api_key": "k", "wait": 3},
+     "agents.W1.n8n.wait: unknown key 'wait' (did you mean 'wait_s'?)"),
+    ({"api_url": "http://x", "api_key": "k", "wait_s": -1},
+     "agents.W1.n8n.wait_s: expected a number ≥ 0, found -1"),
+    ({"api_url": "http://x", "api_key": "k", "execution_id": ""},
+     "agents.W1.n8n.execution_id: expected a dot path"),
+    ("http://x", "agents.W1.n8n: expected a mapping with api_url and api_key"),
+])
+def test_bad_n8n_usage_settings_name_the_key(n8n, message):
+    with pytest.raises(RegistryError) as err:
+        parse({"agents": {"W1": {"url": "http://x/y", "n8n": n8n}}})
+    assert message in str(err.value)

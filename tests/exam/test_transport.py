@@ -193,7 +193,7 @@ def test_no_body_makes_the_reply_parser_raise(tmp_path_factory, body, fmt):
                       reply_format=fmt)
     row = AttemptRow(1, 0.0, 200, 1.0, "", "application/json", body, len(body), False)
     result = classify(agent, [Outcome("ok", row, body, None)])
-    assert result.run_status in ("ok", "bad_reply", "truncated")
+    assert result.run_status in ("ok", "bad_reply", "truncated", "agent_error")
     assert "\n" not in result.error
     for figure in (result.model_calls, result.tokens):
         assert figure is None or -(2**63) <= figure < 2**63

@@ -162,3 +162,23 @@ def test_forbidden_negated_after_the_hit_passes(question, reply):
     g = grade(question(forbidden=["週末出貨"]), reply("週末出貨這項服務目前沒有開放。"))
     assert g.verdict == "pass"
     assert g.checks[0].evidence.startswith("negated by '沒有'")
+
+
+@pytest.mark.parametrize(("model_calls", "outcome"), [(2, "needs_human"), (None, "needs_human"),
+                                                       (0, "pass")])
+def test_zero_tokens_from_an_agent_that_called_a_model_is_held_not_passed(
+        question, reply, model_calls, outcome):
+    # docs/n8n.md's old recipe wrote total_tokens: 0, which passed every token budget
+    g = grade(question(facts=["ok"], budget={"tokens": 3000}),
+              reply("ok", tokens=0, model_calls=model_calls))
+    check = next(c for c in g.checks if c.name == "budget.tokens")
+    assert check.outcome == outcome
+    if outcome == "needs_human":
+        assert check.evidence.startswith("the agent reported 0 tokens with ")
+
+
+def test_an_estimated_token_count_is_graded_and_says_it_is_an_estimate(question, reply):
+    g = grade(question(facts=["ok"], budget={"tokens": 100}),
+              reply("ok", tokens=85, model_calls=2, tokens_estimated=True))
+    check = next(c for c in g.checks if c.name == "budget.tokens")
+    assert (check.outcome, check.evidence) == ("pass", "85 token(s) (estimated) ≤ budget 100")
