@@ -22,7 +22,7 @@ def write_bank(tmp_path: Path, behaviours: list[str], name: str = "T", **extra) 
 
 
 def agent_for(url: str, bank: Path, **kw) -> Agent:
-    kw.setdefault("timeout_s", 2.0)
+    kw.setdefault("timeout_s", 30.0)  # generous: a busy machine may be slow to answer
     return Agent(name=bank.stem, url=url, bank=str(bank), **kw)
 
 

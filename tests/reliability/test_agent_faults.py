@@ -42,7 +42,9 @@ def test_every_fault_lands_as_the_right_run_status(tmp_path, table):
     with FakeAgent() as fake:
         bank = write_bank(tmp_path, behaviours)
         # concurrency 1: the fake's 429-then-ok script depends on the order of attempts
-        agent = agent_for(fake.url, bank, timeout_s=1.0, retries=1, concurrency=1)
+        # the fake's slow replies take 3 s: 2.5 s makes them time out every time while
+        # leaving a busy machine room to answer the others
+        agent = agent_for(fake.url, bank, timeout_s=2.5, retries=1, concurrency=1)
         run_id = create_run(store, agent, "v1", repeats=REPEATS)
         final = execute(store, [job_for(store, run_id, agent)])
     cells = store.cells([run_id])
