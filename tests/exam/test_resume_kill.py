@@ -7,6 +7,8 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from tests.exam.helpers import registry_env, run_status, stored_cells, wait_for, write_bank
 from tests.fakes.agent import FakeAgent
@@ -16,18 +18,42 @@ def exam_cmd(*args):
     return [sys.executable, "-m", "exam.cli", *args]
 
 
+@contextmanager
+def running(*args, **kw) -> Iterator[subprocess.Popen]:
+    """`exam` in a child process that Ctrl-C reaches, killed if the test fails mid-way.
+
+    A shell starts background jobs with SIGINT ignored and children inherit that, so under
+    `make test &` a Ctrl-C would never arrive; a handler (unlike an ignore) is reset to the
+    default in the child, as at a terminal.
+    """
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(exam_cmd(*args), **kw)
+    finally:
+        signal.signal(signal.SIGINT, old)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream:
+                stream.close()
+
+
 def test_kill_9_then_resume_completes_without_duplicates(tmp_path):
     db = tmp_path / "exam.db"
     bank = write_bank(tmp_path, ["ok"] * 10)
     # the agent answers 8 requests and holds the rest: the kill lands mid-run, every time
     with FakeAgent(hold_after=8) as fake:
         env = registry_env(tmp_path, fake.url, bank, concurrency=2, timeout_s=120)
-        proc = subprocess.Popen(exam_cmd("run", "T", "--version", "v1", "--repeats", "3"),
-                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        fake.wait_held(2)  # both workers are waiting on a reply
-        wait_for(lambda: stored_cells(db) == 8, "the 8 answered cells to be stored")
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+        with running("run", "T", "--version", "v1", "--repeats", "3", env=env,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+            fake.wait_held(2)  # both workers are waiting on a reply
+            wait_for(lambda: stored_cells(db) == 8, "the 8 answered cells to be stored")
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
         stored = stored_cells(db)
         fake.release()
 
@@ -57,17 +83,16 @@ def test_ctrl_c_stops_cleanly_keeps_what_arrived_and_says_how_to_resume(tmp_path
     bank = write_bank(tmp_path, ["ok"] * 10)
     with FakeAgent(hold_after=4) as fake:
         env = registry_env(tmp_path, fake.url, bank, concurrency=2, timeout_s=120)
-        proc = subprocess.Popen(exam_cmd("run", "T", "--version", "v1", "--repeats", "2"),
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
-        fake.wait_held(2)
-        wait_for(lambda: stored_cells(db) == 4, "the 4 answered cells to be stored")
-        proc.send_signal(signal.SIGINT)
-        # the held replies arrive only once the run has taken the Ctrl-C in
-        wait_for(lambda: run_status(db) == "interrupted", "the run to be marked interrupted")
-        fake.release()
-        out, err = proc.communicate(timeout=60)
-        sent = len(fake.requests)
+        with running("run", "T", "--version", "v1", "--repeats", "2", env=env,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+            fake.wait_held(2)
+            wait_for(lambda: stored_cells(db) == 4, "the 4 answered cells to be stored")
+            proc.send_signal(signal.SIGINT)
+            # the held replies arrive only once the run has taken the Ctrl-C in
+            wait_for(lambda: run_status(db) == "interrupted", "the run to be marked interrupted")
+            fake.release()
+            out, err = proc.communicate(timeout=60)
+            sent = len(fake.requests)
     assert proc.returncode == 1, err
     assert "interrupted: every reply that arrived is stored; finish with: exam resume 1" in err
     assert "Traceback" not in err

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import random
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -63,14 +61,16 @@ def test_runner_killed_at_random_points_then_resumed(tmp_path, table):
             proc = subprocess.Popen(exam("run", "T", "--version", "v1", "--repeats",
                                          str(REPEATS)), env=env, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
-            if timed:
-                time.sleep(rng.uniform(0.05, 0.8))  # a random instant, start-up included
-            else:
-                fake.wait_held(1)
-                wait_for(lambda: stored_cells(db) == target,  # noqa: B023 - used at once
-                         f"{target} cells to be stored")
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
+            try:
+                if timed:
+                    time.sleep(rng.uniform(0.05, 0.8))  # a random instant, start-up included
+                else:
+                    fake.wait_held(1)
+                    wait_for(lambda: stored_cells(db) == target,  # noqa: B023 - used at once
+                             f"{target} cells to be stored")
+            finally:
+                proc.kill()  # SIGKILL
+                proc.wait()
             fake.release()
             cells_before = stored_cells(db)
             if not timed:
@@ -107,11 +107,13 @@ def test_worker_killed_mid_run_is_resumed_by_the_next_worker(tmp_path, table):
             run_id = queue_run(store, agent, "v1", repeats=REPEATS)
             first = subprocess.Popen(exam("worker"), env=env, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
-            fake.wait_held(4)  # all four of its threads wait on a reply
-            wait_for(lambda: store.count_cells(run_id) == 8,  # noqa: B023 - used at once
-                     "8 cells to be stored")
-            os.kill(first.pid, signal.SIGKILL)
-            first.wait()
+            try:
+                fake.wait_held(4)  # all four of its threads wait on a reply
+                wait_for(lambda: store.count_cells(run_id) == 8,  # noqa: B023 - used at once
+                         "8 cells to be stored")
+            finally:
+                first.kill()  # SIGKILL
+                first.wait()
             fake.release()
             at_kill = store.count_cells(run_id)
             assert at_kill == 8
