@@ -13,12 +13,19 @@ import hashlib
 import hmac
 import logging
 import os
+import sqlite3
 import tomllib
 from typing import Any
+from urllib.parse import urlsplit
 
-from flask import Flask, g, jsonify
+from flask import Flask, Response, g, has_request_context, jsonify, request
+from flask.sessions import SecureCookieSessionInterface
+from werkzeug.exceptions import HTTPException
 
-from exam.errors import ExamError
+from exam.errors import ExamError, StoreError
+from exam.web.auth import bearer_ok
+
+log = logging.getLogger("exam.app")
 
 DEFAULTS: dict[str, Any] = {
     "DB": "results/exam.db",
@@ -31,43 +38,110 @@ DEFAULTS: dict[str, Any] = {
     "SECRET_KEY": None,  # signs dashboard sessions; derived from API_TOKEN when unset
     "LINE_ALLOWED_GROUPS": "",  # comma-separated group ids allowed to send commands
     "LINE_RUN_GROUPS": "",  # of those, the groups allowed to start runs ("exam run W1 v3")
+    "TRUSTED_PROXIES": 0,  # proxies in front whose X-Forwarded-* headers are believed
+    # Flask's own keys, set here (not with setdefault: Flask already defines them)
+    "SESSION_COOKIE_HTTPONLY": True,
+    "SESSION_COOKIE_SAMESITE": "Lax",
+    "SESSION_COOKIE_SECURE": False,  # false: Secure only on requests that arrived over HTTPS
+    "WTF_CSRF_TIME_LIMIT": None,  # a form's token lives as long as the session
 }
 STRING_KEYS = ("API_TOKEN", "SECRET_KEY", "DB", "AGENTS", "PUBLIC_URL", "LINE_ALLOWED_GROUPS",
                "LINE_RUN_GROUPS")
+# whole numbers: key → smallest allowed
+INT_KEYS = {"MAX_CONTENT_LENGTH": 1, "MAX_REPEATS": 1, "TRUSTED_PROXIES": 0}
+# booleans not found by their default being a bool (Flask's default is None, or unset here)
+OTHER_BOOL_KEYS = ("PROPAGATE_EXCEPTIONS", "TRAP_BAD_REQUEST_ERRORS", "TEMPLATES_AUTO_RELOAD",
+                   "WTF_CSRF_ENABLED")
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off")
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     app = Flask(__name__)
     app.config.update(DEFAULTS)
+    app.config["WTF_CSRF_CHECK_DEFAULT"] = False  # checked by forms_from_this_site below
+    app.config["WTF_CSRF_SSL_STRICT"] = False  # the Origin/Referer check below covers it
+    defaults = dict(app.config)
+    file_keys: set[str] = set()
     path = os.environ.get("EXAM_CONFIG")
     if path:
-        app.config.from_file(path, load=tomllib.load, text=False)
+        file_keys = _load_file(app, path)
     app.config.from_prefixed_env("EXAM")
     if config:
         app.config.update(config)
-    for key in STRING_KEYS:  # from_prefixed_env reads JSON: a numeric token must stay a string
-        if app.config.get(key) is not None:
-            app.config[key] = str(app.config[key])
+    _check_settings(app, defaults, path, file_keys)
     token = app.config.get("API_TOKEN")
-    if not token and not app.config.get("LOCAL_DEV"):
+    if not token and not app.config["LOCAL_DEV"]:
         raise ExamError("EXAM_API_TOKEN is not set: the service will not start without a token "
                         "(set EXAM_LOCAL_DEV=true for local development only)")
     if not app.config.get("SECRET_KEY"):
         seed = (token or "local-dev").encode()
         app.config["SECRET_KEY"] = hmac.new(seed, b"agent-exam dashboard session",
                                             hashlib.sha256).hexdigest()
-    app.config.setdefault("SESSION_COOKIE_HTTPONLY", True)
-    app.config.setdefault("SESSION_COOKIE_SAMESITE", "Lax")
+    if app.config["TRUSTED_PROXIES"]:
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        n = app.config["TRUSTED_PROXIES"]
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore
+    app.session_interface = _Sessions()
+
+    from flask_wtf.csrf import CSRFError, CSRFProtect
 
     from exam.web import api, dashboard, line
 
+    csrf = CSRFProtect(app)
     app.register_blueprint(api.bp)
     app.register_blueprint(dashboard.bp)
     app.register_blueprint(line.bp)
+    csrf.exempt(api.bp)  # bearer token only: a browser never sends it by itself
+    csrf.exempt(line.bp)  # signed by LINE
+
+    @app.before_request
+    def forms_from_this_site():
+        """Every state-changing form: same origin (Origin, else Referer) and a CSRF token."""
+        if request.method not in app.config["WTF_CSRF_METHODS"] or \
+                request.blueprint in ("api", "line"):
+            return None
+        if app.config.get("API_TOKEN") and _bearer_sent() and bearer_ok():
+            return None  # a script with the token, not a browser riding a cookie
+        origin = request.headers.get("Origin")
+        source = origin if origin is not None else request.headers.get("Referer")
+        if source is not None and not _same_origin(source):
+            raise CSRFError("the form was sent from another site")
+        csrf.protect()
+        return None
+
+    @app.after_request
+    def security_headers(resp: Response) -> Response:
+        resp.headers["X-Frame-Options"] = "DENY"
+        resp.headers["Content-Security-Policy"] = "frame-ancestors 'none'"
+        resp.headers["X-Content-Type-Options"] = "nosniff"
+        resp.headers["Referrer-Policy"] = "same-origin"
+        return resp
 
     @app.get("/healthz")
     def healthz():
-        return jsonify(ok=True, schema=store().schema_version())
+        try:
+            schema = store().schema_version()
+            store().list_runs(limit=1)  # reads a table, not only the file's header
+            return jsonify(ok=True, schema=schema)
+        except (StoreError, sqlite3.Error) as exc:
+            log.error("healthz: %s", exc)
+            return jsonify(ok=False, error="the store cannot be opened (see the service log)"), 503
+
+    @app.errorhandler(CSRFError)
+    def csrf_refused(err: CSRFError):
+        message = (f"refused: {err.description} — reload the page and send the form again")
+        return jsonify(error=message), 400
+
+    @app.errorhandler(StoreError)
+    def store_trouble(err: StoreError):
+        log.error("store: %s", err)
+        return jsonify(error=str(err)), 503
+
+    @app.errorhandler(400)
+    def bad_request(err: HTTPException):
+        return jsonify(error=err.description or "bad request"), 400
 
     @app.errorhandler(413)
     def too_large(_err):
@@ -82,6 +156,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     def not_allowed(_err):
         return jsonify(error="method not allowed"), 405
 
+    @app.errorhandler(500)
+    def server_error(_err):
+        return jsonify(error="internal error (logged by the service)"), 500
+
     @app.teardown_appcontext
     def close_store(_exc):
         s = g.pop("store", None)
@@ -90,6 +168,105 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     logging.getLogger("exam").setLevel(logging.INFO)
     return app
+
+
+class _Sessions(SecureCookieSessionInterface):
+    """The session cookie is Secure whenever the request came over HTTPS (behind a proxy:
+    with TRUSTED_PROXIES set, X-Forwarded-Proto says so), or always with SESSION_COOKIE_SECURE."""
+
+    def get_cookie_secure(self, app: Flask) -> bool:
+        return bool(app.config["SESSION_COOKIE_SECURE"]) or (
+            has_request_context() and request.is_secure)
+
+
+def _bearer_sent() -> bool:
+    return request.headers.get("Authorization", "").lower().startswith("bearer ")
+
+
+def _same_origin(url: str) -> bool:
+    """Origin or Referer → same scheme and host as this request (as the proxy fix sees it)."""
+    parts = urlsplit(url)
+    return _origin(parts.scheme, parts.netloc) == _origin(request.scheme, request.host)
+
+
+def _origin(scheme: str, host: str) -> tuple[str, str]:
+    """(scheme, host) with a default port dropped: http://h:80 is http://h."""
+    scheme, host = scheme.lower(), host.lower()
+    default = {"http": ":80", "https": ":443"}.get(scheme)
+    if default and host.endswith(default):
+        host = host[: -len(default)]
+    return scheme, host
+
+
+def _load_file(app: Flask, path: str) -> set[str]:
+    """The TOML file named by EXAM_CONFIG; returns the keys it set."""
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as exc:
+        raise ExamError(f"EXAM_CONFIG: {path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ExamError(f"EXAM_CONFIG: {path}: not valid TOML: {exc}") from None
+    keys = {k for k in data if k.isupper()}
+    app.config.from_mapping({k: data[k] for k in keys})
+    return keys
+
+
+def _setting_name(key: str, path: str | None, file_keys: set[str]) -> str:
+    """Where a setting came from, as the user wrote it."""
+    if f"EXAM_{key}" in os.environ:
+        return f"EXAM_{key}"
+    if key in file_keys:
+        return f"{path}: {key}"
+    return key
+
+
+def parse_bool(value: Any) -> bool | None:
+    """1/0/true/false/yes/no/on/off in any case (and real booleans); None for anything else."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in TRUE_WORDS:
+            return True
+        if word in FALSE_WORDS:
+            return False
+    return None
+
+
+def _check_settings(app: Flask, defaults: dict[str, Any], path: str | None,
+                    file_keys: set[str]) -> None:
+    """Fail closed: a setting of the wrong kind stops the service, naming the variable."""
+    cfg = app.config
+
+    def name(key: str) -> str:
+        return _setting_name(key, path, file_keys)
+
+    for key in STRING_KEYS:  # from_prefixed_env reads JSON: a numeric token must stay a string
+        if cfg.get(key) is not None:
+            cfg[key] = str(cfg[key])
+    bools = {k for k, v in defaults.items() if isinstance(v, bool)} | set(OTHER_BOOL_KEYS)
+    for key in sorted(bools):
+        if cfg.get(key) is None and defaults.get(key) is None:
+            continue  # unset, where Flask means "decide for me"
+        parsed = parse_bool(cfg.get(key))
+        if parsed is None:
+            raise ExamError(f"{name(key)}: expected one of 1, 0, true, false, yes, no, on, off "
+                            f"(any case), found {str(cfg.get(key))[:40]!r}")
+        cfg[key] = parsed
+    for key, low in INT_KEYS.items():
+        value = cfg.get(key)
+        if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+            value = int(value.strip())
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ExamError(f"{name(key)}: expected a whole number ≥ {low}, "
+                            f"found {str(cfg.get(key))[:40]!r}")
+        cfg[key] = value
+    if cfg["SESSION_COOKIE_SAMESITE"] not in ("Lax", "Strict"):
+        raise ExamError(f"{name('SESSION_COOKIE_SAMESITE')}: expected Lax or Strict, found "
+                        f"{str(cfg['SESSION_COOKIE_SAMESITE'])[:40]!r}")
 
 
 def store():

@@ -213,7 +213,7 @@ def _build(col: _Collector, label: str, q: Mapping[str, Any], fold: bool) -> Ite
 
 
 def parse_bank(data: Any, file: str) -> tuple[Bank | None, list[Problem]]:
-    """Validate parsed JSON; returns the bank (None if any problem) and every problem found."""
+    """Validate a parsed bank (JSON or YAML): the bank (None if any problem), every problem."""
     col = _Collector(file)
     qvalidator, _ = _validators()
     stem = Path(file).stem
@@ -298,6 +298,72 @@ def parse_bank(data: Any, file: str) -> tuple[Bank | None, list[Problem]]:
     return Bank(file, agent, tuple(items), digest), []
 
 
+YAML_SUFFIXES = (".yaml", ".yml")
+BANK_SUFFIXES = (".json", *YAML_SUFFIXES)
+
+
+def _yaml_lines(text: str) -> dict[str, int]:
+    """Line of every place a problem can name (``W2-07.expect_facts[0]``), from YAML's nodes."""
+    import yaml
+
+    lines: dict[str, int] = {}
+
+    def walk(node, where: str) -> None:
+        lines.setdefault(where, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                name = str(key.value)
+                lines.setdefault(f"{where}.{name}" if where else name, key.start_mark.line + 1)
+                walk(value, f"{where}.{name}" if where else name)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, value in enumerate(node.value):
+                walk(value, f"{where}[{i}]")
+
+    root = yaml.compose(text)
+    if root is None:
+        return lines
+    questions = root
+    if isinstance(root, yaml.MappingNode):
+        walk(root, "")
+        questions = next((v for k, v in root.value if k.value == "questions"), None)
+    if isinstance(questions, yaml.SequenceNode):
+        for i, q in enumerate(questions.value):
+            walk(q, f"questions[{i}]")
+            case_no = next((v.value for k, v in getattr(q, "value", ())
+                            if isinstance(q, yaml.MappingNode) and k.value == "case_no"
+                            and isinstance(v, yaml.ScalarNode)), None)
+            if case_no:
+                walk(q, str(case_no))
+    return lines
+
+
+def _locate(problems: list[Problem], lines: dict[str, int]) -> list[Problem]:
+    """Give each problem the line of the deepest place of its ``where`` the file has."""
+    out = []
+    for p in problems:
+        where = p.where
+        while where and where not in lines:
+            cut = max(where.rfind("."), where.rfind("["))
+            where = where[:cut] if cut > 0 else ""
+        out.append(Problem(p.file, p.where, p.message, lines.get(where)))
+    return out
+
+
+def _read_yaml(text: str, file: str) -> tuple[Bank | None, list[Problem]]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return None, [Problem(file, "", f"invalid YAML at line {mark.line + 1}, column "
+                                        f"{mark.column + 1}: {problem}" if mark else
+                                        f"invalid YAML: {problem}")]
+    bank, problems = parse_bank(data, file)
+    return bank, _locate(problems, _yaml_lines(text)) if problems else problems
+
+
 def read_bank(path: str | Path) -> tuple[Bank | None, list[Problem]]:
     file = str(path)
     try:
@@ -306,6 +372,8 @@ def read_bank(path: str | Path) -> tuple[Bank | None, list[Problem]]:
         return None, [Problem(file, "", "no such file")]
     except (OSError, UnicodeDecodeError) as exc:
         return None, [Problem(file, "", f"cannot read: {exc}")]
+    if Path(path).suffix.lower() in YAML_SUFFIXES:
+        return _read_yaml(text, file)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -324,11 +392,12 @@ def load_bank(path: str | Path) -> Bank:
 
 
 def bank_files(paths: Iterable[str | Path]) -> list[Path]:
-    """Expand directories to their ``*.json`` files, sorted; files are kept as given."""
+    """Expand directories to their bank files (``*.json``, ``*.yaml``, ``*.yml``), sorted;
+    files are kept as given."""
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out.extend(sorted(p.glob("*.json")))
+            out.extend(sorted(f for f in p.iterdir() if f.suffix.lower() in BANK_SUFFIXES))
         else:
             out.append(p)
     return out

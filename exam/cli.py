@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from exam.errors import ExamError
+from exam.errors import ExamError, StoreError
 
 
 class InputError(click.ClickException):
@@ -22,79 +22,6 @@ class InputError(click.ClickException):
 
 def fail_input(exc: ExamError) -> InputError:
     return InputError(str(exc))
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="agent-exam")
-def main() -> None:
-    """Exam LLM specialist agents behind webhooks, before and after every change."""
-
-
-@main.group()
-def bank() -> None:
-    """Question banks: validate and prove them."""
-
-
-@bank.command("check")
-@click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--quiet", "-q", is_flag=True, help="Only print problems.")
-def bank_check(paths: tuple[str, ...], quiet: bool) -> None:
-    """Validate bank files and prove each rubric: golden replies pass, counterexamples fail.
-
-    PATHS are files or directories (default: bank/). Exit 0 clean, 1 problems, 2 unreadable.
-    """
-    from exam.proof import check_paths
-
-    report = check_paths(paths or ("bank",))
-    for p in report.problems:
-        click.echo(str(p))
-    if not quiet:
-        for n in report.notes:
-            click.echo(f"note: {n}")
-        proven = sum(len(i.golden) + len(i.counterexamples) for b in report.banks for i in b.items)
-        status = "ok" if not report.problems else f"{len(report.problems)} problem(s)"
-        click.echo(f"{report.files} file(s), {report.questions} question(s), "
-                   f"{proven} example replies graded: {status}")
-    sys.exit(report.exit_code)
-
-
-@main.command("grade")
-@click.argument("bank_path", metavar="BANK", type=click.Path())
-@click.argument("replies", type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-def grade_cmd(bank_path: str, replies: str, fmt: str) -> None:
-    """Grade recorded replies (JSON Lines) against BANK, calling nothing.
-
-    Each line: {"case_no": ..., "reply": <text or the agent's JSON body>} with optional
-    repeat, status, attempts, model_calls, tokens, latency_ms, run_status.
-    Exit 0 when nothing failed, 1 when something failed, 2 on bad input.
-    """
-    from exam.bank import load_bank
-    from exam.gradecmd import grade_file
-    from exam.render import grade_lines, use_colour
-    from graders import GRADER_VERSION
-
-    try:
-        b = load_bank(bank_path)
-        graded = grade_file(b, replies)
-    except ExamError as exc:
-        raise fail_input(exc) from None
-    if fmt == "json":
-        results = [{**g.grade.as_dict(), "repeat": g.repeat} for g in graded]
-        click.echo(json.dumps({"grader_version": GRADER_VERSION, "bank": b.path,
-                               "bank_digest": b.digest, "results": results},
-                              ensure_ascii=False, indent=2))
-    else:
-        colour = use_colour()
-        counts: dict[str, int] = {}
-        for g in graded:
-            key = g.grade.verdict or g.grade.run_status
-            counts[key] = counts.get(key, 0) + 1
-            for line in grade_lines(g.grade, f"{g.grade.case_no} #{g.repeat}", colour):
-                click.echo(line)
-        summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-        click.echo(f"\n{len(graded)} repl(ies): {summary}  (grader {GRADER_VERSION})")
-    sys.exit(1 if any(g.grade.verdict == "fail" for g in graded) else 0)
 
 
 def _store(db: str | None):
@@ -119,15 +46,154 @@ db_option = click.option("--db", envvar="EXAM_DB", type=click.Path(dir_okay=Fals
                          help="SQLite store (default results/exam.db, or $EXAM_DB).")
 agents_option = click.option("--agents", envvar="EXAM_AGENTS", type=click.Path(dir_okay=False),
                              help="Agent registry (default webhooks/agents.yaml, or $EXAM_AGENTS).")
-format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+                             show_default=True, help="Output format.")
 report_format = click.option("--format", "fmt", default="text", show_default=True,
-                             type=click.Choice(["text", "markdown", "json", "csv", "junit"]))
+                             type=click.Choice(["text", "markdown", "json", "csv", "junit"]),
+                             help="Output format (docs/reports.md).")
+agent_filter = click.option("--agent", metavar="NAME", help="Only runs of this agent.")
+version_filter = click.option("--version", "label", metavar="LABEL",
+                              help="Only runs of this version label.")
+
+
+INTERRUPTED = 130  # the shell's convention for Ctrl-C (128 + SIGINT), never a verdict's code
+
+
+class Interrupted(click.ClickException):
+    """Ctrl-C: what arrived is kept; exit 130, not 1 (1 means a verdict failed)."""
+
+    exit_code = INTERRUPTED
+
+
+class ExamGroup(click.Group):
+    """The ``exam`` group: Ctrl-C anywhere exits 130 with one line, not click's 'Aborted!' and 1;
+    a store that turns out to be damaged mid-command is one line and exit 2, wherever."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("\ninterrupted", err=True)
+            sys.exit(INTERRUPTED)
+        except StoreError as exc:
+            raise fail_input(exc) from None
+
+
+@click.group(cls=ExamGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="agent-exam")
+def main() -> None:
+    """Exam LLM specialist agents behind webhooks, before and after every change."""
+
+
+@main.group()
+def bank() -> None:
+    """Question banks: validate and prove them."""
+
+
+@bank.command("check")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--quiet", "-q", is_flag=True, help="Only print problems.")
+def bank_check(paths: tuple[str, ...], quiet: bool) -> None:
+    """Validate bank files and prove each rubric: golden replies pass, counterexamples fail.
+
+    PATHS are files or directories (default: bank/; *.json, *.yaml, *.yml).
+
+    \b
+    Exit status:
+      0  every file valid and every rubric proven
+      1  problems (each named: file, question, field)
+      2  a file unreadable, or no bank files found
+    """
+    from exam.proof import check_paths
+
+    report = check_paths(paths or ("bank",))
+    for p in report.problems:
+        click.echo(str(p))
+    if not quiet:
+        for n in report.notes:
+            click.echo(f"note: {n}")
+        proven = sum(len(i.golden) + len(i.counterexamples) for b in report.banks for i in b.items)
+        status = "ok" if not report.problems else f"{len(report.problems)} problem(s)"
+        click.echo(f"{report.files} file(s), {report.questions} question(s), "
+                   f"{proven} example replies graded: {status}")
+    sys.exit(report.exit_code)
+
+
+@main.command("grade")
+@click.argument("paths", metavar="[BANK] REPLIES", nargs=-1, required=True, type=click.Path())
+@click.option("--agent", "agent_name", metavar="NAME",
+              help="Read reply bodies with this registry agent's reply mapping; its bank is the "
+                   "default BANK.")
+@agents_option
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Output format.")
+def grade_cmd(paths: tuple[str, ...], agent_name: str | None, agents: str | None, fmt: str) -> None:
+    """Grade recorded replies (JSON Lines) against BANK, calling nothing.
+
+    Each line: {"case_no": ..., "reply": <text or the agent's JSON body>} with optional
+    repeat, status, attempts, model_calls, tokens, latency_ms, run_status. With --agent, bodies
+    are read through that agent's `reply:` mapping (docs/agents.md) and BANK may be left out.
+    An example: exam grade bank/W2.json docs/examples/W2-replies.jsonl
+
+    \b
+    Exit status:
+      0  every reply was read and graded, none failed
+      1  a verdict failed
+      2  bad input (a file, a line, an option)
+      3  a reply could not be read or never arrived (bad_reply, timeout, ...)
+    """
+    from exam.bank import load_bank
+    from exam.gradecmd import grade_file
+    from exam.render import grade_lines, use_colour
+    from exam.replies import DEFAULT_MAPPING
+    from graders import GRADER_VERSION
+
+    mapping = DEFAULT_MAPPING
+    if agent_name:
+        try:
+            agent = _registry(agents).get(agent_name)
+        except ExamError as exc:
+            raise fail_input(exc) from None
+        mapping = agent.reply
+    if len(paths) == 1 and agent_name:
+        bank_path, replies = agent.bank, paths[0]
+    elif len(paths) == 2:
+        bank_path, replies = paths
+    else:
+        raise InputError("give BANK and REPLIES (or --agent NAME and REPLIES)")
+    try:
+        b = load_bank(bank_path)
+        graded = grade_file(b, replies, mapping)
+    except ExamError as exc:
+        raise fail_input(exc) from None
+    if fmt == "json":
+        results = [{**g.grade.as_dict(), "repeat": g.repeat,
+                    **({"problem": g.problem} if g.problem else {})} for g in graded]
+        click.echo(json.dumps({"grader_version": GRADER_VERSION, "bank": b.path,
+                               "bank_digest": b.digest, "results": results},
+                              ensure_ascii=False, indent=2))
+    else:
+        colour = use_colour()
+        counts: dict[str, int] = {}
+        for g in graded:
+            key = g.grade.verdict or g.grade.run_status
+            counts[key] = counts.get(key, 0) + 1
+            for line in grade_lines(g.grade, f"{g.grade.case_no} #{g.repeat}", colour):
+                click.echo(line)
+            if g.problem:
+                click.echo(f"  {g.problem}")
+        summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+        click.echo(f"\n{len(graded)} repl(ies): {summary}  (grader {GRADER_VERSION})")
+    if any(g.grade.run_status != "ok" for g in graded):
+        sys.exit(3)
+    sys.exit(1 if any(g.grade.verdict == "fail" for g in graded) else 0)
 
 
 def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
     """Run jobs with progress; Ctrl-C keeps what arrived and says how to resume."""
     from exam.progress import Progress
-    from exam.runner import Interrupted, execute
+    from exam.runner import Interrupted as RunInterrupted
+    from exam.runner import execute
 
     totals = {}
     for job in jobs:
@@ -140,9 +206,9 @@ def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
     progress = None if quiet else Progress(totals)
     try:
         return execute(store, jobs, progress)
-    except Interrupted:
+    except RunInterrupted:
         ids = " ".join(str(j.run.id) for j in jobs)
-        raise click.ClickException(
+        raise Interrupted(
             f"interrupted: every reply that arrived is stored; finish with: exam resume {ids}"
         ) from None
     finally:
@@ -153,6 +219,13 @@ def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
 def emit(output: str) -> None:
     """Print a rendered report, ending it with exactly one newline."""
     click.echo(output, nl=not output.endswith("\n"))
+
+
+def warn_missing_banks(report: dict, fmt: str = "") -> None:
+    """Runs left out for a missing bank, on stderr (text and markdown say it in the report)."""
+    if fmt not in ("text", "markdown"):
+        for m in report.get("missing_banks", []):
+            click.echo(f"warning: {m['message']}", err=True)
 
 
 def _print_scorecards(store, runs, fmt: str, details: bool = True) -> dict:
@@ -166,6 +239,7 @@ def _print_scorecards(store, runs, fmt: str, details: bool = True) -> dict:
         emit(scorecard.render_text(report, use_colour(), details=details))
     else:
         emit(render("scorecard", report, fmt))
+    warn_missing_banks(report, fmt)
     return report
 
 
@@ -182,7 +256,8 @@ def _run_exit(report: dict, final: dict[int, str]) -> int:
 @click.argument("agent_names", metavar="AGENT...", nargs=-1, required=True)
 @click.option("--version", "-v", "label", required=True,
               help="Label of what is examined (v2, prompt-0913).")
-@click.option("--repeats", "-n", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--repeats", "-n", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Times each question is asked.")
 @click.option("--only", multiple=True, metavar="CASE_NO", help="Only these questions (repeatable).")
 @click.option("--category", help="Only questions of this category.")
 @click.option("--notify", type=click.Choice(["line"]), help="Push the scorecard to LINE afterwards.")
@@ -192,8 +267,13 @@ def _run_exit(report: dict, final: dict[int, str]) -> int:
 def run_cmd(agent_names, label, repeats, only, category, notify, fmt, agents, db) -> None:
     """POST every work order of each AGENT's bank to its webhook, store and grade the replies.
 
-    Exit 0 when every reply arrived and nothing failed, 1 when a verdict failed,
-    3 when some replies never arrived (timeout, HTTP error, bad reply, blocked).
+    \b
+    Exit status:
+      0  every reply arrived and nothing failed
+      1  a verdict failed
+      2  bad input (registry, bank, options)
+      3  some replies never arrived (timeout, HTTP error, bad reply, blocked, harness error)
+      130  interrupted (what arrived is kept: exam resume finishes it)
     """
     from exam.runner import create_run, job_for
 
@@ -224,7 +304,16 @@ def run_cmd(agent_names, label, repeats, only, category, notify, fmt, agents, db
 @agents_option
 @db_option
 def resume_cmd(run_ids, fmt, agents, db) -> None:
-    """Finish only the missing cells of runs that were interrupted or killed."""
+    """Finish only the missing cells of runs that were interrupted or killed.
+
+    \b
+    Exit status:
+      0  every reply arrived and nothing failed
+      1  a verdict failed
+      2  bad input (an unknown run, a run still running elsewhere)
+      3  some replies never arrived (timeout, HTTP error, bad reply, blocked)
+      130  interrupted (what arrived is kept)
+    """
     from exam.runner import job_for
     from exam.store import owner_alive
 
@@ -248,12 +337,16 @@ def resume_cmd(run_ids, fmt, agents, db) -> None:
 
 
 @main.command("runs")
-@click.option("--agent")
-@click.option("--limit", type=int, default=50, show_default=True)
+@agent_filter
+@click.option("--limit", type=int, default=50, show_default=True, help="At most this many runs.")
 @format_option
 @db_option
 def runs_cmd(agent, limit, fmt, db) -> None:
-    """List stored runs, newest first."""
+    """List stored runs, newest first.
+
+    \b
+    Exit status: 0 listed · 2 bad input (an unreadable store).
+    """
     import datetime as dt
 
     store = _store(db)
@@ -307,19 +400,69 @@ def _regrade(store, runs, parallel: bool = True):
 @main.command("demo")
 @click.option("--db", type=click.Path(dir_okay=False), default="results/demo.db", show_default=True,
               help="A fresh demo store (overwritten).")
-@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True)
-def demo_cmd(db, repeats) -> None:
-    """Start simulated W1/W2/W3 specialists on 127.0.0.1 and run the exam on two versions."""
+@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Repeats of every question per version.")
+@click.option("--serve", is_flag=True,
+              help="Afterwards keep the demo agents and the dashboard running (Ctrl-C stops), "
+                   "so every command of the README tour works on the demo data.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True,
+              help="With --serve: the dashboard's port on 127.0.0.1.")
+def demo_cmd(db, repeats, serve, port) -> None:
+    """Start simulated W1/W2/W3 specialists on 127.0.0.1 and run the exam on two versions.
+
+    \b
+    Exit status: 0 done · 2 bad input (a broken demo bank) · 130 interrupted.
+    """
     from exam.demo.main import run_demo
 
     try:
-        sys.exit(run_demo(db, repeats))
+        sys.exit(run_demo(db, repeats, serve=_serve_demo(port) if serve else None))
     except ExamError as exc:
         raise fail_input(exc) from None
 
 
+def _serve_demo(port: int):
+    """What ``exam demo --serve`` does once the demo exam is done: serve until Ctrl-C."""
+
+    def serve(server, db: str) -> None:
+        import logging
+        import os
+        import secrets
+        from pathlib import Path
+
+        from exam.app import create_app
+        from exam.demo.main import write_registry
+        from exam.worker import start_in_thread
+
+        registry = Path(db).with_name("demo-agents.yaml")
+        write_registry(registry, server)
+        token = os.environ.get("EXAM_API_TOKEN") or secrets.token_urlsafe(16)
+        app = create_app({"DB": db, "AGENTS": str(registry), "API_TOKEN": token})
+        start_in_thread(db, str(registry))
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        click.echo(
+            f"\nServing the demo until Ctrl-C:\n"
+            f"  dashboard    http://127.0.0.1:{port}/   (sign in with the token below)\n"
+            f"  API token    {token}\n"
+            f"  demo agents  {server.url('W1', 'v2')} (and W2, W3; v1 as well)\n\n"
+            f"In another terminal, point the exam at them and follow the README tour:\n"
+            f"  source .venv/bin/activate\n"
+            f"  export EXAM_DB={db} EXAM_AGENTS={registry}\n"
+            f"  exam runs\n"
+            f"  exam run W1 W2 W3 --version v3 --repeats 3")
+        try:
+            app.run(host="127.0.0.1", port=port, threaded=True, use_reloader=False)
+        except OSError as exc:
+            raise InputError(f"--port {port}: cannot listen ({exc.strerror or exc}); "
+                             f"choose another with --port") from None
+        click.echo("demo stopped", err=True)  # the server returns only on Ctrl-C
+        sys.exit(INTERRUPTED)
+
+    return serve
+
+
 # the other command modules register themselves on `main`
-from exam import cli_reports, cli_service  # noqa: E402, F401
+from exam import cli_agents, cli_reports, cli_service  # noqa: E402, F401
 
 if __name__ == "__main__":  # pragma: no cover
     # as `python -m exam.cli`, this file is __main__; the commands registered themselves on

@@ -44,14 +44,30 @@ def notify() -> None:
 
 @notify.command("line")
 @click.option("--run", "run_ids", multiple=True, type=int, help="Runs to report (repeatable).")
-@click.option("--compare-to", help="Version to compare against (default: the previous one).")
+@click.option("--compare-to", metavar="VERSION",
+              help="Version to compare against (default: the previous one).")
 @click.option("--resend", "resend", multiple=True, type=int, metavar="NOTIFICATION_ID",
               help="Resend recorded notifications with their original retry keys.")
+@click.option("--dry-run", is_flag=True,
+              help="Send nothing: print each message's altText and write the Flex JSON to --out.")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), default="results/line-preview.json",
+              show_default=True, help="With --dry-run: where the Flex messages are written.")
 @db_option
-def notify_line(run_ids, compare_to, resend, db) -> None:
-    """Push per-agent scorecards to the LINE group (LINE_* settings from the environment)."""
+def notify_line(run_ids, compare_to, resend, dry_run, out_path, db) -> None:
+    """Push per-agent scorecards to the LINE group (LINE_* settings from the environment).
+
+    Needs LINE_CHANNEL_ACCESS_TOKEN and LINE_GROUP_ID (not with --dry-run); EXAM_PUBLIC_URL
+    makes the buttons open the dashboard (docs/line.md).
+
+    \b
+    Exit status: 0 delivered (or previewed) · 1 a push failed (recorded; --resend it) ·
+    2 bad input or missing settings.
+    """
     from exam.line import deliver
 
+    if dry_run:
+        _preview(run_ids, compare_to, out_path, db)
+        return
     settings = line_settings()
     store = _store(db)
     if resend:
@@ -72,12 +88,39 @@ def notify_line(run_ids, compare_to, resend, db) -> None:
     notify_line_runs(store, list(run_ids), compare_to, settings)
 
 
+def _preview(run_ids, compare_to, out_path, db) -> None:
+    import json
+    import os
+    from pathlib import Path
+
+    from exam.line import build_messages, summaries_for
+
+    if not run_ids:
+        raise InputError("give --run RUN_ID")
+    store = _store(db)
+    try:
+        messages = build_messages(summaries_for(store, list(run_ids), compare_to),
+                                  (os.environ.get("EXAM_PUBLIC_URL") or "").rstrip("/"))
+    except ExamError as exc:
+        raise fail_input(exc) from None
+    for i, m in enumerate(messages, 1):
+        click.echo(f"message {i} altText: {m['altText'].replace(chr(10), ' / ')}")
+    Path(out_path).parent.mkdir(parents=True, exist_ok=True)
+    Path(out_path).write_text(json.dumps(messages, ensure_ascii=False, indent=2), encoding="utf-8")
+    click.echo(f"{len(messages)} message(s), nothing sent; the Flex JSON is in {out_path} "
+               f"(paste it into LINE's Flex Message Simulator to see it)")
+
+
 @main.command("worker")
 @click.option("--once", is_flag=True, help="Finish at most one queued run, then exit.")
 @agents_option
 @db_option
 def worker_cmd(once, agents, db) -> None:
-    """Execute runs queued by the API or LINE; resumes runs whose worker died."""
+    """Execute runs queued by the API or LINE; resumes runs whose worker died.
+
+    \b
+    Exit status: 0 stopped (Ctrl-C, or --once done) · 2 bad input (settings, the store).
+    """
     import logging
 
     from exam.store import Store
@@ -96,8 +139,9 @@ def worker_cmd(once, agents, db) -> None:
 
 
 @main.command("serve")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (keep 127.0.0.1 behind a proxy).")
+@click.option("--port", default=8000, show_default=True, type=int, help="Port to listen on.")
 @click.option("--no-worker", is_flag=True, help="Do not start an in-process worker.")
 @agents_option
 @db_option
@@ -105,6 +149,11 @@ def serve_cmd(host, port, no_worker, agents, db) -> None:
     """Development server: the API, the dashboard, the LINE webhook, and a worker.
 
     Production: gunicorn "exam.app:create_app()" plus `exam worker` (docs/service.md).
+    Needs EXAM_API_TOKEN (or EXAM_LOCAL_DEV=true on your own machine); the LINE webhook also
+    LINE_CHANNEL_SECRET and LINE_CHANNEL_ACCESS_TOKEN (docs/line.md).
+
+    \b
+    Exit status: 0 stopped · 2 bad input (a missing token, a bad setting, the store).
     """
     import os
 

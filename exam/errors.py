@@ -16,10 +16,11 @@ class Problem:
     file: str
     where: str  # "W2-07.expect_forbidden[0]" or "" for the file itself
     message: str
+    line: int | None = None  # where the field is, for YAML banks
 
     def __str__(self) -> str:
-        return f"{self.file}: {self.where}: {self.message}" if self.where else (
-            f"{self.file}: {self.message}")
+        file = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{file}: {self.where}: {self.message}" if self.where else f"{file}: {self.message}"
 
 
 class BankError(ExamError):

@@ -9,7 +9,7 @@ from typing import Any
 
 from exam.bank import Bank
 from exam.errors import ExamError
-from exam.replies import read_body, to_reply
+from exam.replies import DEFAULT_MAPPING, ReplyMapping, read_body, to_reply
 from graders import Grade, grade
 
 RUN_STATUSES = ("ok", "timeout", "http_error", "bad_reply", "truncated", "blocked")
@@ -21,6 +21,7 @@ LINE_KEYS = ("case_no", "reply", "repeat", "status", "attempts", "model_calls", 
 class GradedLine:
     repeat: int
     grade: Grade
+    problem: str = ""  # why the reply could not be read, for a bad_reply
 
 
 def _number(path: str, n: int, key: str, value: Any) -> int | float:
@@ -29,7 +30,10 @@ def _number(path: str, n: int, key: str, value: Any) -> int | float:
     return value
 
 
-def grade_file(bank: Bank, replies_path: str | Path) -> list[GradedLine]:
+def grade_file(bank: Bank, replies_path: str | Path,
+               mapping: ReplyMapping = DEFAULT_MAPPING) -> list[GradedLine]:
+    """Grade each line; ``mapping`` is how the agent's reply bodies are read (its registry entry's
+    ``reply:``), the default shape otherwise."""
     path = str(replies_path)
     try:
         lines = Path(replies_path).read_text(encoding="utf-8").splitlines()
@@ -60,9 +64,10 @@ def grade_file(bank: Bank, replies_path: str | Path) -> list[GradedLine]:
         if run_status not in RUN_STATUSES:
             raise ExamError(f"{path}: line {n}: {case_no}.run_status: expected one of "
                             f"{', '.join(RUN_STATUSES)}, found {run_status!r}")
-        read = read_body(obj["reply"])
+        read = read_body(obj["reply"], mapping)
+        problem = ""
         if read.problem and run_status == "ok":
-            run_status = "bad_reply"
+            run_status, problem = "bad_reply", read.problem
         # figures the line gives override what the reply body reported; absent ones do not
         figures: dict[str, Any] = {
             k: _number(path, n, k, obj[k]) for k in ("attempts", "model_calls", "tokens",
@@ -74,5 +79,5 @@ def grade_file(bank: Bank, replies_path: str | Path) -> list[GradedLine]:
         if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
             raise ExamError(f"{path}: line {n}: {case_no}.repeat: expected a whole number ≥ 1, "
                             f"found {repeat!r}")
-        out.append(GradedLine(repeat, grade(items[case_no].question, reply)))
+        out.append(GradedLine(repeat, grade(items[case_no].question, reply), problem))
     return out

@@ -60,6 +60,21 @@ class CheckReport:
         return 2 if self.unreadable else (1 if self.problems else 0)
 
 
+PLACEHOLDER = "TODO"
+
+
+def placeholders(file: str, item: Item) -> list[Problem]:
+    """Every field still holding a ``TODO`` placeholder (``exam init`` writes them)."""
+    out = []
+    for key in ("expect_facts", "expect_forbidden", "golden", "counterexamples"):
+        values = item.raw.get(key) or []
+        for i, value in enumerate(values if isinstance(values, list) else []):
+            if isinstance(value, str) and value.strip().startswith(PLACEHOLDER):
+                out.append(Problem(file, f"{item.case_no}.{key}[{i}]",
+                                   f"still a placeholder: {value.strip()[len(PLACEHOLDER):].strip(' :')}"))
+    return out
+
+
 def check_paths(paths: Iterable[str | Path]) -> CheckReport:
     report = CheckReport()
     seen: dict[tuple[str, str], str] = {}
@@ -80,6 +95,10 @@ def check_paths(paths: Iterable[str | Path]) -> CheckReport:
                     bank.path, f"{item.case_no}.case_no",
                     f"duplicate case_no for agent {bank.agent} (also in {seen[key]})"))
             seen[key] = bank.path
+            todo = placeholders(bank.path, item)
+            if todo:  # a starter question from `exam init`: say what is left, prove nothing yet
+                report.problems.extend(todo)
+                continue
             report.problems.extend(prove_item(bank.path, item))
             if not item.golden or not item.counterexamples:
                 missing = "golden" if not item.golden else "counterexamples"

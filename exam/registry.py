@@ -65,15 +65,23 @@ class Agent:
 def mapping_to_dict(m: ReplyMapping) -> dict[str, Any]:
     steps = None if m.steps is None else {"path": m.steps.path, "tool": m.steps.tool,
                                           "args": m.steps.args}
-    return {"text": list(m.text), "status": m.status, "model_calls": m.model_calls,
-            "tokens": m.tokens, "truncated": m.truncated, "steps": steps}
+    def figure(paths):
+        return list(paths) if isinstance(paths, tuple) else paths
+
+    return {"text": list(m.text), "status": m.status, "model_calls": figure(m.model_calls),
+            "tokens": figure(m.tokens), "truncated": m.truncated, "steps": steps}
+
+
+def _paths(value: Any) -> str | tuple[str, ...] | None:
+    return tuple(value) if isinstance(value, list) else value
 
 
 def mapping_from_dict(d: Mapping[str, Any]) -> ReplyMapping:
     steps = d.get("steps")
     return ReplyMapping(
         text=tuple(d.get("text") or DEFAULT_MAPPING.text), status=d.get("status"),
-        model_calls=d.get("model_calls"), tokens=d.get("tokens"), truncated=d.get("truncated"),
+        model_calls=_paths(d.get("model_calls")), tokens=_paths(d.get("tokens")),
+        truncated=d.get("truncated"),
         steps=None if steps is None else StepsMapping(**steps),
     )
 
@@ -121,10 +129,19 @@ def _reply_mapping(path: str, where: str, raw: Any) -> tuple[ReplyMapping, str]:
     fmt = raw.get("format", "json")
     if fmt not in ("json", "text"):
         raise RegistryError(f"{path}: {where}.format: expected json or text, found {fmt!r}")
-    for key in ("status", "model_calls", "tokens", "truncated"):
+    for key in ("status", "truncated"):
         if key in raw and raw[key] is not None and not isinstance(raw[key], str):
             raise RegistryError(f"{path}: {where}.{key}: expected a dot path string or null, "
                                 f"found {raw[key]!r}")
+    figures = {}
+    for key in ("model_calls", "tokens"):
+        value = raw.get(key, getattr(DEFAULT_MAPPING, key))
+        if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
+            value = tuple(value)
+        elif value is not None and not isinstance(value, str):
+            raise RegistryError(f"{path}: {where}.{key}: expected a dot path, a list of dot paths "
+                                f"(summed) or null, found {value!r}")
+        figures[key] = value
     text = raw.get("text", list(DEFAULT_MAPPING.text))
     text = [text] if isinstance(text, str) else text
     if not isinstance(text, list) or not text or not all(isinstance(t, str) for t in text):
@@ -144,9 +161,28 @@ def _reply_mapping(path: str, where: str, raw: Any) -> tuple[ReplyMapping, str]:
     d = DEFAULT_MAPPING
     return ReplyMapping(
         text=tuple(text), status=raw.get("status", d.status),
-        model_calls=raw.get("model_calls", d.model_calls), tokens=raw.get("tokens", d.tokens),
+        model_calls=figures["model_calls"], tokens=figures["tokens"],
         truncated=raw.get("truncated", d.truncated), steps=steps,
     ), fmt
+
+
+def resolve_bank(registry_path: str, name: str, bank: str | None) -> str:
+    """Where an agent's bank is: a relative ``bank:`` is read against the registry file's folder
+    (so ``/etc/agent-exam/agents.yaml`` works from any directory); without ``bank:``,
+    ``bank/<name>.json`` beside the registry or beside its folder (the repository's layout,
+    ``webhooks/agents.yaml`` + ``bank/``). For files written before this rule, a path that exists
+    only relative to the working directory is still found. When nothing exists, the first
+    candidate is returned and the run names it."""
+    if bank is not None and os.path.isabs(bank):
+        return bank
+    here = os.path.dirname(registry_path)
+    if bank is None:
+        default = os.path.join("bank", f"{name}.json")
+        candidates = [os.path.join(here, default), os.path.join(here, os.pardir, default), default]
+    else:
+        candidates = [os.path.join(here, bank), bank]
+    candidates = [os.path.normpath(c) for c in candidates]
+    return next((c for c in candidates if os.path.isfile(c)), candidates[0])
 
 
 def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent:
@@ -178,9 +214,10 @@ def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent
         raise RegistryError(f"{path}: {where}.budget.{key}: {msg}")
     for key, value in budget.items():
         _number(path, f"{where}.budget.{key}", value, minimum=0, integer=key != "latency_ms")
-    bank = raw.get("bank", f"bank/{name}.json")
-    if not isinstance(bank, str) or not bank:
+    bank = raw.get("bank")
+    if bank is not None and (not isinstance(bank, str) or not bank):
         raise RegistryError(f"{path}: {where}.bank: expected a path, found {bank!r}")
+    bank = resolve_bank(path, name, bank)
     mapping, fmt = _reply_mapping(path, f"{where}.reply", raw.get("reply"))
     return Agent(
         name=name, url=url, bank=bank, headers=headers,

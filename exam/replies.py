@@ -1,7 +1,16 @@
-"""Read an agent's reply body through a mapping of dot paths (``reply:`` in agents.yaml)."""
+"""Read an agent's reply body through a mapping of dot paths (``reply:`` in agents.yaml).
+
+Whatever an agent sends, reading it never raises: NaN, Infinity, numbers beyond a double,
+JSON nested deeper than ``MAX_DEPTH``, usage figures beyond a 64-bit integer become a
+``problem`` (the cell's ``bad_reply`` reason); lone surrogates become U+FFFD so the text can be
+stored.
+"""
 
 from __future__ import annotations
 
+import json
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -9,6 +18,60 @@ from typing import Any
 from graders import Reply, Step
 
 MISSING = object()
+MAX_DEPTH = 200  # JSON nesting read; real replies stay under 20
+MAX_FIGURE = 2**63 - 1  # usage figures are stored as SQLite integers
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class ReplyError(ValueError):
+    """A body that cannot be read as a reply; the message is the one-line reason."""
+
+
+def clean_text(text: str) -> str:
+    """Lone surrogates (from a JSON escape or an odd charset) cannot be stored: U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
+def _clean(value: Any, depth: int = 0) -> Any:
+    if depth > MAX_DEPTH:
+        raise ReplyError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, list):
+        return [_clean(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        return {clean_text(k): _clean(v, depth + 1) for k, v in value.items()}
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ReplyError(f"not JSON: {name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ReplyError(f"not JSON: {text[:40]} is out of range for a number")
+    return value
+
+
+def parse_json(body: str) -> Any:
+    """Strict JSON (no NaN/Infinity, finite numbers, bounded depth); ReplyError says why not."""
+    try:
+        data = json.loads(body, parse_constant=_no_constant, parse_float=_finite)
+    except ReplyError:
+        raise
+    except RecursionError:
+        raise ReplyError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
+    except json.JSONDecodeError:
+        looks = "an HTML page" if body.lstrip()[:1] == "<" else repr(body.strip()[:60])
+        raise ReplyError(f"not JSON: {looks}") from None
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        raise ReplyError(f"not JSON: {str(exc)[:120]}") from None
+    try:
+        return _clean(data)
+    except RecursionError:
+        raise ReplyError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,8 +87,9 @@ class StepsMapping:
 class ReplyMapping:
     text: tuple[str, ...] = ("answer", "output", "text")  # first path present wins
     status: str | None = "status"
-    model_calls: str | None = "usage.model_calls"
-    tokens: str | None = "usage.total_tokens"
+    # one dot path, or several whose figures are summed (prompt + completion tokens)
+    model_calls: str | tuple[str, ...] | None = "usage.model_calls"
+    tokens: str | tuple[str, ...] | None = "usage.total_tokens"
     truncated: str | None = "truncated"
     steps: StepsMapping | None = StepsMapping()
 
@@ -53,17 +117,49 @@ def unwrap(body: Any) -> Any:
     return body
 
 
-def _number(value: Any) -> int | None:
+def _number(value: Any, path: str) -> int | None:
+    """A usage figure as a whole number; None when absent or not a number at all."""
     if isinstance(value, bool) or value is MISSING or value is None:
         return None
-    if isinstance(value, int | float):
-        return int(value)
     if isinstance(value, str):
         try:
-            return int(float(value))
+            number = float(value) if any(c in value for c in ".eEnN") else int(value)
         except ValueError:
             return None
-    return None
+    elif isinstance(value, int | float):
+        number = value
+    else:
+        return None
+    if isinstance(number, float) and not math.isfinite(number) or abs(number) > MAX_FIGURE:
+        shown = repr(value) if isinstance(value, str) else str(value)
+        raise ReplyError(f"{path}: {shown[:40]} is out of range for a count")
+    return int(number)
+
+
+def _figure(body: Any, paths: str | tuple[str, ...] | None) -> int | None:
+    """The number at ``paths``; several paths are summed; None when none of them is present."""
+    if not paths:
+        return None
+    found = [n for n in (_number(lookup(body, p), p) for p in
+                         ((paths,) if isinstance(paths, str) else paths)) if n is not None]
+    if not found:
+        return None
+    total = sum(found)
+    if abs(total) > MAX_FIGURE:
+        raise ReplyError(f"{' + '.join(paths)}: the sum {total} is out of range for a count")
+    return total
+
+
+def keys_present(body: Any, limit: int = 12) -> str:
+    """The reply's top-level keys, for messages about what a mapping could not find."""
+    if isinstance(body, Mapping):
+        # JSON-escaped and cut: a key is the agent's text, and a message is one line
+        keys = [json.dumps(str(k), ensure_ascii=False)[1:-1][:40] for k in body]
+        shown = ", ".join(keys[:limit]) + (f" … ({len(keys)} keys)" if len(keys) > limit else "")
+        return f"the reply's keys: {shown}" if keys else "the reply is an empty object"
+    if isinstance(body, list):
+        return f"the reply is an array of {len(body)}"
+    return f"the reply is {type(body).__name__}"
 
 
 def _steps(body: Any, mapping: StepsMapping | None) -> tuple[Step, ...] | None:
@@ -114,17 +210,22 @@ def read_body(body: Any, mapping: ReplyMapping = DEFAULT_MAPPING) -> ReadReply:
             break
     problem = ""
     if text is MISSING or text is None:
-        problem = f"no text at {' / '.join(mapping.text)}"
+        problem = f"no text at {' / '.join(mapping.text)} ({keys_present(body)})"
         text = None
     elif not isinstance(text, str):
         text = str(text)
     status = lookup(body, mapping.status) if mapping.status else MISSING
     truncated = lookup(body, mapping.truncated) if mapping.truncated else MISSING
+    figures: dict[str, int | None] = {"model_calls": None, "tokens": None}
+    for key in figures:
+        try:
+            figures[key] = _figure(body, getattr(mapping, key))
+        except ReplyError as exc:
+            problem = problem or str(exc)
     return ReadReply(
         text=text,
         status=None if status is MISSING or status is None else str(status),
-        model_calls=_number(lookup(body, mapping.model_calls)) if mapping.model_calls else None,
-        tokens=_number(lookup(body, mapping.tokens)) if mapping.tokens else None,
+        **figures,
         truncated=truncated is True or truncated == "true",
         steps=_steps(body, mapping.steps),
         body=body,

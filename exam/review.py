@@ -99,13 +99,16 @@ def queue(regraded, agent: str | None = None, version: str | None = None, sample
     """needs_human replies still open, then (on request) a random sample of passes and fails."""
     items: dict[str, Item] = {}
     spot: dict[str, Item] = {}
-    by_case = {b.agent: b.by_case() for b in regraded.banks.values()}
+    # by the run's bank file: a registry agent may use another agent's bank (W2canary with
+    # bank/W2.json), so the bank's own `agent` says nothing about whose cells these are
+    by_case = {path: b.by_case() for path, b in regraded.banks.items()}
+    bank_of = {r.id: r.bank_path for r in regraded.runs}
     for c in regraded.cells:
         if (agent and c.agent != agent) or (version and c.version != version):
             continue
         if c.verdict not in ("needs_human", "pass", "fail") or c.text is None:
             continue
-        item = by_case[c.agent][c.case_no]
+        item = by_case[bank_of[c.run_id]][c.case_no]
         target = items if c.verdict == "needs_human" else spot
         if c.verdict != "needs_human" and c.reviewed:
             continue

@@ -7,6 +7,7 @@ cell that arrived, and leaves the run resumable with ``exam resume``.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -20,10 +21,11 @@ from exam.gate import RequestGate
 from exam.registry import Agent
 from exam.replies import to_reply
 from exam.store import AttemptRow, CellRow, Run, Store
-from exam.transport import classify, send
+from exam.transport import Outcome, classify, redact, send
 from graders import GRADER_VERSION, grade
 
 ProgressFn = Callable[[int, CellRow], None]
+log = logging.getLogger("exam.runner")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +45,7 @@ def select_items(bank: Bank, only: Sequence[str] = (), category: str | None = No
         if unknown:
             raise ExamError(f"{bank.path}: no question {', '.join(map(repr, unknown))} "
                             f"(--only takes case_no values from the bank)")
-        items = [known[c] for c in only]
+        items = [known[c] for c in dict.fromkeys(only)]  # a case named twice is one question
     if category is not None:
         items = [i for i in items if i.category == category]
         if not items:
@@ -62,7 +64,8 @@ def create_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
         raise ExamError("--version: give a label for what is being examined, e.g. v2 or prompt-0913")
     if not Path(agent.bank).is_file():
         raise ExamError(f"{agent.bank}: no such file: the question bank of agent {agent.name} "
-                        f"(set 'bank:' for it in the registry; the default is bank/<name>.json)")
+                        f"(set 'bank:' for it in the registry, relative to the registry file; the default is "
+                        f"bank/<name>.json beside the registry or its folder)")
     bank = load_bank(agent.bank)
     items = select_items(bank, only, category)
     return store.create_run(agent=agent.name, version=version, bank_path=bank.path,
@@ -97,13 +100,44 @@ def missing_cells(store: Store, run: Run) -> list[tuple[str, int]]:
 
 
 def run_cell(store: Store, job: Job, case_no: str, repeat: int, gate: RequestGate) -> CellRow:
+    """Ask, classify, grade and store one cell. Whatever goes wrong inside it (a bug, not the
+    agent) is stored on the cell as ``harness_error`` and the run goes on."""
+    outcomes: list[Outcome] = []
+    try:
+        return _run_cell(store, job, case_no, repeat, gate, outcomes)
+    except Exception as exc:
+        log.debug("run %s %s #%s: harness error", job.run.id, case_no, repeat, exc_info=True)
+        return _harness_error(store, job, case_no, repeat, exc, outcomes)
+
+
+def _harness_error(store: Store, job: Job, case_no: str, repeat: int, exc: Exception,
+                   outcomes: list[Outcome]) -> CellRow:
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    error = f"harness error (not the agent's answer): {redact(job.agent, text)}"
+    cell = CellRow(
+        run_id=job.run.id, case_no=case_no, repeat=repeat,
+        question_digest=job.items[case_no].digest, run_status="harness_error", error=error,
+        text=None, status=None, truncated=False, steps=None, attempts=len(outcomes),
+        model_calls=None, tokens=None,
+        latency_ms=round(sum(o.row.latency_ms for o in outcomes), 1), completed_at=time.time())
+    rows = [o.row for o in outcomes]
+    try:
+        store.record_cell(cell, rows)
+    except Exception:  # the attempts themselves may be what cannot be stored: keep the figures
+        store.record_cell(cell, [AttemptRow(r.n, r.started_at, r.http_status, r.latency_ms,
+                                            "", None, None, r.body_bytes, False) for r in rows])
+    return cell
+
+
+def _run_cell(store: Store, job: Job, case_no: str, repeat: int, gate: RequestGate,
+              outcomes: list[Outcome]) -> CellRow:
     agent, item = job.agent, job.items[case_no]
     if agent.blocked:
         cell = CellRow(job.run.id, case_no, repeat, item.digest, "blocked", agent.blocked, None,
                        None, False, None, 0, None, None, None, time.time())
         store.record_cell(cell, [])
         return cell
-    outcomes = send(agent, item.question.input, gate)
+    send(agent, item.question.input, gate, outcomes)
     result = classify(agent, outcomes)
     read = result.read
     latency = sum(o.row.latency_ms for o in outcomes)
@@ -189,6 +223,8 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
             store.set_run_status(job.run.id, "interrupted", f"{left} cell(s) not run")
             final[job.run.id] = "interrupted"
         else:
-            store.set_run_status(job.run.id, "done")
+            harness = store.count_cells(job.run.id, "harness_error")
+            store.set_run_status(job.run.id, "done", f"{harness} cell(s) hit a harness error "
+                                                     f"(see their errors)" if harness else None)
             final[job.run.id] = "done"
     return final

@@ -8,13 +8,14 @@ versioned with ``PRAGMA user_version`` and migrated forward on open.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from exam.errors import StoreError
 
 DEFAULT_DB = "results/exam.db"
 BODY_CAP_BYTES = 1_000_000  # raw bodies stored up to this size; a note marks a cut body
+TEXT_CAP_CHARS = 200_000  # a cell's reply text; a longer one is a bad_reply, its start kept
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the first schema
@@ -135,6 +137,17 @@ MIGRATIONS: tuple[str, ...] = (
         UNIQUE (reply_digest, check_name, question_digest, rule_version)
     );
     """,
+    # 4: each saved quarterly rebalance, so the next one can show what changed since
+    """
+    CREATE TABLE rebalance_snapshots (
+        id INTEGER PRIMARY KEY,
+        agent TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        since TEXT,                       -- the report's --since date, if any
+        snapshot TEXT NOT NULL            -- JSON: settings, per-question roles, per-category counts
+    );
+    CREATE INDEX rebalance_snapshots_agent ON rebalance_snapshots(agent, id);
+    """,
 )
 
 
@@ -240,13 +253,55 @@ def cap_body(body: str | None) -> tuple[str | None, int | None, bool]:
     return raw[:BODY_CAP_BYTES].decode("utf-8", "ignore"), len(raw), True
 
 
+def cap_text(text: str | None) -> tuple[str | None, bool]:
+    """(the text kept, whether it was cut) under TEXT_CAP_CHARS."""
+    if text is None or len(text) <= TEXT_CAP_CHARS:
+        return text, False
+    return text[:TEXT_CAP_CHARS], True
+
+
+def damaged(exc: sqlite3.Error) -> bool:
+    """SQLite says the file is corrupt or not a database (overwritten pages, a truncated copy)."""
+    name = getattr(exc, "sqlite_errorname", "")
+    return name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or any(
+        s in str(exc) for s in ("malformed", "not a database"))
+
+
+def damage_message(path: str, exc: sqlite3.Error) -> str:
+    return (f"{path}: the store is damaged ({exc}): restore it from a backup, or save what can "
+            f"be read with: sqlite3 {path} .recover | sqlite3 recovered.db")
+
+
+def _named_damage(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A damaged file raises StoreError naming the store, not a bare sqlite3.DatabaseError."""
+
+    @functools.wraps(method)
+    def wrapper(self: Store, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            if damaged(exc):
+                raise StoreError(damage_message(self.path, exc)) from None
+            raise
+
+    return wrapper
+
+
 class Store:
-    """One connection per Store, shared by the runner's threads under a lock."""
+    """One connection per Store, shared by the runner's threads under a lock.
+
+    Every public method turns a damaged file's errors into one StoreError naming the store
+    (see ``_named_damage``, applied below the class).
+    """
 
     def __init__(self, path: str | Path):
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"{self.path}: cannot create its folder: {exc.strerror or exc}"
+                             ) from None
         try:
             self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False,
                                        isolation_level=None)
@@ -256,9 +311,17 @@ class Store:
             self._db.execute("PRAGMA busy_timeout=60000")
             self._db.execute("PRAGMA foreign_keys=ON")
         except sqlite3.Error as exc:
+            if damaged(exc):
+                raise StoreError(damage_message(self.path, exc)) from None
             raise StoreError(f"{self.path}: cannot open the store: {exc}") from None
         self._lock = threading.RLock()
-        self._migrate()
+        try:
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            if damaged(exc):
+                self._db.close()
+                raise StoreError(damage_message(self.path, exc)) from None
+            raise
 
     @classmethod
     def open(cls, path: str | Path | None = None) -> Store:
@@ -396,7 +459,7 @@ class Store:
                 " error, text, status, truncated, steps, attempts, model_calls, tokens, latency_ms,"
                 " completed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (cell.run_id, cell.case_no, cell.repeat, cell.question_digest, cell.run_status,
-                 cell.error, cell.text, cell.status, int(cell.truncated),
+                 cell.error, cap_text(cell.text)[0], cell.status, int(cell.truncated),
                  None if cell.steps is None else json.dumps(cell.steps, ensure_ascii=False),
                  cell.attempts, cell.model_calls, cell.tokens, cell.latency_ms,
                  cell.completed_at))
@@ -462,10 +525,12 @@ class Store:
                            r["content_type"], r["body"], r["body_bytes"], bool(r["body_cut"]))
                 for r in rows]
 
-    def count_cells(self, run_id: int) -> int:
+    def count_cells(self, run_id: int, run_status: str | None = None) -> int:
+        sql, args = "SELECT COUNT(*) FROM cells WHERE run_id=?", [run_id]
+        if run_status is not None:
+            sql, args = sql + " AND run_status=?", args + [run_status]
         with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM cells WHERE run_id=?",
-                                    (run_id,)).fetchone()[0]
+            return self._db.execute(sql, args).fetchone()[0]
 
     # -- notifications and LINE events ------------------------------------------------
 
@@ -526,6 +591,30 @@ class Store:
         with self._lock:
             return [dict(r) for r in self._db.execute("SELECT * FROM adjudications ORDER BY id")]
 
+    # -- rebalance snapshots ------------------------------------------------------------
+
+    def add_rebalance_snapshot(self, agent: str, since: str | None,
+                               snapshot: dict[str, Any]) -> int:
+        """Keep one agent's rebalance; returns its id."""
+        with self.tx() as db:
+            cur = db.execute(
+                "INSERT INTO rebalance_snapshots (agent, created_at, since, snapshot)"
+                " VALUES (?,?,?,?)",
+                (agent, time.time(), since, json.dumps(snapshot, ensure_ascii=False)))
+            return int(cur.lastrowid)
+
+    def rebalance_snapshots(self, agent: str) -> list[dict[str, Any]]:
+        """An agent's saved rebalances, oldest first."""
+        with self._lock:
+            rows = self._db.execute("SELECT * FROM rebalance_snapshots WHERE agent=? ORDER BY id",
+                                    (agent,)).fetchall()
+        return [{**dict(r), "snapshot": json.loads(r["snapshot"])} for r in rows]
+
     def integrity_check(self) -> str:
         with self._lock:
             return self._db.execute("PRAGMA integrity_check").fetchone()[0]
+
+
+for _name, _method in list(vars(Store).items()):
+    if callable(_method) and not _name.startswith("_") and _name != "tx":
+        setattr(Store, _name, _named_damage(_method))

@@ -3,35 +3,52 @@
 Retries (tenacity) happen on connection errors, timeouts, 429 (honouring Retry-After)
 and 5xx, at most ``agent.retries`` times; a wrong answer is never retried. The reply is
 then given exactly one run status: ok, timeout, http_error, bad_reply or truncated.
+
+An attempt has one deadline, ``timeout_s`` from connect to the last byte (exam.deadline ends
+it however slowly the agent dribbles). Bodies are decoded (gzip, deflate: n8n compresses
+every reply over 1 KB) with the body cap on the decoded size, read in bounded pieces, so a
+decompression bomb stops at the cap.
 """
 
 from __future__ import annotations
 
 import email.utils
-import json
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import requests
 from tenacity import RetryCallState, Retrying, retry_if_result, stop_after_attempt
+from urllib3.exceptions import DecodeError
+from urllib3.response import HTTPResponse
 
+from exam.deadline import Deadline, DeadlineAdapter
 from exam.registry import Agent
-from exam.replies import ReadReply, read_body
-from exam.store import AttemptRow, cap_body
+from exam.replies import ReadReply, ReplyError, clean_text, parse_json, read_body
+from exam.store import TEXT_CAP_CHARS, AttemptRow, cap_body, cap_text
 
-MAX_BODY_BYTES = 8_000_000  # a reply larger than this is not read to the end: bad_reply
+MAX_BODY_BYTES = 8_000_000  # decoded; a reply larger than this is not read to the end: bad_reply
 MAX_RETRY_AFTER_S = 60.0
+# an attempt ends within timeout_s plus this: the deadline timer waking up and the connection
+# being shut (milliseconds on an idle machine; documented in docs/agents.md)
+DEADLINE_SLACK_S = 0.5
 _local = threading.local()
+
+
+def _drop_session() -> None:
+    """Close this thread's session and its pooled connections (a new one is made on demand)."""
+    s = getattr(_local, "session", None)
+    if s is not None:
+        _local.session = None
+        s.close()
 
 
 def _session(pool: int) -> requests.Session:
     s = getattr(_local, "session", None)
     if s is None:
         s = requests.Session()
-        adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=max(4, pool),
-                                                max_retries=0)
+        adapter = DeadlineAdapter(pool_connections=4, pool_maxsize=max(4, pool), max_retries=0)
         s.mount("http://", adapter)
         s.mount("https://", adapter)
         s.trust_env = False  # never route exam traffic through a proxy from the environment
@@ -41,7 +58,8 @@ def _session(pool: int) -> requests.Session:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """One attempt as it happened: kind is ok / timeout / connection / http / too_large."""
+    """One attempt as it happened: kind is ok / timeout / connection / http / bad (a body that
+    cannot be read: too large, not what its Content-Encoding or charset says)."""
 
     kind: str
     row: AttemptRow
@@ -90,8 +108,8 @@ def _http_error_text(status: int, body: str | None) -> str:
     detail = ""
     if body:
         try:
-            data = json.loads(body)
-        except ValueError:
+            data = parse_json(body)
+        except ReplyError:
             data = None
         if isinstance(data, list) and len(data) == 1:
             data = data[0]
@@ -108,6 +126,28 @@ def _http_error_text(status: int, body: str | None) -> str:
         else:
             detail = body.strip()[:200]
     return f"HTTP {status}" + (f": {detail}" if detail else "")
+
+
+def _encoding_problem(content_encoding: str | None) -> str:
+    """Why a Content-Encoding cannot be decoded ('' when it can: gzip, deflate, identity)."""
+    codings = [c.strip().lower() for c in (content_encoding or "").split(",") if c.strip()]
+    codings = [c for c in codings if c != "identity"]
+    unknown = [c for c in codings if c not in HTTPResponse.CONTENT_DECODERS]
+    if unknown:
+        return (f"the body has Content-Encoding {content_encoding!r}, which the exam did not ask "
+                f"for and cannot decode")
+    return ""
+
+
+def decode_text(raw: bytes, ctype: str | None) -> tuple[str, str]:
+    """(text, problem): the body in its declared charset; UTF-8 with a problem when Python
+    cannot decode with that charset (idna, punycode ...)."""
+    name = _charset(ctype)
+    try:
+        return clean_text(raw.decode(name, errors="replace")), ""
+    except (UnicodeError, LookupError, ValueError, TypeError):
+        return (raw.decode("utf-8", errors="replace"),
+                f"the body cannot be read as its declared charset {name!r}")
 
 
 def _charset(ctype: str | None) -> str:
@@ -137,8 +177,8 @@ def redact(agent: Agent, text: str | None) -> str | None:
 
 
 def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
+    """One attempt, ended at ``agent.timeout_s`` from its start whatever the agent does."""
     started_wall, t0 = time.time(), time.perf_counter()
-    deadline = t0 + agent.timeout_s
     session = _session(agent.concurrency)
 
     def elapsed_ms() -> float:
@@ -146,52 +186,82 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
 
     def row(status=None, error="", ctype=None, body=None) -> AttemptRow:
         stored, size, cut = cap_body(redact(agent, body))
-        error = redact(agent, error) or ""
+        error = " ".join((redact(agent, error) or "").split())  # one line, whatever the body
         return AttemptRow(n, started_wall, status, elapsed_ms(), error, ctype, stored, size, cut)
 
+    deadline = Deadline(agent.timeout_s)
     try:
-        resp = session.post(agent.url, json=work_order, headers=dict(agent.headers),
-                            timeout=(min(10.0, agent.timeout_s), agent.timeout_s), stream=True,
-                            allow_redirects=False)
-    except requests.Timeout:
-        return Outcome("timeout", row(error=f"no reply within {agent.timeout_s:g} s"), None, None)
-    except requests.RequestException as exc:
-        # say where: "connection refused" alone sends people to debug the wrong agent
-        return Outcome("connection", row(error=f"{_describe_error(exc)} ({agent.safe_url})"),
-                       None, None)
-    ctype = resp.headers.get("Content-Type")
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        with resp:
-            while True:
-                if time.perf_counter() > deadline:
-                    return Outcome("timeout", row(resp.status_code,
-                                                  f"reply not complete within {agent.timeout_s:g} s",
-                                                  ctype), None, None)
-                chunk = resp.raw.read1(65536)
-                if not chunk:
-                    break
-                size += len(chunk)
-                if size > MAX_BODY_BYTES:
-                    return Outcome("too_large", row(resp.status_code,
-                                                    f"reply body over {MAX_BODY_BYTES:,} bytes",
-                                                    ctype), None, None)
-                chunks.append(chunk)
-    except requests.Timeout:
-        return Outcome("timeout", row(resp.status_code, f"no data within {agent.timeout_s:g} s",
-                                      ctype), None, None)
-    except Exception as exc:  # urllib3 raises several kinds when a body is cut
-        if "timed out" in str(exc).lower():
-            return Outcome("timeout", row(resp.status_code,
-                                          f"no data within {agent.timeout_s:g} s", ctype), None, None)
-        return Outcome("connection", row(resp.status_code, _describe_error(exc), ctype), None, None)
-    body = redact(agent, b"".join(chunks).decode(_charset(ctype), errors="replace"))
-    retry_after = _retry_after(resp.headers.get("Retry-After"))
-    if not 200 <= resp.status_code < 300:
-        return Outcome("http", row(resp.status_code, _http_error_text(resp.status_code, body),
-                                   ctype, body), body, retry_after)
-    return Outcome("ok", row(resp.status_code, "", ctype, body), body, None)
+        with deadline:
+            try:
+                resp = session.post(agent.url, json=work_order, headers=dict(agent.headers),
+                                    timeout=(min(10.0, agent.timeout_s), agent.timeout_s),
+                                    stream=True, allow_redirects=False)
+            except requests.RequestException as exc:
+                if deadline.fired or isinstance(exc, requests.Timeout):
+                    return Outcome("timeout", row(error=f"no reply within {agent.timeout_s:g} s"),
+                                   None, None)
+                # say where: "connection refused" alone sends people to debug the wrong agent
+                return Outcome("connection", row(error=f"{_describe_error(exc)} ({agent.safe_url})"),
+                               None, None)
+            if deadline.fired:  # http.client reads a header block cut by the deadline as complete
+                resp.close()
+                return Outcome("timeout", row(error=f"no reply within {agent.timeout_s:g} s"),
+                               None, None)
+            status, ctype = resp.status_code, resp.headers.get("Content-Type")
+            retry_after = _retry_after(resp.headers.get("Retry-After"))
+
+            def unreadable(reason: str, body: str | None = None) -> Outcome:
+                if not 200 <= status < 300:  # the HTTP status says more than its body
+                    return Outcome("http", row(status, f"HTTP {status} ({reason})", ctype, body),
+                                   body, retry_after)
+                return Outcome("bad", row(status, reason, ctype, body), None, None)
+
+            def late() -> Outcome:
+                return Outcome("timeout", row(status, f"reply not complete within "
+                                                      f"{agent.timeout_s:g} s", ctype), None, None)
+
+            problem = _encoding_problem(resp.headers.get("Content-Encoding"))
+            if problem:
+                resp.close()
+                return unreadable(problem)
+            chunks: list[bytes] = []
+            size = 0
+            try:
+                with resp:
+                    while True:
+                        # decoded, at most 64 KB per read: urllib3 inflates gzip/deflate in bounded
+                        # pieces, so the cap below holds for a decompression bomb too
+                        chunk = resp.raw.read1(65536, decode_content=True)
+                        if not chunk:
+                            break
+                        size += len(chunk)
+                        if size > MAX_BODY_BYTES:
+                            return unreadable(f"reply body over {MAX_BODY_BYTES:,} bytes (decoded)")
+                        chunks.append(chunk)
+            except DecodeError as exc:
+                if deadline.fired:
+                    return late()
+                cause = exc.args[1] if len(exc.args) > 1 else exc
+                return unreadable(f"the body says Content-Encoding: "
+                                  f"{resp.headers.get('Content-Encoding')} but it cannot be decoded "
+                                  f"({str(cause)[:120]})")
+            except Exception as exc:  # urllib3 raises several kinds when a body is cut
+                if deadline.fired or "timed out" in str(exc).lower():
+                    return late()
+                return Outcome("connection", row(status, _describe_error(exc), ctype), None, None)
+            if deadline.fired:  # the body "ended" because the deadline shut the socket
+                return late()
+        body, problem = decode_text(b"".join(chunks), ctype)
+        body = redact(agent, body)
+        if problem:
+            return unreadable(problem, body)
+        if not 200 <= status < 300:
+            return Outcome("http", row(status, _http_error_text(status, body), ctype, body), body,
+                           retry_after)
+        return Outcome("ok", row(status, "", ctype, body), body, None)
+    finally:
+        if deadline.fired:  # a socket the deadline shut may sit in the pool: start afresh
+            _drop_session()
 
 
 def _wait(retry_state: RetryCallState) -> float:
@@ -201,9 +271,11 @@ def _wait(retry_state: RetryCallState) -> float:
     return min(0.5 * 2 ** (retry_state.attempt_number - 1), 8.0)
 
 
-def send(agent: Agent, work_order: Any, gate) -> list[Outcome]:
-    """POST with retries for transport trouble; every attempt is returned, in order."""
-    outcomes: list[Outcome] = []
+def send(agent: Agent, work_order: Any, gate,
+         outcomes: list[Outcome] | None = None) -> list[Outcome]:
+    """POST with retries for transport trouble; every attempt is returned, in order (and
+    appended to ``outcomes`` as it happens, so a caller still has them if something raises)."""
+    outcomes = [] if outcomes is None else outcomes
 
     def attempt() -> Outcome:
         with gate.slot():
@@ -233,10 +305,9 @@ def _parse(agent: Agent, body: str) -> tuple[ReadReply | None, str]:
     if agent.reply_format == "text":
         return read_body(body.strip(), agent.reply), ""
     try:
-        data = json.loads(body)
-    except ValueError:
-        looks = "an HTML page" if body.lstrip()[:1] == "<" else repr(body.strip()[:60])
-        return None, f"not JSON: {looks}"
+        data = parse_json(body)
+    except ReplyError as exc:
+        return None, str(exc)
     read = read_body(data, agent.reply)
     if isinstance(read.body, str) and agent.reply_format == "json":
         return None, "a JSON string, not an object"
@@ -249,8 +320,8 @@ def _usage(agent: Agent, outcomes: list[Outcome]) -> tuple[int | None, int | Non
         if not o.body or agent.reply_format == "text":
             continue
         try:
-            read = read_body(json.loads(o.body), agent.reply)
-        except ValueError:
+            read = read_body(parse_json(o.body), agent.reply)
+        except ReplyError:
             continue
         if read.model_calls is not None:
             calls = (calls or 0) + read.model_calls
@@ -259,17 +330,28 @@ def _usage(agent: Agent, outcomes: list[Outcome]) -> tuple[int | None, int | Non
     return calls, tokens
 
 
+def _within(figure: int | None) -> int | None:
+    """A sum over attempts that no longer fits a stored integer is not a figure."""
+    return figure if figure is None or abs(figure) < 2**63 else None
+
+
 def classify(agent: Agent, outcomes: list[Outcome]) -> Result:
     """The run status of a cell from its last attempt; usage summed over every attempt."""
     last = outcomes[-1]
-    calls, tokens = _usage(agent, outcomes)
+    calls, tokens = (_within(f) for f in _usage(agent, outcomes))
     if last.kind == "timeout":
         return Result("timeout", last.row.error, None, calls, tokens)
     if last.kind in ("connection", "http"):
         return Result("http_error", last.row.error, None, calls, tokens)
-    if last.kind == "too_large":
+    if last.kind == "bad":
         return Result("bad_reply", last.row.error, None, calls, tokens)
     read, problem = _parse(agent, last.body or "")
+    if read is not None and read.text is not None and len(read.text) > TEXT_CAP_CHARS:
+        kept, _ = cap_text(read.text)
+        return Result("bad_reply", f"reply text is {len(read.text):,} characters, over the "
+                                   f"{TEXT_CAP_CHARS:,} the exam stores and grades; the first "
+                                   f"{TEXT_CAP_CHARS:,} are kept",
+                      replace(read, text=kept), calls, tokens)
     if read is None or problem:
         return Result("bad_reply", problem, read, calls, tokens)
     if read.truncated:

@@ -45,6 +45,13 @@ def work_once(store: Store, agents_path: str | None = None,
     except ExamError as exc:
         store.set_run_status(run.id, "failed", str(exc))
         log.error("run %s failed: %s", run.id, exc)
+    except Exception as exc:  # a bug: fail this run, keep the worker taking the next ones
+        log.exception("run %s failed with an unexpected error", run.id)
+        try:
+            store.set_run_status(run.id, "failed", f"harness error: {type(exc).__name__}: "
+                                                   f"{' '.join(str(exc).split())[:300]}")
+        except Exception:
+            log.exception("run %s: could not record the failure", run.id)
     finally:
         stop.set()
     return run.id
@@ -66,6 +73,12 @@ def work_forever(db: str | None, agents_path: str | None, poll_s: float = 1.0,
 def start_in_thread(db: str | None, agents_path: str | None) -> threading.Event:
     """For ``exam serve``: a worker in this process; set the returned event to stop it."""
     stop = threading.Event()
-    threading.Thread(target=work_forever, args=(db, agents_path, 1.0, stop), daemon=True,
-                     name="exam-worker").start()
+
+    def work() -> None:
+        try:
+            work_forever(db, agents_path, 1.0, stop)
+        except ExamError as exc:  # a damaged store: one line in the log, not a traceback
+            log.error("worker stopped: %s", exc)
+
+    threading.Thread(target=work, daemon=True, name="exam-worker").start()
     return stop

@@ -15,12 +15,13 @@ from graders.patterns import Entry, find_all
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
-def check_fact(name: str, entry: Entry, text: str) -> CheckResult:
-    """Must appear, asserted. Negated, asked or hypothetical occurrences do not count."""
+def check_fact(name: str, entry: Entry, text: str, input_text: str = "") -> CheckResult:
+    """Must appear, asserted. Negated, asked, hypothetical or quoted occurrences do not count,
+    nor does an echo of the customer's question (``input_text``: the normalised work order)."""
     seen = []
     for m in find_all(entry, text):
-        occ = classify(text, m.start, m.end)
-        if occ.kind in ("asserted", "quoted"):
+        occ = classify(text, m.start, m.end, input_text=input_text, echo_questions_only=True)
+        if occ.kind == "asserted":
             return CheckResult(name, "pass", evidence=occ.sentence)
         seen.append(occ)
     unclear = [o for o in seen if o.kind in AMBIGUOUS]

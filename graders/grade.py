@@ -9,11 +9,11 @@ from graders.model import STRICTNESS, CheckResult, Grade, Question, Reply, Verdi
 from graders.normalize import normalize
 from graders.trajectory import check_tools
 
-GRADER_VERSION = "1.0.0"
+GRADER_VERSION = "2.0.0"
 # Bump the rule of a check kind when its behaviour changes: a reviewer's decision on
 # that check (issue 9) is dropped when the rule it was made under changes.
 RULE_VERSIONS: Mapping[str, int] = {
-    "fact": 1, "forbidden": 1, "status": 1, "field": 1, "numbers_grounded": 1, "budget": 1,
+    "fact": 2, "forbidden": 2, "status": 1, "field": 1, "numbers_grounded": 1, "budget": 1,
     "tools": 1,
 }
 
@@ -38,7 +38,7 @@ def grade(
     if question.expect_status is not None:
         results.append(checks.check_status(question.expect_status, reply))
     for i, entry in enumerate(question.facts):
-        results.append(checks.check_fact(f"fact[{i}]", entry, text))
+        results.append(checks.check_fact(f"fact[{i}]", entry, text, question.input_text))
     for i, entry in enumerate(question.forbidden):
         results.append(checks.check_forbidden(f"forbidden[{i}]", entry, text, question.input_text))
     for spec in question.fields:

@@ -10,11 +10,13 @@ from graders.patterns import Entry
 
 Outcome = Literal["pass", "fail", "needs_human", "not_graded"]
 Verdict = Literal["pass", "fail", "needs_human", "not_graded"]
-RunStatus = Literal["ok", "timeout", "http_error", "bad_reply", "truncated", "blocked"]
+RunStatus = Literal["ok", "timeout", "http_error", "bad_reply", "truncated", "blocked",
+                    "harness_error"]
 Severity = Literal["critical", "major", "minor"]
 FieldMode = Literal["exact_set", "must_include", "ignore"]
 
-RUN_STATUSES: tuple[str, ...] = ("ok", "timeout", "http_error", "bad_reply", "truncated", "blocked")
+RUN_STATUSES: tuple[str, ...] = ("ok", "timeout", "http_error", "bad_reply", "truncated", "blocked",
+                                "harness_error")
 SEVERITIES: tuple[str, ...] = ("critical", "major", "minor")
 BUDGET_KEYS: tuple[str, ...] = ("attempts", "model_calls", "tokens", "latency_ms")
 # Strictest first: a reply's verdict is the first of these any graded check has.

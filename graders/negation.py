@@ -1,18 +1,23 @@
 """Classify one occurrence of a pattern in a reply: asserted, negated, asked, quoted...
 
 Chinese negation contains the affirmative (不提供貨到付款 ⊃ 提供貨到付款), so a
-substring hit says nothing until we know how the clause around it uses it. The
-rules are deliberately simple and general (docs/graders.md lists them):
+substring hit says nothing until we know how the clause around it uses it. The rules
+model negation *scope* on both sides of the hit (docs/graders.md, "The scope model"):
 
 1. The clause is the text between clause breaks (，。！？；, newline; '.' ending a
-   sentence). Within it, a contrast, coordination, time clause or new subject
-   (但, 也, 時, 我們, but, and, when...) ends a negation's scope.
-2. Quotation marks, or a stretch of context shared with the work order, make it
-   ``quoted``; a question word or question ending makes it ``interrogative``; a
-   condition makes it ``hypothetical``.
-3. Negators left in scope are counted (pseudo-negations such as 非常, 不僅,
-   沒問題 masked first): none is ``asserted``; one close before the hit is
-   ``negated``; one far away is ``unclear``; two is ``double_negation``.
+   sentence). The hit's own characters are never a cue: it is the proposition whose
+   polarity is being read.
+2. Quotation marks, or a stretch copied from the work order, make it ``quoted``; a
+   question word or question ending makes it ``interrogative``; a condition makes it
+   ``hypothetical``. A quoted or asked hit the reply then answers "yes" is ``answered``.
+3. Cues are words, longest first (特別 is not 別, 毫不猶豫地 is an adverb, 免費 is
+   "free"). Before the hit, a negator scopes to the hit unless a break word (contrast,
+   coordination, consequence, a new subject, the end of a modifier or time clause)
+   stands between. After the hit, a negated predicate governs it when it is the
+   clause's verdict on the hit (X目前沒有開放, X是不太可能的, X isn't offered).
+4. Negators counted on both sides: none is ``asserted``, one ``negated``, two or more
+   ``double_negation`` (今天寄出也不是不可能; it's not that we won't...); a negated
+   quantifier (not every, 不是每) is ``unclear``: true of some.
 """
 
 from __future__ import annotations
@@ -25,13 +30,15 @@ from typing import Literal
 from graders import cues
 
 Kind = Literal[
-    "asserted", "negated", "interrogative", "hypothetical", "quoted", "double_negation", "unclear"
+    "asserted", "negated", "interrogative", "hypothetical", "quoted", "double_negation",
+    "unclear", "answered",
 ]
 # Kinds a person must decide: the rules cannot tell whether the reply asserts it.
-AMBIGUOUS: frozenset[str] = frozenset({"double_negation", "unclear"})
+# "unclear" is a negated quantifier (not every store offers pickup): true of some.
+AMBIGUOUS: frozenset[str] = frozenset({"double_negation", "unclear", "answered"})
 
-_ASCII_WORD = re.compile(r"[a-z0-9'’]+")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_EN_WORD = re.compile(r"[a-z][a-z'’-]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +46,7 @@ class Occurrence:
     kind: Kind
     start: int
     end: int
-    cue: str = ""  # the word that decided it, "" for asserted
+    cue: str = ""  # the word(s) that decided it, "" for asserted
     sentence: str = ""  # the sentence, with the hit marked «like this»
 
     def describe(self) -> str:
@@ -47,14 +54,29 @@ class Occurrence:
         return f"{self.kind}{why}: {self.sentence}"
 
 
+# token kinds
+NEG, CLAUSAL, PARTIAL, ENDING = "neg", "clausal", "partial", "ending"
+PSEUDO, ASK, HYPO, REPORT = "pseudo", "ask", "hypo", "report"
+BREAK, COORD, SUBJECT, MODIFIER, TIME, RELATIVE = "break", "coord", "subj", "mod", "time", "rel"
+
+
 def _cue_table() -> dict[str, str]:
     table: dict[str, str] = {}
     groups = (
-        ("neg", cues.NEGATION_ZH + cues.NEGATION_EN),
-        ("break", cues.SCOPE_BREAK_ZH + cues.SCOPE_BREAK_EN),
-        ("hypo", cues.HYPOTHETICAL_ZH + cues.HYPOTHETICAL_EN),
-        ("ask", cues.INTERROGATIVE_ZH + cues.INTERROGATIVE_EN),
-        ("pseudo", cues.PSEUDO_NEGATION_ZH + cues.PSEUDO_NEGATION_EN),
+        (NEG, cues.NEGATION_ZH + cues.NEGATION_EN),
+        (CLAUSAL, cues.CLAUSAL_NEGATION),
+        (PARTIAL, cues.PARTIAL_NEGATION),
+        (ENDING, cues.ENDING_ZH),
+        (BREAK, cues.SCOPE_BREAK_ZH + cues.SCOPE_BREAK_EN),
+        (COORD, cues.COORDINATION_ZH + cues.COORDINATION_EN),
+        (SUBJECT, cues.SCOPE_SUBJECT_ZH + cues.SCOPE_SUBJECT_EN),
+        (MODIFIER, cues.SCOPE_MODIFIER_ZH),
+        (TIME, cues.SCOPE_TIME_ZH + cues.SCOPE_TIME_EN),
+        (RELATIVE, cues.SCOPE_RELATIVE_EN),
+        (HYPO, cues.HYPOTHETICAL_ZH + cues.HYPOTHETICAL_EN),
+        (ASK, cues.INTERROGATIVE_ZH + cues.INTERROGATIVE_EN),
+        (REPORT, cues.REPORTED_ZH + cues.REPORTED_EN + cues.TOPIC_ZH + cues.TOPIC_EN),
+        (PSEUDO, cues.PSEUDO_NEGATION_ZH + cues.PSEUDO_NEGATION_EN),
     )
     for kind, words in groups:  # later groups win on the same word
         for w in words:
@@ -62,28 +84,52 @@ def _cue_table() -> dict[str, str]:
     return table
 
 
+def _trie_regex(words: list[str]) -> str:
+    """An alternation factored by common prefix, longest first: re then tests one branch per
+    character instead of every word at every position."""
+    trie: dict = {}
+    for w in words:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict) -> str:
+        ends = "" in node
+        branches = [re.escape(ch) + build(child) for ch, child in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if ends else body
+
+    return build(trie)
+
+
 @lru_cache(maxsize=1)
 def _scanners() -> tuple[re.Pattern[str], re.Pattern[str], dict[str, str]]:
-    """Two scanners: CJK cues (pure literals, which re scans fast) and word-bounded Latin cues."""
+    """Two scanners: CJK cues (pure literals) and word-bounded Latin cues; longest match wins."""
     table = _cue_table()
-    words = sorted(table, key=len, reverse=True)
-    cjk = re.compile("|".join(re.escape(w) for w in words if not w.isascii()))
-    latin = re.compile(r"(?<![a-z0-9'’])(?:" + "|".join(re.escape(w) for w in words if w.isascii())
-                       + r")(?![a-z0-9'’])")
+    cjk = re.compile(_trie_regex([w for w in table if not w.isascii()]))
+    latin = re.compile(r"(?<![a-z0-9'’])" + _trie_regex([w for w in table if w.isascii()])
+                       + r"(?![a-z0-9'’])")
     return cjk, latin, table
 
 
 _LATIN = re.compile(r"[a-z]")
 
+Token = tuple[str, str, int, int]  # (kind, cue, start, end)
 
-def _tokens(text: str) -> list[tuple[str, str, int, int]]:
+
+@lru_cache(maxsize=8192)
+def _tokens(text: str) -> tuple[Token, ...]:
     """(kind, cue, start, end) for every cue in ``text``, in order; the longest cue wins."""
     cjk, latin, table = _scanners()
     found = [(table[m.group()], m.group(), m.start(), m.end()) for m in cjk.finditer(text)]
     if _LATIN.search(text):
-        found += [(table[m.group()], m.group(), m.start(), m.end()) for m in latin.finditer(text)]
+        found += [(table[m.group()], m.group(), m.start(), m.end()) for m in latin.finditer(text)
+                  if m.group() in table]
         found.sort(key=lambda t: t[2])
-    return found
+    return tuple(found)
 
 
 # Breaks in normalised text (NFKC has made ，！？； into ,!?;). A comma or point inside a
@@ -127,49 +173,192 @@ def _clause_bounds(text: str, start: int, end: int, sentence: bool = False,
     return lo, hi
 
 
-def _gap_size(gap: str) -> int:
-    """Distance in CJK characters plus Latin words."""
-    return len(_CJK.findall(gap)) + len(_ASCII_WORD.findall(gap))
-
-
 _QUOTE_CHARS = frozenset("".join(cues.QUOTE_PAIRS) + "".join(cues.QUOTE_PAIRS.values()))
 
 
-def _inside_quotes(sentence: str, rel_start: int, rel_end: int) -> bool:
+def _quote_end(sentence: str, rel_start: int, rel_end: int) -> int:
+    """Where the quotation around the hit closes (index in ``sentence``), or -1 if unquoted."""
     if _QUOTE_CHARS.isdisjoint(sentence):
-        return False
-    before, after = sentence[:rel_start], sentence[rel_end:]
+        return -1
+    before = sentence[:rel_start]
     for opener, closer in cues.QUOTE_PAIRS.items():
+        j = sentence.find(closer, rel_end)
+        if j < 0:
+            continue
         if opener == closer:
-            if before.count(opener) % 2 == 1 and opener in after:
-                return True
-        elif before.rfind(opener) > before.rfind(closer) and closer in after:
-            return True
-    return False
+            if before.count(opener) % 2 == 1:
+                return j
+        elif before.rfind(opener) > before.rfind(closer):
+            return j
+    return -1
 
 
-def _shared_with_input(text: str, start: int, end: int, input_text: str) -> bool:
-    """True when the hit sits in a stretch of at least 4 more characters copied from the input."""
+def _copied_stretch(text: str, start: int, end: int, input_text: str) -> tuple[int, int] | None:
+    """The stretch around the hit copied from the input, if it is at least 4 characters longer
+    than the hit."""
     if not input_text or text[start:end] not in input_text:
-        return False
+        return None
     lo, hi = start, end
     while lo > 0 and text[lo - 1 : hi] in input_text:
         lo -= 1
     while hi < len(text) and text[lo : hi + 1] in input_text:
         hi += 1
-    return (hi - lo) - (end - start) >= 4
+    return (lo, hi) if (hi - lo) - (end - start) >= 4 else None
 
 
-@lru_cache(maxsize=4096)
-def _contains_negator(hit: str) -> bool:
-    return any(kind == "neg" for kind, *_ in _tokens(hit))
+# The customer's own voice: a reply does not call itself 你們 nor the customer 我.
+_CUSTOMER_VOICE = re.compile(r"我(?![們们])|你|妳|(?<![a-z])(?:i|my|me)(?![a-z'’])")
 
 
-def classify(text: str, start: int, end: int, *, input_text: str = "") -> Occurrence:
+def _echoes_question(copied: str, input_text: str) -> bool:
+    """The copied stretch repeats a question of the customer's, in the customer's voice."""
+    if not _CUSTOMER_VOICE.search(copied):
+        return False
+    i = input_text.find(copied)
+    lo, hi = _clause_bounds(input_text, i, i + len(copied))
+    clause = input_text[lo:hi]
+    asked = hi < len(input_text) and input_text[hi] == "?"
+    return asked or any(w in clause for w in cues.QUESTION_SUFFIX) or any(
+        t[0] == ASK for t in _tokens(clause))
+
+
+_AFFIRM_ZH = tuple(sorted(cues.AFFIRMATIVE_ZH, key=len, reverse=True))
+_AFFIRM_EN = re.compile(r"(?:" + "|".join(re.escape(w) for w in sorted(
+    cues.AFFIRMATIVE_EN, key=len, reverse=True)) + r")(?![a-z])")
+# A yes that must stand alone, ended by a break, a particle or the text's end.
+_STANDALONE = frozenset({"可以", "可以的", "是的", "有的", "對的", "对的", "行的"})
+_ANSWER_END = frozenset(["", ",", "。", "!", ".", ";", " ", "\n", "~", "…", *cues.PARTICLES_ZH])
+_SKIP_BEFORE_ANSWER = " ?!,.:;—–-~…」』”\"’》\n。"
+
+
+def _answered_yes(text: str, pos: int) -> str:
+    """The yes that opens the text at ``pos`` (after a question), "" if none: 可以的, yes, 當然可以.
+
+    A bare 可以, 是的, 有的 must stand alone (可以的, 可以。): 可以改用信用卡 offers something
+    else, 是的話 is a condition; an answer holding a negator (當然不行) is not a yes.
+    """
+    rest = text[pos : pos + 60].lstrip(_SKIP_BEFORE_ANSWER)
+    word = next((w for w in _AFFIRM_ZH if rest.startswith(w)), "")
+    if word in _STANDALONE and rest[len(word):len(word) + 1] not in _ANSWER_END:
+        word = ""  # 可以改用信用卡, 是的話, 有的商品: not a yes
+    if not word:
+        m = _AFFIRM_EN.match(rest)
+        word = m.group() if m else ""
+    if not word:
+        return ""
+    _, hi = _clause_bounds(rest, len(word), len(word))
+    if any(t[0] in (NEG, CLAUSAL, PARTIAL) for t in _tokens(rest[len(word):hi])):
+        return ""
+    return word
+
+
+def _adjacent(text: str, end: int, start: int) -> bool:
+    return not text[end:start].strip()
+
+
+def _prefix_negators(prefix: str, tokens: tuple[Token, ...]) -> list[Token]:
+    """Negators before the hit whose scope reaches it."""
+    negs: list[Token] = []
+    last_end = -1  # end of the last negator, to let a subject right after it stay in scope
+    for tok in tokens:
+        kind = tok[0]
+        if kind in (NEG, CLAUSAL, PARTIAL):
+            negs.append(tok)
+            last_end = tok[3]
+        elif kind in (BREAK, COORD, MODIFIER, TIME):
+            negs.clear()
+        elif kind == SUBJECT and not (last_end >= 0 and _adjacent(prefix, last_end, tok[2])):
+            negs.clear()
+    # "without" governs its noun phrase: a finite verb after it is the clause's own verb;
+    # a negator governing a fee makes the thing priced free, not absent
+    kept = []
+    for tok in negs:
+        if tok[1] == "without" and any(w in cues.FINITE_EN for w in
+                                       _EN_WORD.findall(prefix[tok[3]:])):
+            continue
+        if _governs_cost(prefix[tok[3]:]):
+            continue
+        kept.append(tok)
+    # 非會員無法…: a bare prefix negator before another negator makes a word with its noun
+    kept = [t for i, t in enumerate(kept)
+            if not (t[1] in cues.WORD_PREFIX_NEGATION and i + 1 < len(kept))]
+    return _neither_nor(kept)
+
+
+_COST_EN = re.compile(r"\s*(?:(?:" + "|".join(cues.COST_LEAD_EN) + r")\s+)*(?:"
+                      + "|".join(cues.COST_EN) + r")(?![a-z])")
+_COST_ZH = re.compile("(?:" + "|".join(cues.COST_LEAD_ZH) + ")*(?:" + "|".join(
+    sorted(cues.COST_ZH, key=len, reverse=True)) + ")")
+
+
+def _governs_cost(after: str) -> bool:
+    """Does the negator whose scope starts at ``after`` govern a fee (no fee, 不收運費)?"""
+    return bool(_COST_ZH.match(after) or _COST_EN.match(after))
+
+
+def _neither_nor(negs: list[Token]) -> list[Token]:
+    """"neither … nor" (and "not … nor") is one negation: nor counts only when it opens it."""
+    return [t for i, t in enumerate(negs) if not (t[1] == "nor" and i > 0)]
+
+
+_PARTICLES = cues.PARTICLES_ZH
+_GOV_ZH = tuple(sorted(cues.GOVERNING_ZH, key=len, reverse=True))
+_SKIP_ZH = tuple(sorted(cues.GOVERNING_SKIP_ZH, key=len, reverse=True))
+
+
+def _governs(tail: str) -> bool:
+    """Is the text after a negator (up to the end of its scope) a verdict on the hit?"""
+    tail = tail.strip(_PARTICLES)
+    if _CJK.search(tail):
+        changed = True
+        while changed:
+            changed = False
+            for w in _SKIP_ZH:
+                if tail.startswith(w):
+                    tail, changed = tail[len(w):], True
+        if not tail:
+            return True
+        for w in _GOV_ZH:
+            if tail.startswith(w):
+                rest = tail[len(w):].strip(_PARTICLES)
+                return not rest or rest.startswith(cues.LOCATIVE_ZH) or rest in ("服務", "服务")
+        return False
+    for word in _EN_WORD.findall(tail):
+        if word in cues.GOVERNING_SKIP_EN:
+            continue
+        return word in cues.GOVERNING_EN or (word.endswith("ed") and len(word) > 4)
+    return True
+
+
+def _suffix_negators(suffix: str, tokens: tuple[Token, ...]) -> list[Token]:
+    """Negators after the hit that pass a verdict on it (X目前沒有開放, X isn't offered)."""
+    scope_end = len(suffix)
+    negs: list[Token] = []
+    for tok in tokens:
+        kind = tok[0]
+        if kind in (BREAK, TIME, RELATIVE, ASK, HYPO, REPORT):
+            scope_end = tok[2]
+            break
+        if kind == COORD and tok[1] == "and":
+            nxt = _EN_WORD.findall(suffix[tok[3]:tok[3] + 16])
+            if nxt and nxt[0] in cues.VERB_START_EN:
+                scope_end = tok[2]
+                break
+        elif kind in (NEG, CLAUSAL, PARTIAL, ENDING):
+            negs.append(tok)
+    if not negs or not _governs(suffix[negs[-1][3]:scope_end]):
+        return []
+    return _neither_nor(negs)
+
+
+def classify(text: str, start: int, end: int, *, input_text: str = "",
+             echo_questions_only: bool = False) -> Occurrence:
     """Classify the hit ``text[start:end]`` (normalised text) by how its clause uses it.
 
-    ``input_text`` (the normalised work order) enables the quoted-from-input rule;
-    pass it for forbidden checks, not for facts.
+    ``input_text`` (the normalised work order) enables the quoted-from-input rule: any
+    stretch of at least 4 more characters copied from it is quoted; with
+    ``echo_questions_only`` (facts) only a copy of the customer's question in the customer's
+    voice is, since a reply is meant to repeat the work order's facts.
     """
     c_lo, c_hi = _clause_bounds(text, start, end)
     # a sentence contains its clause: search for its ends outside the clause only
@@ -180,36 +369,47 @@ def classify(text: str, start: int, end: int, *, input_text: str = "") -> Occurr
     def occ(kind: Kind, cue: str = "") -> Occurrence:
         return Occurrence(kind, start, end, cue, sentence)
 
-    if _inside_quotes(text[s_lo:s_hi], start - s_lo, end - s_lo):
-        return occ("quoted", "quotation marks")
-    if _shared_with_input(text, start, end, input_text):
-        return occ("quoted", "words copied from the work order")
+    def asked(kind: Kind, cue: str, after: int) -> Occurrence:
+        yes = _answered_yes(text, after)
+        return occ("answered", f"{cue}, then '{yes}'") if yes else occ(kind, cue)
+
+    q_end = _quote_end(text[s_lo:s_hi], start - s_lo, end - s_lo)
+    if q_end >= 0:
+        return asked("quoted", "quotation marks", s_lo + q_end + 1)
+    copied = _copied_stretch(text, start, end, input_text)
+    if copied and (not echo_questions_only
+                   or _echoes_question(text[copied[0]:copied[1]], input_text)):
+        return asked("quoted", "words copied from the work order", c_hi)
 
     prefix, suffix = text[c_lo:start], text[end:c_hi]
-    terminator = text[c_hi] if c_hi < len(text) else ""
     tokens = _tokens(prefix)
-    for kind, word, _, _ in tokens:
-        if kind == "ask":
-            return occ("interrogative", word)
-        if kind == "hypo":
-            return occ("hypothetical", word)
+    # a question or condition before the hit reaches it unless a contrast, coordination or
+    # consequence intervenes; a cue closed by 的 (您詢問的商品) modifies a noun instead
+    for kind, word, w_start, w_end in reversed(tokens):
+        if kind in (BREAK, COORD):
+            break
+        if kind in (ASK, HYPO, REPORT) and not prefix.startswith(("的", "地"), w_end) and not (
+                kind == ASK and prefix[:w_start].rstrip().endswith(cues.CONCESSIVE)):
+            if kind == HYPO:
+                return occ("hypothetical", word)
+            return asked("interrogative" if kind == ASK else "quoted", word, c_hi)
     for word in cues.QUESTION_SUFFIX:
         if word in suffix:
-            return occ("interrogative", word)
-    if terminator in ("?", "？"):
-        return occ("interrogative", "?")
+            return asked("interrogative", word, c_hi)
+    if text[c_hi : c_hi + 1] == "?":
+        return asked("interrogative", "?", c_hi)
     for word in cues.HYPOTHETICAL_SUFFIX:
         if word in suffix:
             return occ("hypothetical", word)
 
-    last_break = max((t[3] for t in tokens if t[0] == "break"), default=0)
-    negators = [t for t in tokens if t[0] == "neg" and t[2] >= last_break]
-    hit_negated = _contains_negator(text[start:end])
+    negators = _prefix_negators(prefix, tokens)
+    if suffix:
+        negators += _suffix_negators(suffix, _tokens(suffix))
     if not negators:
         return occ("asserted")
-    if len(negators) >= 2 or hit_negated:
-        return occ("double_negation", "".join(t[1] for t in negators))
-    kind, word, _, cue_end = negators[0]
-    if _gap_size(prefix[cue_end:]) <= cues.NEAR_WINDOW:
-        return occ("negated", word)
-    return occ("unclear", f"{word} (far before the match)")
+    partial = [t[1] for t in negators if t[0] == PARTIAL]
+    if partial:
+        return occ("unclear", f"{partial[0]} (true of some, not all)")
+    if len(negators) >= 2:
+        return occ("double_negation", " … ".join(t[1] for t in negators))
+    return occ("negated", negators[0][1])

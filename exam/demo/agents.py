@@ -199,9 +199,13 @@ class Specialist:
             text = (f"訂單滿 {general['free_shipping_over']} 元才能免運費，目前的訂單運費是 "
                     f"{general['shipping_fee']} 元")
         if "price" in general:
-            # a far negation: the grader cannot tell, a person must (the demo's review queue)
             text = (f"{general['_product']}{general['price']}，目前沒有任何多包組合或會員專屬方案"
                     "可以打折，如有活動會再公告")
+            if self.version == "v1":
+                # a double negation: is a discount on offer or not? a person must say (the
+                # demo's review queue)
+                text = (f"{general['_product']}{general['price']}，兩包一起買也不是不能打折，"
+                        "要看當期活動")
         if "stock" in general:
             text = f"{general['_product']}目前缺貨，補貨時間確認後會再通知您"
         if "member_since" in general:

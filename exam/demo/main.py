@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
-from werkzeug.serving import make_server
+from werkzeug.serving import WSGIRequestHandler, make_server
 
 from exam.bank import load_bank
 from exam.demo.agents import Specialist, create_app
@@ -21,12 +22,20 @@ VERSIONS = ("v1", "v2")
 BANK_DIR = Path(__file__).resolve().parents[2] / "bank"
 
 
+class QuietHandler(WSGIRequestHandler):
+    """No access log: the demo prints the exam, not one line per work order."""
+
+    def log_request(self, *args, **kwargs) -> None:
+        pass
+
+
 class DemoServer:
     """The demo agents in a background thread; ``url(agent, version)`` gives each webhook."""
 
-    def __init__(self, latency_scale: float = 1.0, seed: int = 0):
+    def __init__(self, latency_scale: float = 1.0, seed: int = 0, port: int = 0):
         specs = {(a, v): Specialist(a, v, seed, latency_scale) for a in AGENTS for v in VERSIONS}
-        self.server = make_server("127.0.0.1", 0, create_app(specs), threaded=True)
+        self.server = make_server("127.0.0.1", port, create_app(specs), threaded=True,
+                                  request_handler=QuietHandler)
         self.port = self.server.server_port
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
                                        daemon=True)
@@ -48,7 +57,24 @@ class DemoServer:
                      min_interval_s=0.01)
 
 
-def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.echo) -> int:
+def write_registry(path: Path, server: DemoServer, version: str = "v2",
+                   bank_dir: Path = BANK_DIR) -> None:
+    """An agents.yaml pointing at the running demo agents (one version), for the README tour."""
+    import yaml
+
+    agents = {name: {"description": f"demo {name} ({version})", "url": server.url(name, version),
+                     "bank": str(bank_dir / f"{name}.json"), "timeout_s": 20,
+                     "retries": 1 if name == "W1" else 0, "concurrency": 4,
+                     "min_interval_s": 0.01} for name in AGENTS}
+    path.write_text("# written by `exam demo --serve`: the demo agents while it runs\n"
+                    + yaml.safe_dump({"agents": agents}, allow_unicode=True, sort_keys=False),
+                    encoding="utf-8")
+
+
+def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.echo,
+             serve: Callable[[DemoServer, str], None] | None = None) -> int:
+    """Run the demo exam and print its reports; with ``serve``, hand the running demo agents
+    and the store to it before they stop (``exam demo --serve``)."""
     from exam.reports import scorecard
     from exam.reports.regrade import regrade, select_runs
 
@@ -69,10 +95,13 @@ def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.ec
             echo(f"running {version}: {sum(j.run.total_cells for j in jobs)} cells "
                  f"({len(jobs)} agents × 20 questions × {repeats} repeats) …")
             execute(store, jobs)
-    elapsed = time.perf_counter() - started
-    regraded = regrade(store, select_runs(store))
-    echo(scorecard.render_text(scorecard.build(regraded), details=False))
-    _echo_reports(regraded, echo)
+        elapsed = time.perf_counter() - started
+        regraded = regrade(store, select_runs(store))
+        echo(scorecard.render_text(scorecard.build(regraded), details=False))
+        _echo_reports(regraded, echo)
+        if serve is not None:
+            serve(server, db)
+            return 0
     echo(f"\n{elapsed:.1f} s. The store is {db}; try:\n"
          f"  exam report scorecard --db {db} --agent W3 --version v1\n"
          f"  exam compare W3 v1 v2 --db {db} --format markdown\n"

@@ -67,6 +67,10 @@ def build(regraded: Regraded, agent: str, old: str, new: str) -> dict[str, Any]:
     versions = {c.version for c in cells} | {r.version for r in regraded.runs if r.agent == agent}
     for label in (old, new):
         if label not in versions:
+            lost = [m["message"] for m in regraded.missing_banks
+                    if m["agent"] == agent and m["version"] == label]
+            if lost:
+                raise ExamError(f"cannot compare {agent} {old} → {new}: " + "; ".join(lost))
             known = ", ".join(sorted(versions)) or "none"
             raise ExamError(f"no stored run of {agent} version {label!r} (versions: {known})")
     by: dict[str, dict[str, list[GradedCell]]] = defaultdict(lambda: defaultdict(list))
@@ -126,6 +130,7 @@ def build(regraded: Regraded, agent: str, old: str, new: str) -> dict[str, Any]:
         "new_failing": new_fails,
         "counts": {"old": counts(old_cells), "new": counts(new_cells)},
         "cost": cost_delta,
+        "missing_banks": regraded.missing_banks,
     }
 
 

@@ -152,4 +152,5 @@ def build_agent(regraded: Regraded, agent: str) -> dict[str, Any]:
 def build(regraded: Regraded, agent: str | None = None) -> dict[str, Any]:
     agents = sorted({r.agent for r in regraded.runs if agent in (None, r.agent)})
     return {"grader_version": GRADER_VERSION, "bank_digests": regraded.bank_digests(),
-            "agents": [build_agent(regraded, a) for a in agents]}
+            "agents": [build_agent(regraded, a) for a in agents],
+            "missing_banks": regraded.missing_banks}

@@ -8,6 +8,7 @@ views of it. ``table()`` gives one flat row per agent × question (csv and markd
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
 from collections.abc import Iterable
@@ -80,11 +81,7 @@ def table(kind: str, report: dict[str, Any]) -> tuple[list[str], list[list[Any]]
                              *(by.get(v, "") for v in versions), q["note"]])
         return head, rows
     if kind == "rebalance":
-        head = ["agent", "case_no", "category", "class", "difficulty", "spread", "item_rest", "q"]
-        rows = [[a["agent"], r["case_no"], r["category"], r["class"], _num(r["difficulty"], 2),
-                 _num(r["spread"], 2), _num(r["item_rest"], 2), _num(r["q"])]
-                for a in report["agents"] for r in a["questions"]]
-        return head, rows
+        return _rebalance_table(report)
     raise ValueError(kind)
 
 
@@ -95,6 +92,10 @@ def to_csv(kind: str, report: dict[str, Any]) -> str:
     writer.writerow(head)
     writer.writerows(["" if v is None else v for v in row] for row in rows)
     return buf.getvalue()
+
+
+def _ids(ids) -> str:
+    return ", ".join(map(str, ids))
 
 
 def _md_table(head: list[str], rows: list[list[Any]]) -> list[str]:
@@ -110,12 +111,15 @@ def to_markdown(kind: str, report: dict[str, Any]) -> str:
     lines = [f"# agent-exam {kind}", "", f"Grader {report['grader_version']}"
              + (f" · bank {digests(report)}" if report.get("bank_digests") else ""),
              ""]
+    if report.get("missing_banks"):
+        lines += [f"> **{n}**" for n in missing_notes(report)] + [""]
     if kind == "scorecard":
         for c in report["scorecards"]:
             v = c["verdicts"]
             lines.append(f"## {c['agent']} {c['version']}")
             lines.append(f"pass {v['pass']} · needs_human {v['needs_human']} · fail {v['fail']} "
-                         f"· not_graded {v['not_graded']} · run statuses {c['run_status']}")
+                         f"· not_graded {v['not_graded']} · replies "
+                         + ", ".join(f"{k} {n}" for k, n in sorted(c["run_status"].items())))
             if c["critical_failures"]:
                 lines.append(f"\n**Critical failing: {', '.join(c['critical_failures'])}**")
             lines.append("")
@@ -138,8 +142,19 @@ def to_markdown(kind: str, report: dict[str, Any]) -> str:
         head, rows = table(kind, report)
         lines += _md_table(head, rows)
     elif kind == "rebalance":
+        lines.append(f"Rules: {_rules(report['settings'])}")
+        if report["excluded_run_ids"]:
+            lines.append(f"\nRuns left out (excluded): "
+                         f"{', '.join(map(str, report['excluded_run_ids']))}")
+        lines.append("")
         for a in report["agents"]:
-            lines.append(f"## {a['agent']}")
+            lines.append(f"## {a['agent']}: {a['summary']['headline']}")
+            lines.append("")
+            lines.append(f"{a['runs']} run(s), versions {', '.join(a['versions'])}")
+            lines += _rebalance_notes(a, "- ")
+            lines.append("")
+            lines += _md_table(*_category_table(a))
+            lines.append("")
             lines += [f"- {adv['text']}" for adv in a["advice"]] or ["- nothing to change"]
             lines.append("")
         head, rows = table(kind, report)
@@ -177,7 +192,13 @@ def junit_cases(kind: str, report: dict[str, Any]) -> list[tuple[str, str, str |
                                       for m in r["checks_moved"] if m["direction"] == "worse")
                     msg = f"regression {_frac(r['old'])} → {_frac(r['new'])}: {moved}"
                 out.append((suite, r["case_no"], msg, None))
-    elif kind in ("discrimination", "rebalance"):
+    elif kind == "rebalance":
+        for a in report["agents"]:
+            for q in a["questions"]:
+                broken = q["role"] in ("broken", "unstable")
+                out.append((a["agent"], q["case_no"], f"{q['role']}: {q['why']}" if broken
+                            else None, None))
+    elif kind == "discrimination":
         for a in report["agents"]:
             for q in a["questions"]:
                 broken = q["class"] in ("always_failing", "flaky")
@@ -218,7 +239,7 @@ def text_compare(report: dict[str, Any], colour: bool = False) -> str:
 
     lines = [f"grader {report['grader_version']}  ·  bank {digests(report)}  ·  "
              f"{report['agent']}: {report['old']} "
-             f"(runs {report['old_run_ids']}) → {report['new']} (runs {report['new_run_ids']})"]
+             f"(runs {_ids(report['old_run_ids'])}) → {report['new']} (runs {_ids(report['new_run_ids'])})"]
     head = (f"{len(report['regressions'])} regression(s), {len(report['fixes'])} fix(es), "
             f"{len(report['flaky'])} newly flaky, {len(report['unchanged'])} unchanged")
     lines.append(paint(head, "fail" if report["regressions"] else "pass", colour))
@@ -294,23 +315,138 @@ def text_discrimination(report: dict[str, Any], colour: bool = False) -> str:
     return "\n".join(lines)
 
 
+def _width(text: str) -> int:
+    """Columns a string takes on a terminal: CJK characters take two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _rules(settings: dict[str, Any]) -> str:
+    low, high = settings["band"]
+    return (f"band {low:.0%}–{high:.0%} pass rate on the latest version · retire a guard only "
+            f"after {settings['min_versions']} version(s) with ≥ {settings['min_repeats']} graded "
+            f"repeats, never a critical one, keeping {settings['keep_guards']} per category · "
+            f"want {settings['target_informative']} informative per category · item-rest from "
+            f"{settings['min_runs_item_rest']} runs · FDR {settings['alpha']:g}")
+
+
+def _rebalance_notes(a: dict[str, Any], bullet: str) -> list[str]:
+    """The lines about history and omissions: the change since the last snapshot, item-rest,
+    run stability."""
+    out = []
+    d = a.get("since_snapshot")
+    if d:
+        when = dt.datetime.fromtimestamp(d["previous_at"], dt.UTC).strftime("%Y-%m-%d")
+        out.append(f"{bullet}{d['headline']} (snapshot of {when}, versions "
+                   f"{', '.join(d['previous_versions'])})")
+        for c in d["role_changes"]:
+            out.append(f"{bullet}  {c['case_no']}: {c['before']} → {c['after']}")
+        for m in d["difficulty_moves"]:
+            out.append(f"{bullet}  {m['case_no']}: latest pass rate {_pct(m['before'])} → "
+                       f"{_pct(m['after'])}")
+        if d["added"]:
+            out.append(f"{bullet}  added: {', '.join(d['added'])}")
+        if d["removed"]:
+            out.append(f"{bullet}  removed: {', '.join(d['removed'])}")
+        for cat, counts in d["categories"].items():
+            moved = [f"{k} {v['before']} → {v['after']}" for k, v in counts.items()
+                     if v["before"] != v["after"]]
+            if moved:
+                out.append(f"{bullet}  {cat}: {', '.join(moved)}")
+    else:
+        out.append(f"{bullet}no earlier snapshot (save one with --save)")
+    ir = a["item_rest"]
+    out.append(f"{bullet}{ir['reason']}" if not ir["shown"] else f"{bullet}item-rest: {ir['reason']}")
+    if a["stability"]["note"]:
+        out.append(f"{bullet}{a['stability']['note']}")
+    return out
+
+
+def _category_table(a: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    head = ["category", "questions", "informative", "guards kept", "retire", "too early", "add",
+            "harden", "more repeats", "fix", "audit"]
+    rows = [[p["category"], p["questions"], p["informative"], len(p["guards_kept"]),
+             len(p["retire"]), len(p["too_early_to_retire"]), p["add"], len(p["harden"]),
+             len(p["add_repeats"]), len(p["fix"]), len(p["audit"])] for p in a["categories"]]
+    return head, rows
+
+
+def _pairs(q: dict[str, Any]) -> str:
+    return "; ".join(f"{p['from']}→{p['to']} {p['direction']}" for p in q["pairs"])
+
+
+def _rebalance_table(report: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    versions: list[str] = []
+    for a in report["agents"]:
+        versions += [v for v in a["versions"] if v not in versions]
+    head = ["agent", "case_no", "category", "severity", "role", "action", "class", "difficulty",
+            *versions, "latest_version", "latest_rate", "band", "pairs_differ", "unstable_runs",
+            "item_rest", "item_rest_note", "category_add", "role_before", "why"]
+    rows = []
+    for a in report["agents"]:
+        add = {p["category"]: p["add"] for p in a["categories"]}
+        d = a.get("since_snapshot")
+        before = {c["case_no"]: c["before"] for c in d["role_changes"]} if d else {}
+        for q in a["questions"]:
+            by = {r["version"]: _frac(r) for r in q["per_version"]}
+            note = "" if a["item_rest"]["shown"] else a["item_rest"]["reason"]
+            unstable = "; ".join(f"{u['version']}: {', '.join(u['runs'])}"
+                                 for u in q["unstable_runs"])
+            rows.append([a["agent"], q["case_no"], q["category"], q["severity"], q["role"],
+                         q["action"], q["class"], _num(q["difficulty"], 2),
+                         *(by.get(v, "") for v in versions), q["latest"]["version"],
+                         _num(q["latest"]["rate"], 2), q["latest"]["band"] or "", _pairs(q),
+                         unstable, _num(q["item_rest"], 2) if q["item_rest"] is not None else "",
+                         note, add[q["category"]], before.get(q["case_no"], ""), q["why"]])
+    return head, rows
+
+
 def text_rebalance(report: dict[str, Any], colour: bool = False) -> str:
+    from exam.render import paint
+
     lines = [f"grader {report['grader_version']}  ·  bank {digests(report)}"
-             + (f"  ·  since {report['since']}" if report["since"] else "")]
+             + (f"  ·  since {report['since']}" if report["since"] else ""),
+             f"rules: {_rules(report['settings'])}"]
+    if report["excluded_run_ids"]:
+        lines.append(f"runs left out (excluded): {', '.join(map(str, report['excluded_run_ids']))}")
+    outcome = {"broken": "fail", "unstable": "fail", "too_hard": "needs_human",
+               "too_easy": "needs_human", "separates": "pass", "informative": "pass"}
     for a in report["agents"]:
         lines.append("")
         lines.append(f"{a['agent']}: {a['runs']} run(s), versions {', '.join(a['versions'])}; "
                      f"{a['summary']['headline']}")
-        lines.append("  category mix:")
-        for cat, mix in a["category_mix"].items():
-            lines.append(f"    {cat}: " + ", ".join(f"{k} {v}" for k, v in sorted(mix.items())))
+        lines += _rebalance_notes(a, "  ")
+        head, rows = _category_table(a)
+        widths = [max(_width(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
+        for row in (head, *rows):
+            pads = [" " * (w - _width(str(v))) for v, w in zip(row, widths, strict=True)]
+            lines.append("  " + "  ".join(f"{v}{pad}" if i == 0 else f"{pad}{v}"
+                                          for i, (v, pad) in enumerate(zip(row, pads,
+                                                                           strict=True))))
         lines.append("  advice:")
         lines += [f"    - {adv['text']}" for adv in a["advice"]] or ["    - nothing to change"]
-        lines.append(f"  {'case':<8} {'class':<17} {'difficulty':>10} {'spread':>7} {'item-rest':>9}")
-        for r in a["questions"]:
-            lines.append(f"  {r['case_no']:<8} {r['class']:<17} {_num(r['difficulty'], 2):>10} "
-                         f"{_num(r['spread'], 2):>7} {_num(r['item_rest'], 2):>9}")
+        width = max(6, *(len(v) for v in a["versions"]))
+        lines.append(f"  {'case':<8} {'role':<13}" + "".join(v.rjust(width + 1)
+                                                             for v in a["versions"])
+                     + f" {'band':>6} {'item-rest':>9}  why")
+        for q in a["questions"]:
+            cells = "".join(_frac(r).rjust(width + 1) for r in q["per_version"])
+            ir = _num(q["item_rest"], 2) if q["item_rest"] is not None else "–"
+            line = (f"  {q['case_no']:<8} {q['role']:<13}{cells} {q['latest']['band'] or '–':>6} "
+                    f"{ir:>9}  {q['why']}")
+            lines.append(paint(line, outcome[q["role"]], colour) if q["role"] in outcome
+                         else line)
+            if q["pairs"]:
+                lines.append(f"           versions differ: {_pairs(q)}")
+            for fc in q["failing_checks"][:1] if q["role"] in ("broken", "too_hard") else ():
+                lines.append(f"           audit {fc['name']} ({fc['times']}×): {fc['evidence']}")
     return "\n".join(lines)
+
+
+def missing_notes(report: dict[str, Any]) -> list[str]:
+    """One line per run left out of a report because its bank cannot be loaded."""
+    return [f"note: {m['message']}" for m in report.get("missing_banks", [])]
 
 
 def render(kind: str, report: dict[str, Any], fmt: str, colour: bool = False) -> str:
@@ -326,5 +462,6 @@ def render(kind: str, report: dict[str, Any], fmt: str, colour: bool = False) ->
         from exam.reports.scorecard import render_text
 
         return render_text(report, colour)
-    return {"compare": text_compare, "discrimination": text_discrimination,
+    text = {"compare": text_compare, "discrimination": text_discrimination,
             "rebalance": text_rebalance}[kind](report, colour)
+    return "\n".join([*missing_notes(report), text])

@@ -2,7 +2,8 @@
 
 Every report starts here. A cell whose question changed since it was run is flagged
 (``changed``), a question no longer in the bank is counted as ``removed``; neither is
-silently mixed with the others.
+silently mixed with the others. A run whose bank file is gone (moved, deleted) or no longer
+loads is left out and listed in ``missing_banks``: every report says so and shows the rest.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 
 from exam.bank import Bank, Item, load_bank
+from exam.errors import BankError
 from exam.registry import mapping_from_dict
 from exam.replies import read_body
 from exam.store import CellRow, Run, Store
@@ -59,6 +61,9 @@ class Regraded:
     banks: dict[str, Bank]
     runs: list[Run]
     removed: dict[int, list[str]] = field(default_factory=dict)  # run id → case_nos gone
+    # runs left out because their bank cannot be loaded: {run_id, agent, version, bank_path,
+    # cells, message}
+    missing_banks: list[dict] = field(default_factory=list)
 
     def bank_digests(self) -> dict[str, str]:
         return {b.agent: b.digest for b in self.banks.values()}
@@ -184,8 +189,9 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False) -> Reg
     """
     from exam import review
 
+    banks, missing = load_banks(store, runs)
+    runs = [r for r in runs if r.bank_path in banks]
     by_id = {r.id: r for r in runs}
-    banks = {r.bank_path: load_bank(r.bank_path) for r in runs}
     done = _graded_parallel(store, list(by_id)) if parallel and by_id else None
     if done is None:
         items = {path: bank.by_case() for path, bank in banks.items()}
@@ -200,7 +206,33 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False) -> Reg
                 digests[(by_id[c.run_id].bank_path, c.case_no)], decisions)
             if reviewed:
                 cells[n] = replace(c, checks=checks, verdict=verdict, reviewed=True)
-    return Regraded(cells, banks, list(runs), removed)
+    return Regraded(cells, banks, list(runs), removed, missing)
+
+
+def load_banks(store: Store, runs: Sequence[Run]) -> tuple[dict[str, Bank], list[dict]]:
+    """Today's bank of every run, by path; and a note for each run whose bank won't load."""
+    banks: dict[str, Bank] = {}
+    problems: dict[str, BankError] = {}
+    for path in dict.fromkeys(r.bank_path for r in runs):
+        try:
+            banks[path] = load_bank(path)
+        except BankError as exc:
+            problems[path] = exc
+    missing = []
+    for r in sorted(runs, key=lambda r: r.id):
+        exc = problems.get(r.bank_path)
+        if exc is None:
+            continue
+        first = exc.problems[0]
+        more = f" (and {len(exc.problems) - 1} more problem(s))" if len(exc.problems) > 1 else ""
+        why = (f"its bank {r.bank_path} is missing (moved or deleted?)"
+               if first.message == "no such file" else f"its bank cannot be loaded: {first}{more}")
+        cells = store.count_cells(r.id)
+        missing.append({"run_id": r.id, "agent": r.agent, "version": r.version,
+                        "bank_path": r.bank_path, "cells": cells,
+                        "message": f"run {r.id} ({r.agent} {r.version}): {why}; its {cells} "
+                                   "stored cell(s) are left out of this report"})
+    return banks, missing
 
 
 def select_runs(store: Store, agent: str | None = None, version: str | None = None,

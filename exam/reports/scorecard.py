@@ -12,7 +12,7 @@ from graders import GRADER_VERSION
 from graders.trajectory import NO_STEPS
 
 VERDICTS = ("pass", "needs_human", "fail", "not_graded")
-RUN_STATUSES = ("ok", "timeout", "http_error", "bad_reply", "truncated", "blocked")
+RUN_STATUSES = ("ok", "timeout", "http_error", "bad_reply", "truncated", "blocked", "harness_error")
 SEVERITY_ORDER = {"critical": 0, "major": 1, "minor": 2}
 COST_KEYS = ("attempts", "model_calls", "tokens", "latency_ms")
 
@@ -126,7 +126,8 @@ def build(regraded: Regraded) -> dict[str, Any]:
             "outliers": outliers(cells),
             "cases": cases,
         })
-    return {"grader_version": GRADER_VERSION, "scorecards": cards}
+    return {"grader_version": GRADER_VERSION, "scorecards": cards,
+            "missing_banks": regraded.missing_banks}
 
 
 def _fmt(v: float | None, unit: str = "") -> str:
@@ -139,6 +140,7 @@ def render_text(report: dict[str, Any], colour: bool = False, details: bool = Tr
     from exam.render import check_lines, paint
 
     lines = [f"grader {report['grader_version']}"]
+    lines += [f"note: {m['message']}" for m in report.get("missing_banks", [])]
     for card in report["scorecards"]:
         v, s = card["verdicts"], card["run_status"]
         runs = ",".join(map(str, card["run_ids"]))

@@ -6,12 +6,13 @@ to a URL a caller supplies: a run names an agent of the registry, nothing else.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from flask import Blueprint, abort, current_app, jsonify, request
 
 from exam.app import registry, store
-from exam.errors import ExamError
+from exam.errors import ExamError, StoreError
 from exam.reports.regrade import select_runs
 from exam.web.auth import bearer_ok
 from exam.web.openapi import spec
@@ -35,6 +36,8 @@ def bad_request(err: BadRequest):
 
 @bp.errorhandler(ExamError)
 def exam_error(err: ExamError):
+    if isinstance(err, StoreError):  # the service's trouble, not the caller's
+        return jsonify(error=str(err)), 503
     return jsonify(error=str(err)), 400
 
 
@@ -58,6 +61,8 @@ def run_json(run) -> dict[str, Any]:
 
 
 def _get_run(run_id: int):
+    if run_id > 2**63 - 1:  # SQLite's largest integer: no such run
+        abort(404)
     try:
         return store().get_run(run_id)
     except ExamError:
@@ -68,7 +73,10 @@ def _get_run(run_id: int):
 def create_run():
     from exam.runner import queue_run
 
-    body = request.get_json(silent=True)
+    try:
+        body = request.get_json(silent=True)
+    except RecursionError:  # the stdlib parser recurses once per level of nesting
+        raise BadRequest(None, "the JSON body is nested too deeply") from None
     if not isinstance(body, dict):
         raise BadRequest(None, "expected a JSON object: {\"agent\", \"version\", \"repeats\"?, "
                                "\"only\"?}")
@@ -105,8 +113,10 @@ def create_run():
 def list_runs():
     agent = request.args.get("agent") or None
     raw = request.args.get("limit", "100")
-    if not raw.isdigit() or not 1 <= int(raw) <= 1000:
-        raise BadRequest("limit", "expected a whole number from 1 to 1000")
+    # ASCII digits only: "²".isdigit() is true, and int() of 5,000 digits raises
+    if not re.fullmatch(r"[0-9]{1,4}", raw) or not 1 <= int(raw) <= 1000:
+        raise BadRequest("limit", f"limit: expected a whole number from 1 to 1000, "
+                                  f"found {raw[:20]!r}")
     limit = int(raw)
     return jsonify(runs=[run_json(r) for r in store().list_runs(agent, limit=limit)])
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from flask import Blueprint, abort, redirect, render_template, request, session, url_for
 
 from exam.app import store
@@ -46,12 +48,27 @@ def login():
     if request.method == "POST":
         if token_ok(request.form.get("token", "")):
             session["auth"] = True
-            target = request.args.get("next") or url_for("dashboard.runs")
-            if not target.startswith("/") or target.startswith("//"):
-                target = url_for("dashboard.runs")
-            return redirect(target)
+            return redirect(local_path(request.args.get("next")) or url_for("dashboard.runs"))
         error = "wrong token"
     return render_template("login.html", error=error), 401 if error else 200
+
+
+def local_path(target: str | None) -> str | None:
+    """``target`` when it is a path on this site, else None (login's ``next=``).
+
+    Browsers drop tabs and newlines inside URLs and read a backslash as ``/``, so
+    ``/%09/evil.example`` would become ``//evil.example``: anything with white space,
+    control characters or a backslash is refused, as is anything with a scheme or a host.
+    """
+    if not target or not target.startswith("/") or target.startswith("//"):
+        return None
+    if any(ch.isspace() or ch == "\\" or ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0
+           for ch in target):
+        return None
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc:
+        return None
+    return target
 
 
 @bp.post("/logout")
@@ -86,7 +103,9 @@ def scorecard(agent: str, version: str):
     if not runs:
         abort(404)
     report = sc.build(regrade(store(), runs))
-    return render_template("scorecard.html", report=report, card=report["scorecards"][0])
+    cards = report["scorecards"]
+    return render_template("scorecard.html", report=report, card=cards[0] if cards else None,
+                           agent=agent, version=version, missing_banks=report["missing_banks"])
 
 
 @bp.get("/compare")
@@ -107,7 +126,8 @@ def compare():
         except ExamError as exc:
             error = str(exc)
     return render_template("compare.html", report=report, error=error, versions=versions,
-                           agent=agent, old=old, new=new)
+                           agent=agent, old=old, new=new,
+                           missing_banks=report["missing_banks"] if report else [])
 
 
 @bp.get("/discrimination")
@@ -119,20 +139,25 @@ def discrimination():
     runs = select_runs(store(), agent)
     report = disc.build(regrade(store(), runs), agent) if runs else None
     return render_template("discrimination.html", report=report, agent=agent,
-                           agents=sorted(_versions()))
+                           agents=sorted(_versions()),
+                           missing_banks=report["missing_banks"] if report else [])
 
 
 def _queue(agent: str | None, blind: bool):
+    """(the review queue, runs left out for a missing bank)."""
     import random
 
     from exam import review
     from exam.reports.regrade import regrade
 
     runs = select_runs(store(), agent)
-    items = review.queue(regrade(store(), runs), agent) if runs else []
+    if not runs:
+        return [], []
+    regraded = regrade(store(), runs)
+    items = review.queue(regraded, agent)
     if blind:
         random.Random(session.get("blind_seed", 0)).shuffle(items)
-    return items
+    return items, regraded.missing_banks
 
 
 @bp.get("/review")
@@ -143,9 +168,10 @@ def review_page():
         import secrets
 
         session["blind_seed"] = secrets.randbelow(1 << 30)
-    return render_template("review.html", items=_queue(agent, blind), agent=agent, blind=blind,
+    items, missing = _queue(agent, blind)
+    return render_template("review.html", items=items, agent=agent, blind=blind,
                            reviewer=session.get("reviewer", ""), agents=sorted(_versions()),
-                           message=request.args.get("message"))
+                           message=request.args.get("message"), missing_banks=missing)
 
 
 @bp.post("/review")
@@ -157,7 +183,7 @@ def review_decide():
     key = request.form.get("key", "")
     reviewer = request.form.get("reviewer", "").strip()
     session["reviewer"] = reviewer
-    item = next((i for i in _queue(agent, blind) if i.key == key), None)
+    item = next((i for i in _queue(agent, blind)[0] if i.key == key), None)
     if item is None:
         message = "that item is no longer in the queue"
     else:

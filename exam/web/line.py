@@ -132,7 +132,10 @@ def command(store, args: list[str], group_id: str | None, cfg: dict[str, Any]) -
         if not runs:
             return f"No runs of {args[1]} yet."
         latest = [r for r in runs if r.version == runs[0].version]
-        card = scorecard.build(regrade(store, latest))["scorecards"][0]
+        report = scorecard.build(regrade(store, latest))
+        if not report["scorecards"]:
+            return "Cannot show it: " + "; ".join(m["message"] for m in report["missing_banks"])
+        card = report["scorecards"][0]
         text = summary_text(agent_summary(card, None))
         if cfg.get("PUBLIC_URL"):
             text += f"\n{cfg['PUBLIC_URL'].rstrip('/')}/scorecard/{card['agent']}/{card['version']}"

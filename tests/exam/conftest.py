@@ -13,8 +13,8 @@ from exam.runner import create_run
 from exam.store import AttemptRow, CellRow, Store
 
 PASS, FAIL = "答案：備貨中", "答案：已出貨"
-# a far negator before the forbidden 已出貨: the grader cannot tell, so needs_human
-HUMAN = "答案：備貨中，目前沒有任何系統或人工紀錄顯示已出貨"
+# a double negation of the forbidden 已出貨: the grader cannot tell, so needs_human
+HUMAN = "答案：備貨中，並非沒有已出貨的紀錄"
 
 
 class History:

@@ -120,3 +120,25 @@ def test_questions_added_since_the_run_are_flagged(tmp_path):
     assert card["scorecards"][0]["not_in_runs"] == ["T-09"]
     assert "in today's bank but not in these runs: T-09" in invoke("report", "scorecard",
                                                                    env=env).output
+
+
+def test_resume_completes_a_run_whose_missing_cells_are_hostile_replies(tmp_path):
+    """Issue 13: a NaN or a 100,000-deep reply used to fail the run, and resume failed again."""
+    from exam.registry import load_registry
+    from exam.runner import create_run
+    from exam.store import Store
+
+    hostile = ["nan-usage", "1e999-usage", "bigint-usage", "deep-json", "charset-idna",
+               "lone-surrogate", "ok"]
+    with FakeAgent() as fake:
+        env = setup(tmp_path, fake.url, hostile)
+        store = Store(env["EXAM_DB"])
+        run_id = create_run(store, load_registry(env["EXAM_AGENTS"]).get("T"), "v1",
+                            status="interrupted")
+        result = invoke("resume", str(run_id), "--format", "json", env=env)
+    assert result.exit_code == 3  # five replies never arrived as answers
+    assert store.get_run(run_id).status == "done"
+    cells = {c.case_no: c.run_status for c in store.cells([run_id])}
+    assert list(cells.values()) == ["bad_reply"] * 5 + ["ok", "ok"]
+    card = json.loads(result.output)["scorecards"][0]
+    assert card["run_status"]["bad_reply"] == 5 and card["verdicts"]["pass"] == 2

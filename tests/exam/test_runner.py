@@ -201,3 +201,110 @@ def test_resume_runs_only_missing_cells(store, tmp_path):
     assert len(fake.requests) == 6
     assert store.count_cells(run_id) == 8
     assert store.get_run(run_id).status == "done"
+
+
+def test_an_unexpected_error_inside_one_cell_is_harness_trouble_and_the_run_goes_on(
+        store, tmp_path, monkeypatch):
+    import exam.runner
+    from exam.cli import _run_exit
+    from exam.reports import scorecard
+    from exam.reports.regrade import regrade
+
+    real_grade = exam.runner.grade
+
+    def grade_with_a_bug(question, reply, **kw):
+        if question.case_no == "T-02":
+            raise ValueError("a bug in the harness\nwith a second line")
+        return real_grade(question, reply, **kw)
+
+    monkeypatch.setattr(exam.runner, "grade", grade_with_a_bug)
+    run_id, final, cells, fake = run_one(store, tmp_path, behaviours=["ok", "ok", "ok"])
+    assert final == {run_id: "done"}
+    assert [cells[c].run_status for c in ("T-01", "T-02", "T-03")] == ["ok", "harness_error", "ok"]
+    bad = cells["T-02"]
+    assert bad.error == ("harness error (not the agent's answer): ValueError: a bug in the harness "
+                         "with a second line")
+    assert (bad.attempts, bad.text) == (1, None)  # the agent was asked once; it is recorded
+    assert len(store.attempts(run_id, "T-02", 1)) == 1
+    assert store.get_run(run_id).error == "1 cell(s) hit a harness error (see their errors)"
+    # reports count it as a reply that did not arrive: no verdict, not a pass, exit status 3
+    graded = regrade(store, [store.get_run(run_id)])
+    assert {c.case_no: c.verdict for c in graded.cells}["T-02"] is None
+    report = scorecard.build(graded)
+    (card,) = report["scorecards"]
+    assert card["run_status"]["harness_error"] == 1 and card["verdicts"]["pass"] == 2
+    assert _run_exit(report, final) == 3
+    # resume has nothing left to do, and says done
+    assert execute(store, [job_for(store, run_id, agent_for(fake.url, tmp_path / "T.json"))]) \
+        == {run_id: "done"}
+    assert store.count_cells(run_id) == 3
+
+
+def test_a_cell_whose_reply_cannot_be_stored_keeps_its_attempt_figures(store, tmp_path,
+                                                                     monkeypatch):
+    real = Store.record_cell
+    calls = []
+
+    def record_cell(self, cell, attempts, grade=None):
+        calls.append(cell.run_status)
+        if cell.run_status == "ok" or (cell.run_status == "harness_error" and
+                                       attempts and attempts[0].body is not None):
+            raise OverflowError("Python int too large to convert to SQLite INTEGER")
+        return real(self, cell, attempts, grade)
+
+    monkeypatch.setattr(Store, "record_cell", record_cell)
+    run_id, final, cells, _ = run_one(store, tmp_path)
+    assert final == {run_id: "done"}
+    assert calls == ["ok", "harness_error", "harness_error"]
+    assert cells["T-01"].run_status == "harness_error"
+    assert "OverflowError" in cells["T-01"].error
+    (attempt,) = store.attempts(run_id, "T-01", 1)
+    assert (attempt.http_status, attempt.body) == (200, None)
+
+
+def test_a_worker_is_never_held_by_an_agent_that_never_finishes_its_headers(store, tmp_path):
+    import threading
+
+    from exam.runner import queue_run
+    from exam.worker import work_once
+
+    with FakeAgent() as fake:
+        bank = write_bank(tmp_path, ["slow-headers", "slow-headers"])
+        registry = tmp_path / "agents.yaml"
+        registry.write_text(json.dumps({"agents": {"T": {
+            "url": fake.url, "bank": str(bank), "timeout_s": 1, "retries": 1}}}))
+        run_id = queue_run(store, agent_for(fake.url, bank), "v1")
+        done = threading.Event()
+        worker = threading.Thread(target=lambda: (work_once(store, str(registry)), done.set()),
+                                  daemon=True)
+        worker.start()
+        # each slow-headers agent would keep one header line coming for 30 s per attempt
+        assert done.wait(25), "the worker is still held by the agent"
+    run = store.get_run(run_id)
+    assert run.status == "done"
+    cells = store.cells([run_id])
+    assert {(c.run_status, c.attempts) for c in cells} == {("timeout", 2)}
+
+
+def test_a_worker_survives_an_unexpected_error_and_fails_only_that_run(store, tmp_path,
+                                                                      monkeypatch):
+    import exam.worker
+    from exam.runner import queue_run
+
+    with FakeAgent() as fake:
+        bank = write_bank(tmp_path, ["ok"])
+        registry = tmp_path / "agents.yaml"
+        registry.write_text(json.dumps({"agents": {"T": {"url": fake.url, "bank": str(bank)}}}))
+        first = queue_run(store, agent_for(fake.url, bank), "v1")
+        second = queue_run(store, agent_for(fake.url, bank), "v2")
+
+        def broken_job_for(store, run_id, agent):
+            raise RuntimeError("a bug\nin two lines")
+
+        monkeypatch.setattr(exam.worker, "job_for", broken_job_for)
+        assert exam.worker.work_once(store, str(registry)) == first
+        monkeypatch.undo()
+        assert exam.worker.work_once(store, str(registry)) == second
+    assert store.get_run(first).status == "failed"
+    assert store.get_run(first).error == "harness error: RuntimeError: a bug in two lines"
+    assert store.get_run(second).status == "done"

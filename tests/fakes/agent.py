@@ -8,18 +8,42 @@ flight at once, so tests can measure the runner's gate from the server's side. W
 
 from __future__ import annotations
 
+import functools
+import gzip
 import json
 import socket
 import struct
 import sys
 import threading
 import time
+import zlib
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 OK_BODY = {"answer": "訂單 A10302 目前備貨中，預計 2026-09-16 到貨。", "status": "ok",
            "usage": {"model_calls": 2, "total_tokens": 1000}}
+# an n8n AI Agent reply: with its intermediateSteps it is well over n8n's 1 KB gzip threshold
+LONG_BODY = {**OK_BODY, "intermediateSteps": [
+    {"action": {"tool": "order_lookup", "toolInput": {"order_id": "A10302"}},
+     "observation": "訂單狀態：備貨中。" * 60} for _ in range(3)]}
+# hostile bodies, written as raw text: Python's json would not produce most of them
+HOSTILE = {
+    "nan-usage": '{"answer": "備貨中", "usage": {"total_tokens": NaN}}',
+    "infinity-usage": '{"answer": "備貨中", "usage": {"model_calls": Infinity}}',
+    "1e999-usage": '{"answer": "備貨中", "usage": {"total_tokens": 1e999}}',
+    "bigint-usage": '{"answer": "備貨中", "usage": {"total_tokens": 123456789012345678901234}}',
+    "bigint-string-usage": '{"answer": "備貨中", "usage": {"total_tokens": "1e999"}}',
+    "deep-json": '{"answer": "備貨中", "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    "lone-surrogate": '{"answer": "備貨中 \\ud800", "intermediateSteps": [{"action": '
+                      '{"tool": "t\\udfff", "toolInput": {"q": "\\ud800"}}}]}',
+}
+
+
+@functools.cache
+def gzip_bomb() -> bytes:
+    """About 1 MB of gzip that expands to 1 GB: 64 members of 16 MB of zeros each."""
+    return gzip.compress(b"0" * 16_000_000, 9) * 64
 
 
 class FakeAgent:
@@ -120,6 +144,57 @@ class FakeAgent:
         self.send(handler, status, json.dumps(obj, ensure_ascii=False), **kw)
 
     @staticmethod
+    def chunked(handler, status: int, parts: list[bytes], headers: dict[str, str],
+                pause_s: float = 0.0) -> None:
+        """A chunked reply, as n8n's webhook server sends it; stops when the client hangs up."""
+        handler.send_response(status)
+        for k, v in headers.items():
+            handler.send_header(k, v)
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        try:
+            for part in parts:
+                handler.wfile.write(f"{len(part):x}\r\n".encode() + part + b"\r\n")
+                handler.wfile.flush()
+                time.sleep(pause_s)
+            handler.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            handler.close_connection = True
+
+    @staticmethod
+    def slow_headers(handler, every_s: float, limit_s: float = 30.0) -> None:
+        """One header line every ``every_s`` seconds, never ending them (until ``limit_s``)."""
+        handler.send_response(200)
+        handler.flush_headers()
+        start = time.monotonic()
+        try:
+            n = 0
+            while time.monotonic() - start < limit_s:
+                handler.wfile.write(f"X-Slow-{n}: {n}\r\n".encode())
+                handler.wfile.flush()
+                n += 1
+                time.sleep(every_s)
+        except OSError:
+            pass
+        handler.close_connection = True
+
+    @staticmethod
+    def trickle(handler, every_s: float, size: int = 40) -> None:
+        """Headers at once, then one byte of body every ``every_s`` seconds."""
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(size))
+        handler.end_headers()
+        try:
+            for _ in range(size):
+                handler.wfile.write(b" ")
+                handler.wfile.flush()
+                time.sleep(every_s)
+        except OSError:
+            pass
+        handler.close_connection = True
+
+    @staticmethod
     def reset(handler) -> None:
         handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         handler.connection.close()
@@ -194,6 +269,42 @@ class FakeAgent:
                                                   "registered.",
                           "hint": "The workflow must be active for a production URL to run "
                                   "successfully."}, status=404)
+        elif behaviour == "gzip-chunked":  # n8n: gzip when the client accepts it, chunked
+            data = json.dumps(LONG_BODY, ensure_ascii=False).encode()
+            if "gzip" in h.headers.get("Accept-Encoding", ""):
+                data = gzip.compress(data)
+            self.chunked(h, 200, [data[i:i + 512] for i in range(0, len(data), 512)],
+                         {"Content-Type": "application/json; charset=utf-8",
+                          "Content-Encoding": "gzip", "Vary": "Accept-Encoding"})
+        elif behaviour == "deflate":
+            data = zlib.compress(json.dumps(LONG_BODY, ensure_ascii=False).encode())
+            self.send(h, 200, data, headers={"Content-Encoding": "deflate"})
+        elif behaviour == "gzip-lie":  # says gzip, sends plain JSON
+            self.send(h, 200, json.dumps(OK_BODY), headers={"Content-Encoding": "gzip"})
+        elif behaviour == "gzip-cut":  # a gzip stream that stops half way
+            data = gzip.compress(json.dumps(LONG_BODY, ensure_ascii=False).encode())
+            self.send(h, 200, data[: len(data) // 2], headers={"Content-Encoding": "gzip"})
+        elif behaviour == "brotli":  # an encoding the exam did not ask for
+            self.send(h, 200, b"\x1b\x03\x00\xf8", headers={"Content-Encoding": "br"})
+        elif behaviour == "gzip-bomb":
+            self.chunked(h, 200, [gzip_bomb()], {"Content-Type": "application/json",
+                                                 "Content-Encoding": "gzip"})
+        elif behaviour == "slow-headers":
+            self.slow_headers(h, 0.2)
+        elif behaviour == "trickle":
+            self.trickle(h, 0.95)
+        elif behaviour == "trickle-chunked":
+            self.chunked(h, 200, [b" "] * 40, {"Content-Type": "application/json"}, pause_s=0.95)
+        elif behaviour in HOSTILE:
+            self.send(h, 200, HOSTILE[behaviour])
+        elif behaviour == "deep-json-500":
+            self.send(h, 500, HOSTILE["deep-json"])
+        elif behaviour == "charset-idna":
+            self.send(h, 200, json.dumps(OK_BODY), "application/json; charset=idna")
+        elif behaviour == "charset-utf7-surrogate":
+            self.send(h, 200, b'{"answer": "+2AA-"}', "application/json; charset=utf-7")
+        elif behaviour == "long-text":
+            self.json(h, {**OK_BODY, "answer": "備貨中 " + "x" * 7_000_000})
         elif behaviour == "huge":
             self.send(h, 200, b'{"answer": "' + b"x" * 20_000_000 + b'"}')
         elif behaviour == "xml":

@@ -137,3 +137,28 @@ def test_agent_budget_is_overridden_by_question_budget(question, reply):
 def test_fold_script_lets_simplified_match_traditional(question, reply):
     assert grade(question(facts=["貨到付款"]), reply("支持货到付款")).verdict == "fail"
     assert grade(question(facts=["貨到付款"], fold_script=True), reply("支持货到付款")).verdict == "pass"
+
+
+def test_fact_inside_quotation_marks_does_not_count(question, reply):
+    g = grade(question(facts=["已退款"]), reply("您提到『客服說已退款』，但系統顯示退款仍在處理中"))
+    assert g.verdict == "fail"
+    assert "quoted" in g.checks[0].evidence
+
+
+def test_fact_echoing_the_customers_question_does_not_count(question, reply):
+    q = question(facts=["已經出貨"], input={"customer_message": "我的訂單已經出貨了嗎？"})
+    assert grade(q, reply("我的訂單已經出貨了，這個問題我幫您查")).verdict == "fail"
+    assert grade(q, reply("您的訂單已經出貨了")).verdict == "pass"
+
+
+def test_forbidden_question_answered_yes_needs_a_human(question, reply):
+    g = grade(question(forbidden=["可以貨到付款"]),
+              reply("您問「可以貨到付款嗎？」——可以的，結帳時選擇即可"))
+    assert g.verdict == "needs_human"
+    assert "answered" in g.checks[0].evidence and "可以的" in g.checks[0].evidence
+
+
+def test_forbidden_negated_after_the_hit_passes(question, reply):
+    g = grade(question(forbidden=["週末出貨"]), reply("週末出貨這項服務目前沒有開放。"))
+    assert g.verdict == "pass"
+    assert g.checks[0].evidence.startswith("negated by '沒有'")

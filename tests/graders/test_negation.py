@@ -52,8 +52,8 @@ def kind_of(reply: str, hit: str, work_order: str = "") -> str:
         ("可以貨到付款的話請告訴我", "可以貨到付款", "hypothetical"),
         # quoting
         ("您提到「可以更改收件地址」，我們確認中", "可以更改收件地址", "quoted"),
-        # a negator far before the hit: scope unclear
-        ("資料不足以支持任何健康診斷、疲勞判定", "疲勞", "unclear"),
+        # seed 000: a disclaimer, however far its negator stands from the hit
+        ("資料不足以支持任何健康診斷、疲勞判定", "疲勞", "negated"),
         # objects between the negator and the hit keep it negated
         ("無法為您提供貨到付款", "提供貨到付款", "negated"),
         # English
@@ -89,3 +89,79 @@ def test_evidence_marks_the_hit_in_its_sentence():
     occ = classify(text, i, i + 6)
     assert occ.sentence == "本店不«提供貨到付款»"
     assert occ.cue == "不"
+
+
+# --- issue 15: the scope model ----------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("reply", "hit", "kind"),
+    [
+        # negation after the hit: the verdict comes last
+        ("週末出貨這項服務目前沒有開放", "週末出貨", "negated"),
+        ("刷卡分期我們這邊辦不到", "刷卡分期", "negated"),
+        ("當天寄出是不太可能的", "當天寄出", "negated"),
+        ("Same-day pickup isn't offered at this store.", "same-day pickup", "negated"),
+        ("Gift cards cannot be refunded.", "gift cards", "negated"),
+        # ... but not a negation of another verb after it
+        ("訂單已出貨無法取消", "已出貨", "asserted"),
+        ("可以貨到付款不用額外手續費", "可以貨到付款", "asserted"),
+        # double negation on either side, or across both
+        ("今天寄出也不是不可能", "今天寄出", "double_negation"),
+        ("並不是我們不提供貨到付款", "提供貨到付款", "double_negation"),
+        ("It's not that we won't replace it", "replace it", "double_negation"),
+        ("不是說貨到付款不行", "貨到付款", "double_negation"),
+        # the pattern's own characters are never a cue
+        ("本店不接受無條件退款", "無條件退款", "negated"),
+        ("本店提供無條件退款", "無條件退款", "asserted"),
+        # neither … nor is one negation; "not yet" does not end a scope
+        ("We offer neither engraving nor gift boxes", "gift boxes", "negated"),
+        ("Your refund has not yet been issued", "been issued", "negated"),
+        # negators are words
+        ("毫不保留地推薦這款", "推薦這款", "asserted"),
+        ("本月特別推出買一送一", "買一送一", "asserted"),
+        ("退貨一律免附發票", "附發票", "negated"),
+        ("非會員無法使用點數折抵", "使用點數折抵", "negated"),
+        ("不能準時出貨", "出貨", "negated"),
+        # no window: a negator governs however far it stands
+        ("會員點數不可與其他任何優惠活動同時折抵", "同時折抵", "negated"),
+        ("目前沒有任何多包組合或會員專屬方案可以打折", "打折", "negated"),
+        # a concession before a question word asks nothing; idioms are not negations
+        ("不管有沒有會員都可以退貨", "可以退貨", "asserted"),
+        ("We can't wait to ship your order", "ship your order", "asserted"),
+        # what the negator governs
+        ("There's no extra charge for gift wrapping", "gift wrapping", "asserted"),
+        ("There is no option for gift wrapping", "gift wrapping", "negated"),
+        ("There isn't any fee to cancel before shipping", "cancel before shipping", "asserted"),
+        ("不收運費提供貨到付款", "提供貨到付款", "asserted"),
+        ("全館免運費", "運費", "negated"),
+        ("Returns without a receipt are accepted", "accepted", "asserted"),
+        ("Not every store offers pickup", "offers pickup", "unclear"),
+        # reported speech repeats the customer's words; it asserts nothing
+        ("您提到客服說已退款，但系統顯示退款仍在處理中", "已退款", "quoted"),
+        ("You mentioned the refund was issued, but it is pending", "refund was issued", "quoted"),
+        ("您提到的商品已出貨", "已出貨", "asserted"),
+        # a question answered yes is for a person
+        ("您問『可以貨到付款嗎？』——可以的，結帳時選擇即可", "可以貨到付款", "answered"),
+        ("可以貨到付款嗎？當然不行。", "可以貨到付款", "interrogative"),
+        ("請問是否需要發票？是的話請提供統編", "需要發票", "interrogative"),
+        ("您提到「可以貨到付款」，可以改用信用卡喔", "可以貨到付款", "quoted"),
+        ("Is pickup available? Yes, at every store.", "pickup", "answered"),
+    ],
+)
+def test_scope_model(reply, hit, kind):
+    assert kind_of(reply, hit) == kind
+
+
+def test_negation_before_and_after_the_hit_are_both_cues_in_the_evidence():
+    text = normalize("今天寄出也不是不可能")
+    occ = classify(text, 0, 4)
+    assert occ.kind == "double_negation" and occ.cue == "不是 … 不可能"
+
+
+def test_an_echo_counts_as_quoted_for_facts_only_in_the_customers_voice():
+    order = normalize("請問我的訂單已經出貨了嗎？")
+    echo = normalize("關於我的訂單已經出貨了這件事，目前還在備貨中")
+    answer = normalize("您的訂單已經出貨了，預計明天送達")
+    for text, kind in ((echo, "quoted"), (answer, "asserted")):
+        i = text.find("已經出貨")
+        assert classify(text, i, i + 4, input_text=order, echo_questions_only=True).kind == kind

@@ -129,10 +129,12 @@ def test_every_api_route_needs_the_token(tmp_path, table):
                 body = resp.get_data(as_text=True)
                 if rule.rule.startswith("/api/"):
                     assert resp.status_code == 401, (method, path)
-                elif rule.rule in ("/healthz", "/login"):
-                    assert resp.status_code in (200, 401)
                 elif rule.rule.startswith("/line/"):
                     assert resp.status_code in (400, 503)  # signature first
+                elif method == "POST":  # a form without its CSRF token, /login included
+                    assert resp.status_code == 400 and "refused" in resp.json["error"]
+                elif rule.rule in ("/healthz", "/login"):
+                    assert resp.status_code in (200, 401)
                 elif rule.rule.startswith("/static/"):
                     assert resp.status_code == 404  # Flask's static route; no files are served
                 else:
@@ -140,8 +142,8 @@ def test_every_api_route_needs_the_token(tmp_path, table):
                 assert not leaks(body)
     table("security", "every route without a token, with a wrong one, and with the token but "
                       "no 'Bearer'", tried,
-          "API: 401; dashboard: redirect to the login, no data; /line/webhook: 400 before "
-          "reading; /healthz open", "nothing")
+          "API: 401; dashboard: redirect to the login, no data; a form without its CSRF token: "
+          "400; /line/webhook: 400 before reading; /healthz open", "nothing")
 
 
 def test_oversized_bodies_and_caller_supplied_urls(world, table):
@@ -186,3 +188,48 @@ def test_line_webhook_rejects_bad_signatures(tmp_path, monkeypatch, table):
     assert Store(tmp_path / "x.db").first_sight_of_event("01JSEC", "join")  # never processed
     table("security", "LINE webhook bodies with a missing, malformed, wrong or truncated "
                       "signature", len(cases), "400, event not recorded or processed", "nothing")
+
+
+def test_forms_from_another_site_are_refused(tmp_path, table):
+    """A page elsewhere posting to /review and /logout with the reviewer's cookie: nothing."""
+    import re
+
+    from tests.exam.conftest import History
+
+    history = History(tmp_path)
+    history.bank("A", [("Q-01", "c", "major")])
+    history.run("A", "v1", {"Q-01": "h"})
+    client = create_app({"API_TOKEN": API, "DB": str(tmp_path / "exam.db")}).test_client()
+    form = client.get("/login").get_data(as_text=True)
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', form).group(1)
+    assert client.post("/login", data={"token": API, "csrf_token": csrf}).status_code == 302
+    key = re.search(r'name="key" value="([^"]+)"', client.get("/review").get_data(as_text=True))
+    planted = {"key": key.group(1), "decision": "fail", "reviewer": "x", "reason": "planted"}
+    tries = [("/review", planted, {"Origin": "https://evil.example"}),
+             ("/review", planted, {"Referer": "https://evil.example/a"}),
+             ("/review", planted, {}),  # no Origin, no Referer: the token decides
+             ("/review", {**planted, "csrf_token": csrf}, {"Origin": "https://evil.example"}),
+             ("/logout", {}, {"Origin": "https://evil.example"}), ("/logout", {}, {})]
+    codes = [client.post(path, data=data, headers=h).status_code for path, data, h in tries]
+    assert codes == [400] * len(tries)
+    assert history.store.adjudications() == []
+    assert client.get("/").status_code == 200  # still logged in: the logouts did nothing
+    history.store.close()
+    table("security", "cross-site form posts riding the session cookie: /review (foreign "
+                      "Origin, foreign Referer, no token, a valid token from another origin) and "
+                      "/logout", len(tries),
+          "400 each (Flask-WTF token + Origin/Referer check); no decision stored, session kept",
+          "nothing")
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("False", "EXAM_API_TOKEN is not set"), ("no", "EXAM_API_TOKEN is not set"),
+    ("maybe", "EXAM_LOCAL_DEV: expected one of 1, 0, true, false, yes, no, on, off"),
+])
+def test_exam_serve_fails_closed_on_local_dev(tmp_path, value, message):
+    env = {k: v for k, v in os.environ.items() if k != "EXAM_API_TOKEN"}
+    env.update(EXAM_LOCAL_DEV=value, EXAM_DB=str(tmp_path / "exam.db"))
+    # an address nobody can bind: a service that wrongly starts fails at once, not hangs
+    result = exam(env, "serve", "--no-worker", "--host", "256.0.0.1")
+    assert result.returncode == 2 and message in result.stderr
+    assert "Traceback" not in result.stderr

@@ -116,3 +116,21 @@ def test_heatmap_renders(page, site):
     assert "discriminating" in page.locator("#heatmap-W2").inner_text()
     page.screenshot(path=str(ARTIFACTS / "discrimination-heatmap.png"), full_page=True)
     assert (ARTIFACTS / "discrimination-heatmap.png").stat().st_size > 10_000
+
+
+def test_a_review_decision_from_the_page_is_stored(page, site):
+    # the form's CSRF token and the browser's own Origin header let it through
+    page.goto(f"{site}/review")
+    first = page.locator(".item").first
+    case = first.locator("b").inner_text()
+    first.locator("input[name=reviewer]").fill("Mei")
+    first.locator("button[value=pass]").click()
+    assert page.locator("#message").inner_text() == f"{case.split()[1]}: pass stored"
+
+
+def test_log_out_from_the_page(page, site):
+    page.goto(f"{site}/")
+    page.click("header button")
+    assert page.url.endswith("/login")
+    page.goto(f"{site}/")
+    assert "/login" in page.url

@@ -28,10 +28,17 @@ def demo_app(tmp_path_factory):
     return create_app({"API_TOKEN": TOKEN, "DB": str(db)})
 
 
+def log_in(client, token: str = TOKEN):
+    form = client.get("/login").get_data(as_text=True)
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', form)
+    assert csrf, "the login form carries no CSRF token"
+    return client.post("/login", data={"token": token, "csrf_token": csrf.group(1)})
+
+
 @pytest.fixture
 def client(demo_app):
     client = demo_app.test_client()
-    resp = client.post("/login", data={"token": TOKEN})
+    resp = log_in(client)
     assert resp.status_code == 302 and resp.headers["Location"] == "/"
     return client
 
@@ -52,7 +59,7 @@ def test_login_is_required(demo_app):
     client = demo_app.test_client()
     resp = client.get("/")
     assert resp.status_code == 302 and "/login" in resp.headers["Location"]
-    wrong = client.post("/login", data={"token": "nope"})
+    wrong = log_in(client, "nope")
     assert wrong.status_code == 401 and "wrong token" in wrong.get_data(as_text=True)
     assert client.get("/").status_code == 302
 

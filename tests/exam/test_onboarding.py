@@ -1,0 +1,235 @@
+"""The first hour, as docs/agents.md tells it: an agent of one's own with a reply shape nobody
+described, `exam init`, `exam agents check`, a YAML bank, `exam bank check`, two versions, compare."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import yaml
+from click.testing import CliRunner
+
+from exam.cli import main
+
+
+class ShapedAgent:
+    """Answers {"data": {"reply": ..., "meta": {...}}}: text, state and usage split in parts."""
+
+    def __init__(self):
+        self.version = "v1"
+        self.seen_headers: list[dict] = []
+        agent = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                order = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                agent.seen_headers.append(dict(self.headers))
+                answer = ("本店不提供貨到付款，可以使用信用卡付款。" if agent.version == "v1"
+                          else "可以的，我們提供貨到付款。")
+                body = json.dumps({"data": {"reply": answer, "meta": {
+                    "state": "ok", "task": order.get("task_id"),
+                    "usage": {"prompt_tokens": 120, "completion_tokens": 30}}}},
+                    ensure_ascii=False).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook/shop"
+
+    def __enter__(self):
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+
+
+def invoke(*args, env=None):
+    return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
+
+
+def test_init_check_bank_two_versions_and_compare(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    registry = tmp_path / "conf" / "agents.yaml"
+    env = {"EXAM_AGENTS": str(registry), "EXAM_DB": str(tmp_path / "exam.db"),
+           "SHOP_TOKEN": "s3cr3t-value"}
+    with ShapedAgent() as agent:
+        r = invoke("init", agent.url, "--name", "SHOP", "--question", "可以貨到付款嗎？",
+                   "--header", "X-Token: ${SHOP_TOKEN}", env=env)
+        assert r.exit_code == 0, r.output
+        assert "proposed reply mapping" in r.output and "data.reply" in r.output
+        assert "s3cr3t-value" not in r.output and "s3cr3t-value" not in registry.read_text()
+        entry = yaml.safe_load(registry.read_text())["agents"]["SHOP"]
+        assert entry["reply"]["text"] == "data.reply"
+        assert entry["reply"]["status"] == "data.meta.state"
+        assert entry["reply"]["tokens"] == ["data.meta.usage.prompt_tokens",
+                                            "data.meta.usage.completion_tokens"]
+        assert agent.seen_headers[-1]["X-Token"] == "s3cr3t-value"
+        bank = tmp_path / "bank" / "SHOP.yaml"
+        assert bank.is_file()
+
+        # the starter bank is not proven yet: bank check names every placeholder
+        r = invoke("bank", "check", str(bank), env=env)
+        assert r.exit_code == 1
+        assert r.output.count("still a placeholder") == 4
+
+        starter = yaml.safe_load(bank.read_text())
+        q = starter["questions"][0]
+        q.update(expect_facts=["不提供貨到付款"], expect_forbidden=["提供貨到付款|可以貨到付款"],
+                 golden=["本店不提供貨到付款。"], counterexamples=["可以的，我們提供貨到付款。"])
+        bank.write_text(yaml.safe_dump(starter, allow_unicode=True), encoding="utf-8")
+        r = invoke("bank", "check", str(bank), env=env)
+        assert r.exit_code == 0, r.output
+
+        # the registry found its bank relative to itself, from any directory
+        monkeypatch.chdir(tmp_path / "conf")
+        r = invoke("agents", "check", "SHOP", env=env)
+        assert r.exit_code == 0, r.output
+        assert "tokens       150" in r.output and "status       ok" in r.output
+        assert not (tmp_path / "exam.db").exists()  # stores nothing
+
+        r = invoke("run", "SHOP", "--version", "v1", "--repeats", "2", env=env)
+        assert r.exit_code == 0, r.output
+        agent.version = "v2"
+        r = invoke("run", "SHOP", "--version", "v2", "--repeats", "2", env=env)
+        assert r.exit_code == 1, r.output
+    r = invoke("compare", "SHOP", "v1", "v2", env=env)
+    assert r.exit_code != 0 and "SHOP-01" in r.output
+
+
+def test_agents_check_names_the_keys_when_the_mapping_finds_nothing(tmp_path):
+    registry = tmp_path / "agents.yaml"
+    with ShapedAgent() as agent:
+        bank = tmp_path / "bank" / "S.yaml"
+        bank.parent.mkdir()
+        bank.write_text(yaml.safe_dump({"agent": "S", "questions": [
+            {"case_no": "S-01", "input": {"question": "hi"}, "expect_facts": ["x"]}]}))
+        registry.write_text(yaml.safe_dump({"agents": {"S": {"url": agent.url,
+                                                             "bank": "bank/S.yaml"}}}))
+        r = invoke("agents", "check", "--agents", str(registry))
+    assert r.exit_code == 3
+    assert "run status   bad_reply: no text at answer / output / text (the reply's keys: data)" \
+        in r.output
+    assert "tokens       nothing at usage.total_tokens (the reply's keys: data)" in r.output
+
+
+def test_init_refuses_a_literal_secret_in_a_header(tmp_path):
+    r = invoke("init", "http://127.0.0.1:9/x", "--name", "X", "--header", "X-Token: abc123",
+               "--agents", str(tmp_path / "agents.yaml"))
+    assert r.exit_code == 2
+    assert "give the value as ${VAR}" in r.output
+    assert not (tmp_path / "agents.yaml").exists()
+
+
+def test_init_writes_nothing_when_the_probe_gets_no_reply(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = invoke("init", f"http://127.0.0.1:{port}/x", "--name", "X", "--timeout", "2",
+               "--agents", str(tmp_path / "agents.yaml"))
+    assert r.exit_code == 3
+    assert not (tmp_path / "agents.yaml").exists() and not (tmp_path / "bank").exists()
+
+
+def test_yaml_bank_problems_name_the_line(tmp_path):
+    from exam.bank import read_bank
+
+    path = tmp_path / "X.yaml"
+    path.write_text("agent: X\nquestions:\n  - case_no: X-01\n    input: {question: hi}\n"
+                    "    expect_facts: ['re:(a']\n  - case_no: X-02\n    input: {q: 1}\n"
+                    "    expect_factz: [a]\n", encoding="utf-8")
+    bank, problems = read_bank(path)
+    said = [str(p) for p in problems]
+    assert bank is None
+    assert f"{path}:5: X-01.expect_facts[0]: invalid regex" in said[0]
+    assert any(s.startswith(f"{path}:8: X-02.expect_factz: unknown key") for s in said)
+
+
+def test_yaml_and_json_banks_with_the_same_content_have_the_same_digest(tmp_path):
+    from exam.bank import load_bank
+
+    data = {"agent": "X", "questions": [{"case_no": "X-01", "input": {"question": "運費？"},
+                                         "expect_facts": ["80 元"]}]}
+    (tmp_path / "X.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    (tmp_path / "X.yaml").write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    assert load_bank(tmp_path / "X.json").digest == load_bank(tmp_path / "X.yaml").digest
+
+
+def test_bank_paths_are_relative_to_the_registry_file(tmp_path, monkeypatch):
+    from exam.registry import load_registry
+
+    conf = tmp_path / "etc" / "agent-exam"
+    (conf / "banks").mkdir(parents=True)
+    (conf / "banks" / "A.json").write_text("[]")
+    (conf / "agents.yaml").write_text(yaml.safe_dump({"agents": {
+        "A": {"url": "http://127.0.0.1:9/a", "bank": "banks/A.json"},
+        "B": {"url": "http://127.0.0.1:9/b"}}}))
+    (tmp_path / "etc" / "bank").mkdir()
+    (tmp_path / "etc" / "bank" / "B.json").write_text("[]")
+    monkeypatch.chdir(tmp_path)
+    reg = load_registry(str(conf / "agents.yaml"))
+    assert reg.get("A").bank == str(conf / "banks" / "A.json")
+    assert reg.get("B").bank == str(tmp_path / "etc" / "bank" / "B.json")  # beside its folder
+
+
+def test_token_paths_in_a_list_are_summed_and_absent_ones_stay_unknown():
+    from exam.registry import parse_registry
+    from exam.replies import read_body
+
+    reg = parse_registry({"agents": {"A": {"url": "http://127.0.0.1:9/a", "reply": {
+        "text": "out", "tokens": ["u.in", "u.out"], "model_calls": ["u.calls"]}}}}, "r.yaml", {})
+    mapping = reg.get("A").reply
+    read = read_body({"out": "hi", "u": {"in": 100, "out": 23}}, mapping)
+    assert read.tokens == 123 and read.model_calls is None
+    assert read_body({"out": "hi"}, mapping).tokens is None
+
+
+def test_a_bad_token_mapping_is_one_line_naming_the_key():
+    import pytest
+
+    from exam.errors import RegistryError
+    from exam.registry import parse_registry
+
+    with pytest.raises(RegistryError, match=r"agents.A.reply.tokens: expected a dot path, a list"):
+        parse_registry({"agents": {"A": {"url": "http://127.0.0.1:9/a",
+                                         "reply": {"tokens": [1, 2]}}}}, "r.yaml", {})
+
+
+def test_grade_reads_bodies_with_the_agents_mapping_and_exits_3_on_unreadable(tmp_path):
+    bank = tmp_path / "S.yaml"
+    bank.write_text(yaml.safe_dump({"agent": "S", "questions": [
+        {"case_no": "S-01", "input": {"question": "hi"}, "expect_facts": ["備貨中"]}]},
+        allow_unicode=True), encoding="utf-8")
+    registry = tmp_path / "agents.yaml"
+    registry.write_text(yaml.safe_dump({"agents": {"S": {
+        "url": "http://127.0.0.1:9/s", "bank": "S.yaml", "reply": {"text": "data.reply"}}}}))
+    replies = tmp_path / "r.jsonl"
+    replies.write_text(json.dumps({"case_no": "S-01", "reply": {"data": {"reply": "備貨中"}}},
+                                  ensure_ascii=False) + "\n", encoding="utf-8")
+    r = invoke("grade", "--agent", "S", "--agents", str(registry), str(replies))
+    assert r.exit_code == 0, r.output
+    assert "PASS" in r.output
+    r = invoke("grade", str(bank), str(replies))  # the default mapping finds no text
+    assert r.exit_code == 3
+    assert "bad_reply" in r.output and "the reply's keys: data" in r.output
+
+
+def test_the_shipped_example_replies_grade():
+    from tests.conftest import ROOT
+
+    r = invoke("grade", str(ROOT / "bank" / "W2.json"),
+               str(ROOT / "docs" / "examples" / "W2-replies.jsonl"))
+    assert r.exit_code == 1  # one counterexample among them, on purpose
+    assert "6 repl(ies): fail 1, pass 5" in r.output

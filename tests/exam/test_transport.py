@@ -1,0 +1,213 @@
+"""One attempt against a real HTTP agent on 127.0.0.1: compressed bodies, deadlines, hostile replies."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from exam.runner import create_run, execute, job_for
+from exam.store import TEXT_CAP_CHARS, AttemptRow, Store
+from exam.transport import (
+    DEADLINE_SLACK_S,
+    MAX_BODY_BYTES,
+    Outcome,
+    classify,
+    decode_text,
+    post_once,
+)
+from tests.exam.helpers import agent_for, write_bank
+from tests.fakes.agent import FakeAgent
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store(tmp_path / "exam.db")
+    yield s
+    s.close()
+
+
+def run(store, tmp_path, behaviours, **agent_kw):
+    """Run one cell per behaviour; returns (run id, final status, cells by behaviour)."""
+    with FakeAgent() as fake:
+        bank = write_bank(tmp_path, list(behaviours))
+        agent = agent_for(fake.url, bank, **agent_kw)
+        run_id = create_run(store, agent, "v1")
+        final = execute(store, [job_for(store, run_id, agent)])
+    cells = {behaviours[int(c.case_no[2:]) - 1]: c for c in store.cells([run_id])}
+    return run_id, final[run_id], cells
+
+
+# -- 1. compressed replies -----------------------------------------------------------------
+
+def test_a_gzipped_chunked_reply_like_n8ns_is_decoded_and_stored_as_text(store, tmp_path):
+    run_id, final, cells = run(store, tmp_path, ["gzip-chunked", "deflate"])
+    assert final == "done"
+    for behaviour in ("gzip-chunked", "deflate"):
+        cell = cells[behaviour]
+        assert (cell.run_status, cell.error) == ("ok", ""), behaviour
+        assert "備貨中" in cell.text
+        assert cell.steps and cell.steps[0]["tool"] == "order_lookup"
+        (attempt,) = store.attempts(run_id, cell.case_no, 1)
+        # the stored raw body is the decoded text, and its size is the decoded size
+        assert json.loads(attempt.body)["intermediateSteps"][0]["action"]["tool"] == "order_lookup"
+        assert attempt.body_bytes == len(attempt.body.encode()) > 1024
+
+
+@pytest.mark.parametrize(("behaviour", "reason"), [
+    ("gzip-lie", "Content-Encoding: gzip but it cannot be decoded"),
+    ("gzip-cut", "not JSON"),  # half a gzip stream inflates to half a JSON document
+    ("brotli", "Content-Encoding 'br', which the exam did not ask for"),
+])
+def test_a_body_that_is_not_what_its_encoding_says_is_a_bad_reply(store, tmp_path, behaviour,
+                                                                   reason):
+    _, final, cells = run(store, tmp_path, [behaviour])
+    assert final == "done"
+    assert cells[behaviour].run_status == "bad_reply"
+    assert reason in cells[behaviour].error
+    assert "\n" not in cells[behaviour].error
+
+
+def test_a_decompression_bomb_stops_at_the_body_cap_without_filling_memory(tmp_path):
+    with FakeAgent() as fake:
+        agent = agent_for(fake.url, tmp_path / "T.json", timeout_s=30.0)
+        tracemalloc.start()
+        try:
+            out = post_once(agent, {"behaviour": "gzip-bomb"}, 1)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert out.kind == "bad"
+    assert out.row.error == f"reply body over {MAX_BODY_BYTES:,} bytes (decoded)"
+    # the bomb expands to 1 GB; reading stops at the 8 MB cap (chunks are joined only below it)
+    assert peak < 3 * MAX_BODY_BYTES
+
+
+# -- 2. every deadline holds ---------------------------------------------------------------
+
+@pytest.mark.parametrize(("behaviour", "error"), [
+    ("slow-headers", "no reply within 1 s"),            # a header line every 0.2 s, forever
+    ("trickle", "reply not complete within 1 s"),       # a byte every 0.95 s (Content-Length)
+    ("trickle-chunked", "reply not complete within 1 s"),
+])
+def test_each_attempt_ends_at_its_deadline_however_the_agent_dribbles(store, tmp_path, behaviour,
+                                                                      error):
+    run_id, final, cells = run(store, tmp_path, [behaviour], timeout_s=1.0, retries=1)
+    cell = cells[behaviour]
+    assert final == "done"
+    assert (cell.run_status, cell.attempts) == ("timeout", 2)
+    attempts = store.attempts(run_id, cell.case_no, 1)
+    for a in attempts:
+        assert a.error == error
+        assert 1000 <= a.latency_ms <= (1.0 + DEADLINE_SLACK_S) * 1000, a
+    # the cell: attempts × (timeout + slack) plus the back-off between them (0.5 s)
+    assert cell.latency_ms <= 2 * (1.0 + DEADLINE_SLACK_S) * 1000
+    assert attempts[1].started_at - attempts[0].started_at <= 1.0 + DEADLINE_SLACK_S + 0.5 + 1.0
+
+
+# -- 3. hostile replies are that cell's bad_reply ------------------------------------------
+
+@pytest.mark.parametrize(("behaviour", "reason"), [
+    ("nan-usage", "not JSON: NaN is not a JSON number"),
+    ("infinity-usage", "not JSON: Infinity is not a JSON number"),
+    ("1e999-usage", "not JSON: 1e999 is out of range for a number"),
+    ("bigint-usage", "usage.total_tokens: 123456789012345678901234 is out of range"),
+    ("bigint-string-usage", "usage.total_tokens: '1e999' is out of range"),
+    ("deep-json", "JSON nested deeper than"),
+    ("charset-idna", "cannot be read as its declared charset 'idna'"),
+])
+def test_a_hostile_reply_is_that_cells_bad_reply_and_the_run_goes_on(store, tmp_path, behaviour,
+                                                                     reason):
+    _, final, cells = run(store, tmp_path, [behaviour, "ok"])
+    assert final == "done"
+    assert (cells[behaviour].run_status, cells["ok"].run_status) == ("bad_reply", "ok")
+    assert reason in cells[behaviour].error
+    assert "\n" not in cells[behaviour].error and len(cells[behaviour].error) <= 300
+
+
+def test_an_http_error_with_a_hostile_body_is_still_an_http_error(store, tmp_path):
+    _, final, cells = run(store, tmp_path, ["deep-json-500"])
+    assert final == "done"
+    assert cells["deep-json-500"].run_status == "http_error"
+    assert cells["deep-json-500"].error.startswith("HTTP 500")
+
+
+@pytest.mark.parametrize("behaviour", ["lone-surrogate", "charset-utf7-surrogate"])
+def test_lone_surrogates_are_stored_as_replacement_characters(store, tmp_path, behaviour):
+    run_id, final, cells = run(store, tmp_path, [behaviour])
+    assert final == "done"
+    cell = cells[behaviour]
+    assert cell.run_status == "ok" and "\ufffd" in cell.text
+    assert store.attempts(run_id, cell.case_no, 1)[0].body is not None
+
+
+def test_reply_text_is_capped_and_the_cut_is_said(store, tmp_path):
+    run_id, final, cells = run(store, tmp_path, ["long-text"], timeout_s=30.0)
+    cell = cells["long-text"]
+    assert final == "done"
+    assert cell.run_status == "bad_reply"
+    assert cell.error == (f"reply text is 7,000,004 characters, over the {TEXT_CAP_CHARS:,} the "
+                          f"exam stores and grades; the first {TEXT_CAP_CHARS:,} are kept")
+    assert len(cell.text) == TEXT_CAP_CHARS and cell.text.startswith("備貨中 xxx")
+
+
+# -- the reply parser never raises ---------------------------------------------------------
+
+JSON_ISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["answer", "output", "text", "usage", "status", "truncated",
+                         "model_calls", "total_tokens", "intermediateSteps", "action", "tool",
+                         "toolInput"]) | st.text(max_size=5), inner, max_size=4),
+    max_leaves=20)
+
+
+FIGURE = st.one_of(st.integers(), st.floats(), st.text(max_size=8),
+                   st.sampled_from(["1e999", "NaN", "-Infinity", "12", str(2**70)]))
+REPLY_SHAPED = st.fixed_dictionaries(
+    {"answer": st.one_of(st.text(), JSON_ISH)},
+    optional={"usage": st.fixed_dictionaries({}, optional={"model_calls": FIGURE,
+                                                           "total_tokens": FIGURE}),
+              "status": JSON_ISH, "truncated": JSON_ISH,
+              "intermediateSteps": st.lists(st.fixed_dictionaries({"action": st.fixed_dictionaries(
+                  {"tool": JSON_ISH, "toolInput": JSON_ISH})}), max_size=3)})
+NESTED = st.integers(min_value=1, max_value=5000).map(lambda n: "[" * n + "]" * n)
+SURROGATE_ESCAPES = st.lists(st.sampled_from(["\\ud800", "\\udfff", "a", "\\u0000"])).map(
+    lambda parts: '{"answer": "' + "".join(parts) + '"}')
+
+
+def _as_body(value) -> str:
+    # allow_nan: NaN and Infinity reach the parser as text, as a hostile agent would send them
+    return json.dumps(value, ensure_ascii=False, allow_nan=True)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=st.one_of(st.text(), JSON_ISH.map(_as_body), REPLY_SHAPED.map(_as_body), NESTED,
+                      SURROGATE_ESCAPES, st.binary().map(lambda b: b.decode("latin-1"))),
+       fmt=st.sampled_from(["json", "text"]))
+def test_no_body_makes_the_reply_parser_raise(tmp_path_factory, body, fmt):
+    agent = agent_for("http://127.0.0.1:9/", tmp_path_factory.getbasetemp() / "T.json",
+                      reply_format=fmt)
+    row = AttemptRow(1, 0.0, 200, 1.0, "", "application/json", body, len(body), False)
+    result = classify(agent, [Outcome("ok", row, body, None)])
+    assert result.run_status in ("ok", "bad_reply", "truncated")
+    assert "\n" not in result.error
+    for figure in (result.model_calls, result.tokens):
+        assert figure is None or -(2**63) <= figure < 2**63
+    if result.read is not None and result.read.text is not None:
+        result.read.text.encode("utf-8")  # storable: no lone surrogates
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=st.binary(max_size=200) | st.sampled_from([b"+2AA-", b"\\ud800", b"\\U99999999",
+                                                      b"xn--", b"\xff\xfe\x00\xd8"]),
+       charset=st.sampled_from(["", "utf-8", "idna", "punycode", "utf-7", "unicode_escape",
+                                "raw_unicode_escape", "utf-16", "utf-32", "rot13", "base64", "zip",
+                                "bogus", '"latin-1"', "cp1252", "big5", "shift_jis"]))
+def test_no_body_in_any_charset_makes_decoding_raise(raw, charset):
+    text, problem = decode_text(raw, f"application/json; charset={charset}")
+    text.encode("utf-8")  # storable
+    assert "\n" not in problem
