@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from exam.registry import Agent
@@ -81,3 +83,19 @@ def run_status(db: Path, run_id: int = 1) -> str | None:
     finally:
         con.close()
     return row[0] if row else None
+
+
+@contextmanager
+def sigint_reaches_children() -> Iterator[None]:
+    """Children started inside get SIGINT as at a terminal, so a test's Ctrl-C reaches them.
+
+    A shell starts background jobs (`make test &`) with SIGINT ignored, and an ignored signal
+    is inherited across exec; a handler is not (the child gets the default).
+    """
+    import signal
+
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)

@@ -10,7 +10,14 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from tests.exam.helpers import registry_env, run_status, stored_cells, wait_for, write_bank
+from tests.exam.helpers import (
+    registry_env,
+    run_status,
+    sigint_reaches_children,
+    stored_cells,
+    wait_for,
+    write_bank,
+)
 from tests.fakes.agent import FakeAgent
 
 
@@ -20,17 +27,9 @@ def exam_cmd(*args):
 
 @contextmanager
 def running(*args, **kw) -> Iterator[subprocess.Popen]:
-    """`exam` in a child process that Ctrl-C reaches, killed if the test fails mid-way.
-
-    A shell starts background jobs with SIGINT ignored and children inherit that, so under
-    `make test &` a Ctrl-C would never arrive; a handler (unlike an ignore) is reset to the
-    default in the child, as at a terminal.
-    """
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
+    """`exam` in a child process that Ctrl-C reaches, killed if the test fails mid-way."""
+    with sigint_reaches_children():
         proc = subprocess.Popen(exam_cmd(*args), **kw)
-    finally:
-        signal.signal(signal.SIGINT, old)
     try:
         yield proc
     finally:

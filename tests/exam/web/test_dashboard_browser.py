@@ -47,6 +47,7 @@ def site(tmp_path_factory):
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
+    server.server_close()
 
 
 @pytest.fixture(scope="module")
