@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -20,6 +21,8 @@ class RequestGate:
         self._lock = threading.Lock()
         self._interval = max(0.0, min_interval_s)
         self._next_start = 0.0
+        # the latest start stamps (monotonic), so the pacing can be checked on a busy machine
+        self.starts: deque[float] = deque(maxlen=10_000)
 
     @contextmanager
     def slot(self) -> Iterator[None]:
@@ -29,5 +32,7 @@ class RequestGate:
                 wait = self._next_start - time.monotonic()
                 if wait > 0:
                     time.sleep(wait)
-                self._next_start = time.monotonic() + self._interval
+                now = time.monotonic()
+                self.starts.append(now)
+                self._next_start = now + self._interval
             yield

@@ -17,6 +17,7 @@ import time
 import requests
 
 from tests.conftest import ROOT
+from tests.exam.helpers import sigint_reaches_children
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -53,9 +54,10 @@ def test_every_tour_command_runs_as_written_on_the_demo(tmp_path):
     port = free_port()
     exam = [sys.executable, "-m", "exam.cli"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EXAM_", "LINE_"))}
-    demo = subprocess.Popen([*exam, "demo", "--serve", "--repeats", "1", "--port", str(port)],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    with sigint_reaches_children():  # it is stopped with Ctrl-C below
+        demo = subprocess.Popen([*exam, "demo", "--serve", "--repeats", "1", "--port", str(port)],
+                                cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(x) for x in demo.stdout], daemon=True).start()
     printed = []

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from exam.registry import Agent
@@ -22,7 +24,7 @@ def write_bank(tmp_path: Path, behaviours: list[str], name: str = "T", **extra) 
 
 
 def agent_for(url: str, bank: Path, **kw) -> Agent:
-    kw.setdefault("timeout_s", 2.0)
+    kw.setdefault("timeout_s", 30.0)  # generous: a busy machine may be slow to answer
     return Agent(name=bank.stem, url=url, bank=str(bank), **kw)
 
 
@@ -36,3 +38,64 @@ def registry_env(tmp_path: Path, url: str, bank: Path, **agent) -> dict[str, str
     registry.write_text(yaml.safe_dump({"agents": {"T": {
         "url": url, "bank": str(bank), "timeout_s": 5, **agent}}}))
     return {**os.environ, "EXAM_DB": str(tmp_path / "exam.db"), "EXAM_AGENTS": str(registry)}
+
+
+def wait_for(predicate, what: str, timeout: float = 60.0) -> None:
+    """Poll ``predicate`` until it holds; fail naming ``what`` after ``timeout`` seconds.
+
+    A deadline, not a sleep: on a quiet machine this returns in milliseconds, on a busy one
+    it waits as long as it must.
+    """
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.02)
+
+
+def stored_cells(db: Path) -> int:
+    """Cells in a store another process is writing (0 while it does not exist yet)."""
+    import sqlite3
+
+    if not db.exists():
+        return 0
+    con = sqlite3.connect(db, timeout=5)
+    try:
+        return con.execute("SELECT COUNT(*) FROM cells").fetchone()[0]
+    except sqlite3.OperationalError:  # the schema is not there yet
+        return 0
+    finally:
+        con.close()
+
+
+def run_status(db: Path, run_id: int = 1) -> str | None:
+    import sqlite3
+
+    if not db.exists():
+        return None
+    con = sqlite3.connect(db, timeout=5)
+    try:
+        row = con.execute("SELECT status FROM runs WHERE id=?", (run_id,)).fetchone()
+    except sqlite3.OperationalError:
+        return None
+    finally:
+        con.close()
+    return row[0] if row else None
+
+
+@contextmanager
+def sigint_reaches_children() -> Iterator[None]:
+    """Children started inside get SIGINT as at a terminal, so a test's Ctrl-C reaches them.
+
+    A shell starts background jobs (`make test &`) with SIGINT ignored, and an ignored signal
+    is inherited across exec; a handler is not (the child gets the default).
+    """
+    import signal
+
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)

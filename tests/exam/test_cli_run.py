@@ -20,7 +20,7 @@ def setup(tmp_path, url, behaviours, **agent):
     bank = write_bank(tmp_path, behaviours)
     registry = tmp_path / "agents.yaml"
     registry.write_text(yaml.safe_dump({"agents": {"T": {"url": url, "bank": str(bank),
-                                                         "timeout_s": 2, **agent}}}))
+                                                         "timeout_s": 30, **agent}}}))
     return {"EXAM_AGENTS": str(registry), "EXAM_DB": str(tmp_path / "exam.db")}
 
 

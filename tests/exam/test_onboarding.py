@@ -51,6 +51,7 @@ class ShapedAgent:
 
     def __exit__(self, *exc):
         self.server.shutdown()
+        self.server.server_close()  # else the listening socket is left to the GC's warning
 
 
 def invoke(*args, env=None):

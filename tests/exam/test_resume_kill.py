@@ -7,9 +7,17 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from tests.exam.helpers import registry_env, write_bank
+from tests.exam.helpers import (
+    registry_env,
+    run_status,
+    sigint_reaches_children,
+    stored_cells,
+    wait_for,
+    write_bank,
+)
 from tests.fakes.agent import FakeAgent
 
 
@@ -17,28 +25,36 @@ def exam_cmd(*args):
     return [sys.executable, "-m", "exam.cli", *args]
 
 
+@contextmanager
+def running(*args, **kw) -> Iterator[subprocess.Popen]:
+    """`exam` in a child process that Ctrl-C reaches, killed if the test fails mid-way."""
+    with sigint_reaches_children():
+        proc = subprocess.Popen(exam_cmd(*args), **kw)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream:
+                stream.close()
+
+
 def test_kill_9_then_resume_completes_without_duplicates(tmp_path):
     db = tmp_path / "exam.db"
     bank = write_bank(tmp_path, ["ok"] * 10)
-    with FakeAgent(delay_s=0.1) as fake:
-        env = registry_env(tmp_path, fake.url, bank, concurrency=2)
-        proc = subprocess.Popen(exam_cmd("run", "T", "--version", "v1", "--repeats", "3"),
-                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        stored = 0
-        while time.monotonic() < deadline:
-            time.sleep(0.05)
-            if db.exists():
-                try:
-                    with sqlite3.connect(db, timeout=5) as con:
-                        stored = con.execute("SELECT COUNT(*) FROM cells").fetchone()[0]
-                except sqlite3.OperationalError:
-                    continue
-                if stored >= 8:
-                    break
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        assert 8 <= stored < 30, "the run must be killed mid-way for this test to mean anything"
+    # the agent answers 8 requests and holds the rest: the kill lands mid-run, every time
+    with FakeAgent(hold_after=8) as fake:
+        env = registry_env(tmp_path, fake.url, bank, concurrency=2, timeout_s=120)
+        with running("run", "T", "--version", "v1", "--repeats", "3", env=env,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+            fake.wait_held(2)  # both workers are waiting on a reply
+            wait_for(lambda: stored_cells(db) == 8, "the 8 answered cells to be stored")
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+        stored = stored_cells(db)
+        fake.release()
 
         listing = subprocess.run(exam_cmd("runs", "--format", "json"), env=env,
                                  capture_output=True, text=True, check=True)
@@ -54,31 +70,34 @@ def test_kill_9_then_resume_completes_without_duplicates(tmp_path):
         cells = con.execute("SELECT case_no, repeat, COUNT(*) FROM cells GROUP BY 1, 2").fetchall()
         status = con.execute("SELECT status FROM runs WHERE id=1").fetchone()[0]
         integrity = con.execute("PRAGMA integrity_check").fetchone()[0]
+    assert stored == 8
     assert len(cells) == 30 and all(n == 1 for *_, n in cells)
     assert status == "done" and integrity == "ok"
-    # only what was missing went out again (plus the few that were in flight at the kill)
-    assert sent_on_resume <= 30 - stored + 2
+    # exactly what was missing went out again: the two held requests were never stored
+    assert sent_on_resume == 30 - stored
 
 
 def test_ctrl_c_stops_cleanly_keeps_what_arrived_and_says_how_to_resume(tmp_path):
     db = tmp_path / "exam.db"
     bank = write_bank(tmp_path, ["ok"] * 10)
-    with FakeAgent(delay_s=0.2) as fake:
-        env = registry_env(tmp_path, fake.url, bank, concurrency=2)
-        proc = subprocess.Popen(exam_cmd("run", "T", "--version", "v1", "--repeats", "2"),
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and len(fake.requests) < 4:
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130  # Ctrl-C, never 1 (a failed verdict)
+    with FakeAgent(hold_after=4) as fake:
+        env = registry_env(tmp_path, fake.url, bank, concurrency=2, timeout_s=120)
+        with running("run", "T", "--version", "v1", "--repeats", "2", env=env,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+            fake.wait_held(2)
+            wait_for(lambda: stored_cells(db) == 4, "the 4 answered cells to be stored")
+            proc.send_signal(signal.SIGINT)
+            # the held replies arrive only once the run has taken the Ctrl-C in
+            wait_for(lambda: run_status(db) == "interrupted", "the run to be marked interrupted")
+            fake.release()
+            out, err = proc.communicate(timeout=60)
+            sent = len(fake.requests)
+    assert proc.returncode == 130, err  # Ctrl-C, never 1 (a failed verdict)
     assert "interrupted: every reply that arrived is stored; finish with: exam resume 1" in err
     assert "Traceback" not in err
     with sqlite3.connect(db) as con:
         stored = con.execute("SELECT COUNT(*) FROM cells").fetchone()[0]
         status = con.execute("SELECT status FROM runs").fetchone()[0]
-        sent = len(fake.requests)
     assert status == "interrupted"
-    assert 4 <= stored < 20 and stored == sent  # every request that went out was kept
+    # the two replies in flight at Ctrl-C were waited for and kept; nothing more was sent
+    assert (sent, stored) == (6, 6)

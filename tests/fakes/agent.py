@@ -1,7 +1,9 @@
 """A fault-injecting agent on 127.0.0.1: the work order's ``behaviour`` says how to answer.
 
 It records every request (arrival time, body, headers) and the most requests it had in
-flight at once, so tests can measure the runner's gate from the server's side.
+flight at once, so tests can measure the runner's gate from the server's side. With
+``hold_after=n`` it answers the first n requests and holds every later one until
+``release()``: a test can stop a run at an exact point however busy the machine is.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import gzip
 import json
 import socket
 import struct
+import sys
 import threading
 import time
 import zlib
@@ -44,8 +47,12 @@ def gzip_bomb() -> bytes:
 
 
 class FakeAgent:
-    def __init__(self, delay_s: float = 0.0):
+    def __init__(self, delay_s: float = 0.0, hold_after: int | None = None):
         self.delay_s = delay_s
+        self.hold_after = hold_after
+        self.released = threading.Event()
+        self.held = 0
+        self.changed = threading.Condition()  # notified whenever a request is held
         self.requests: list[dict[str, Any]] = []
         self.calls: Counter[str] = Counter()
         self.in_flight = 0
@@ -70,7 +77,13 @@ class FakeAgent:
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
                     fake.requests.append({"t": time.monotonic(), "raw": raw,
                                           "headers": dict(self.headers), "path": self.path})
+                    hold = fake.hold_after is not None and len(fake.requests) > fake.hold_after
                 try:
+                    if hold and not fake.released.is_set():
+                        with fake.changed:
+                            fake.held += 1
+                            fake.changed.notify_all()
+                        fake.released.wait(timeout=120)
                     body = json.loads(raw or b"{}")
                     behaviour = body.get("behaviour", "ok") if isinstance(body, dict) else "ok"
                     with fake.lock:
@@ -83,7 +96,13 @@ class FakeAgent:
                     with fake.lock:
                         fake.in_flight -= 1
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request, client_address):
+                # a held request answered after its client was killed: expected, not news
+                if not isinstance(sys.exc_info()[1], ConnectionError):
+                    super().handle_error(request, client_address)
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_port}/webhook/test"
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
@@ -94,8 +113,20 @@ class FakeAgent:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.release()
         self.server.shutdown()
         self.server.server_close()
+
+    def wait_held(self, n: int = 1, timeout: float = 60) -> None:
+        """Block until at least ``n`` requests are being held (see ``hold_after``)."""
+        with self.changed:
+            if not self.changed.wait_for(lambda: self.held >= n, timeout=timeout):
+                raise AssertionError(f"{self.held} request(s) held after {timeout} s, "
+                                     f"wanted {n}")
+
+    def release(self) -> None:
+        """Answer every held request, and every later one at once."""
+        self.released.set()
 
     @staticmethod
     def send(handler, status: int, body: bytes | str, ctype: str = "application/json",

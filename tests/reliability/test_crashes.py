@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import random
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -13,7 +11,7 @@ import time
 from exam.registry import load_registry
 from exam.runner import queue_run
 from exam.store import Store
-from tests.exam.helpers import registry_env, write_bank
+from tests.exam.helpers import registry_env, stored_cells, wait_for, write_bank
 from tests.fakes.agent import FakeAgent
 from tests.reliability.conftest import LONG
 
@@ -26,7 +24,9 @@ def exam(*args):
 
 
 def setup(tmp_path, url):
-    return registry_env(tmp_path, url, write_bank(tmp_path, ["ok"] * QUESTIONS), concurrency=4)
+    # a held request must never time out into a stored cell
+    return registry_env(tmp_path, url, write_bank(tmp_path, ["ok"] * QUESTIONS), concurrency=4,
+                        timeout_s=120)
 
 
 def check_db(db) -> tuple[int, int, str, list[str]]:
@@ -41,14 +41,6 @@ def check_db(db) -> tuple[int, int, str, list[str]]:
     return len(rows), dupes + orphans, integrity, statuses
 
 
-def stored_cells(db) -> int:
-    try:
-        with sqlite3.connect(db, timeout=5) as con:
-            return con.execute("SELECT COUNT(*) FROM cells").fetchone()[0]
-    except sqlite3.OperationalError:  # not created yet
-        return 0
-
-
 def test_runner_killed_at_random_points_then_resumed(tmp_path, table):
     """Most kills land at a random point of progress (after k of the cells, k random); every
     fifth is purely time-based, early, to hit start-up and run creation too."""
@@ -60,22 +52,29 @@ def test_runner_killed_at_random_points_then_resumed(tmp_path, table):
         work = tmp_path / f"t{trial}"
         work.mkdir()
         db = work / "exam.db"
-        with FakeAgent(delay_s=0.05) as fake:
+        timed = trial % 5 == 0
+        target = rng.randint(1, total - 1)
+        # the agent answers `target` requests and holds the rest, so a progress-based kill
+        # lands after exactly that many cells however slow the machine is
+        with FakeAgent(delay_s=0.05, hold_after=None if timed else target) as fake:
             env = setup(work, fake.url)
             proc = subprocess.Popen(exam("run", "T", "--version", "v1", "--repeats",
                                          str(REPEATS)), env=env, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
-            if trial % 5 == 0:
-                time.sleep(rng.uniform(0.05, 0.8))
-            else:
-                target = rng.randint(1, total - 1)
-                deadline = time.monotonic() + 30
-                while proc.poll() is None and time.monotonic() < deadline and \
-                        (not db.exists() or stored_cells(db) < target):
-                    time.sleep(0.01)
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-            cells_before = stored_cells(db) if db.exists() else 0
+            try:
+                if timed:
+                    time.sleep(rng.uniform(0.05, 0.8))  # a random instant, start-up included
+                else:
+                    fake.wait_held(1)
+                    wait_for(lambda: stored_cells(db) == target,  # noqa: B023 - used at once
+                             f"{target} cells to be stored")
+            finally:
+                proc.kill()  # SIGKILL
+                proc.wait()
+            fake.release()
+            cells_before = stored_cells(db)
+            if not timed:
+                assert cells_before == target
             runs = Store(db).list_runs() if db.exists() else []
             if not runs:
                 outcomes["before the run began"] += 1
@@ -101,20 +100,23 @@ def test_worker_killed_mid_run_is_resumed_by_the_next_worker(tmp_path, table):
     for trial in range(trials):
         work = tmp_path / f"w{trial}"
         work.mkdir()
-        with FakeAgent(delay_s=0.1) as fake:
+        with FakeAgent(hold_after=8) as fake:
             env = setup(work, fake.url)
             store = Store(work / "exam.db")
             agent = load_registry(env["EXAM_AGENTS"], env=env).get("T")
             run_id = queue_run(store, agent, "v1", repeats=REPEATS)
             first = subprocess.Popen(exam("worker"), env=env, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
-            deadline = time.monotonic() + 20
-            while store.count_cells(run_id) < 8 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            os.kill(first.pid, signal.SIGKILL)
-            first.wait()
+            try:
+                fake.wait_held(4)  # all four of its threads wait on a reply
+                wait_for(lambda: store.count_cells(run_id) == 8,  # noqa: B023 - used at once
+                         "8 cells to be stored")
+            finally:
+                first.kill()  # SIGKILL
+                first.wait()
+            fake.release()
             at_kill = store.count_cells(run_id)
-            assert at_kill < QUESTIONS * REPEATS
+            assert at_kill == 8
             assert store.get_run(run_id).shown_status == "interrupted"
             second = subprocess.run(exam("worker", "--once"), env=env, capture_output=True,
                                     text=True, timeout=60)

@@ -30,19 +30,39 @@ def test_folded_normalisation_is_idempotent(text):
     assert normalize(once, fold=True) == once
 
 
+REASONS = ("invalid regex ", "regex ", "empty alternative", "empty regular expression",
+           "expected a string pattern")
+
+
 @QUICK
 @given(PATTERN, TEXT)
 def test_patterns_either_compile_or_say_why(pattern, reply):
     try:
         entry = parse_entry(pattern)
     except PatternError as exc:
-        assert str(exc)
+        assert str(exc).startswith(REASONS), str(exc)  # one of the documented reasons
         return
+    assert entry.source == pattern and entry.alternatives
     text = normalize(reply)
-    for m in find_all(entry, text):
+    found = find_all(entry, text)
+    assert found == sorted(found, key=lambda m: (m.start, -m.end))  # in reply order
+    by_source = {a.source: a for a in entry.alternatives}
+    for m in found:
+        assert 0 <= m.start < m.end <= len(text)
+        alt = by_source[m.alternative]
+        if alt.literal is not None:  # a literal occurs exactly where it is reported
+            assert text[m.start:m.end] == alt.literal
+        else:  # a regex matches exactly that span, at that point of the reply
+            again = alt.regex.match(text, m.start)
+            assert again is not None and again.end() == m.end
         occ = classify(text, m.start, m.end, input_text=text[:20])
         assert occ.kind in ("asserted", "negated", "interrogative", "hypothetical", "quoted",
                             "double_negation", "unclear", "answered")
+    for alt in entry.alternatives:  # and no occurrence of a literal is missed
+        if alt.literal is not None:
+            hits = sum(1 for m in found if m.alternative == alt.source)
+            same = sum(1 for a in entry.alternatives if a.source == alt.source)
+            assert hits == same * text.count(alt.literal)
 
 
 @QUICK

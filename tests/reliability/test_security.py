@@ -63,20 +63,29 @@ def test_planted_secrets_never_leak(world, table):
     client = app.test_client()
     auth = {"Authorization": f"Bearer {API}"}
     queued = client.post("/api/runs", json={"agent": "T", "version": "v2"}, headers=auth)
+    assert queued.status_code == 202
     worker = exam(env, "worker", "--once")  # logs at INFO to stderr
+    assert worker.returncode == 0, worker.stderr
     outputs += [worker.stdout, worker.stderr]
+    # every page and report must really render: an error page would leak nothing and prove nothing
     for path in (f"/api/runs/{queued.json['run_id']}/scorecard", "/api/runs",
                  "/api/compare?agent=T&old=v1&new=v2", "/api/discrimination",
                  "/api/openapi.json"):
-        outputs.append(client.get(path, headers=auth).get_data(as_text=True))
+        resp = client.get(path, headers=auth)
+        assert resp.status_code == 200 and resp.is_json, (path, resp.status_code)
+        outputs.append(resp.get_data(as_text=True))
     for path in ("/", "/scorecard/T/v1", "/compare?agent=T&old=v1&new=v2", "/discrimination",
                  "/review"):
-        outputs.append(client.get(path, headers=auth).get_data(as_text=True))
+        resp = client.get(path, headers=auth)
+        assert resp.status_code == 200 and "<html" in resp.get_data(as_text=True), path
+        outputs.append(resp.get_data(as_text=True))
     formats = 0
     for cmd in (["report", "scorecard"], ["compare", "T", "v1", "v2"],
                 ["report", "discrimination"], ["report", "rebalance"]):
         for fmt in ("text", "markdown", "json", "csv", "junit"):
             r = exam(env, *cmd, "--format", fmt)
+            assert r.returncode in ((0, 1) if cmd[0] == "compare" else (0,)), r.stderr
+            assert r.stdout.strip() and not r.stderr.strip(), (cmd, fmt, r.stderr)
             outputs += [r.stdout, r.stderr]
             formats += 1
     outputs += [exam(env, "runs").stdout, exam(env, "review", "--export",

@@ -24,7 +24,7 @@ from exam.reports.regrade import regrade, select_runs
 from exam.store import Store
 from exam.worker import work_once
 from tests.exam.conftest import History
-from tests.exam.helpers import write_bank
+from tests.exam.helpers import wait_for, write_bank
 from tests.fakes.agent import FakeAgent
 
 TOKEN = "users-token-91c2"
@@ -233,9 +233,12 @@ def test_the_in_process_worker_stops_with_one_line_on_a_damaged_store(damaged, c
     before = set(threading.enumerate())
     with caplog.at_level(logging.ERROR, logger="exam.worker"):
         start_in_thread(str(damaged), None)  # what `exam serve` starts
-        (worker,) = [t for t in threading.enumerate() if t not in before]
-        worker.join(timeout=60)
-    assert not worker.is_alive()
+        # the thread may be gone before it could be looked for: wait on what it logs
+        wait_for(lambda: caplog.records, "the worker to say why it stopped")
+        started = [t for t in threading.enumerate() if t not in before]
+        for worker in started:
+            worker.join(timeout=60)
+    assert not [t for t in started if t.is_alive()]
     assert [r.getMessage() for r in caplog.records] == [
         f"worker stopped: {damaged}: the store is damaged (database disk image is malformed): "
         f"restore it from a backup, or save what can be read with: sqlite3 {damaged} .recover "

@@ -5,12 +5,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
 from click.testing import CliRunner
 
 from exam.cli import main
+from graders import GRADER_VERSION
 
 CASES = [("Q-01", "c", "critical"), ("Q-02", "c", "major")]
 
@@ -23,33 +25,73 @@ def db(history):
     return str(history.tmp / "exam.db")
 
 
-COMMANDS = [("report", "scorecard"), ("compare", "A", "v1", "v2"),
-            ("report", "discrimination"), ("report", "rebalance")]
+# (command, its exit status on this history, what its text rendering must say)
+COMMANDS = [
+    (("report", "scorecard"), 0, ["A v1 ", "A v2 ", "CRITICAL failing: Q-01",
+                                  r"FAIL\s+Q-02 \(major, c\)  pass 0/3"]),
+    (("compare", "A", "v1", "v2"), 1, [r"A: v1 \(runs \[?1\]?\) → v2", "CRITICAL regression: Q-01",
+                                       r"REGRESSION\s+Q-01 .* 3/3 → 0/3",
+                                       r"FIXED\s+Q-02 .* 0/2 → 3/3"]),
+    (("report", "discrimination"), 0, ["A: 2 of 2 questions separate versions",
+                                       r"Q-01\s+█ 3/3\s+0/3\s+discriminating",
+                                       r"Q-02\s+0/2\s+█ 3/3\s+discriminating"]),
+    (("report", "rebalance"), 0, [r"A: 2 run\(s\), versions v1, v2", r"Q-01\s+\w+\s+3/3\s+0/3",
+                                  r"Q-02\s+\w+\s+0/2\s+3/3"]),
+]
 
 
-@pytest.mark.parametrize("cmd", COMMANDS)
+def tables(markdown: str) -> list[list[list[str]]]:
+    """Every table: its lines' cells; an escaped bar (``\\|``) stays inside its cell."""
+    found: list[list[list[str]]] = []
+    previous = ""
+    for line in markdown.splitlines():
+        if line.startswith("|"):
+            if not previous.startswith("|"):
+                found.append([])
+            found[-1].append([c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]])
+        previous = line
+    return found
+
+
+@pytest.mark.parametrize(("cmd", "status", "says"), COMMANDS, ids=lambda v: " ".join(v)
+                         if isinstance(v, tuple) else None)
 @pytest.mark.parametrize("fmt", ["text", "markdown", "json", "csv", "junit", "html"])
-def test_every_report_in_every_format(db, cmd, fmt):
+def test_every_report_in_every_format(db, cmd, status, says, fmt):
     result = CliRunner().invoke(main, [*cmd, "--format", fmt, "--db", db], catch_exceptions=False)
-    assert result.exit_code in (0, 1), result.output
     out = result.output
-    assert "Traceback" not in out
+    # compare exits 1 on a critical regression, in every format; the reports exit 0
+    assert result.exit_code == status, out
+    kind = cmd[1] if cmd[0] == "report" else cmd[0]
     if fmt == "json":
-        assert json.loads(out)["grader_version"]
+        data = json.loads(out)
+        assert data["grader_version"] == GRADER_VERSION
+        cases = json.dumps(data, ensure_ascii=False)
+        assert "Q-01" in cases and "Q-02" in cases
     elif fmt == "csv":
-        rows = list(csv.reader(io.StringIO(out)))
-        assert len(rows) >= 3 and "case_no" in rows[0]
+        rows = list(csv.DictReader(io.StringIO(out)))
+        assert {r["case_no"] for r in rows} == {"Q-01", "Q-02"}
+        assert {r["agent"] for r in rows} == {"A"}
     elif fmt == "junit":
         root = ET.fromstring(out)
+        assert root.get("name") == f"agent-exam {kind}"
         cases = root.findall(".//testcase")
-        assert {c.get("name") for c in cases} >= {"Q-01", "Q-02"}
+        assert {c.get("name") for c in cases} == {"Q-01", "Q-02"}
     elif fmt == "markdown":
-        assert out.startswith("# agent-exam") and "| case_no |" in out or "|" in out
+        assert out.startswith(f"# agent-exam {kind}\n\nGrader {GRADER_VERSION}")
+        found = tables(out)
+        for header, rule, *body in found:
+            assert set(rule) == {"---"}
+            assert all(len(row) == len(header) for row in [rule, *body])
+        (header, _, *body), = [t for t in found if "case_no" in t[0]]
+        assert {row[header.index("case_no")] for row in body} == {"Q-01", "Q-02"}
     elif fmt == "html":
-        assert out.startswith("<!doctype html>") and "Q-01" in out and "<svg" in out
+        assert out.startswith("<!doctype html>") and "<svg" in out
+        assert "Q-01" in out and "Q-02" in out
         assert_self_contained(out)
     else:
-        assert "grader" in out
+        assert out.startswith(f"grader {GRADER_VERSION}")
+        for pattern in says:
+            assert re.search(pattern, out), f"{pattern!r} not in:\n{out}"
 
 
 def test_junit_failure_message_is_the_evidence(db):

@@ -21,7 +21,7 @@ def registry_path(tmp_path, fake_agent):
     bank = write_bank(tmp_path, ["ok", "ok", "status-500"])
     path = tmp_path / "agents.yaml"
     path.write_text(yaml.safe_dump({"agents": {"T": {"url": fake_agent.url, "bank": str(bank),
-                                                     "timeout_s": 2}}}))
+                                                     "timeout_s": 30}}}))
     return path
 
 

@@ -1,7 +1,9 @@
 """The dashboard in a real headless browser: Debian's Chromium driven by Playwright.
 
-`.ci/run` installs chromium, so in CI this always runs; elsewhere it skips with the reason
-when no browser is found.
+`.ci/run` installs chromium, so in CI this always runs: there (``CI=true``) a missing browser
+is a failure, never a silent skip. Elsewhere the browser tests skip with the reason. The login
+check needs no browser, and every page is also rendered through Flask's test client
+(test_dashboard_pages.py).
 """
 
 from __future__ import annotations
@@ -25,11 +27,19 @@ CHROMIUM = os.environ.get("EXAM_CHROMIUM") or shutil.which("chromium") or shutil
     "chromium-browser")
 
 
+def need_browser(chromium: str | None, env=os.environ) -> None:
+    """Skip without a browser, except in CI, where not checking the pages is a failure."""
+    if chromium:
+        return
+    why = "no Chromium found (apt-get install chromium, or set EXAM_CHROMIUM)"
+    if env.get("CI", "").lower() in ("true", "1"):
+        pytest.fail(f"{why}: in CI (CI=true) the dashboard must be checked in a real browser; "
+                    ".ci/run installs chromium", pytrace=False)
+    pytest.skip(f"{why}; .ci/run installs it, and in CI a missing browser fails")
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    if CHROMIUM is None:
-        pytest.skip("no Chromium found (apt-get install chromium, or set EXAM_CHROMIUM); "
-                    ".ci/run installs it so CI always runs this test")
     db = tmp_path_factory.mktemp("dash") / "demo.db"
     run_demo(str(db), repeats=1, bank_dir=BANK_DIR, echo=lambda *_: None)
     registry = db.parent / "agents.yaml"  # a run queued from the page is never executed here
@@ -49,6 +59,7 @@ def site(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser(site):
+    need_browser(CHROMIUM)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -69,11 +80,24 @@ def page(browser, site):
     page.close()
 
 
-def test_login_is_required(site):
+def test_login_is_required(site):  # over real HTTP, no browser needed
     import requests
 
-    resp = requests.get(f"{site}/", allow_redirects=False, timeout=5)
+    resp = requests.get(f"{site}/", allow_redirects=False, timeout=30)
     assert resp.status_code == 302 and "/login" in resp.headers["Location"]
+
+
+@pytest.mark.parametrize(("chromium", "env", "outcome"), [
+    ("/usr/bin/chromium", {"CI": "true"}, None),
+    (None, {"CI": "true"}, pytest.fail.Exception),
+    (None, {}, pytest.skip.Exception),
+])
+def test_a_missing_browser_fails_in_ci_and_skips_elsewhere(chromium, env, outcome):
+    if outcome is None:
+        need_browser(chromium, env)
+        return
+    with pytest.raises(outcome, match="no Chromium found"):
+        need_browser(chromium, env)
 
 
 def test_runs_page_lists_the_demo_runs(page, site):
