@@ -11,8 +11,10 @@ from exam.cli import (
     InputError,
     _print_scorecards,
     _regrade,
+    _registry,
     _runs,
     _store,
+    agents_option,
     db_option,
     emit,
     fail_input,
@@ -79,21 +81,69 @@ def report_rebalance(since, agent, write_tags, fmt, db) -> None:
             click.echo(f"tags written: {path}", err=True)
 
 
+def verdict_options(f):
+    """The evidence rule of a verdict, the same options on `exam compare` and `exam run`."""
+    for opt in reversed((
+        click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+                     help="False-hold rate (BH over the questions that can move). Default 0.05."),
+        click.option("--min-effect", type=click.FloatRange(0, 1),
+                     help="Smallest drop in pass rate that can hold a change. Default 0.3."),
+        click.option("--min-repeats", "min_answered", type=click.IntRange(min=1),
+                     help="Answered repeats each side before a question can hold. Default 3."),
+        click.option("--coverage", type=click.FloatRange(0, 1, min_open=True),
+                     help="Answered share of planned cells below which the verdict is "
+                          "incomplete. Default 0.95."),
+        click.option("--severity-rule", "severity", multiple=True, metavar="SEV:KEY=V,…",
+                     help="Per-severity rule, e.g. critical:alpha=0.1,min_effect=0.2 "
+                          "(the default for critical)."),
+        click.option("--no-history", is_flag=True,
+                     help="Test against the old version only, never a pooled guard history."),
+    )):
+        f = opt(f)
+    return f
+
+
+def verdict_settings(alpha, min_effect, min_answered, coverage, severity, no_history):
+    from exam.reports.verdict import settings_from
+
+    try:
+        return settings_from(alpha, min_effect, min_answered, coverage, severity,
+                             pool_history=not no_history)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
 @main.command("compare")
 @click.argument("agent")
 @click.argument("old")
 @click.argument("new")
-@click.option("--fail-on", type=click.Choice(["regression", "any-fail", "never"]),
-              default="regression", show_default=True,
-              help="Exit 1 when this holds, so CI and n8n can gate a change.")
+@click.option("--fail-on", type=click.Choice(["verdict", "regression", "any-fail", "never"]),
+              default="verdict", show_default=True,
+              help="verdict: exit with the verdict's code; any-fail: also 1 when a shipped "
+                   "version fails anything; never: 0. (regression is the old name of verdict.)")
+@verdict_options
+@click.option("--settle", is_flag=True,
+              help="Re-run only the undecided questions on NEW until decided or --budget.")
+@click.option("--budget", type=click.IntRange(min=1), default=300, show_default=True,
+              help="Agent calls --settle may spend.")
+@click.option("--step", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Repeats per undecided question per --settle round.")
+@click.option("--max-repeats", type=click.IntRange(min=2), default=30, show_default=True,
+              help="Answered repeats of NEW per question at which --settle stops.")
 @report_format
+@agents_option
 @db_option
-def compare_cmd(agent, old, new, fail_on, fmt, db) -> None:
-    """Before/after: regressions, fixes, newly flaky, the checks that moved, cost deltas."""
+def compare_cmd(agent, old, new, fail_on, alpha, min_effect, min_answered, coverage, severity,
+                no_history, settle, budget, step, max_repeats, fmt, agents, db) -> None:
+    """Before/after: the verdict (ship, hold, incomplete, undecided, pending) with its evidence.
+
+    Exit 0 ship · 1 hold · 2 bad input · 3 incomplete · 4 undecided · 5 pending.
+    """
     from exam.render import use_colour
     from exam.reports import compare
     from exam.reports.formats import render
 
+    settings = verdict_settings(alpha, min_effect, min_answered, coverage, severity, no_history)
     store = _store(db)
     every = _runs(store, agent)
     known = sorted({r.version for r in every}, key=lambda v: min(r.id for r in every
@@ -102,14 +152,19 @@ def compare_cmd(agent, old, new, fail_on, fmt, db) -> None:
         if label not in known:
             raise InputError(f"no stored run of {agent} version {label!r} "
                              f"(versions: {', '.join(known)})")
-    runs = [r for r in every if r.version in (old, new)]
-    try:
-        result = compare.build(_regrade(store, runs), agent, old, new)
-    except ExamError as exc:
-        raise fail_input(exc) from None
-    emit(render("compare", result, fmt, use_colour()))
-    sys.exit(1 if compare.should_fail(result, fail_on) else 0)
+    if settle:
+        from exam.settle import settle_cli
 
+        result = settle_cli(store, _registry(agents), agent, old, new, settings,
+                            budget=budget, step=step, max_repeats=max_repeats,
+                            echo=lambda m: click.echo(m, err=True))
+    else:
+        try:
+            result = compare.build(_regrade(store, every), agent, old, new, settings)
+        except ExamError as exc:
+            raise fail_input(exc) from None
+    emit(render("compare", result, fmt, use_colour()))
+    sys.exit(compare.exit_code(result, fail_on))
 
 
 @main.command("review")

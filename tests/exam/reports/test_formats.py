@@ -31,7 +31,7 @@ COMMANDS = [("report", "scorecard"), ("compare", "A", "v1", "v2"),
 @pytest.mark.parametrize("fmt", ["text", "markdown", "json", "csv", "junit"])
 def test_every_report_in_every_format(db, cmd, fmt):
     result = CliRunner().invoke(main, [*cmd, "--format", fmt, "--db", db], catch_exceptions=False)
-    assert result.exit_code in (0, 1), result.output
+    assert result.exit_code in (0, 1, 3), result.output  # 3: v1 has a timeout, incomplete
     out = result.output
     assert "Traceback" not in out
     if fmt == "json":
