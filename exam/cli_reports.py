@@ -10,8 +10,8 @@ import click
 from exam.cli import (
     InputError,
     _print_scorecards,
-    _regrade,
     _registry,
+    _regrade,
     _runs,
     _store,
     agents_option,
@@ -20,6 +20,8 @@ from exam.cli import (
     fail_input,
     main,
     report_format,
+    verdict_options,
+    verdict_settings,
 )
 from exam.errors import ExamError
 
@@ -79,38 +81,6 @@ def report_rebalance(since, agent, write_tags, fmt, db) -> None:
     if write_tags:
         for path in rebalance.write_tags(result, regraded):
             click.echo(f"tags written: {path}", err=True)
-
-
-def verdict_options(f):
-    """The evidence rule of a verdict, the same options on `exam compare` and `exam run`."""
-    for opt in reversed((
-        click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-                     help="False-hold rate (BH over the questions that can move). Default 0.05."),
-        click.option("--min-effect", type=click.FloatRange(0, 1),
-                     help="Smallest drop in pass rate that can hold a change. Default 0.3."),
-        click.option("--min-repeats", "min_answered", type=click.IntRange(min=1),
-                     help="Answered repeats each side before a question can hold. Default 3."),
-        click.option("--coverage", type=click.FloatRange(0, 1, min_open=True),
-                     help="Answered share of planned cells below which the verdict is "
-                          "incomplete. Default 0.95."),
-        click.option("--severity-rule", "severity", multiple=True, metavar="SEV:KEY=V,…",
-                     help="Per-severity rule, e.g. critical:alpha=0.1,min_effect=0.2 "
-                          "(the default for critical)."),
-        click.option("--no-history", is_flag=True,
-                     help="Test against the old version only, never a pooled guard history."),
-    )):
-        f = opt(f)
-    return f
-
-
-def verdict_settings(alpha, min_effect, min_answered, coverage, severity, no_history):
-    from exam.reports.verdict import settings_from
-
-    try:
-        return settings_from(alpha, min_effect, min_answered, coverage, severity,
-                             pool_history=not no_history)
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
 
 
 @main.command("compare")

@@ -11,9 +11,9 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from exam.errors import ExamError
+from exam.reports import verdict
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import COST_KEYS, SEVERITY_ORDER
-from exam.reports import verdict
 from exam.reports.stats import fisher_worse, percentile
 from graders import GRADER_VERSION
 

@@ -290,7 +290,8 @@ def verdict_lines(report: dict[str, Any], colour: bool = False) -> list[str]:
              + ("; guards pooled over earlier versions" if st["pool_history"] else "")]
     for u in d["undecided"]:
         if u.get("repeats_needed") is not None:
-            lines.append(f"  {u['case_no']}: if its pass rate really is {u['new']}, "
+            lines.append(f"  {u['case_no']}: if its pass rate really is "
+                         f"{_pct(u['assumed_new_rate'])} (baseline {u['old']}), "
                          f"{u['repeats_needed']} answered repeats of the new version detect the "
                          f"drop with ≥ 80% power at level {u['level_for_repeats']:.3g} "
                          f"(alpha / questions that can get worse)")

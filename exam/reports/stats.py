@@ -254,8 +254,12 @@ def power_worse(old_pass: int, old_n: int, p_new: float, new_n: int, level: floa
     """Chance that ``new_n`` answered repeats of a question whose true pass rate is ``p_new``
     give ``fisher_worse(old_pass, old_n, ·, new_n) ≤ level`` (the old counts held as observed)."""
     pmf = _binom_pmf(new_n, p_new)
-    return sum(w for x, w in enumerate(pmf)
-               if w > 0 and fisher_worse(old_pass, old_n, x, new_n) <= level)
+    total = 0.0
+    for x, w in enumerate(pmf):  # fewer new passes, smaller p: stop at the first miss
+        if fisher_worse(old_pass, old_n, x, new_n) > level:
+            break
+        total += w
+    return total
 
 
 def repeats_for_power(old_pass: int, old_n: int, p_new: float, level: float,

@@ -13,11 +13,12 @@ Order of precedence (the first that applies):
    that can move, q ≤ alpha, drop ≥ min_effect and ≥ min_answered answered repeats on both
    sides (per-severity overrides).
 3. ``pending`` — needs_human cells of the new version nobody has decided (`exam review`).
-4. ``undecided`` — a question looks worse by at least min_effect (or looks worse at all with
-   fewer than min_answered answered repeats) without the evidence to say so: with the repeats
-   that would detect a drop of the observed size at 80% power, multiple testing included.
-5. ``ship`` — none of the above: no question answered worse beyond the rule. It is not a proof
-   of equivalence; a question that passed 1/1 → 1/1 ships.
+4. ``undecided`` — a question answered worse and not held, and the data cannot rule out a
+   drop of min_effect (Newcombe's one-sided 95% bound), or it has fewer than min_answered
+   answered repeats: with the repeats that would detect a drop of the observed size (at least
+   min_effect) at 80% power, the multiple-testing correction included.
+5. ``ship`` — none of the above: no question answered worse beyond what its data rule out.
+   A question that did not answer worse at all (1/1 → 1/1, 3/3 → 3/3) never blocks a ship.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class Rule:
     """The evidence a hold needs for one severity."""
 
     alpha: float = 0.05
-    min_effect: float = 0.3  # drop in pass rate, 0..1
+    min_effect: float = 0.2  # drop in pass rate, 0..1
     min_answered: int = 3  # answered repeats on each side
 
     def as_dict(self) -> dict[str, Any]:
@@ -54,7 +55,7 @@ class Settings:
 
     rule: Rule = Rule()
     by_severity: Mapping[str, Rule] = field(default_factory=lambda: {
-        "critical": Rule(alpha=0.10, min_effect=0.2, min_answered=3)})
+        "critical": Rule(alpha=0.10, min_effect=0.15, min_answered=3)})
     coverage: float = 0.95  # answered cells / planned cells, each version
     power: float = 0.8
     pool_history: bool = True
@@ -186,13 +187,24 @@ def baseline_for(history: Sequence[tuple[str, Tally]], old: str, pool: bool = Tr
     return Tally(own.passes, own.fails), (old,)
 
 
+def drop_upper(b: Tally, n: Tally, z: float = 1.6448536269514722) -> float:
+    """One-sided 95% upper bound of (baseline rate − new rate): Newcombe's hybrid score
+    interval (method 10). A drop the data cannot rule out keeps a question ``undecided``."""
+    from exam.reports.stats import wilson
+
+    pb, pn = b.passes / b.answered, n.passes / n.answered
+    _, ub = wilson(b.passes, b.answered, z)
+    ln, _ = wilson(n.passes, n.answered, z)
+    return pb - pn + ((ub - pb) ** 2 + (pn - ln) ** 2) ** 0.5
+
+
 def _reasons(t: Tally) -> str:
     parts = [f"{n} {status}" for status, n in sorted(t.trouble.items())]
     return ", ".join(parts)
 
 
 def decide(questions: Sequence[Question], settings: Settings = Settings(),
-           levels: Mapping[str, float] | None = None) -> dict[str, Any]:
+           levels: Mapping[str, float] | None = None, figures: bool = True) -> dict[str, Any]:
     """The verdict and its evidence.
 
     ``levels`` (case_no → raw p-value threshold) replaces the BH step: `--settle` passes the
@@ -200,7 +212,9 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
     """
     comparable = [q for q in questions if q.baseline.answered or q.old.planned]
     rows: list[dict[str, Any]] = []
+    tallies: dict[str, tuple[Tally, Tally]] = {}
     for q in comparable:
+        tallies[q.case_no] = (q.baseline, q.new)
         b, n = q.baseline, q.new
         p = fisher_worse(b.passes, b.answered, n.passes, n.answered)
         min_p = fisher_worse_min(b.passes, b.answered, n.passes, n.answered)
@@ -216,6 +230,7 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
     # get worse: BH rejects any p ≤ alpha/m, and m testable ≤ this count whatever the new data
     can_drop = sum(1 for r in rows if r["baseline"]["passes"] and r["new"]["planned"]) or 1
     for r, qv in zip(rows, qvalues, strict=True):
+        b, n = tallies[r["case_no"]]
         rule = settings.rule_for(r["severity"])
         r["q"] = qv
         r["rule"] = rule.as_dict()
@@ -228,16 +243,20 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
             significant = qv is not None and qv <= rule.alpha
         if significant and big and enough:
             r["state"] = "hold"
-        elif n_ans and b_ans and r["baseline"]["passes"] and (
-                big or (not enough and r["effect"] > 1e-12)):
+        elif n_ans and b_ans and b.passes and r["effect"] > 1e-12 and (
+                big or not enough or drop_upper(b, n) >= rule.min_effect - 1e-12):
             r["state"] = "undecided"
             level = rule.alpha / can_drop
             r["level_for_repeats"] = level
             need: int | None = rule.min_answered
             if b_ans < rule.min_answered:
                 r["baseline_short"] = rule.min_answered - b_ans
-            if big:
-                need = repeats_for_power(r["baseline"]["passes"], b_ans, r["new"]["rate"],
+            # the repeats that would show a drop of the observed size, or of min_effect when
+            # the observed drop is smaller, at the stated power
+            target = min(r["new"]["rate"], b.rate - rule.min_effect)
+            r["assumed_new_rate"] = max(0.0, target)
+            if levels is None and figures:  # `--settle` decides by its own levels
+                need = repeats_for_power(r["baseline"]["passes"], b_ans, max(0.0, target),
                                          level, settings.power, REPEATS_LIMIT)
             r["repeats_needed"] = None if need is None else max(need, rule.min_answered)
             r["more_repeats"] = None if need is None else max(0, r["repeats_needed"] - n_ans)
@@ -271,7 +290,7 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
 
 def _brief(r: dict[str, Any]) -> dict[str, Any]:
     keys = ("case_no", "severity", "p", "q", "effect", "repeats_needed", "more_repeats",
-            "level_for_repeats", "baseline_short")
+            "level_for_repeats", "baseline_short", "assumed_new_rate")
     return {**{k: r.get(k) for k in keys},
             "old": f"{r['baseline']['passes']}/{r['baseline']['answered']}",
             "new": f"{r['new']['passes']}/{r['new']['answered']}",
