@@ -47,16 +47,18 @@ def report_scorecard(agent, label, run_ids, brief, fmt, db) -> None:
 
 @report.command("discrimination")
 @click.option("--agent")
+@click.option("--k", "k", type=click.IntRange(min=1), default=3, show_default=True,
+              help="pass^k at this fixed k (unbiased C(c,k)/C(n,k)).")
 @report_format
 @db_option
-def report_discrimination(agent, fmt, db) -> None:
+def report_discrimination(agent, k, fmt, db) -> None:
     """Which questions separate versions, which only guard, which are broken (questions × versions)."""
     from exam.render import use_colour
     from exam.reports import discrimination
     from exam.reports.formats import render
 
     store = _store(db)
-    result = discrimination.build(_regrade(store, _runs(store, agent)), agent)
+    result = discrimination.build(_regrade(store, _runs(store, agent)), agent, k)
     emit(render("discrimination", result, fmt, use_colour()))
 
 

@@ -21,8 +21,9 @@ from typing import Any
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.stats import (
     benjamini_hochberg,
+    bootstrap_mean_interval,
     exact_2xk,
-    pass_hat_k,
+    pass_at_k,
     repeats_to_settle,
     wilson,
 )
@@ -30,8 +31,9 @@ from graders import GRADER_VERSION
 
 ALPHA = 0.05
 NEAR_FLOOR = 0.2
+K = 3  # pass^k at a fixed k, comparable across questions and versions
 CLASSES = ("discriminating", "regression_guard", "flaky", "always_failing", "near_floor",
-           "inconclusive", "no_data")
+           "inconclusive", "new", "no_data")
 
 
 def version_order(regraded: Regraded, agent: str) -> list[str]:
@@ -59,6 +61,9 @@ def classify(rates: list[dict[str, Any]], p: float, q: float) -> tuple[str, bool
     graded = [r for r in rates if r["graded"]]
     if not graded:
         return "no_data", False, "no graded reply: every cell was infrastructure trouble"
+    if len(graded) < 2:
+        return "new", False, (f"answered in {len(graded)} version(s) only: too new to class "
+                              "(a question added after the first run is not failing)")
     if all(r["passes"] == r["graded"] for r in graded):
         return "regression_guard", False, "every version passes every repeat"
     if all(r["passes"] == 0 for r in graded):
@@ -86,7 +91,7 @@ def classify(rates: list[dict[str, Any]], p: float, q: float) -> tuple[str, bool
     return "flaky", False, "inconsistent within versions, no reliable difference between them"
 
 
-def build_agent(regraded: Regraded, agent: str) -> dict[str, Any]:
+def build_agent(regraded: Regraded, agent: str, k: int = K, seed: int = 0) -> dict[str, Any]:
     versions = version_order(regraded, agent)
     cells = [c for c in regraded.cells if c.agent == agent]
     by_q: dict[str, dict[str, list[GradedCell]]] = defaultdict(lambda: defaultdict(list))
@@ -105,7 +110,8 @@ def build_agent(regraded: Regraded, agent: str) -> dict[str, Any]:
             rates.append({
                 "version": v, "passes": passes, "graded": len(graded), "cells": len(vc),
                 "rate": passes / len(graded) if graded else None, "wilson": [lo, hi],
-                "pass_k": pass_hat_k(passes, len(graded), len(graded)) if graded else None,
+                # unbiased pass^k at a fixed k: C(c, k) / C(n, k); None with fewer than k
+                "pass_k": pass_at_k(passes, len(graded), k) if graded else None,
             })
         present = [r for r in rates if r["graded"]]
         p = exact_2xk([r["passes"] for r in present], [r["graded"] for r in present])
@@ -131,9 +137,12 @@ def build_agent(regraded: Regraded, agent: str) -> dict[str, Any]:
         passes, graded = sum(r["passes"] for r in rows), sum(r["graded"] for r in rows)
         ks = [r["pass_k"] for r in rows if r["pass_k"] is not None]
         lo, hi = wilson(passes, graded)
+        # the question is the unit: resample questions, not cells (seeded, reproducible)
+        boot = bootstrap_mean_interval([r["rate"] for r in rows], seed=seed)
         per_version.append({"version": v, "pass_rate": passes / graded if graded else None,
-                            "wilson": [lo, hi], "pass_k": sum(ks) / len(ks) if ks else None,
-                            "questions": len(rows)})
+                            "wilson": [lo, hi], "bootstrap": list(boot) if boot else None,
+                            "pass_k": sum(ks) / len(ks) if ks else None, "k": k,
+                            "pass_k_questions": len(ks), "questions": len(rows)})
     separating = classes["discriminating"]
     return {
         "agent": agent, "versions": versions, "questions": questions,
@@ -149,7 +158,7 @@ def build_agent(regraded: Regraded, agent: str) -> dict[str, Any]:
     }
 
 
-def build(regraded: Regraded, agent: str | None = None) -> dict[str, Any]:
+def build(regraded: Regraded, agent: str | None = None, k: int = K) -> dict[str, Any]:
     agents = sorted({r.agent for r in regraded.runs if agent in (None, r.agent)})
     return {"grader_version": GRADER_VERSION, "bank_digests": regraded.bank_digests(),
-            "agents": [build_agent(regraded, a) for a in agents]}
+            "agents": [build_agent(regraded, a, k) for a in agents]}

@@ -314,9 +314,10 @@ def text_discrimination(report: dict[str, Any], colour: bool = False) -> str:
         low = f" ({s['low_evidence']} low evidence)" if s["low_evidence"] else ""
         lines.append(f"{a['agent']}: {s['headline']}{low}")
         for pv in s["per_version"]:
-            lo, hi = pv["wilson"]
+            lo, hi = pv.get("bootstrap") or pv["wilson"]
             lines.append(f"  {pv['version']:<10} pass rate {_pct(pv['pass_rate'])} "
-                         f"(95% CI {_pct(lo)}–{_pct(hi)}) · pass^k {_pct(pv['pass_k'])}")
+                         f"(95% CI {_pct(lo)}–{_pct(hi)}, bootstrap over questions) · "
+                         f"pass^{pv.get('k', 'k')} {_pct(pv['pass_k'])}")
         classes = ", ".join(f"{k} {v}" for k, v in s["classes"].items() if v)
         lines.append(f"  classes: {classes}")
         for cat, cnt in s["by_category"].items():
@@ -325,7 +326,7 @@ def text_discrimination(report: dict[str, Any], colour: bool = False) -> str:
         lines.append("  " + "case".ljust(8) + "".join(v.rjust(width + 1) for v in a["versions"])
                      + "   class")
         order = {c: i for i, c in enumerate(("discriminating", "always_failing", "flaky",
-                                             "inconclusive", "near_floor", "no_data",
+                                             "inconclusive", "near_floor", "new", "no_data",
                                              "regression_guard"))}
         for q in sorted(a["questions"], key=lambda q: (order[q["class"]], q["case_no"])):
             cells = []
