@@ -56,7 +56,8 @@ def _failing_evidence(cells: list[GradedCell]) -> list[dict[str, Any]]:
     return [{**example[name], "times": n} for name, n in counts.most_common(3)]
 
 
-def classify(rates: list[dict[str, Any]], p: float, q: float) -> tuple[str, bool, str]:
+def classify(rates: list[dict[str, Any]], p: float, q: float, level: float = ALPHA
+             ) -> tuple[str, bool, str]:
     """(class, low_evidence, note) from per-version pass counts and the test's q-value."""
     graded = [r for r in rates if r["graded"]]
     if not graded:
@@ -77,14 +78,16 @@ def classify(rates: list[dict[str, Any]], p: float, q: float) -> tuple[str, bool
         return "discriminating", False, f"versions differ (q = {q:.3g})"
     if separated:
         n = max(r["graded"] for r in graded)
-        need = repeats_to_settle(0.0, 1.0) or 0
+        need = repeats_to_settle(0.0, 1.0, level)
+        more = (f"{need} repeats per version would make a complete separation significant "
+                f"after the correction (two-sided exact test at {level:.3g})" if need
+                else "many more repeats per version would make it significant")
         return "discriminating", True, (
-            f"separates completely, low evidence: p = {p:.3g} with {n} repeat(s); "
-            f"{need} repeats per version would make it significant")
+            f"separates completely, low evidence: p = {p:.3g} with {n} repeat(s); {more}")
     if total_rate <= NEAR_FLOOR:
         return "near_floor", False, f"passes {total_rate:.0%} of the time across versions"
     if len(graded) >= 2 and spread >= 0.5:
-        need = repeats_to_settle(min(values), max(values))
+        need = repeats_to_settle(min(values), max(values), level)
         more = (f"about {need} repeats per version would settle a difference this size"
                 if need else "a difference this size needs many more repeats")
         return "inconclusive", False, f"pass rates differ by {spread:.0%} (p = {p:.3g}); {more}"
@@ -120,10 +123,26 @@ def build_agent(regraded: Regraded, agent: str, k: int = K, seed: int = 0) -> di
                           "changed_since_run": any(c.changed for vc in by_q[case_no].values()
                                                    for c in vc),
                           "_cells": [c for vc in by_q[case_no].values() for c in vc]})
-    qvalues = benjamini_hochberg([q["p"] for q in questions])
-    for q, qv in zip(questions, qvalues, strict=True):
+    # BH only over the questions that can differ: a question every version passes (or fails)
+    # every time has p = 1 whatever happens, and would only inflate the others' q
+    def can_differ(q: dict[str, Any]) -> bool:
+        present = [r for r in q["pass_rates"] if r["graded"]]
+        passes, graded = sum(r["passes"] for r in present), sum(r["graded"] for r in present)
+        return len(present) >= 2 and 0 < passes < graded
+
+    movable = [q for q in questions if can_differ(q)]
+    qvalues = dict(zip((q["case_no"] for q in movable),
+                       benjamini_hochberg([q["p"] for q in movable]), strict=True))
+    # repeats-needed statements hold at alpha / (questions seen in two or more versions):
+    # BH rejects any p at or below alpha / m, and no more questions than these can ever differ
+    bound = max(1, sum(1 for q in questions
+                       if sum(1 for r in q["pass_rates"] if r["graded"]) >= 2))
+    for q in questions:
+        qv = qvalues.get(q["case_no"], 1.0)
         q["q"] = qv
-        q["class"], q["low_evidence"], q["note"] = classify(q["pass_rates"], q["p"], qv)
+        q["can_differ"] = q["case_no"] in qvalues
+        q["class"], q["low_evidence"], q["note"] = classify(q["pass_rates"], q["p"], qv,
+                                                            ALPHA / bound)
         cells_q = q.pop("_cells")
         q["failing_checks"] = (_failing_evidence(cells_q)
                                if q["class"] in ("always_failing", "near_floor", "flaky") else [])
