@@ -88,9 +88,11 @@ def _versions() -> dict[str, list[str]]:
 
 @bp.get("/")
 def runs():
+    from exam.reports.regrade import outcome
+
     rows = []
     for r in store().list_runs(limit=200):
-        rows.append({"run": r, "done": store().count_cells(r.id)})
+        rows.append({"run": r, "done": store().count_cells(r.id), "outcome": outcome(store(), r)})
     return render_template("runs.html", rows=rows, versions=_versions())
 
 
@@ -120,7 +122,7 @@ def compare():
     new = request.args.get("new") or (known[-1] if known else None)
     report, error = None, None
     if agent and old and new:
-        runs = [r for r in select_runs(store(), agent) if r.version in (old, new)]
+        runs = select_runs(store(), agent)  # every version: a guard's history is evidence
         try:
             report = cmp.build(regrade(store(), runs), agent, old, new)
         except ExamError as exc:

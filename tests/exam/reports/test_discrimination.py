@@ -28,7 +28,11 @@ def test_every_class(history):
     assert q["Q-01"]["class"] == "discriminating" and not q["Q-01"]["low_evidence"]
     assert q["Q-01"]["q"] < 0.05
     assert q["Q-03"]["class"] == "discriminating" and q["Q-03"]["low_evidence"]  # 3 v 3
-    assert "4 repeats per version" in q["Q-03"]["note"]
+    # the advice holds after the correction (8 questions seen in 2 versions: 0.05 / 8)
+    assert "6 repeats per version" in q["Q-03"]["note"]
+    from scipy import stats
+    assert stats.fisher_exact([[6, 0], [0, 6]]).pvalue <= 0.05 / 8
+    assert stats.fisher_exact([[5, 0], [0, 5]]).pvalue > 0.05 / 8
     assert q["Q-04"]["class"] == "regression_guard"
     assert q["Q-05"]["class"] == "always_failing"
     assert q["Q-05"]["failing_checks"][0]["name"] == "fact[0]"  # audit the rubric: the evidence

@@ -99,11 +99,14 @@ def test_scorecard_page(page, site):
     assert page.locator("#cost tr").count() == 5
 
 
-def test_compare_puts_regressions_first(page, site):
+def test_compare_puts_the_verdict_first(page, site):
     page.goto(f"{site}/compare?agent=W3&old=v1&new=v2")
+    # one repeat: W3-10's 1/1 → 0/1 is not evidence; W3-07's needs_human decides it first
+    assert page.locator("#verdict").get_attribute("data-verdict") == "pending"
+    assert "Verdict: PENDING" in page.locator("#verdict").inner_text()
     headings = page.locator("h2").all_inner_texts()
-    assert headings[0] == "Regressions"
-    assert "W3-10" in page.locator("#regressions").inner_text()
+    assert headings[0] == "Undecided (too few repeats)"
+    assert "W3-10" in page.locator("#undecided").inner_text()
 
 
 def test_heatmap_renders(page, site):
