@@ -56,9 +56,11 @@ def report_scorecard(agent, label, run_ids, brief, fmt, db) -> None:
 @agent_filter
 @click.option("--k", "k", type=click.IntRange(min=1), default=3, show_default=True,
               help="pass^k at this fixed k (unbiased C(c,k)/C(n,k)).")
+@click.option("--details", is_flag=True,
+              help="List every question (text); by default regression guards fold into one line.")
 @report_format
 @db_option
-def report_discrimination(agent, k, fmt, db) -> None:
+def report_discrimination(agent, k, details, fmt, db) -> None:
     """Which questions separate versions, which only guard, which are broken (questions × versions).
 
     \b
@@ -70,7 +72,12 @@ def report_discrimination(agent, k, fmt, db) -> None:
 
     store = _store(db)
     result = discrimination.build(_regrade(store, _runs(store, agent)), agent, k)
-    emit(render("discrimination", result, fmt, use_colour()))
+    if fmt == "text" and details:
+        from exam.reports.formats import missing_notes, text_discrimination
+
+        emit("\n".join([*missing_notes(result), text_discrimination(result, use_colour(), True)]))
+    else:
+        emit(render("discrimination", result, fmt, use_colour()))
     warn_missing_banks(result, fmt)
 
 

@@ -8,8 +8,12 @@ guards. Each question gets one class with the figures behind it:
 - ``discriminating``: versions differ beyond noise (Freeman–Halton exact test, BH-adjusted
   q < 0.05), or separate completely with too few repeats to be significant (low evidence);
 - ``near_floor``: rarely passes anywhere (≤ 20%), no reliable difference;
-- ``inconclusive``: a difference too small to trust; says how many repeats would settle it;
-- ``flaky``: inconsistent within versions, no difference between them;
+- ``underpowered``: the pass rates differ, not significantly, and the repeats so far had less
+  than 80% power to show a difference that size: says how many repeats of the weaker version
+  would (one-sided Fisher exact at the corrected level, the stronger version's counts as
+  observed);
+- ``flaky``: inconsistent within versions, no reliable difference between them although the
+  repeats had the power to show one of the size seen;
 - ``no_data``: no graded reply (every cell was infrastructure trouble).
 """
 
@@ -23,7 +27,9 @@ from exam.reports.stats import (
     benjamini_hochberg,
     bootstrap_mean_interval,
     exact_2xk,
+    fisher_worse,
     pass_at_k,
+    repeats_for_power,
     repeats_to_settle,
     wilson,
 )
@@ -33,7 +39,8 @@ ALPHA = 0.05
 NEAR_FLOOR = 0.2
 K = 3  # pass^k at a fixed k, comparable across questions and versions
 CLASSES = ("discriminating", "regression_guard", "flaky", "always_failing", "near_floor",
-           "inconclusive", "new", "no_data")
+           "underpowered", "new", "no_data")
+POWER = 0.8
 
 
 def version_order(regraded: Regraded, agent: str) -> list[str]:
@@ -86,12 +93,50 @@ def classify(rates: list[dict[str, Any]], p: float, q: float, level: float = ALP
             f"separates completely, low evidence: p = {p:.3g} with {n} repeat(s); {more}")
     if total_rate <= NEAR_FLOOR:
         return "near_floor", False, f"passes {total_rate:.0%} of the time across versions"
-    if len(graded) >= 2 and spread >= 0.5:
-        need = repeats_to_settle(min(values), max(values), level)
-        more = (f"about {need} repeats per version would settle a difference this size"
-                if need else "a difference this size needs many more repeats")
-        return "inconclusive", False, f"pass rates differ by {spread:.0%} (p = {p:.3g}); {more}"
+    if spread > 0:
+        high = max(graded, key=lambda r: r["rate"])
+        low = min(graded, key=lambda r: r["rate"])
+        need = repeats_for_power(high["passes"], high["graded"], low["rate"], level, POWER)
+        if need is None or need > low["graded"]:
+            more = (f"about {need} answered repeats of {low['version']} would show a drop this "
+                    f"size with {POWER:.0%} power (one-sided Fisher exact at {level:.3g}, "
+                    f"{high['version']}'s {high['passes']}/{high['graded']} as observed)"
+                    if need else "a difference this size needs more than 200 repeats")
+            return "underpowered", False, (
+                f"pass rates differ by {spread:.0%} (p = {p:.3g}) with {low['graded']} "
+                f"repeat(s) of {low['version']}; {more}")
     return "flaky", False, "inconsistent within versions, no reliable difference between them"
+
+
+def _pairs(rates: list[dict[str, Any]], level: float
+           ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """With three or more versions: which pairs differ (two-sided exact test, Holm over the
+    pairs of this question at ``level``), and the latest version's direction against the one
+    before it (one-sided exact tests both ways at ``level``)."""
+    present = [r for r in rates if r["graded"]]
+    if len(present) < 3:
+        return [], None
+    pairs = []
+    for i, a in enumerate(present):
+        for b in present[i + 1:]:
+            pairs.append({"old": a["version"], "new": b["version"],
+                          "p": exact_2xk([a["passes"], b["passes"]], [a["graded"], b["graded"]]),
+                          "direction": "better" if b["rate"] > a["rate"] else
+                          "worse" if b["rate"] < a["rate"] else "same"})
+    m = len(pairs)
+    for rank, pair in enumerate(sorted(pairs, key=lambda x: x["p"])):  # Holm step-down
+        pair["differ"] = pair["p"] <= level / (m - rank)
+        if not pair["differ"]:
+            for rest in sorted(pairs, key=lambda x: x["p"])[rank:]:
+                rest["differ"] = False
+            break
+    prev, last = present[-2], present[-1]
+    worse = fisher_worse(prev["passes"], prev["graded"], last["passes"], last["graded"])
+    better = fisher_worse(last["passes"], last["graded"], prev["passes"], prev["graded"])
+    direction = "worse" if worse <= level else "better" if better <= level else "no clear change"
+    return [p for p in pairs if p["differ"]], {
+        "version": last["version"], "against": prev["version"], "direction": direction,
+        "p_worse": worse, "p_better": better}
 
 
 def build_agent(regraded: Regraded, agent: str, k: int = K, seed: int = 0) -> dict[str, Any]:
@@ -143,6 +188,12 @@ def build_agent(regraded: Regraded, agent: str, k: int = K, seed: int = 0) -> di
         q["can_differ"] = q["case_no"] in qvalues
         q["class"], q["low_evidence"], q["note"] = classify(q["pass_rates"], q["p"], qv,
                                                             ALPHA / bound)
+        q["pairs"], q["latest"] = _pairs(q["pass_rates"], ALPHA / bound)
+        if q["latest"] is not None and q["class"] in ("discriminating", "underpowered"):
+            which = ", ".join(f"{x['old']}→{x['new']} {x['direction']}" for x in q["pairs"])
+            q["note"] += (f"; pairs that differ: {which or 'none after the correction'}; "
+                          f"latest {q['latest']['version']} against {q['latest']['against']}: "
+                          f"{q['latest']['direction']}")
         cells_q = q.pop("_cells")
         q["failing_checks"] = (_failing_evidence(cells_q)
                                if q["class"] in ("always_failing", "near_floor", "flaky") else [])

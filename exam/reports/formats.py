@@ -333,7 +333,10 @@ def verdict_lines(report: dict[str, Any], colour: bool = False) -> list[str]:
 _SHADE = " ░▒▓█"
 
 
-def text_discrimination(report: dict[str, Any], colour: bool = False) -> str:
+def text_discrimination(report: dict[str, Any], colour: bool = False,
+                        details: bool = False) -> str:
+    """The matrix; regression guards (every version passes every repeat) fold into one line
+    per agent unless ``details``: they say nothing a reader must act on."""
     report = terminal_data(report)
     lines = [f"grader {report['grader_version']}  ·  bank {digests(report)}"]
     for a in report["agents"]:
@@ -354,9 +357,12 @@ def text_discrimination(report: dict[str, Any], colour: bool = False) -> str:
         lines.append("  " + "case".ljust(8) + "".join(v.rjust(width + 1) for v in a["versions"])
                      + "   class")
         order = {c: i for i, c in enumerate(("discriminating", "always_failing", "flaky",
-                                             "inconclusive", "near_floor", "new", "no_data",
+                                             "underpowered", "near_floor", "new", "no_data",
                                              "regression_guard"))}
+        guards = [q["case_no"] for q in a["questions"] if q["class"] == "regression_guard"]
         for q in sorted(a["questions"], key=lambda q: (order[q["class"]], q["case_no"])):
+            if q["class"] == "regression_guard" and not details:
+                continue
             cells = []
             for r in q["pass_rates"]:
                 shade = "" if r["rate"] is None else _SHADE[min(4, int(r["rate"] * 4 + 0.5))]
@@ -366,6 +372,10 @@ def text_discrimination(report: dict[str, Any], colour: bool = False) -> str:
                          f"{q['note']}")
             for fc in q["failing_checks"][:1]:
                 lines.append(f"           audit {fc['name']} ({fc['times']}×): {fc['evidence']}")
+        if guards and not details:
+            shown = ", ".join(guards[:8]) + (f" … ({len(guards) - 8} more)" if len(guards) > 8 else "")
+            lines.append(f"  regression guards ({len(guards)}, every version passes every repeat): "
+                         f"{shown}  [--details lists each]")
         if s["low_evidence"]:
             lines.append("  * low evidence: separates completely, too few repeats to be significant")
     return "\n".join(lines)
