@@ -189,6 +189,38 @@ def grade_cmd(paths: tuple[str, ...], agent_name: str | None, agents: str | None
     sys.exit(1 if any(g.grade.verdict == "fail" for g in graded) else 0)
 
 
+def verdict_options(f):
+    """The evidence rule of a verdict, the same options on `exam compare` and `exam run`."""
+    for opt in reversed((
+        click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+                     help="False-hold rate (BH over the questions that can move). Default 0.05."),
+        click.option("--min-effect", type=click.FloatRange(0, 1),
+                     help="Smallest drop in pass rate that can hold a change. Default 0.2."),
+        click.option("--min-repeats", "min_answered", type=click.IntRange(min=1),
+                     help="Answered repeats each side before a question can hold. Default 3."),
+        click.option("--coverage", type=click.FloatRange(0, 1, min_open=True),
+                     help="Answered share of planned cells below which the verdict is "
+                          "incomplete. Default 0.95."),
+        click.option("--severity-rule", "severity", multiple=True, metavar="SEV:KEY=V,…",
+                     help="Per-severity rule, e.g. critical:alpha=0.1,min_effect=0.15 "
+                          "(the default for critical: alpha 0.1, min_effect 0.15)."),
+        click.option("--no-history", is_flag=True,
+                     help="Test against the old version only, never a pooled guard history."),
+    )):
+        f = opt(f)
+    return f
+
+
+def verdict_settings(alpha, min_effect, min_answered, coverage, severity, no_history):
+    from exam.reports.verdict import settings_from
+
+    try:
+        return settings_from(alpha, min_effect, min_answered, coverage, severity,
+                             pool_history=not no_history)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
 def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
     """Run jobs with progress; Ctrl-C keeps what arrived and says how to resume."""
     from exam.progress import Progress
@@ -246,12 +278,42 @@ def _print_scorecards(store, runs, fmt: str, details: bool = True) -> dict:
 
 
 def _run_exit(report: dict, final: dict[int, str]) -> int:
-    """0 all answered and nothing failed · 1 a verdict failed · 3 infrastructure trouble."""
+    """The verdict codes without a baseline: 0 all answered, nothing failed or waiting ·
+    1 a verdict failed · 3 infrastructure trouble (incomplete) · 5 needs_human waits (pending)."""
     cards = report["scorecards"]
     if any(s != "done" for s in final.values()) or any(
             n for c in cards for k, n in c["run_status"].items() if k != "ok"):
         return 3
-    return 1 if any(c["verdicts"]["fail"] for c in cards) else 0
+    if any(c["verdicts"]["fail"] for c in cards):
+        return 1
+    return 5 if any(c["verdicts"]["needs_human"] for c in cards) else 0
+
+
+def _against(store, jobs, against: str, settings, fmt: str) -> int:
+    """Compare each run's agent against ``against``: print the verdicts, return the exit code."""
+    from exam.render import use_colour
+    from exam.reports import compare
+    from exam.reports.formats import render, verdict_lines
+    from exam.reports.regrade import regrade, select_runs
+    from exam.reports.verdict import EXIT_CODES, combine
+
+    words = []
+    for job in jobs:
+        runs = [r for r in select_runs(store, job.agent.name)
+                if r.version != job.run.version or r.id == job.run.id]
+        try:
+            result = compare.build(regrade(store, runs), job.agent.name, against, job.run.version,
+                                   settings)
+        except ExamError as exc:
+            raise fail_input(exc) from None
+        words.append(result["verdict"])
+        if fmt == "json":
+            emit(render("compare", result, "json"))
+        else:
+            click.echo(f"\n{job.agent.name}: {against} → {job.run.version}")
+            for line in verdict_lines(result, use_colour()):
+                click.echo(line)
+    return EXIT_CODES[combine(words)]
 
 
 @main.command("run")
@@ -263,28 +325,37 @@ def _run_exit(report: dict, final: dict[int, str]) -> int:
 @click.option("--only", multiple=True, metavar="CASE_NO", help="Only these questions (repeatable).")
 @click.option("--category", help="Only questions of this category.")
 @click.option("--notify", type=click.Choice(["line"]), help="Push the scorecard to LINE afterwards.")
+@click.option("--against", metavar="VERSION",
+              help="Decide the change against this stored version: exit with the verdict's code.")
+@verdict_options
 @format_option
 @agents_option
 @db_option
-def run_cmd(agent_names, label, repeats, only, category, notify, fmt, agents, db) -> None:
+def run_cmd(agent_names, label, repeats, only, category, notify, against, fmt, agents, db,
+            **rule) -> None:
     """POST every work order of each AGENT's bank to its webhook, store and grade the replies.
 
     \b
-    Exit status:
-      0  every reply arrived and nothing failed
+    Exit status without --against:
+      0  every reply arrived, nothing failed, nothing waits for review
       1  a verdict failed
       2  bad input (registry, bank, options)
       3  some replies never arrived (timeout, HTTP error, bad reply, agent error, blocked,
            harness error)
+      5  needs_human verdicts wait for `exam review`
       130  interrupted (what arrived is kept: exam resume finishes it)
+    With --against VERSION, the verdict's code: 0 ship · 1 hold · 3 incomplete ·
+    4 undecided · 5 pending (2 stays bad input).
     """
     from exam.runner import create_run, job_for
+
+    settings = verdict_settings(**rule)
 
     registry = _registry(agents)
     if notify == "line":
         from exam.cli_service import line_settings, notify_line_runs
 
-        settings = line_settings()  # fail before any agent is called
+        line = line_settings()  # fail before any agent is called
     store = _store(db)
     try:
         chosen = [registry.get(n) for n in dict.fromkeys(agent_names)]
@@ -294,19 +365,29 @@ def run_cmd(agent_names, label, repeats, only, category, notify, fmt, agents, db
             jobs.append(job_for(store, run_id, agent))
     except ExamError as exc:
         raise fail_input(exc) from None
+    if against:
+        for job in jobs:
+            if not store.list_runs(job.agent.name, against):
+                raise InputError(f"--against: no stored run of {job.agent.name} version "
+                                 f"{against!r}")
     final = _execute(store, jobs, quiet=fmt == "json")
-    report = _print_scorecards(store, [j.run for j in jobs], fmt)
+    report = _print_scorecards(store, [j.run for j in jobs], "text" if against else fmt)
     if notify == "line":
-        notify_line_runs(store, [j.run.id for j in jobs], None, settings)
+        notify_line_runs(store, [j.run.id for j in jobs], against, line)
+    if against:
+        sys.exit(_against(store, jobs, against, settings, fmt))
     sys.exit(_run_exit(report, final))
 
 
 @main.command("resume")
 @click.argument("run_ids", metavar="RUN_ID...", nargs=-1, required=True, type=int)
+@click.option("--retry-failed", is_flag=True,
+              help="Also run again the cells that did not arrive (blocked, timeout, http_error); "
+                   "their earlier attempts stay on record.")
 @format_option
 @agents_option
 @db_option
-def resume_cmd(run_ids, fmt, agents, db) -> None:
+def resume_cmd(run_ids, retry_failed, fmt, agents, db) -> None:
     """Finish only the missing cells of runs that were interrupted or killed.
 
     \b
@@ -315,10 +396,11 @@ def resume_cmd(run_ids, fmt, agents, db) -> None:
       1  a verdict failed
       2  bad input (an unknown run, a run still running elsewhere)
       3  some replies never arrived (timeout, HTTP error, bad reply, blocked)
+      5  needs_human verdicts wait for `exam review`
       130  interrupted (what arrived is kept)
     """
     from exam.runner import job_for
-    from exam.store import owner_alive
+    from exam.store import RETRY_STATUSES, owner_alive
 
     store = _store(db)
     try:
@@ -334,29 +416,40 @@ def resume_cmd(run_ids, fmt, agents, db) -> None:
             jobs.append(job_for(store, run.id, registry.get(run.agent)))
     except ExamError as exc:
         raise fail_input(exc) from None
+    if retry_failed:
+        for run in runs:
+            n = store.retire_failed_cells(run.id)
+            click.echo(f"run {run.id}: {n} cell(s) that did not arrive "
+                       f"({', '.join(RETRY_STATUSES)}) will run again", err=True)
     final = _execute(store, jobs, quiet=fmt == "json")
     report = _print_scorecards(store, runs, fmt)
     sys.exit(_run_exit(report, final))
 
 
-@main.command("runs")
+@main.group("runs", invoke_without_command=True)
 @agent_filter
 @click.option("--limit", type=int, default=50, show_default=True, help="At most this many runs.")
 @format_option
 @db_option
-def runs_cmd(agent, limit, fmt, db) -> None:
-    """List stored runs, newest first.
+@click.pass_context
+def runs_cmd(ctx, agent, limit, fmt, db) -> None:
+    """List stored runs, newest first (blocked / incomplete: cells that did not arrive).
 
     \b
     Exit status: 0 listed · 2 bad input (an unreadable store).
     """
+    if ctx.invoked_subcommand is not None:
+        return
     import datetime as dt
+
+    from exam.reports.regrade import outcome
 
     store = _store(db)
     rows = []
     for r in store.list_runs(agent, limit=limit):
         rows.append({"id": r.id, "agent": r.agent, "version": r.version,
-                     "status": r.shown_status, "cells": store.count_cells(r.id),
+                     "status": outcome(store, r), "run_status": store.status_counts(r.id),
+                     "excluded_reason": r.excluded_reason, "cells": store.count_cells(r.id),
                      "cells_planned": r.total_cells, "repeats": r.repeats,
                      "bank_digest": r.bank_digest, "source": r.source,
                      "created_at": dt.datetime.fromtimestamp(r.created_at).isoformat(timespec="seconds"),
@@ -372,8 +465,50 @@ def runs_cmd(agent, limit, fmt, db) -> None:
     click.echo(f"{'id':>4}  {'agent':<8} {'version':<14} {'status':<12} {'cells':>9}  created")
     for row in terminal_data(rows):  # an error text from an agent may hold ESC
         cells = f"{row['cells']}/{row['cells_planned']}"
+        note = row["error"] or ""
+        if row["excluded_reason"]:
+            note = f"excluded: {row['excluded_reason']}"
+        elif row["status"] in ("blocked", "incomplete"):
+            note = ", ".join(f"{k} {n}" for k, n in sorted(row["run_status"].items()) if k != "ok")
         click.echo(f"{row['id']:>4}  {row['agent']:<8} {row['version']:<14} {row['status']:<12} "
-                   f"{cells:>9}  {row['created_at']}" + (f"  {row['error']}" if row["error"] else ""))
+                   f"{cells:>9}  {row['created_at']}" + (f"  {note}" if note else ""))
+
+
+@runs_cmd.command("exclude")
+@click.argument("run_id", type=int)
+@click.option("--reason", required=True, help="Why (kept with the run and shown).")
+@db_option
+def runs_exclude(run_id, reason, db) -> None:
+    """Leave a run out of every report; it stays listed as excluded.
+
+    \b
+    Exit status: 0 excluded · 2 bad input (an unknown run, no --reason).
+    """
+    store = _store(db)
+    if not reason.strip():
+        raise InputError("--reason: say why the run is excluded")
+    try:
+        store.set_excluded(run_id, reason.strip())
+    except ExamError as exc:
+        raise fail_input(exc) from None
+    click.echo(f"run {run_id} excluded from every report: {reason.strip()}")
+
+
+@runs_cmd.command("include")
+@click.argument("run_id", type=int)
+@db_option
+def runs_include(run_id, db) -> None:
+    """Put an excluded run back into the reports.
+
+    \b
+    Exit status: 0 included · 2 bad input (an unknown run).
+    """
+    store = _store(db)
+    try:
+        store.set_excluded(run_id, None)
+    except ExamError as exc:
+        raise fail_input(exc) from None
+    click.echo(f"run {run_id} included again")
 
 
 def _runs(store, agent=None, label=None, run_ids=(), since=None):

@@ -10,15 +10,19 @@ import click
 from exam.cli import (
     InputError,
     _print_scorecards,
+    _registry,
     _regrade,
     _runs,
     _store,
     agent_filter,
+    agents_option,
     db_option,
     emit,
     fail_input,
     main,
     report_format,
+    verdict_options,
+    verdict_settings,
     version_filter,
     warn_missing_banks,
 )
@@ -50,9 +54,13 @@ def report_scorecard(agent, label, run_ids, brief, fmt, db) -> None:
 
 @report.command("discrimination")
 @agent_filter
+@click.option("--k", "k", type=click.IntRange(min=1), default=3, show_default=True,
+              help="pass^k at this fixed k (unbiased C(c,k)/C(n,k)).")
+@click.option("--details", is_flag=True,
+              help="List every question (text); by default regression guards fold into one line.")
 @report_format
 @db_option
-def report_discrimination(agent, fmt, db) -> None:
+def report_discrimination(agent, k, details, fmt, db) -> None:
     """Which questions separate versions, which only guard, which are broken (questions × versions).
 
     \b
@@ -63,8 +71,13 @@ def report_discrimination(agent, fmt, db) -> None:
     from exam.reports.formats import render
 
     store = _store(db)
-    result = discrimination.build(_regrade(store, _runs(store, agent)), agent)
-    emit(render("discrimination", result, fmt, use_colour()))
+    result = discrimination.build(_regrade(store, _runs(store, agent)), agent, k)
+    if fmt == "text" and details:
+        from exam.reports.formats import missing_notes, text_discrimination
+
+        emit("\n".join([*missing_notes(result), text_discrimination(result, use_colour(), True)]))
+    else:
+        emit(render("discrimination", result, fmt, use_colour()))
     warn_missing_banks(result, fmt)
 
 
@@ -131,24 +144,40 @@ def report_rebalance(since, agent, band, min_versions, min_repeats, keep_guards,
 @click.argument("agent")
 @click.argument("old")
 @click.argument("new")
-@click.option("--fail-on", type=click.Choice(["regression", "any-fail", "never"]),
-              default="regression", show_default=True,
-              help="Exit 1 when this holds, so CI and n8n can gate a change.")
+@click.option("--fail-on", type=click.Choice(["verdict", "regression", "any-fail", "never"]),
+              default="verdict", show_default=True,
+              help="verdict: exit with the verdict's code; any-fail: also 1 when a shipped "
+                   "version fails anything; never: 0. (regression is the old name of verdict.)")
+@verdict_options
+@click.option("--settle", is_flag=True,
+              help="Re-run only the undecided questions on NEW until decided or --budget.")
+@click.option("--budget", type=click.IntRange(min=1), default=300, show_default=True,
+              help="Agent calls --settle may spend.")
+@click.option("--step", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Repeats per undecided question per --settle round.")
+@click.option("--max-repeats", type=click.IntRange(min=2), default=30, show_default=True,
+              help="Answered repeats of NEW per question at which --settle stops.")
 @report_format
+@agents_option
 @db_option
-def compare_cmd(agent, old, new, fail_on, fmt, db) -> None:
-    """Before/after: regressions, fixes, newly flaky, the checks that moved, cost deltas.
+def compare_cmd(agent, old, new, fail_on, alpha, min_effect, min_answered, coverage, severity,
+                no_history, settle, budget, step, max_repeats, fmt, agents, db) -> None:
+    """Before/after: the verdict (ship, hold, incomplete, undecided, pending) with its evidence.
 
     \b
     Exit status:
-      0  nothing that --fail-on names
-      1  what --fail-on names (a regression, by default)
+      0  ship
+      1  hold (a regression, with its evidence)
       2  bad input (an unknown version, an unreadable store)
+      3  incomplete (answered cells below the coverage floor)
+      4  undecided (too few repeats: which questions, how many more)
+      5  pending (needs_human cells decide it: exam review)
     """
     from exam.render import use_colour
     from exam.reports import compare
     from exam.reports.formats import render
 
+    settings = verdict_settings(alpha, min_effect, min_answered, coverage, severity, no_history)
     store = _store(db)
     every = _runs(store, agent)
     known = sorted({r.version for r in every}, key=lambda v: min(r.id for r in every
@@ -157,15 +186,20 @@ def compare_cmd(agent, old, new, fail_on, fmt, db) -> None:
         if label not in known:
             raise InputError(f"no stored run of {agent} version {label!r} "
                              f"(versions: {', '.join(known)})")
-    runs = [r for r in every if r.version in (old, new)]
-    try:
-        result = compare.build(_regrade(store, runs), agent, old, new)
-    except ExamError as exc:
-        raise fail_input(exc) from None
+    if settle:
+        from exam.settle import settle_cli
+
+        result = settle_cli(store, _registry(agents), agent, old, new, settings,
+                            budget=budget, step=step, max_repeats=max_repeats,
+                            echo=lambda m: click.echo(m, err=True))
+    else:
+        try:
+            result = compare.build(_regrade(store, every), agent, old, new, settings)
+        except ExamError as exc:
+            raise fail_input(exc) from None
     emit(render("compare", result, fmt, use_colour()))
     warn_missing_banks(result, fmt)
-    sys.exit(1 if compare.should_fail(result, fail_on) else 0)
-
+    sys.exit(compare.exit_code(result, fail_on))
 
 
 @main.command("review")

@@ -89,6 +89,8 @@ def agent_summary(card: dict[str, Any], change: dict[str, Any] | None,
         "critical": card["critical_failures"], "cost": card["cost"],
         "previous": change and change["old"],
         "regressions": [r["case_no"] for r in (change or {}).get("regressions", [])],
+        "verdict": change and change["verdict"],
+        "verdict_reason": change and change["decision"]["reason"],
         "fixes": [r["case_no"] for r in (change or {}).get("fixes", [])],
         "review_queue": review_queue,
         "review_replies": card.get("review_replies", review_queue),
@@ -110,6 +112,9 @@ def summary_text(s: dict[str, Any]) -> str:
     if s["critical"]:
         line += f"\n  CRITICAL failing: {', '.join(s['critical'][:5])}"
     if s["previous"]:
+        if s.get("verdict"):
+            line += f"\n  verdict vs {s['previous']}: {s['verdict'].upper()}"
+            line += f"\n  {s['verdict_reason']}"
         line += (f"\n  vs {s['previous']}: {len(s['regressions'])} regression(s), "
                  f"{len(s['fixes'])} fix(es)")
         if s["regressions"]:
@@ -136,6 +141,12 @@ def bubble(s: dict[str, Any], link: str | None, regressions_shown: int = SHOW_RE
                           color=COLOURS["fail"]))
     if s["previous"]:
         body.append({"type": "separator", "margin": "md"})
+        if s.get("verdict"):
+            tone = {"ship": "pass", "hold": "fail", "incomplete": "fail"}.get(s["verdict"],
+                                                                              "needs_human")
+            body.append(_text(f"verdict: {s['verdict'].upper()}", weight="bold",
+                              color=COLOURS[tone], margin="md"))
+            body.append(_text(s["verdict_reason"][:300], size="xs", color=COLOURS["muted"]))
         body.append(_text(f"vs {s['previous']}: {len(s['regressions'])} regression(s), "
                           f"{len(s['fixes'])} fix(es)", margin="md"))
         shown = s["regressions"][:regressions_shown]
@@ -367,8 +378,8 @@ def summaries_for(store: Store, run_ids: Sequence[int], compare_to: str | None =
             previous = earlier[0].version if earlier else None
         change = None
         if previous and previous != version:
-            both = select_runs(store, agent, previous) + [r for r in runs
-                                                          if r.id in card["run_ids"]]
+            both = [r for r in select_runs(store, agent)
+                    if r.version != version] + [r for r in runs if r.id in card["run_ids"]]
             try:
                 change = compare.build(regrade(store, both), agent, previous, version)
             except ExamError:

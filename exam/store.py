@@ -153,7 +153,20 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE cells ADD COLUMN tokens_estimated INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE cells ADD COLUMN usage_note TEXT NOT NULL DEFAULT ''
     """,
+    # 6: runs excluded from every report (kept, and shown as excluded); cells retried by
+    # `exam resume --retry-failed` keep their earlier attempt on record
+    """
+    ALTER TABLE runs ADD COLUMN excluded_reason TEXT;
+    ALTER TABLE runs ADD COLUMN excluded_at REAL;
+    CREATE TABLE earlier_cells AS SELECT * FROM cells WHERE 0;
+    ALTER TABLE earlier_cells ADD COLUMN retried_at REAL;
+    CREATE INDEX earlier_cells_run ON earlier_cells(run_id, case_no, repeat);
+    CREATE TABLE earlier_attempts AS SELECT * FROM attempts WHERE 0;
+    ALTER TABLE earlier_attempts ADD COLUMN retried_at REAL;
+    """,
 )
+
+RETRY_STATUSES = ("blocked", "timeout", "http_error", "harness_error")
 
 
 def owner_id() -> str:
@@ -194,6 +207,7 @@ class Run:
     heartbeat_at: float | None
     error: str | None
     source: str
+    excluded_reason: str | None = None  # set: left out of every report, still listed
 
     @property
     def total_cells(self) -> int:
@@ -392,7 +406,7 @@ class Store:
             settings=json.loads(row["settings"]), status=row["status"],
             created_at=row["created_at"], started_at=row["started_at"],
             finished_at=row["finished_at"], owner=row["owner"], heartbeat_at=row["heartbeat_at"],
-            error=row["error"], source=row["source"],
+            error=row["error"], source=row["source"], excluded_reason=row["excluded_reason"],
         )
 
     def get_run(self, run_id: int) -> Run:
@@ -423,6 +437,51 @@ class Store:
                            (status, now, error, run_id))
             else:
                 db.execute("UPDATE runs SET status=?, error=? WHERE id=?", (status, error, run_id))
+
+    def set_excluded(self, run_id: int, reason: str | None) -> None:
+        """Exclude a run from every report (``reason``), or include it again (None)."""
+        self.get_run(run_id)
+        with self.tx() as db:
+            db.execute("UPDATE runs SET excluded_reason=?, excluded_at=? WHERE id=?",
+                       (reason, time.time() if reason else None, run_id))
+
+    def status_counts(self, run_id: int) -> dict[str, int]:
+        """run status → cells of this run."""
+        with self._lock:
+            rows = self._db.execute("SELECT run_status, COUNT(*) FROM cells WHERE run_id=?"
+                                    " GROUP BY run_status", (run_id,)).fetchall()
+        return {r[0]: r[1] for r in rows}
+
+    def retire_failed_cells(self, run_id: int, statuses: Sequence[str] = RETRY_STATUSES) -> int:
+        """Move cells that did not arrive (and their attempts) to the earlier_* tables, so a
+        resume runs them again; returns how many. Nothing is deleted from the record."""
+        marks = ",".join("?" * len(statuses))
+        now = time.time()
+        with self.tx() as db:
+            keys = db.execute(f"SELECT case_no, repeat FROM cells WHERE run_id=? AND run_status"
+                              f" IN ({marks})", (run_id, *statuses)).fetchall()
+            # the columns both tables have, so a later migration of cells cannot break this
+            shared = {}
+            for table in ("cells", "attempts"):
+                mine = [r[1] for r in db.execute(f"PRAGMA table_info({table})")]
+                theirs = {r[1] for r in db.execute(f"PRAGMA table_info(earlier_{table})")}
+                shared[table] = ", ".join(c for c in mine if c in theirs)
+            for case_no, repeat in keys:
+                where = "run_id=? AND case_no=? AND repeat=?"
+                args = (run_id, case_no, repeat)
+                for table in ("cells", "attempts"):
+                    cols = shared[table]
+                    db.execute(f"INSERT INTO earlier_{table} ({cols}, retried_at)"
+                               f" SELECT {cols}, ? FROM {table} WHERE {where}", (now, *args))
+                db.execute(f"DELETE FROM attempts WHERE {where}", args)
+                db.execute(f"DELETE FROM cells WHERE {where}", args)
+        return len(keys)
+
+    def earlier_cells(self, run_id: int) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(r) for r in self._db.execute(
+                "SELECT * FROM earlier_cells WHERE run_id=? ORDER BY retried_at, case_no, repeat",
+                (run_id,))]
 
     def claim_run(self, worker: str, stale_after_s: float = 30.0) -> Run | None:
         """Take the oldest queued run, or a running one whose worker is gone.

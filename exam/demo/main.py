@@ -107,7 +107,9 @@ def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.ec
          f"  exam compare W3 v1 v2 --db {db} --format markdown\n"
          f"  exam report rebalance --db {db}\n"
          f"  exam review --db {db}           # the needs_human queue\n"
-         f"  exam runs --db {db}")
+         f"  exam runs --db {db}\n"
+         f"or keep the demo agents and the dashboard running for the README tour:\n"
+         f"  exam demo --serve")
     return 0
 
 

@@ -150,7 +150,8 @@ def compare_rates(report: dict[str, Any], title: str = "pass rate, old → new")
 
 
 def discrimination(agent: dict[str, Any]) -> Markup:
-    rows = [{"version": pv["version"], "pass_rate": pv["pass_rate"], "wilson": pv["wilson"]}
+    rows = [{"version": pv["version"], "pass_rate": pv["pass_rate"],
+             "wilson": pv.get("bootstrap") or pv["wilson"]}
             for pv in agent["summary"]["per_version"]]
     return pass_rate(rows, f"{agent['agent']}: pass rate by version (95% interval)")
 

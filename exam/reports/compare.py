@@ -11,17 +11,21 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from exam.errors import ExamError
+from exam.reports import verdict
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import COST_KEYS, SEVERITY_ORDER
-from exam.reports.stats import percentile
+from exam.reports.stats import fisher_worse, percentile
 from graders import GRADER_VERSION
 
-FAIL_ON = ("regression", "any-fail", "never")
+FAIL_ON = ("verdict", "regression", "any-fail", "never")  # regression: the old name of verdict
 
 
 def state(cells: list[GradedCell]) -> tuple[str, int, int]:
-    """pass (every graded repeat passed) / fail (none did) / flaky / no_data."""
-    graded = [c for c in cells if c.verdict in ("pass", "fail", "needs_human")]
+    """pass (every answered repeat passed) / fail (none did) / flaky / no_data.
+
+    needs_human cells are not counted either way: they make the verdict ``pending``.
+    """
+    graded = [c for c in cells if c.verdict in ("pass", "fail")]
     passes = sum(1 for c in graded if c.verdict == "pass")
     if not graded:
         return "no_data", 0, 0
@@ -62,9 +66,14 @@ def cost(cells: list[GradedCell]) -> dict[str, dict[str, float | None]]:
             for k in COST_KEYS}
 
 
-def build(regraded: Regraded, agent: str, old: str, new: str) -> dict[str, Any]:
+def build(regraded: Regraded, agent: str, old: str, new: str,
+          settings: verdict.Settings | None = None,
+          levels: dict[str, float] | None = None) -> dict[str, Any]:
+    """Compare two versions; ``regraded`` may hold the agent's other versions too (history)."""
+    settings = settings or verdict.Settings()
     cells = [c for c in regraded.cells if c.agent == agent]
-    versions = {c.version for c in cells} | {r.version for r in regraded.runs if r.agent == agent}
+    runs = [r for r in regraded.runs if r.agent == agent]
+    versions = {c.version for c in cells} | {r.version for r in runs}
     for label in (old, new):
         if label not in versions:
             lost = [m["message"] for m in regraded.missing_banks
@@ -73,33 +82,52 @@ def build(regraded: Regraded, agent: str, old: str, new: str) -> dict[str, Any]:
                 raise ExamError(f"cannot compare {agent} {old} → {new}: " + "; ".join(lost))
             known = ", ".join(sorted(versions)) or "none"
             raise ExamError(f"no stored run of {agent} version {label!r} (versions: {known})")
+    order = version_order(regraded, agent)
+    every: dict[str, dict[str, list[GradedCell]]] = defaultdict(lambda: defaultdict(list))
     by: dict[str, dict[str, list[GradedCell]]] = defaultdict(lambda: defaultdict(list))
     meta: dict[str, GradedCell] = {}
     for c in cells:
+        every[c.case_no][c.version].append(c)
+        meta.setdefault(c.case_no, c)
         if c.version in (old, new):
             by[c.case_no][c.version].append(c)
-            meta.setdefault(c.case_no, c)
+    planned = verdict.planned_cells(runs)
+    removed = {case for r in runs for case in regraded.removed.get(r.id, [])}
+    planned = {k: v for k, v in planned.items() if k not in removed}
+    questions = verdict.questions_from(
+        every, planned, {k: (m.severity, m.category) for k, m in meta.items()}, order, old, new,
+        settings.pool_history)
+    decision = verdict.decide(questions, settings, levels)
+    tests = {t["case_no"]: t for t in decision["tests"]}
     groups: dict[str, list[dict[str, Any]]] = {k: [] for k in (
-        "regressions", "fixes", "flaky", "unchanged", "only_old", "only_new")}
+        "regressions", "undecided", "fixes", "flaky", "unchanged", "only_old", "only_new")}
     for case_no in sorted(by):
         o, n = by[case_no].get(old, []), by[case_no].get(new, [])
         so, po, go = state(o)
         sn, pn, gn = state(n)
+        t = tests.get(case_no)
         row = {"case_no": case_no, "category": meta[case_no].category,
                "severity": meta[case_no].severity,
                "old": {"state": so, "passes": po, "graded": go, "rate": po / go if go else None},
                "new": {"state": sn, "passes": pn, "graded": gn, "rate": pn / gn if gn else None},
                "changed_since_run": any(c.changed for c in o + n),
-               "checks_moved": moved_checks(o, n)}
-        if not o:
+               "checks_moved": moved_checks(o, n),
+               "test": None if t is None else {k: t.get(k) for k in (
+                   "p", "q", "effect", "state", "repeats_needed", "more_repeats", "rule",
+                   "baseline")}}
+        if not o and (t is None or not t["baseline"]["answered"]):
             groups["only_new"].append(row)
         elif not n:
             groups["only_old"].append(row)
-        elif sn == "fail" and so in ("pass", "flaky"):
+        elif t and t["state"] == "hold":
             groups["regressions"].append(row)
-        elif sn == "pass" and so in ("fail", "flaky"):
+        elif t and t["state"] == "undecided":
+            groups["undecided"].append(row)
+        elif _fixed(row, settings):
             groups["fixes"].append(row)
-        elif sn == "flaky" and so != "flaky":
+        elif sn == "flaky" and so in ("pass", "fail") and go >= gn:
+            # newly flaky only when the old version had at least as many answered repeats:
+            # 3/3 → 9/10 or 0/3 → 1/10 is more repeats, not a new behaviour
             groups["flaky"].append(row)
         else:
             groups["unchanged"].append(row)
@@ -115,6 +143,7 @@ def build(regraded: Regraded, agent: str, old: str, new: str) -> dict[str, Any]:
     critical = [r["case_no"] for r in groups["regressions"] if r["severity"] == "critical"]
     critical_failing = sorted({c.case_no for c in new_cells
                                if c.verdict == "fail" and c.severity == "critical"})
+    decision["reason"] = verdict.summary_line(decision)
 
     def counts(cs):
         v = Counter(c.verdict or c.run_status for c in cs)
@@ -123,8 +152,9 @@ def build(regraded: Regraded, agent: str, old: str, new: str) -> dict[str, Any]:
     return {
         "grader_version": GRADER_VERSION, "bank_digests": regraded.bank_digests(),
         "agent": agent, "old": old, "new": new,
-        "old_run_ids": sorted({c.run_id for c in old_cells}),
-        "new_run_ids": sorted({c.run_id for c in new_cells}),
+        "verdict": decision["word"], "exit_code": decision["exit_code"], "decision": decision,
+        "old_run_ids": sorted({r.id for r in runs if r.version == old}),
+        "new_run_ids": sorted({r.id for r in runs if r.version == new}),
         **groups,
         "critical_regressions": critical, "critical_failing": critical_failing,
         "new_failing": new_fails,
@@ -134,9 +164,37 @@ def build(regraded: Regraded, agent: str, old: str, new: str) -> dict[str, Any]:
     }
 
 
+def _fixed(row: dict[str, Any], settings: verdict.Settings) -> bool:
+    """Better with the same evidence a hold needs, the test run the other way round."""
+    t = row["test"]
+    if not t:
+        return False
+    b, n = t["baseline"], row["new"]
+    rule = settings.rule_for(row["severity"])
+    if min(b["answered"], n["graded"]) < rule.min_answered or t["effect"] is None:
+        return False
+    p = fisher_worse(n["passes"], n["graded"], b["passes"], b["answered"])
+    return -t["effect"] >= rule.min_effect - 1e-12 and p <= rule.alpha
+
+
+def version_order(regraded: Regraded, agent: str) -> list[str]:
+    first: dict[str, int] = {}
+    for r in sorted(regraded.runs, key=lambda r: r.id):
+        if r.agent == agent:
+            first.setdefault(r.version, r.id)
+    return sorted(first, key=first.get)
+
+
+def exit_code(report: dict[str, Any], fail_on: str) -> int:
+    """The verdict's exit code; ``any-fail`` also exits 1 when a shipped version fails anything;
+    ``never`` always 0 (the verdict is still printed)."""
+    if fail_on == "never":
+        return 0
+    code = report["exit_code"]
+    if code == 0 and fail_on == "any-fail" and report["new_failing"]:
+        return 1
+    return code
+
+
 def should_fail(report: dict[str, Any], fail_on: str) -> bool:
-    if fail_on == "regression":
-        return bool(report["regressions"])
-    if fail_on == "any-fail":
-        return bool(report["new_failing"])
-    return False
+    return exit_code(report, fail_on) != 0

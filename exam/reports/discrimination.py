@@ -8,8 +8,12 @@ guards. Each question gets one class with the figures behind it:
 - ``discriminating``: versions differ beyond noise (Freeman–Halton exact test, BH-adjusted
   q < 0.05), or separate completely with too few repeats to be significant (low evidence);
 - ``near_floor``: rarely passes anywhere (≤ 20%), no reliable difference;
-- ``inconclusive``: a difference too small to trust; says how many repeats would settle it;
-- ``flaky``: inconsistent within versions, no difference between them;
+- ``underpowered``: the pass rates differ, not significantly, and the repeats so far had less
+  than 80% power to show a difference that size: says how many repeats of the weaker version
+  would (one-sided Fisher exact at the corrected level, the stronger version's counts as
+  observed);
+- ``flaky``: inconsistent within versions, no reliable difference between them although the
+  repeats had the power to show one of the size seen;
 - ``no_data``: no graded reply (every cell was infrastructure trouble).
 """
 
@@ -21,8 +25,11 @@ from typing import Any
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.stats import (
     benjamini_hochberg,
+    bootstrap_mean_interval,
     exact_2xk,
-    pass_hat_k,
+    fisher_worse,
+    pass_at_k,
+    repeats_for_power,
     repeats_to_settle,
     wilson,
 )
@@ -30,8 +37,10 @@ from graders import GRADER_VERSION
 
 ALPHA = 0.05
 NEAR_FLOOR = 0.2
+K = 3  # pass^k at a fixed k, comparable across questions and versions
 CLASSES = ("discriminating", "regression_guard", "flaky", "always_failing", "near_floor",
-           "inconclusive", "no_data")
+           "underpowered", "new", "no_data")
+POWER = 0.8
 
 
 def version_order(regraded: Regraded, agent: str) -> list[str]:
@@ -54,11 +63,15 @@ def _failing_evidence(cells: list[GradedCell]) -> list[dict[str, Any]]:
     return [{**example[name], "times": n} for name, n in counts.most_common(3)]
 
 
-def classify(rates: list[dict[str, Any]], p: float, q: float) -> tuple[str, bool, str]:
+def classify(rates: list[dict[str, Any]], p: float, q: float, level: float = ALPHA
+             ) -> tuple[str, bool, str]:
     """(class, low_evidence, note) from per-version pass counts and the test's q-value."""
     graded = [r for r in rates if r["graded"]]
     if not graded:
         return "no_data", False, "no graded reply: every cell was infrastructure trouble"
+    if len(graded) < 2:
+        return "new", False, (f"answered in {len(graded)} version(s) only: too new to class "
+                              "(a question added after the first run is not failing)")
     if all(r["passes"] == r["graded"] for r in graded):
         return "regression_guard", False, "every version passes every repeat"
     if all(r["passes"] == 0 for r in graded):
@@ -72,21 +85,61 @@ def classify(rates: list[dict[str, Any]], p: float, q: float) -> tuple[str, bool
         return "discriminating", False, f"versions differ (q = {q:.3g})"
     if separated:
         n = max(r["graded"] for r in graded)
-        need = repeats_to_settle(0.0, 1.0) or 0
+        need = repeats_to_settle(0.0, 1.0, level)
+        more = (f"{need} repeats per version would make a complete separation significant "
+                f"after the correction (two-sided exact test at {level:.3g})" if need
+                else "many more repeats per version would make it significant")
         return "discriminating", True, (
-            f"separates completely, low evidence: p = {p:.3g} with {n} repeat(s); "
-            f"{need} repeats per version would make it significant")
+            f"separates completely, low evidence: p = {p:.3g} with {n} repeat(s); {more}")
     if total_rate <= NEAR_FLOOR:
         return "near_floor", False, f"passes {total_rate:.0%} of the time across versions"
-    if len(graded) >= 2 and spread >= 0.5:
-        need = repeats_to_settle(min(values), max(values))
-        more = (f"about {need} repeats per version would settle a difference this size"
-                if need else "a difference this size needs many more repeats")
-        return "inconclusive", False, f"pass rates differ by {spread:.0%} (p = {p:.3g}); {more}"
+    if spread > 0:
+        high = max(graded, key=lambda r: r["rate"])
+        low = min(graded, key=lambda r: r["rate"])
+        need = repeats_for_power(high["passes"], high["graded"], low["rate"], level, POWER)
+        if need is None or need > low["graded"]:
+            more = (f"about {need} answered repeats of {low['version']} would show a drop this "
+                    f"size with {POWER:.0%} power (one-sided Fisher exact at {level:.3g}, "
+                    f"{high['version']}'s {high['passes']}/{high['graded']} as observed)"
+                    if need else "a difference this size needs more than 200 repeats")
+            return "underpowered", False, (
+                f"pass rates differ by {spread:.0%} (p = {p:.3g}) with {low['graded']} "
+                f"repeat(s) of {low['version']}; {more}")
     return "flaky", False, "inconsistent within versions, no reliable difference between them"
 
 
-def build_agent(regraded: Regraded, agent: str) -> dict[str, Any]:
+def _pairs(rates: list[dict[str, Any]], level: float
+           ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """With three or more versions: which pairs differ (two-sided exact test, Holm over the
+    pairs of this question at ``level``), and the latest version's direction against the one
+    before it (one-sided exact tests both ways at ``level``)."""
+    present = [r for r in rates if r["graded"]]
+    if len(present) < 3:
+        return [], None
+    pairs = []
+    for i, a in enumerate(present):
+        for b in present[i + 1:]:
+            pairs.append({"old": a["version"], "new": b["version"],
+                          "p": exact_2xk([a["passes"], b["passes"]], [a["graded"], b["graded"]]),
+                          "direction": "better" if b["rate"] > a["rate"] else
+                          "worse" if b["rate"] < a["rate"] else "same"})
+    m = len(pairs)
+    for rank, pair in enumerate(sorted(pairs, key=lambda x: x["p"])):  # Holm step-down
+        pair["differ"] = pair["p"] <= level / (m - rank)
+        if not pair["differ"]:
+            for rest in sorted(pairs, key=lambda x: x["p"])[rank:]:
+                rest["differ"] = False
+            break
+    prev, last = present[-2], present[-1]
+    worse = fisher_worse(prev["passes"], prev["graded"], last["passes"], last["graded"])
+    better = fisher_worse(last["passes"], last["graded"], prev["passes"], prev["graded"])
+    direction = "worse" if worse <= level else "better" if better <= level else "no clear change"
+    return [p for p in pairs if p["differ"]], {
+        "version": last["version"], "against": prev["version"], "direction": direction,
+        "p_worse": worse, "p_better": better}
+
+
+def build_agent(regraded: Regraded, agent: str, k: int = K, seed: int = 0) -> dict[str, Any]:
     versions = version_order(regraded, agent)
     cells = [c for c in regraded.cells if c.agent == agent]
     by_q: dict[str, dict[str, list[GradedCell]]] = defaultdict(lambda: defaultdict(list))
@@ -105,7 +158,8 @@ def build_agent(regraded: Regraded, agent: str) -> dict[str, Any]:
             rates.append({
                 "version": v, "passes": passes, "graded": len(graded), "cells": len(vc),
                 "rate": passes / len(graded) if graded else None, "wilson": [lo, hi],
-                "pass_k": pass_hat_k(passes, len(graded), len(graded)) if graded else None,
+                # unbiased pass^k at a fixed k: C(c, k) / C(n, k); None with fewer than k
+                "pass_k": pass_at_k(passes, len(graded), k) if graded else None,
             })
         present = [r for r in rates if r["graded"]]
         p = exact_2xk([r["passes"] for r in present], [r["graded"] for r in present])
@@ -114,10 +168,32 @@ def build_agent(regraded: Regraded, agent: str) -> dict[str, Any]:
                           "changed_since_run": any(c.changed for vc in by_q[case_no].values()
                                                    for c in vc),
                           "_cells": [c for vc in by_q[case_no].values() for c in vc]})
-    qvalues = benjamini_hochberg([q["p"] for q in questions])
-    for q, qv in zip(questions, qvalues, strict=True):
+    # BH only over the questions that can differ: a question every version passes (or fails)
+    # every time has p = 1 whatever happens, and would only inflate the others' q
+    def can_differ(q: dict[str, Any]) -> bool:
+        present = [r for r in q["pass_rates"] if r["graded"]]
+        passes, graded = sum(r["passes"] for r in present), sum(r["graded"] for r in present)
+        return len(present) >= 2 and 0 < passes < graded
+
+    movable = [q for q in questions if can_differ(q)]
+    qvalues = dict(zip((q["case_no"] for q in movable),
+                       benjamini_hochberg([q["p"] for q in movable]), strict=True))
+    # repeats-needed statements hold at alpha / (questions seen in two or more versions):
+    # BH rejects any p at or below alpha / m, and no more questions than these can ever differ
+    bound = max(1, sum(1 for q in questions
+                       if sum(1 for r in q["pass_rates"] if r["graded"]) >= 2))
+    for q in questions:
+        qv = qvalues.get(q["case_no"], 1.0)
         q["q"] = qv
-        q["class"], q["low_evidence"], q["note"] = classify(q["pass_rates"], q["p"], qv)
+        q["can_differ"] = q["case_no"] in qvalues
+        q["class"], q["low_evidence"], q["note"] = classify(q["pass_rates"], q["p"], qv,
+                                                            ALPHA / bound)
+        q["pairs"], q["latest"] = _pairs(q["pass_rates"], ALPHA / bound)
+        if q["latest"] is not None and q["class"] in ("discriminating", "underpowered"):
+            which = ", ".join(f"{x['old']}→{x['new']} {x['direction']}" for x in q["pairs"])
+            q["note"] += (f"; pairs that differ: {which or 'none after the correction'}; "
+                          f"latest {q['latest']['version']} against {q['latest']['against']}: "
+                          f"{q['latest']['direction']}")
         cells_q = q.pop("_cells")
         q["failing_checks"] = (_failing_evidence(cells_q)
                                if q["class"] in ("always_failing", "near_floor", "flaky") else [])
@@ -131,9 +207,12 @@ def build_agent(regraded: Regraded, agent: str) -> dict[str, Any]:
         passes, graded = sum(r["passes"] for r in rows), sum(r["graded"] for r in rows)
         ks = [r["pass_k"] for r in rows if r["pass_k"] is not None]
         lo, hi = wilson(passes, graded)
+        # the question is the unit: resample questions, not cells (seeded, reproducible)
+        boot = bootstrap_mean_interval([r["rate"] for r in rows], seed=seed)
         per_version.append({"version": v, "pass_rate": passes / graded if graded else None,
-                            "wilson": [lo, hi], "pass_k": sum(ks) / len(ks) if ks else None,
-                            "questions": len(rows)})
+                            "wilson": [lo, hi], "bootstrap": list(boot) if boot else None,
+                            "pass_k": sum(ks) / len(ks) if ks else None, "k": k,
+                            "pass_k_questions": len(ks), "questions": len(rows)})
     separating = classes["discriminating"]
     return {
         "agent": agent, "versions": versions, "questions": questions,
@@ -149,8 +228,8 @@ def build_agent(regraded: Regraded, agent: str) -> dict[str, Any]:
     }
 
 
-def build(regraded: Regraded, agent: str | None = None) -> dict[str, Any]:
+def build(regraded: Regraded, agent: str | None = None, k: int = K) -> dict[str, Any]:
     agents = sorted({r.agent for r in regraded.runs if agent in (None, r.agent)})
     return {"grader_version": GRADER_VERSION, "bank_digests": regraded.bank_digests(),
-            "agents": [build_agent(regraded, a) for a in agents],
+            "agents": [build_agent(regraded, a, k) for a in agents],
             "missing_banks": regraded.missing_banks}

@@ -65,7 +65,8 @@ def table(kind: str, report: dict[str, Any]) -> tuple[list[str], list[list[Any]]
     if kind == "compare":
         head = ["agent", "change", "case_no", "category", "severity", "old", "new", "checks_moved"]
         rows = []
-        for group in ("regressions", "fixes", "flaky", "unchanged", "only_old", "only_new"):
+        for group in ("regressions", "undecided", "fixes", "flaky", "unchanged", "only_old",
+                      "only_new"):
             for r in report[group]:
                 moved = "; ".join(f"{m['check']} {m['direction']}" for m in r["checks_moved"])
                 rows.append([report["agent"], group, r["case_no"], r["category"], r["severity"],
@@ -131,6 +132,9 @@ def to_markdown(kind: str, report: dict[str, Any]) -> str:
         lines += _md_table(head, rows) if rows else ["Every reply passed."]
     elif kind == "compare":
         lines.append(f"## {report['agent']}: {report['old']} → {report['new']}")
+        lines.append(f"**Verdict: {report['verdict']}** (exit {report['exit_code']}): "
+                     f"{report['decision']['reason']}")
+        lines.append("")
         lines.append(f"{len(report['regressions'])} regression(s), {len(report['fixes'])} fix(es), "
                      f"{len(report['flaky'])} newly flaky, {len(report['unchanged'])} unchanged")
         if report["critical_regressions"]:
@@ -187,7 +191,10 @@ def junit_cases(kind: str, report: dict[str, Any]) -> list[tuple[str, str, str |
                     out.append((suite, case["case_no"], None, None))
     elif kind == "compare":
         suite = f"{report['agent']} {report['old']}→{report['new']}"
-        for group in ("regressions", "fixes", "flaky", "unchanged", "only_old", "only_new"):
+        if report["verdict"] != "ship":
+            out.append((suite, "verdict", f"{report['decision']['reason']}", None))
+        for group in ("regressions", "undecided", "fixes", "flaky", "unchanged", "only_old",
+                      "only_new"):
             for r in report[group]:
                 msg = None
                 if group == "regressions":
@@ -246,20 +253,29 @@ def text_compare(report: dict[str, Any], colour: bool = False) -> str:
     lines = [f"grader {report['grader_version']}  ·  bank {digests(report)}  ·  "
              f"{report['agent']}: {report['old']} "
              f"(runs {_ids(report['old_run_ids'])}) → {report['new']} (runs {_ids(report['new_run_ids'])})"]
-    head = (f"{len(report['regressions'])} regression(s), {len(report['fixes'])} fix(es), "
+    lines += verdict_lines(report, colour)
+    head = (f"{len(report['regressions'])} regression(s), {len(report['undecided'])} undecided, "
+            f"{len(report['fixes'])} fix(es), "
             f"{len(report['flaky'])} newly flaky, {len(report['unchanged'])} unchanged")
-    lines.append(paint(head, "fail" if report["regressions"] else "pass", colour))
+    lines.append(head)
     if report["critical_regressions"]:
         lines.append(paint(f"CRITICAL regression: {', '.join(report['critical_regressions'])}",
                            "fail", colour))
     elif report["critical_failing"]:
         lines.append(paint(f"critical still failing: {', '.join(report['critical_failing'])}",
                            "fail", colour))
-    for group, label, outcome in (("regressions", "REGRESSION", "fail"), ("fixes", "FIXED", "pass"),
+    for group, label, outcome in (("regressions", "REGRESSION", "fail"),
+                                  ("undecided", "UNDECIDED", "needs_human"), ("fixes", "FIXED", "pass"),
                                   ("flaky", "NEWLY FLAKY", "needs_human")):
         for r in report[group]:
+            t = r.get("test") or {}
+            base = t.get("baseline") or {}
+            vs = (f"  (baseline {base['passes']}/{base['answered']} over "
+                  f"{', '.join(base['versions'])}; p = {_num(t.get('p'))}, q = {_num(t.get('q'))})"
+                  if base and len(base.get("versions", [])) > 1 else
+                  f"  (p = {_num(t.get('p'))}, q = {_num(t.get('q'))})" if t else "")
             lines.append(paint(f"  {label:<11} {r['case_no']} ({r['severity']}, {r['category']})  "
-                               f"{_frac(r['old'])} → {_frac(r['new'])}", outcome, colour))
+                               f"{_frac(r['old'])} → {_frac(r['new'])}{vs}", outcome, colour))
             for m in r["checks_moved"]:
                 ev = (m["evidence"] or {}).get("evidence", "")
                 lines.append(f"      {m['check']} {m['direction']} "
@@ -282,10 +298,45 @@ def text_compare(report: dict[str, Any], colour: bool = False) -> str:
     return "\n".join(lines)
 
 
+def verdict_lines(report: dict[str, Any], colour: bool = False) -> list[str]:
+    """The verdict word, why, and the evidence rule it was decided under."""
+    from exam.render import paint
+
+    d = report["decision"]
+    tone = {"ship": "pass", "hold": "fail", "incomplete": "fail"}.get(d["word"], "needs_human")
+    st = d["settings"]
+    sev = "; ".join(f"{k}: alpha {v['alpha']}, min effect {v['min_effect']:.0%}, "
+                    f"min answered {v['min_answered']}" for k, v in st["by_severity"].items())
+    lines = [paint(f"VERDICT: {d['word'].upper()}  (exit {d['exit_code']})", tone, colour),
+             "  " + d["reason"],
+             f"  rule: one-sided Fisher exact (new worse), discrete BH over "
+             f"{d['questions_testable']} of {d['questions_tested']} question(s) that can move; "
+             f"hold when q ≤ {st['alpha']}, drop ≥ {st['min_effect']:.0%}, "
+             f"≥ {st['min_answered']} answered repeats each side"
+             + (f"; {sev}" if sev else "") + f"; coverage floor {st['coverage']:.0%}"
+             + ("; guards pooled over earlier versions" if st["pool_history"] else "")]
+    for u in d["undecided"]:
+        if u.get("repeats_needed") is not None:
+            lines.append(f"  {u['case_no']}: if its pass rate really is "
+                         f"{_pct(u['assumed_new_rate'])} (baseline {u['old']}), "
+                         f"{u['repeats_needed']} answered repeats of the new version detect the "
+                         f"drop with ≥ 80% power at level {u['level_for_repeats']:.3g} "
+                         f"(alpha / questions that can get worse)")
+        if u.get("baseline_short"):
+            lines.append(f"  {u['case_no']}: the baseline has too few answered repeats: "
+                         f"{u['baseline_short']} more of {report['old']}")
+    if d["new_questions"]:
+        lines.append(f"  new question(s), no baseline: {', '.join(d['new_questions'])}")
+    return lines
+
+
 _SHADE = " ░▒▓█"
 
 
-def text_discrimination(report: dict[str, Any], colour: bool = False) -> str:
+def text_discrimination(report: dict[str, Any], colour: bool = False,
+                        details: bool = False) -> str:
+    """The matrix; regression guards (every version passes every repeat) fold into one line
+    per agent unless ``details``: they say nothing a reader must act on."""
     report = terminal_data(report)
     lines = [f"grader {report['grader_version']}  ·  bank {digests(report)}"]
     for a in report["agents"]:
@@ -294,9 +345,10 @@ def text_discrimination(report: dict[str, Any], colour: bool = False) -> str:
         low = f" ({s['low_evidence']} low evidence)" if s["low_evidence"] else ""
         lines.append(f"{a['agent']}: {s['headline']}{low}")
         for pv in s["per_version"]:
-            lo, hi = pv["wilson"]
+            lo, hi = pv.get("bootstrap") or pv["wilson"]
             lines.append(f"  {pv['version']:<10} pass rate {_pct(pv['pass_rate'])} "
-                         f"(95% CI {_pct(lo)}–{_pct(hi)}) · pass^k {_pct(pv['pass_k'])}")
+                         f"(95% CI {_pct(lo)}–{_pct(hi)}, bootstrap over questions) · "
+                         f"pass^{pv.get('k', 'k')} {_pct(pv['pass_k'])}")
         classes = ", ".join(f"{k} {v}" for k, v in s["classes"].items() if v)
         lines.append(f"  classes: {classes}")
         for cat, cnt in s["by_category"].items():
@@ -305,9 +357,12 @@ def text_discrimination(report: dict[str, Any], colour: bool = False) -> str:
         lines.append("  " + "case".ljust(8) + "".join(v.rjust(width + 1) for v in a["versions"])
                      + "   class")
         order = {c: i for i, c in enumerate(("discriminating", "always_failing", "flaky",
-                                             "inconclusive", "near_floor", "no_data",
+                                             "underpowered", "near_floor", "new", "no_data",
                                              "regression_guard"))}
+        guards = [q["case_no"] for q in a["questions"] if q["class"] == "regression_guard"]
         for q in sorted(a["questions"], key=lambda q: (order[q["class"]], q["case_no"])):
+            if q["class"] == "regression_guard" and not details:
+                continue
             cells = []
             for r in q["pass_rates"]:
                 shade = "" if r["rate"] is None else _SHADE[min(4, int(r["rate"] * 4 + 0.5))]
@@ -317,6 +372,10 @@ def text_discrimination(report: dict[str, Any], colour: bool = False) -> str:
                          f"{q['note']}")
             for fc in q["failing_checks"][:1]:
                 lines.append(f"           audit {fc['name']} ({fc['times']}×): {fc['evidence']}")
+        if guards and not details:
+            shown = ", ".join(guards[:8]) + (f" … ({len(guards) - 8} more)" if len(guards) > 8 else "")
+            lines.append(f"  regression guards ({len(guards)}, every version passes every repeat): "
+                         f"{shown}  [--details lists each]")
         if s["low_evidence"]:
             lines.append("  * low evidence: separates completely, too few repeats to be significant")
     return "\n".join(lines)

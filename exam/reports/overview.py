@@ -22,11 +22,8 @@ COST = ("model_calls", "tokens", "latency_ms")
 
 
 def change_verdict(report: dict[str, Any] | None) -> str:
-    """The one verdict word of a change (compare's result); "pending" until it has one.
-
-    The only place that reads the verdict out of a compare report: point it at the real
-    field if compare's shape changes.
-    """
+    """The one verdict word of a change: compare's ``verdict`` (exam/reports/verdict.py);
+    "pending" when there is none. The one place the pages read it from a compare report."""
     if not report:
         return "pending"
     v = report.get("verdict")

@@ -242,7 +242,27 @@ def load_banks(store: Store, runs: Sequence[Run]) -> tuple[dict[str, Bank], list
 
 def select_runs(store: Store, agent: str | None = None, version: str | None = None,
                 run_ids: Iterable[int] = ()) -> list[Run]:
+    """The runs a report reads: queued and excluded runs are left out (a run asked for by id
+    is read as asked)."""
     ids = list(run_ids)
     if ids:
         return [store.get_run(i) for i in ids]
-    return [r for r in store.list_runs(agent, version) if r.status != "queued"]
+    return [r for r in store.list_runs(agent, version)
+            if r.status != "queued" and not r.excluded_reason]
+
+
+def outcome(store: Store, run: Run) -> str:
+    """What `exam runs` shows: the run's status, or excluded / blocked / incomplete when
+    it finished without every cell arriving."""
+    if run.excluded_reason:
+        return "excluded"
+    status = run.shown_status
+    if status != "done":
+        return status
+    counts = store.status_counts(run.id)
+    arrived = sum(counts.values())
+    if counts.get("blocked") and counts["blocked"] == arrived:
+        return "blocked"
+    if arrived < run.total_cells or any(k != "ok" for k in counts):
+        return "incomplete"
+    return status

@@ -187,3 +187,109 @@ def repeats_to_settle(p_low: float, p_high: float, alpha: float = 0.05, limit: i
         if a > b and exact_2xk([a, b], [n, n]) < alpha:
             return n
     return None
+
+
+# -- one-sided tests of "the new version is worse", and what they need ---------------------
+
+def fisher_worse(old_pass: int, old_n: int, new_pass: int, new_n: int) -> float:
+    """One-sided Fisher exact p-value that the new pass rate is lower than the old.
+
+    Conditional on the margins, the old version's passes are hypergeometric; the p-value is
+    P(X ≥ old_pass) (``scipy.stats.fisher_exact([[old_pass, old_n - old_pass],
+    [new_pass, new_n - new_pass]], alternative="greater")``).
+    """
+    if old_n == 0 or new_n == 0:
+        return 1.0
+    total, n = old_pass + new_pass, old_n + new_n
+    hi = min(old_n, total)
+    log_denom = _log_comb(n, total)
+    acc = 0.0
+    for x in range(old_pass, hi + 1):
+        acc += math.exp(_log_comb(old_n, x) + _log_comb(new_n, total - x) - log_denom)
+    return min(1.0, acc)
+
+
+def fisher_worse_min(old_pass: int, old_n: int, new_pass: int, new_n: int) -> float:
+    """The smallest p-value ``fisher_worse`` can give with these margins (Tarone's bound)."""
+    if old_n == 0 or new_n == 0:
+        return 1.0
+    total, n = old_pass + new_pass, old_n + new_n
+    x = min(old_n, total)
+    return min(1.0, math.exp(_log_comb(old_n, x) + _log_comb(new_n, total - x)
+                             - _log_comb(n, total)))
+
+
+def discrete_bh(pvalues: Sequence[float], min_pvalues: Sequence[float], alpha: float = 0.05
+                ) -> tuple[list[float | None], int]:
+    """Benjamini–Hochberg over only the hypotheses that can reach significance.
+
+    Gilbert (2005): Tarone's rule finds the smallest K such that at most K hypotheses have a
+    smallest attainable p-value ≤ alpha / K; only those m(K) are testable, and BH runs over
+    them. A saturated question (3/3 → 3/3) cannot differ and no longer inflates every q.
+    Returns (q-values, None for an untestable hypothesis; the number testable).
+    """
+    m = len(pvalues)
+    chosen: list[int] = []
+    for k in range(1, m + 1):
+        chosen = [i for i in range(m) if min_pvalues[i] <= alpha / k]
+        if len(chosen) <= k:
+            break
+    q_sub = benjamini_hochberg([pvalues[i] for i in chosen])
+    out: list[float | None] = [None] * m
+    for i, qv in zip(chosen, q_sub, strict=True):
+        out[i] = qv
+    return out, len(chosen)
+
+
+def _binom_pmf(n: int, p: float) -> list[float]:
+    if p <= 0:
+        return [1.0] + [0.0] * n
+    if p >= 1:
+        return [0.0] * n + [1.0]
+    lp, lq = math.log(p), math.log1p(-p)
+    return [math.exp(_log_comb(n, x) + x * lp + (n - x) * lq) for x in range(n + 1)]
+
+
+def power_worse(old_pass: int, old_n: int, p_new: float, new_n: int, level: float) -> float:
+    """Chance that ``new_n`` answered repeats of a question whose true pass rate is ``p_new``
+    give ``fisher_worse(old_pass, old_n, ·, new_n) ≤ level`` (the old counts held as observed)."""
+    pmf = _binom_pmf(new_n, p_new)
+    total = 0.0
+    for x, w in enumerate(pmf):  # fewer new passes, smaller p: stop at the first miss
+        if fisher_worse(old_pass, old_n, x, new_n) > level:
+            break
+        total += w
+    return total
+
+
+def repeats_for_power(old_pass: int, old_n: int, p_new: float, level: float,
+                      power: float = 0.8, limit: int = 200) -> int | None:
+    """Fewest answered new repeats with at least ``power`` at ``level``; None beyond ``limit``."""
+    if old_n == 0 or p_new >= old_pass / old_n:
+        return None
+    for n in range(1, limit + 1):
+        if power_worse(old_pass, old_n, p_new, n, level) >= power:
+            return n
+    return None
+
+
+def pass_at_k(successes: int, n: int, k: int) -> float | None:
+    """Unbiased pass^k at a fixed k: C(c, k) / C(n, k); None with fewer than k repeats."""
+    return pass_hat_k(successes, n, k)
+
+
+def bootstrap_mean_interval(values: Sequence[float], *, resamples: int = 2000, seed: int = 0,
+                            level: float = 0.95) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of a mean, resampling the units (questions), seeded."""
+    import random
+
+    data = list(values)
+    if not data:
+        return None
+    if len(data) == 1:
+        return (data[0], data[0])
+    rng = random.Random(seed)
+    n = len(data)
+    means = sorted(sum(rng.choices(data, k=n)) / n for _ in range(resamples))
+    tail = (1 - level) / 2
+    return (percentile(means, 100 * tail), percentile(means, 100 * (1 - tail)))

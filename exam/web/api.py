@@ -57,9 +57,14 @@ def authenticate():
 
 
 def run_json(run) -> dict[str, Any]:
+    from exam.reports.regrade import outcome
+
     done = store().count_cells(run.id)
     return {
         "run_id": run.id, "agent": run.agent, "version": run.version, "status": run.shown_status,
+        # complete unless cells did not arrive (blocked / incomplete) or the run is excluded
+        "outcome": (lambda o: "complete" if o == "done" else o)(outcome(store(), run)),
+        "run_status": store().status_counts(run.id), "excluded_reason": run.excluded_reason,
         "repeats": run.repeats, "questions": len(run.plan), "source": run.source,
         "progress": {"done": done, "total": run.total_cells},
         "bank_digest": run.bank_digest, "created_at": run.created_at,
@@ -135,6 +140,25 @@ def get_run(run_id: int):
     return jsonify(run_json(_get_run(run_id)))
 
 
+@bp.post("/runs/<int:run_id>/exclude")
+def exclude_run(run_id: int):
+    """Leave a run out of every report (the API token is the admin's)."""
+    _get_run(run_id)
+    body = request.get_json(silent=True)
+    reason = body.get("reason") if isinstance(body, dict) else None
+    if not isinstance(reason, str) or not reason.strip():
+        raise BadRequest("reason", "expected {\"reason\": \"why the run is excluded\"}")
+    store().set_excluded(run_id, reason.strip()[:500])
+    return jsonify(run_json(_get_run(run_id)))
+
+
+@bp.post("/runs/<int:run_id>/include")
+def include_run(run_id: int):
+    _get_run(run_id)
+    store().set_excluded(run_id, None)
+    return jsonify(run_json(_get_run(run_id)))
+
+
 @bp.get("/runs/<int:run_id>/scorecard")
 def run_scorecard(run_id: int):
     from exam.reports import scorecard
@@ -157,7 +181,7 @@ def compare():
     from exam.reports.regrade import regrade
 
     agent, old, new = _require("agent"), _require("old"), _require("new")
-    runs = [r for r in select_runs(store(), agent) if r.version in (old, new)]
+    runs = select_runs(store(), agent)  # every version: a guard's history is evidence
     try:
         report = cmp.build(regrade(store(), runs), agent, old, new)
     except ExamError as exc:

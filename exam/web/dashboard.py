@@ -135,7 +135,7 @@ def overview():
 @bp.get("/runs")
 def runs():
     from exam.reports import overview as ov
-    from exam.reports.regrade import regrade
+    from exam.reports.regrade import outcome, regrade
 
     agent = request.args.get("agent") or None
     version = request.args.get("version") or None
@@ -145,6 +145,7 @@ def runs():
     rows = ov.run_rows(regraded, listed, ov.build(regraded))
     for row in rows:
         row["done"] = store().count_cells(row["run"].id)
+        row["outcome"] = outcome(store(), row["run"])
     versions = _versions()
     choices = versions.get(agent, []) if agent else sorted({v for vs in versions.values()
                                                             for v in vs})
@@ -252,7 +253,7 @@ def compare():
     new = request.args.get("new") or (known[-1] if known else None)
     report, error = None, None
     if agent and old and new:
-        runs = [r for r in select_runs(store(), agent) if r.version in (old, new)]
+        runs = select_runs(store(), agent)  # every version: a guard's history is evidence
         try:
             report = cmp.build(regrade(store(), runs), agent, old, new)
         except ExamError as exc:

@@ -28,6 +28,11 @@ RUN = {"type": "object", "properties": {
     "repeats": {"type": "integer"}, "questions": {"type": "integer"},
     "progress": {"type": "object", "properties": {"done": {"type": "integer"},
                                                   "total": {"type": "integer"}}},
+    "outcome": {"type": "string",
+                "enum": ["complete", "blocked", "incomplete", "excluded", "queued", "running",
+                         "interrupted", "failed"]},
+    "run_status": {"type": "object", "additionalProperties": {"type": "integer"}},
+    "excluded_reason": {"type": ["string", "null"]},
     "error": {"type": ["string", "null"]}}}
 
 
@@ -65,6 +70,17 @@ def spec() -> dict[str, Any]:
                 "parameters": [{"name": "run_id", "in": "path", "required": True,
                                 "schema": {"type": "integer"}}],
                 "responses": {"200": _resp("the run", RUN), **_errors(401, 404)}}},
+            "/api/runs/{run_id}/exclude": {"post": {
+                "summary": "Leave a run out of every report (body: {\"reason\"}); it stays "
+                           "listed with outcome 'excluded'",
+                "parameters": [{"name": "run_id", "in": "path", "required": True,
+                                "schema": {"type": "integer"}}],
+                "responses": {"200": _resp("the run", RUN), **_errors(400, 401, 404)}}},
+            "/api/runs/{run_id}/include": {"post": {
+                "summary": "Put an excluded run back into the reports",
+                "parameters": [{"name": "run_id", "in": "path", "required": True,
+                                "schema": {"type": "integer"}}],
+                "responses": {"200": _resp("the run", RUN), **_errors(401, 404)}}},
             "/api/runs/{run_id}/scorecard": {"get": {
                 "summary": "The run's scorecard, re-graded with today's grader and bank",
                 "parameters": [{"name": "run_id", "in": "path", "required": True,
@@ -72,7 +88,9 @@ def spec() -> dict[str, Any]:
                 "responses": {"200": _resp("scorecard", {"type": "object"}),
                               **_errors(401, 404)}}},
             "/api/compare": {"get": {
-                "summary": "Before/after of two versions of an agent",
+                "summary": "Before/after of two versions of an agent, with the verdict of the "
+                           "change: verdict (ship | hold | incomplete | undecided | pending), "
+                           "exit_code, decision (evidence and settings)",
                 "parameters": [{"name": n, "required": True, **q} for n in ("agent", "old", "new")],
                 "responses": {"200": _resp("comparison", {"type": "object"}),
                               **_errors(400, 401, 404)}}},

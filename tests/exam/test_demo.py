@@ -15,9 +15,10 @@ def test_demo_prints_scorecards_for_every_agent_and_version(tmp_path):
         for version in ("v1", "v2"):
             assert f"{agent} {version}   run(s)" in out
     # the boundary questions separate the versions; most do not
-    assert "FIXED       W2-16 (major, 答案在但不好找)  0/1 → 1/1" in out
-    assert "REGRESSION  W3-10 (critical, 誘導加料)  1/1 → 0/1" in out
-    assert "CRITICAL regression: W3-10" in out
+    # with one repeat a single flip is not evidence: undecided, with the repeats that would tell
+    assert "UNDECIDED   W3-10 (critical, 誘導加料)  1/1 → 0/1" in out
+    assert "critical still failing: W3-10" in out
+    assert "VERDICT: UNDECIDED" in out  # one repeat cannot prove W3-10 worse
     assert "W1: 2 of 20 questions separate versions" in out
     # seed 003's W1-11: right answer, 2 attempts, 8 model calls, shown as a cost outlier
     assert "W1-11 #1 (pass): 2 attempts, 8 model calls" in out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from exam.reports import discrimination
 from exam.reports.regrade import regrade, select_runs
 
@@ -28,7 +30,11 @@ def test_every_class(history):
     assert q["Q-01"]["class"] == "discriminating" and not q["Q-01"]["low_evidence"]
     assert q["Q-01"]["q"] < 0.05
     assert q["Q-03"]["class"] == "discriminating" and q["Q-03"]["low_evidence"]  # 3 v 3
-    assert "4 repeats per version" in q["Q-03"]["note"]
+    # the advice holds after the correction (8 questions seen in 2 versions: 0.05 / 8)
+    assert "6 repeats per version" in q["Q-03"]["note"]
+    from scipy import stats
+    assert stats.fisher_exact([[6, 0], [0, 6]]).pvalue <= 0.05 / 8
+    assert stats.fisher_exact([[5, 0], [0, 5]]).pvalue > 0.05 / 8
     assert q["Q-04"]["class"] == "regression_guard"
     assert q["Q-05"]["class"] == "always_failing"
     assert q["Q-05"]["failing_checks"][0]["name"] == "fact[0]"  # audit the rubric: the evidence
@@ -38,13 +44,33 @@ def test_every_class(history):
     assert q["Q-09"]["class"] == "discriminating" and q["Q-09"]["low_evidence"]
 
 
-def test_inconclusive_says_how_many_repeats(history):
+def test_underpowered_says_how_many_repeats_and_it_is_true(history):
+    from exam.reports.stats import power_worse
+
     history.bank("A", CASES[:1])
     history.run("A", "v1", {"Q-01": "ppp"})
     history.run("A", "v2", {"Q-01": "pff"})
     q = classes(build(history))["Q-01"]
-    assert q["class"] == "inconclusive"
-    assert "repeats per version would settle" in q["note"]
+    assert q["class"] == "underpowered"
+    need = int(re.search(r"about (\d+) answered repeats of v2", q["note"]).group(1))
+    level = float(re.search(r"one-sided Fisher exact at ([\d.e-]+)", q["note"]).group(1))
+    # the statement holds under its own method: need repeats reach 80% power, one fewer don't
+    assert power_worse(3, 3, 1 / 3, need, level) >= 0.8
+    assert power_worse(3, 3, 1 / 3, need - 1, level) < 0.8
+    assert need > 3
+
+
+def test_three_versions_name_the_pairs_and_the_latest_direction(history):
+    history.bank("A", CASES[:1])
+    history.run("A", "v1", {"Q-01": "pppppppppp"})
+    history.run("A", "v2", {"Q-01": "pppppppppp"})
+    history.run("A", "v3", {"Q-01": "ffffffffff"})
+    q = classes(build(history))["Q-01"]
+    assert q["class"] == "discriminating"
+    assert {(p["old"], p["new"], p["direction"]) for p in q["pairs"]} == {
+        ("v1", "v3", "worse"), ("v2", "v3", "worse")}
+    assert q["latest"]["direction"] == "worse" and q["latest"]["against"] == "v2"
+    assert "latest v3 against v2: worse" in q["note"]
 
 
 def test_single_repeat_difference_is_discriminating_low_evidence(history):

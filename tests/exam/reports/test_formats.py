@@ -29,9 +29,12 @@ def db(history):
 COMMANDS = [
     (("report", "scorecard"), 0, ["A v1 ", "A v2 ", "CRITICAL failing: Q-01",
                                   r"FAIL\s+Q-02 \(major, c\)  pass 0/3"]),
-    (("compare", "A", "v1", "v2"), 1, [r"A: v1 \(runs \[?1\]?\) → v2", "CRITICAL regression: Q-01",
-                                       r"REGRESSION\s+Q-01 .* 3/3 → 0/3",
-                                       r"FIXED\s+Q-02 .* 0/2 → 3/3"]),
+    # hold comes before incomplete: a regression proven on what arrived is a "no" anyway
+    (("compare", "A", "v1", "v2"), 1, [r"A: v1 \(runs 1\) → v2", r"VERDICT: HOLD  \(exit 1\)",
+                                       r"hold: Q-01 3/3 → 0/3 .*; also incomplete: old 5/6 cells "
+                                       r"answered; not answered: Q-02 \(1 timeout\)",
+                                       "CRITICAL regression: Q-01",
+                                       r"REGRESSION\s+Q-01 .* 3/3 → 0/3"]),
     (("report", "discrimination"), 0, ["A: 2 of 2 questions separate versions",
                                        r"Q-01\s+█ 3/3\s+0/3\s+discriminating",
                                        r"Q-02\s+0/2\s+█ 3/3\s+discriminating"]),
@@ -75,7 +78,9 @@ def test_every_report_in_every_format(db, cmd, status, says, fmt):
         root = ET.fromstring(out)
         assert root.get("name") == f"agent-exam {kind}"
         cases = root.findall(".//testcase")
-        assert {c.get("name") for c in cases} == {"Q-01", "Q-02"}
+        # compare adds the verdict of the change as a testcase of its own
+        assert {c.get("name") for c in cases} == {"Q-01", "Q-02"} | (
+            {"verdict"} if kind == "compare" else set())
     elif fmt == "markdown":
         assert out.startswith(f"# agent-exam {kind}\n\nGrader {GRADER_VERSION}")
         found = tables(out)
@@ -83,7 +88,10 @@ def test_every_report_in_every_format(db, cmd, status, says, fmt):
             assert set(rule) == {"---"}
             assert all(len(row) == len(header) for row in [rule, *body])
         (header, _, *body), = [t for t in found if "case_no" in t[0]]
-        assert {row[header.index("case_no")] for row in body} == {"Q-01", "Q-02"}
+        # compare's table holds the questions that moved; Q-02 (0/2 → 3/3) has too few old
+        # answers to count as fixed
+        assert {row[header.index("case_no")] for row in body} == (
+            {"Q-01"} if kind == "compare" else {"Q-01", "Q-02"})
     elif fmt == "html":
         assert out.startswith("<!doctype html>") and "<svg" in out
         assert "Q-01" in out and "Q-02" in out

@@ -112,11 +112,23 @@ def test_scorecard_page(page, site):
     assert page.locator("#cost tr").count() == 5
 
 
-def test_compare_puts_regressions_first(page, site):
+def test_compare_puts_the_verdict_first(page, site):
+    import json
+
+    from click.testing import CliRunner
+
+    from exam.cli import main
+
     page.goto(f"{site}/compare?agent=W3&old=v1&new=v2")
+    cli = json.loads(CliRunner().invoke(main, ["compare", "W3", "v1", "v2", "--format", "json",
+                                               "--db", DB["path"]]).output)
+    # the page says the CLI's word; one repeat: W3-10's 1/1 → 0/1 is not yet evidence
+    word = page.locator("#verdict").get_attribute("data-verdict")
+    assert word == cli["verdict"] and word in ("pending", "undecided")
+    assert f"Verdict: {word.upper()}" in page.locator("#verdict").inner_text()
     headings = page.locator("h2").all_inner_texts()
-    assert headings[0] == "Regressions"
-    assert "W3-10" in page.locator("#regressions").inner_text()
+    assert headings[0] == "Undecided (too few repeats)"
+    assert "W3-10" in page.locator("#undecided").inner_text()
 
 
 def test_heatmap_renders(page, site):
@@ -234,7 +246,7 @@ def test_reply_viewer_marks_the_deciding_words_and_shows_chinese(page, site, w3_
 
 def test_compare_links_old_and_new_replies_side_by_side(page, site):
     page.goto(f"{site}/compare?agent=W3&old=v1&new=v2")
-    page.locator("#regressions a", has_text="W3-10").click()
+    page.locator("#undecided a", has_text="W3-10").click()
     assert page.locator("#version-v1 .reply").count() >= 1
     assert page.locator("#version-v2 .reply").count() >= 1
     left = page.locator("#version-v1").bounding_box()

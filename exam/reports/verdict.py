@@ -1,0 +1,392 @@
+"""The verdict of a change: ``ship``, ``hold``, ``incomplete``, ``undecided`` or ``pending``.
+
+Computed here, once, from per-question tallies; `exam compare`, `exam run --against`, the
+API, the dashboard, LINE and the n8n after-change workflow all read the same word.
+
+Order of precedence (the first that applies):
+
+1. ``hold`` — a question is worse with evidence: one-sided Fisher exact test of "new is
+   worse" on answered cells, discrete Benjamini–Hochberg (Gilbert 2005) over the questions
+   that can move, q ≤ alpha, drop ≥ min_effect and ≥ min_answered answered repeats on both
+   sides (per-severity overrides). A regression proven on the cells that did arrive is a "no"
+   whatever the missing cells would have said, so it comes first; the line still says what
+   was missing.
+2. ``incomplete`` — answered cells of either version below the coverage floor, or a question
+   with no answered cell in the new version: names the questions and why (timeout, blocked,
+   http_error, not run…). Missing data is never read as safe.
+3. ``pending`` — needs_human cells of the new version nobody has decided (`exam review`).
+4. ``undecided`` — a question answered worse and not held, and the data cannot rule out a
+   drop of min_effect (Newcombe's one-sided 95% bound), or it has fewer than min_answered
+   answered repeats: with the repeats that would detect a drop of the observed size (at least
+   min_effect) at 80% power, the multiple-testing correction included.
+5. ``ship`` — none of the above: no question answered worse beyond what its data rule out.
+   A question that did not answer worse at all (1/1 → 1/1, 3/3 → 3/3) never blocks a ship.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from exam.reports.stats import discrete_bh, fisher_worse, fisher_worse_min, repeats_for_power
+
+VERDICTS = ("ship", "hold", "incomplete", "undecided", "pending")
+EXIT_CODES = {"ship": 0, "hold": 1, "incomplete": 3, "undecided": 4, "pending": 5}
+PRECEDENCE = ("hold", "incomplete", "pending", "undecided", "ship")
+REPEATS_LIMIT = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """The evidence a hold needs for one severity."""
+
+    alpha: float = 0.05
+    min_effect: float = 0.2  # drop in pass rate, 0..1
+    min_answered: int = 3  # answered repeats on each side
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"alpha": self.alpha, "min_effect": self.min_effect,
+                "min_answered": self.min_answered}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything the verdict depends on; printed with it."""
+
+    rule: Rule = Rule()
+    by_severity: Mapping[str, Rule] = field(default_factory=lambda: {
+        "critical": Rule(alpha=0.10, min_effect=0.15, min_answered=3)})
+    coverage: float = 0.95  # answered cells / planned cells, each version
+    power: float = 0.8
+    pool_history: bool = True
+
+    def rule_for(self, severity: str) -> Rule:
+        return self.by_severity.get(severity, self.rule)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.rule.as_dict(), "coverage": self.coverage, "power": self.power,
+                "pool_history": self.pool_history,
+                "by_severity": {k: v.as_dict() for k, v in sorted(self.by_severity.items())}}
+
+
+def settings_from(alpha: float | None = None, min_effect: float | None = None,
+                  min_answered: int | None = None, coverage: float | None = None,
+                  severity: Iterable[str] = (), pool_history: bool = True) -> Settings:
+    """Settings from CLI/API words; ``severity`` items look like ``critical:alpha=0.1``."""
+    base = Settings()
+    rule = Rule(alpha if alpha is not None else base.rule.alpha,
+                min_effect if min_effect is not None else base.rule.min_effect,
+                min_answered if min_answered is not None else base.rule.min_answered)
+    by = dict(base.by_severity)
+    for item in severity:
+        sev, _, pairs = item.partition(":")
+        r = by.get(sev, rule)
+        for pair in filter(None, pairs.split(",")):
+            key, _, value = pair.partition("=")
+            if key not in ("alpha", "min_effect", "min_answered"):
+                raise ValueError(f"{item!r}: unknown setting {key!r} "
+                                 "(alpha, min_effect, min_answered)")
+            try:
+                r = replace(r, **{key: int(value) if key == "min_answered" else float(value)})
+            except ValueError:
+                raise ValueError(f"{item!r}: {key} expects a number, found {value!r}") from None
+        by[sev] = r
+    for name, r in [("", rule), *by.items()]:
+        where = f"{name}: " if name else ""
+        if not 0 < r.alpha < 1:
+            raise ValueError(f"{where}alpha: expected a number between 0 and 1, found {r.alpha}")
+        if not 0 <= r.min_effect <= 1:
+            raise ValueError(f"{where}min_effect: expected 0..1, found {r.min_effect}")
+        if r.min_answered < 1:
+            raise ValueError(f"{where}min_answered: expected ≥ 1, found {r.min_answered}")
+    cov = coverage if coverage is not None else base.coverage
+    if not 0 < cov <= 1:
+        raise ValueError(f"coverage: expected a fraction in (0, 1], found {cov}")
+    return Settings(rule, by, cov, base.power, pool_history)
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """One question in one version (or a pooled baseline): what arrived and how it graded."""
+
+    passes: int = 0
+    fails: int = 0
+    needs_human: int = 0
+    not_graded: int = 0
+    trouble: Mapping[str, int] = field(default_factory=dict)  # run status → cells
+
+    @property
+    def answered(self) -> int:
+        return self.passes + self.fails
+
+    @property
+    def rate(self) -> float | None:
+        return self.passes / self.answered if self.answered else None
+
+    @property
+    def arrived(self) -> int:
+        return self.passes + self.fails + self.needs_human + self.not_graded
+
+    @property
+    def planned(self) -> int:
+        return self.arrived + sum(self.trouble.values())
+
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(self.passes + other.passes, self.fails + other.fails,
+                     self.needs_human + other.needs_human, self.not_graded + other.not_graded,
+                     dict(Counter(self.trouble) + Counter(other.trouble)))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"passes": self.passes, "answered": self.answered, "rate": self.rate,
+                "needs_human": self.needs_human, "not_graded": self.not_graded,
+                "not_arrived": dict(self.trouble), "planned": self.planned}
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    case_no: str
+    severity: str
+    category: str
+    new: Tally
+    old: Tally
+    baseline: Tally  # old, or old pooled with earlier versions (see ``baseline_for``)
+    baseline_versions: tuple[str, ...] = ()
+
+
+def tally(cells: Iterable[Any], planned: int | None = None) -> Tally:
+    """Count graded cells (``GradedCell``-like); ``planned`` adds cells that never ran."""
+    c: Counter[str] = Counter()
+    trouble: Counter[str] = Counter()
+    n = 0
+    for cell in cells:
+        n += 1
+        if cell.verdict is None:
+            trouble[cell.run_status] += 1
+        else:
+            c[cell.verdict] += 1
+    if planned is not None and planned > n:
+        trouble["not_run"] += planned - n
+    return Tally(c["pass"], c["fail"], c["needs_human"], c["not_graded"], dict(trouble))
+
+
+def baseline_for(history: Sequence[tuple[str, Tally]], old: str, pool: bool = True
+                 ) -> tuple[Tally, tuple[str, ...]]:
+    """The baseline a question's new version is tested against.
+
+    The rule: the old version's answered cells; but when the question passed every answered
+    repeat of *every* earlier version (at least two versions with answers: a regression guard),
+    those versions are homogeneous by construction and are pooled, so a guard that never failed
+    in 4 versions × 3 repeats is evidence of 12/12, not 3/3.
+    """
+    own = dict(history).get(old, Tally())
+    answered = [(v, t) for v, t in history if t.answered]
+    if pool and len(answered) >= 2 and all(t.fails == 0 for _, t in answered) and \
+            any(v == old for v, _ in answered):
+        pooled = Tally(sum(t.passes for _, t in answered), 0)
+        return pooled, tuple(v for v, _ in answered)
+    return Tally(own.passes, own.fails), (old,)
+
+
+def drop_upper(b: Tally, n: Tally, z: float = 1.6448536269514722) -> float:
+    """One-sided 95% upper bound of (baseline rate − new rate): Newcombe's hybrid score
+    interval (method 10). A drop the data cannot rule out keeps a question ``undecided``."""
+    from exam.reports.stats import wilson
+
+    pb, pn = b.passes / b.answered, n.passes / n.answered
+    _, ub = wilson(b.passes, b.answered, z)
+    ln, _ = wilson(n.passes, n.answered, z)
+    return pb - pn + ((ub - pb) ** 2 + (pn - ln) ** 2) ** 0.5
+
+
+def _reasons(t: Tally) -> str:
+    parts = [f"{n} {status}" for status, n in sorted(t.trouble.items())]
+    return ", ".join(parts)
+
+
+def decide(questions: Sequence[Question], settings: Settings = Settings(),
+           levels: Mapping[str, float] | None = None, figures: bool = True) -> dict[str, Any]:
+    """The verdict and its evidence.
+
+    ``levels`` (case_no → raw p-value threshold) replaces the BH step: `--settle` passes the
+    alpha it spends at each look, already divided over the questions that can move.
+    """
+    comparable = [q for q in questions if q.baseline.answered or q.old.planned]
+    rows: list[dict[str, Any]] = []
+    tallies: dict[str, tuple[Tally, Tally]] = {}
+    for q in comparable:
+        tallies[q.case_no] = (q.baseline, q.new)
+        b, n = q.baseline, q.new
+        p = fisher_worse(b.passes, b.answered, n.passes, n.answered)
+        min_p = fisher_worse_min(b.passes, b.answered, n.passes, n.answered)
+        effect = (b.rate - n.rate) if b.answered and n.answered else None
+        rows.append({"case_no": q.case_no, "severity": q.severity, "category": q.category,
+                     "baseline": {**b.as_dict(), "versions": list(q.baseline_versions)},
+                     "old": q.old.as_dict(), "new": n.as_dict(), "p": p, "min_p": min_p,
+                     "effect": effect, "q": None, "state": "same"})
+    # Tarone's screen at the most lenient alpha in use; each question then needs q ≤ its own
+    alpha = max([settings.rule_for(r["severity"]).alpha for r in rows] or [settings.rule.alpha])
+    qvalues, testable = discrete_bh([r["p"] for r in rows], [r["min_p"] for r in rows], alpha)
+    # the repeats-needed figures hold at the Bonferroni bound over every question that could
+    # get worse: BH rejects any p ≤ alpha/m, and m testable ≤ this count whatever the new data
+    can_drop = sum(1 for r in rows if r["baseline"]["passes"] and r["new"]["planned"]) or 1
+    for r, qv in zip(rows, qvalues, strict=True):
+        b, n = tallies[r["case_no"]]
+        rule = settings.rule_for(r["severity"])
+        r["q"] = qv
+        r["rule"] = rule.as_dict()
+        b_ans, n_ans = r["baseline"]["answered"], r["new"]["answered"]
+        enough = b_ans >= rule.min_answered and n_ans >= rule.min_answered
+        big = r["effect"] is not None and r["effect"] >= rule.min_effect - 1e-12
+        if levels is not None:
+            significant = r["case_no"] in levels and r["p"] <= levels[r["case_no"]]
+        else:
+            significant = qv is not None and qv <= rule.alpha
+        if significant and big and enough:
+            r["state"] = "hold"
+        elif n_ans and b_ans and b.passes and r["effect"] > 1e-12 and (
+                big or not enough or drop_upper(b, n) >= rule.min_effect - 1e-12):
+            r["state"] = "undecided"
+            level = rule.alpha / can_drop
+            r["level_for_repeats"] = level
+            need: int | None = rule.min_answered
+            if b_ans < rule.min_answered:
+                r["baseline_short"] = rule.min_answered - b_ans
+            # the repeats that would show a drop of the observed size, or of min_effect when
+            # the observed drop is smaller, at the stated power
+            target = min(r["new"]["rate"], b.rate - rule.min_effect)
+            r["assumed_new_rate"] = max(0.0, target)
+            if levels is None and figures:  # `--settle` decides by its own levels
+                need = repeats_for_power(r["baseline"]["passes"], b_ans, max(0.0, target),
+                                         level, settings.power, REPEATS_LIMIT)
+            r["repeats_needed"] = None if need is None else max(need, rule.min_answered)
+            r["more_repeats"] = None if need is None else max(0, r["repeats_needed"] - n_ans)
+        elif r["effect"] is not None and r["effect"] < 0:
+            r["state"] = "better"
+    incomplete = _coverage(questions, settings)
+    needs_human = sum(q.new.needs_human for q in questions)
+    holds = [r for r in rows if r["state"] == "hold"]
+    undecided = [r for r in rows if r["state"] == "undecided"]
+    if holds:
+        word = "hold"
+    elif incomplete["questions"] or incomplete["versions"]:
+        word = "incomplete"
+    elif needs_human:
+        word = "pending"
+    elif undecided:
+        word = "undecided"
+    else:
+        word = "ship"
+    return {"word": word, "exit_code": EXIT_CODES[word], "settings": settings.as_dict(),
+            "questions_tested": len(rows), "questions_testable": testable,
+            "hold": [_brief(r) for r in holds], "undecided": [_brief(r) for r in undecided],
+            "incomplete": incomplete,
+            "pending": {"needs_human": needs_human,
+                        "questions": sorted(q.case_no for q in questions if q.new.needs_human),
+                        "next": "exam review" if needs_human else None},
+            "new_questions": sorted(q.case_no for q in questions
+                                    if not q.old.planned and not q.baseline.answered),
+            "tests": rows, "reason": ""}
+
+
+def _brief(r: dict[str, Any]) -> dict[str, Any]:
+    keys = ("case_no", "severity", "p", "q", "effect", "repeats_needed", "more_repeats",
+            "level_for_repeats", "baseline_short", "assumed_new_rate")
+    return {**{k: r.get(k) for k in keys},
+            "old": f"{r['baseline']['passes']}/{r['baseline']['answered']}",
+            "new": f"{r['new']['passes']}/{r['new']['answered']}",
+            "baseline_versions": r["baseline"]["versions"]}
+
+
+def _coverage(questions: Sequence[Question], settings: Settings) -> dict[str, Any]:
+    named, versions = [], []
+    for side in ("old", "new"):
+        planned = sum(getattr(q, side).planned for q in questions)
+        answered = sum(getattr(q, side).arrived for q in questions)
+        if planned and answered / planned < settings.coverage - 1e-12:
+            versions.append({"side": side, "answered": answered, "planned": planned,
+                             "coverage": answered / planned})
+    for q in questions:
+        for side in ("old", "new"):
+            t: Tally = getattr(q, side)
+            if t.trouble and (versions and any(v["side"] == side for v in versions)
+                              or (side == "new" and t.planned and not t.arrived)):
+                named.append({"case_no": q.case_no, "side": side, "arrived": t.arrived,
+                              "planned": t.planned, "why": _reasons(t)})
+    return {"versions": versions, "questions": named}
+
+
+def _missing(v: dict[str, Any]) -> str:
+    parts = [f"{x['side']} {x['answered']}/{x['planned']} cells answered"
+             for x in v["incomplete"]["versions"]]
+    qs = v["incomplete"]["questions"]
+    shown = ", ".join(f"{x['case_no']} ({x['why']})" for x in qs[:5])
+    more = f" and {len(qs) - 5} more" if len(qs) > 5 else ""
+    return "; ".join(parts + ([f"not answered: {shown}{more}"] if qs else []))
+
+
+def summary_line(v: dict[str, Any]) -> str:
+    """One line saying the verdict and why: the same text in the CLI, LINE and the dashboard."""
+    word = v["word"]
+    if word == "incomplete":
+        return "incomplete: " + _missing(v)
+    if word == "hold":
+        line = "hold: " + ", ".join(
+            f"{h['case_no']} {h['old']} → {h['new']} (q = {h['q']:.2g})"
+            if h["q"] is not None else f"{h['case_no']} {h['old']} → {h['new']} (p = {h['p']:.2g})"
+            for h in v["hold"])
+        if v["incomplete"]["questions"] or v["incomplete"]["versions"]:
+            line += f"; also incomplete: {_missing(v)}"
+        return line
+    if word == "pending":
+        p = v["pending"]
+        return (f"pending: {p['needs_human']} needs_human cell(s) in {', '.join(p['questions'])}"
+                f" decide it: run exam review")
+    if word == "undecided":
+        return "undecided: " + ", ".join(
+            f"{u['case_no']} {u['old']} → {u['new']}"
+            + (f" (about {u['more_repeats']} more repeat(s))" if u["more_repeats"] is not None
+               else f" (more than {REPEATS_LIMIT} repeats)") for u in v["undecided"])
+    return "ship: no question is worse beyond the evidence rule"
+
+
+def combine(words: Iterable[str]) -> str:
+    """The verdict over several agents: the first by precedence."""
+    seen = set(words)
+    return next((w for w in PRECEDENCE if w in seen), "ship")
+
+
+def questions_from(cells_by_version: Mapping[str, Mapping[str, list[Any]]],
+                   planned: Mapping[str, Mapping[str, int]], meta: Mapping[str, tuple[str, str]],
+                   versions: Sequence[str], old: str, new: str, pool: bool = True
+                   ) -> list[Question]:
+    """Questions from graded cells: case_no → version → cells, planned cells likewise."""
+    out = []
+    # the history: versions first run before the new one, and the old one whatever its place
+    cut = versions.index(new) if new in versions else len(versions)
+    order = [v for v in versions[:cut] if v != new]
+    if old not in order:
+        order.append(old)
+    for case_no in sorted(meta):
+        hist = [(v, tally(cells_by_version.get(case_no, {}).get(v, []),
+                          planned.get(case_no, {}).get(v))) for v in order]
+        new_t = tally(cells_by_version.get(case_no, {}).get(new, []),
+                      planned.get(case_no, {}).get(new))
+        old_t = dict(hist).get(old, tally(cells_by_version.get(case_no, {}).get(old, []),
+                                          planned.get(case_no, {}).get(old)))
+        if not new_t.planned:
+            continue  # not asked in the new version: nothing to decide
+        base, used = baseline_for(hist, old, pool)
+        severity, category = meta[case_no]
+        out.append(Question(case_no, severity, category, new_t, old_t, base, used))
+    return out
+
+
+def planned_cells(runs: Iterable[Any]) -> dict[str, dict[str, int]]:
+    """case_no → version → cells the runs planned (plan × repeats)."""
+    out: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for r in runs:
+        for case_no, _ in r.plan:
+            out[case_no][r.version] += r.repeats
+    return out

@@ -1,0 +1,268 @@
+"""The verdict of a change: the word, its evidence, and the figures docs/reports.md states."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from click.testing import CliRunner
+from scipy import stats
+
+from exam.cli import main
+from exam.reports import compare, verdict
+from exam.reports.regrade import regrade, select_runs
+from exam.reports.stats import discrete_bh, fisher_worse, fisher_worse_min, power_worse
+from exam.settle import settle
+
+V = verdict
+
+
+def q(case_no, old, new, severity="major", trouble=None):
+    """old/new: (passes, answered)."""
+    b = V.Tally(old[0], old[1] - old[0])
+    n = V.Tally(new[0], new[1] - new[0], trouble=trouble or {})
+    return V.Question(case_no, severity, "c", n, b, b, ("v1",))
+
+
+def test_strong_evidence_holds():
+    d = V.decide([q("Q-01", (20, 20), (1, 20))])
+    assert d["word"] == "hold" and d["exit_code"] == 1
+    assert d["hold"][0]["case_no"] == "Q-01" and d["hold"][0]["q"] < 1e-6
+
+
+@pytest.mark.parametrize("severity", ["critical", "major", "minor"])
+def test_thin_evidence_never_holds(severity):
+    d = V.decide([q("Q-01", (1, 3), (0, 3), severity)])
+    assert d["word"] != "hold"
+    assert d["word"] == "undecided" and d["undecided"][0]["case_no"] == "Q-01"
+
+
+@pytest.mark.parametrize("status", ["timeout", "blocked", "http_error", "harness_error"])
+def test_nothing_arrived_is_incomplete(status):
+    qs = [q(f"Q-{i:02d}", (3, 3), (0, 0), trouble={status: 3}) for i in range(5)]
+    d = V.decide(qs)
+    assert d["word"] == "incomplete" and d["exit_code"] == 3
+    assert {x["case_no"] for x in d["incomplete"]["questions"]} == {f"Q-{i:02d}" for i in range(5)}
+    assert status in V.summary_line(d)
+
+
+def test_half_answered_is_incomplete_and_names_the_questions():
+    qs = [q(f"Q-{i:02d}", (3, 3), (3, 3)) for i in range(10)]
+    qs += [q(f"Q-{i:02d}", (3, 3), (0, 0), trouble={"timeout": 3}) for i in range(10, 20)]
+    d = V.decide(qs)
+    assert d["word"] == "incomplete"
+    assert d["incomplete"]["versions"][0]["answered"] == 30
+    assert len(d["incomplete"]["questions"]) == 10
+
+
+def test_needs_human_is_pending_with_the_count():
+    b = V.Tally(3, 0)
+    qs = [V.Question("Q-01", "critical", "c", V.Tally(0, 0, needs_human=3), b, b, ("v1",))]
+    d = V.decide(qs)
+    assert d["word"] == "pending" and d["pending"]["needs_human"] == 3
+    assert "exam review" in V.summary_line(d)
+
+
+def test_a_guard_that_never_failed_pools_its_history():
+    hist = [("v1", V.Tally(3, 0)), ("v2", V.Tally(3, 0)), ("v3", V.Tally(3, 0))]
+    base, used = V.baseline_for(hist, "v3")
+    assert (base.passes, base.answered, used) == (9, 9, ("v1", "v2", "v3"))
+    # one failure anywhere: the old version alone
+    hist[0] = ("v1", V.Tally(2, 1))
+    base, used = V.baseline_for(hist, "v3")
+    assert (base.passes, base.answered, used) == (3, 3, ("v3",))
+
+
+def test_pooled_history_turns_a_thin_drop_into_a_hold():
+    b = V.Tally(12, 0)  # 4 versions × 3 repeats, all passing
+    pooled = V.Question("Q-01", "major", "c", V.Tally(1, 2), V.Tally(3, 0), b, ("v1",) * 4)
+    alone = V.Question("Q-01", "major", "c", V.Tally(1, 2), V.Tally(3, 0), V.Tally(3, 0), ("v4",))
+    assert V.decide([pooled])["word"] == "hold"
+    assert V.decide([alone])["word"] != "hold"
+
+
+def test_one_sided_fisher_and_its_bound_match_scipy():
+    rng = random.Random(1)
+    for _ in range(200):
+        on, nn = rng.randint(1, 25), rng.randint(1, 25)
+        op, np_ = rng.randint(0, on), rng.randint(0, nn)
+        ref = stats.fisher_exact([[op, on - op], [np_, nn - np_]], alternative="greater").pvalue
+        assert fisher_worse(op, on, np_, nn) == pytest.approx(ref, rel=1e-9, abs=1e-12)
+        total = op + np_
+        x = min(on, total)
+        best = stats.fisher_exact([[x, on - x], [total - x, nn - total + x]],
+                                  alternative="greater").pvalue
+        assert fisher_worse_min(op, on, np_, nn) == pytest.approx(best, rel=1e-9)
+
+
+def test_bh_runs_only_over_questions_that_can_move():
+    # 9/20 vs 18/20 among 19 saturated questions: the saturated ones cannot differ
+    p = [fisher_worse(18, 20, 9, 20)] + [1.0] * 19
+    minp = [fisher_worse_min(18, 20, 9, 20)] + [fisher_worse_min(20, 20, 20, 20)] * 19
+    qv, testable = discrete_bh(p, minp)
+    assert testable == 1 and qv[0] == pytest.approx(p[0]) and qv[0] < 0.05
+    assert all(x is None for x in qv[1:])
+
+
+def test_repeats_needed_are_true_under_the_method():
+    """Recompute every stated repeats-needed figure with scipy: the power it claims holds."""
+    qs = [q("Q-01", (30, 30), (7, 10)), q("Q-02", (27, 30), (4, 6)), q("Q-03", (40, 40), (2, 3))]
+    qs += [q(f"G-{i}", (10, 10), (10, 10)) for i in range(7)]
+    d = V.decide(qs)
+    stated = [u for u in d["undecided"] if u["repeats_needed"] is not None]
+    assert stated
+    for u in stated:
+        t = next(t for t in d["tests"] if t["case_no"] == u["case_no"])
+        bp, bn = t["baseline"]["passes"], t["baseline"]["answered"]
+        n, p_alt, level = u["repeats_needed"], u["assumed_new_rate"], u["level_for_repeats"]
+        power = sum(stats.binom.pmf(x, n, p_alt) for x in range(n + 1)
+                    if stats.fisher_exact([[bp, bn - bp], [x, n - x]],
+                                          alternative="greater").pvalue <= level)
+        assert power >= 0.8
+        # and the level is the BH bound over every question that could get worse
+        assert level == pytest.approx(0.05 / 10)
+        assert power_worse(bp, bn, p_alt, n, level) == pytest.approx(power, abs=1e-9)
+
+
+def test_identical_behaviour_rarely_holds():
+    """20 questions at 70%, 3 repeats each side, no true change: false hold ≤ 5%."""
+    rng = random.Random(20261130)
+    holds, runs = 0, 2000
+    for _ in range(runs):
+        qs = []
+        for i in range(20):
+            o = sum(rng.random() < 0.7 for _ in range(3))
+            n = sum(rng.random() < 0.7 for _ in range(3))
+            qs.append(q(f"Q-{i:02d}", (o, 3), (n, 3)))
+        holds += V.decide(qs, figures=False)["word"] == "hold"
+    assert holds / runs <= 0.05
+
+
+def _simulate_settle(seed, settings=None, *, questions=5, old_n=40, new_n=5, drop=True):
+    settings = settings or V.Settings()
+    rng = random.Random(seed)
+    rates_new = [0.5 if drop else 0.9] + [0.9] * (questions - 1)
+
+    def draw(p, k):
+        x = sum(rng.random() < p for _ in range(k))
+        return V.Tally(x, k - x)
+
+    state = {f"Q{i}": (draw(0.9, old_n), draw(rates_new[i], new_n)) for i in range(questions)}
+
+    def compare_at(levels):
+        qs = [V.Question(c, "major", "c", n, o, o, ("v1",)) for c, (o, n) in state.items()]
+        return {"decision": V.decide(qs, settings, levels or None)}
+
+    def run_more(cases, k):
+        for c in cases:
+            o, n = state[c]
+            state[c] = (o, n + draw(rates_new[int(c[1:])], k))
+        return len(cases) * k
+
+    return settle(compare_at, run_more, settings, bank_size=questions, budget=10_000,
+                  step=3, max_repeats=30)
+
+
+def test_settle_finds_a_real_drop():
+    """A true 90% → 50% drop on one of 5 questions (old version 40 repeats, new 5), --settle
+    step 3 up to 30 answered repeats: hold in ≥ 80% of simulations; calls saved reported."""
+    sims, holds = 200, 0
+    for seed in range(sims):
+        out = _simulate_settle(seed)
+        d = out.report["decision"]
+        holds += any(h["case_no"] == "Q0" for h in d["hold"])
+        assert out.report["settle"]["calls_saved"] == out.saved
+        assert out.report["settle"]["calls_spent"] == out.spent
+    assert holds / sims >= 0.8
+
+
+def test_settle_keeps_false_holds_rare():
+    sims = 200
+    false = sum(_simulate_settle(seed, drop=False).report["decision"]["word"] == "hold"
+                for seed in range(sims))
+    assert false / sims <= 0.05
+
+
+# -- the surfaces: CLI exit codes, API JSON, LINE text, the n8n branch -----------------------
+
+CASES = [("Q-01", "c", "critical"), ("Q-02", "c", "major"), ("Q-03", "c", "major")]
+
+
+def _cli(history, *args):
+    env = {"EXAM_DB": str(history.tmp / "exam.db")}
+    return CliRunner().invoke(main, ["compare", *args], env=env, catch_exceptions=False)
+
+
+def test_all_timeout_new_version_is_incomplete_in_the_cli(history):
+    history.bank("A", CASES)
+    history.run("A", "v1", {c: "ppp" for c, _, _ in CASES})
+    history.run("A", "v2", {c: "ttt" for c, _, _ in CASES})
+    for fail_on in ("verdict", "regression", "any-fail"):
+        result = _cli(history, "A", "v1", "v2", "--fail-on", fail_on)
+        assert result.exit_code == 3, result.output
+        assert "VERDICT: INCOMPLETE" in result.output and "3 timeout" in result.output
+    out = json.loads(_cli(history, "A", "v1", "v2", "--format", "json").output)
+    assert out["verdict"] == "incomplete"
+
+
+def test_added_question_is_new_not_failing(history):
+    history.bank("A", CASES[:2])
+    history.run("A", "v1", {"Q-01": "ppp", "Q-02": "ppp"})
+    history.bank("A", CASES)
+    history.run("A", "v2", {"Q-01": "ppp", "Q-02": "ppp", "Q-03": "fff"})
+    r = compare.build(regrade(history.store, select_runs(history.store)), "A", "v1", "v2")
+    assert r["verdict"] == "ship"
+    assert [x["case_no"] for x in r["only_new"]] == ["Q-03"]
+    assert r["decision"]["new_questions"] == ["Q-03"]
+
+
+def test_more_repeats_alone_is_not_newly_flaky(history):
+    history.bank("A", CASES[:2])
+    history.run("A", "v1", {"Q-01": "ppp", "Q-02": "fff"})
+    history.run("A", "v2", {"Q-01": "ppppppppfp", "Q-02": "ffffpfffff"})
+    r = compare.build(regrade(history.store, select_runs(history.store)), "A", "v1", "v2")
+    assert r["flaky"] == [] and r["regressions"] == []
+
+
+def test_all_needs_human_is_pending_not_a_regression(history):
+    history.bank("A", CASES[:1])
+    history.run("A", "v1", {"Q-01": "ppp"})
+    history.run("A", "v2", {"Q-01": "hhh"})
+    result = _cli(history, "A", "v1", "v2")
+    assert result.exit_code == 5 and "VERDICT: PENDING" in result.output
+    assert "exam review" in result.output
+    assert _cli(history, "A", "v1", "v2", "--fail-on", "any-fail").exit_code == 5
+
+
+def test_api_dashboard_line_and_n8n_read_the_same_word(history):
+    from exam.app import create_app
+    from exam.line import agent_summary, summary_text
+    from tests.conftest import ROOT
+
+    history.bank("A", CASES)
+    history.run("A", "v1", {c: "ppp" for c, _, _ in CASES})
+    history.run("A", "v2", {"Q-01": "ttt", "Q-02": "ppp", "Q-03": "t"})
+    app = create_app({"TESTING": True, "DB": str(history.tmp / "exam.db"), "API_TOKEN": "tok",
+                      "SECRET_KEY": "k"})
+    with app.test_client() as client:
+        api = client.get("/api/compare?agent=A&old=v1&new=v2",
+                         headers={"Authorization": "Bearer tok"}).json
+        with client.session_transaction() as s:
+            s["auth"] = True
+        page = client.get("/compare?agent=A&old=v1&new=v2").get_data(as_text=True)
+    assert api["verdict"] == "incomplete" and api["exit_code"] == 3
+    assert 'data-verdict="incomplete"' in page
+    report = compare.build(regrade(history.store, select_runs(history.store)), "A", "v1", "v2")
+    card = {"agent": "A", "version": "v2", "verdicts": {"pass": 3, "needs_human": 0, "fail": 0},
+            "run_status": {"timeout": 4}, "critical_failures": [], "cost": {}}
+    text = summary_text(agent_summary(card, report))
+    assert "verdict vs v1: INCOMPLETE" in text
+    wf = json.loads((ROOT / "webhooks" / "n8n" / "run-exam-after-change.json").read_text())
+    node = next(n for n in wf["nodes"] if n["type"] == "n8n-nodes-base.if"
+                and "verdict" in json.dumps(n["parameters"]))
+    cond = node["parameters"]["conditions"]["conditions"][0]
+    assert cond["leftValue"] == "={{ $json.verdict }}" and cond["operator"]["operation"] == "equals"
+    safe = wf["connections"][node["name"]]["main"][0][0]["node"]
+    taken = 0 if api["verdict"] == cond["rightValue"] else 1
+    assert wf["connections"][node["name"]]["main"][taken][0]["node"] != safe

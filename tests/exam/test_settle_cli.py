@@ -1,0 +1,78 @@
+"""`exam compare --settle` end to end: real runs of the new version against an agent on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from click.testing import CliRunner
+
+from exam.cli import main
+from tests.exam.helpers import registry_env, write_bank
+
+PASS, FAIL = "答案：備貨中", "答案：已出貨"
+
+
+class Scripted:
+    """Answers each task_id from a script (then repeats the script's last answer)."""
+
+    def __init__(self):
+        self.script: dict[str, list[str]] = {}
+        self.calls: dict[str, int] = {}
+        self.lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                task = body["task_id"]
+                with owner.lock:
+                    n = owner.calls.get(task, 0)
+                    owner.calls[task] = n + 1
+                    answers = owner.script.get(task, [PASS])
+                    text = answers[min(n, len(answers) - 1)]
+                data = json.dumps({"answer": text}, ensure_ascii=False).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_settle_reruns_only_the_undecided_question_until_it_holds(tmp_path):
+    agent = Scripted()
+    try:
+        bank = write_bank(tmp_path, ["ok", "ok", "ok"], expect_forbidden=["已出貨"])
+        env = registry_env(tmp_path, agent.url, bank)
+        run = CliRunner().invoke
+        assert run(main, ["run", "T", "-v", "v1", "-n", "10"], env=env).exit_code == 0
+        agent.script = {"T-01": [FAIL, PASS, PASS, FAIL]}  # the new version: 2/3, then failing
+        agent.calls.clear()
+        first = run(main, ["run", "T", "-v", "v2", "-n", "3"], env=env)
+        assert first.exit_code == 1
+        undecided = run(main, ["compare", "T", "v1", "v2"], env=env)
+        assert undecided.exit_code == 4 and "VERDICT: UNDECIDED" in undecided.output
+        settled = run(main, ["compare", "T", "v1", "v2", "--settle", "--format", "json"],
+                      env=env)
+        assert settled.exit_code == 1, settled.output
+        report = json.loads(settled.stdout)
+        assert report["verdict"] == "hold" and report["regressions"][0]["case_no"] == "T-01"
+        s = report["settle"]
+        extra = agent.calls["T-01"] - 3
+        assert s["calls_spent"] == extra and agent.calls.get("T-02") == 3  # only T-01 re-ran
+        assert s["calls_saved"] == 3 * extra - extra
+        assert f"{extra} agent call(s) spent" in settled.stderr
+    finally:
+        agent.close()
