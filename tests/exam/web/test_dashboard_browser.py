@@ -101,9 +101,9 @@ def test_scorecard_page(page, site):
 
 def test_compare_puts_the_verdict_first(page, site):
     page.goto(f"{site}/compare?agent=W3&old=v1&new=v2")
-    # one repeat: W3-10's 1/1 → 0/1 is not evidence; W3-07's needs_human decides it first
-    assert page.locator("#verdict").get_attribute("data-verdict") == "pending"
-    assert "Verdict: PENDING" in page.locator("#verdict").inner_text()
+    # one repeat: W3-10's 1/1 → 0/1 is not evidence, and v2 leaves nothing to review
+    assert page.locator("#verdict").get_attribute("data-verdict") == "undecided"
+    assert "Verdict: UNDECIDED" in page.locator("#verdict").inner_text()
     headings = page.locator("h2").all_inner_texts()
     assert headings[0] == "Undecided (too few repeats)"
     assert "W3-10" in page.locator("#undecided").inner_text()
