@@ -12,6 +12,7 @@ from typing import Any
 
 from exam.errors import ExamError
 from exam.reports import verdict
+from exam.reports.discrimination import version_order
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import COST_KEYS, SEVERITY_ORDER
 from exam.reports.stats import fisher_worse, percentile
@@ -175,14 +176,6 @@ def _fixed(row: dict[str, Any], settings: verdict.Settings) -> bool:
         return False
     p = fisher_worse(n["passes"], n["graded"], b["passes"], b["answered"])
     return -t["effect"] >= rule.min_effect - 1e-12 and p <= rule.alpha
-
-
-def version_order(regraded: Regraded, agent: str) -> list[str]:
-    first: dict[str, int] = {}
-    for r in sorted(regraded.runs, key=lambda r: r.id):
-        if r.agent == agent:
-            first.setdefault(r.version, r.id)
-    return sorted(first, key=first.get)
 
 
 def exit_code(report: dict[str, Any], fail_on: str) -> int:

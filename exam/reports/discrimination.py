@@ -44,6 +44,7 @@ POWER = 0.8
 
 
 def version_order(regraded: Regraded, agent: str) -> list[str]:
+    """The agent's versions in the order they were first run."""
     first: dict[str, int] = {}
     for r in sorted(regraded.runs, key=lambda r: r.id):
         if r.agent == agent:
@@ -139,14 +140,21 @@ def _pairs(rates: list[dict[str, Any]], level: float
         "p_worse": worse, "p_better": better}
 
 
-def build_agent(regraded: Regraded, agent: str, k: int = K, seed: int = 0) -> dict[str, Any]:
-    versions = version_order(regraded, agent)
-    cells = [c for c in regraded.cells if c.agent == agent]
+def by_question(regraded: Regraded, agent: str
+                ) -> tuple[dict[str, dict[str, list[GradedCell]]], dict[str, GradedCell]]:
+    """The agent's cells by question and version, and one cell per question for its metadata."""
     by_q: dict[str, dict[str, list[GradedCell]]] = defaultdict(lambda: defaultdict(list))
     meta: dict[str, GradedCell] = {}
-    for c in cells:
-        by_q[c.case_no][c.version].append(c)
-        meta.setdefault(c.case_no, c)
+    for c in regraded.cells:
+        if c.agent == agent:
+            by_q[c.case_no][c.version].append(c)
+            meta.setdefault(c.case_no, c)
+    return by_q, meta
+
+
+def build_agent(regraded: Regraded, agent: str, k: int = K, seed: int = 0) -> dict[str, Any]:
+    versions = version_order(regraded, agent)
+    by_q, meta = by_question(regraded, agent)
     questions = []
     for case_no in sorted(by_q):
         rates = []

@@ -311,11 +311,7 @@ def build_agent(regraded: Regraded, agent: str, disc: dict[str, Any],
     versions = discrimination.version_order(regraded, agent)
     latest = versions[-1] if versions else None
     cells = [c for c in regraded.cells if c.agent == agent]
-    by_q: dict[str, dict[str, list[GradedCell]]] = defaultdict(lambda: defaultdict(list))
-    meta: dict[str, GradedCell] = {}
-    for c in cells:
-        by_q[c.case_no][c.version].append(c)
-        meta.setdefault(c.case_no, c)
+    by_q, meta = discrimination.by_question(regraded, agent)
     pairs = version_pairs(by_q, versions, settings.alpha)
     unstable, stability_tested = run_stability(by_q, settings.alpha)
     runs = sorted({c.run_id for c in cells})

@@ -79,12 +79,13 @@ def test_scorecard_page(client):
     assert len(rows(html, "cost")) == 5  # header + attempts, model calls, tokens, latency
 
 
-def test_compare_puts_the_verdict_then_the_undecided_first(client):
+def test_compare_puts_what_decides_the_verdict_first(client):
     html = page(client, "/compare?agent=W3&old=v1&new=v2")
     assert html.index('id="verdict"') < html.index("<h2")
-    # one repeat each: W3-10's 1/1 → 0/1 is not yet evidence of a regression (issue 14)
     headings = re.findall(r"<h2[^>]*>(.*?)</h2>", html, re.S)
+    # one repeat: W3-10's 3/3 → 0/3 story is 1/1 → 0/1 here, not evidence for a hold
     assert headings[0].strip() == "Undecided (too few repeats)"
+    assert 'data-verdict="undecided"' in html
     assert "W3-10" in "".join(rows(html, "undecided"))
 
 
