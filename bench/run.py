@@ -227,7 +227,8 @@ def service(quick: bool) -> dict:
     try:
         pages = {"api_runs": "/api/runs", "api_scorecard": "/api/runs/1/scorecard",
                  "api_discrimination": "/api/discrimination?agent=W2",
-                 "dashboard_runs": "/", "dashboard_heatmap": "/discrimination?agent=W2"}
+                 "dashboard_runs": "/runs", "dashboard_overview": "/",
+                 "dashboard_heatmap": "/discrimination?agent=W2"}
         for name, path in pages.items():
             r = run_load([base + path], {"Authorization": "Bearer bench"},
                          total=100 if quick else 300, concurrency=8)

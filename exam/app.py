@@ -9,7 +9,6 @@ Configuration comes from defaults, then a TOML file named by ``EXAM_CONFIG``, th
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import logging
 import os
@@ -31,6 +30,8 @@ DEFAULTS: dict[str, Any] = {
     "DB": "results/exam.db",
     "AGENTS": "webhooks/agents.yaml",
     "API_TOKEN": None,  # required unless LOCAL_DEV
+    "VIEWER_TOKEN": None,  # read-only dashboard access (never queues, reviews or excludes)
+    "SHARE_LINK_DAYS": 7,  # how long a share link made by the dashboard keeps working
     "LOCAL_DEV": False,  # true: no token needed (never expose such a service)
     "MAX_CONTENT_LENGTH": 1_000_000,  # request bodies larger than this get 413
     "MAX_REPEATS": 20,
@@ -45,10 +46,10 @@ DEFAULTS: dict[str, Any] = {
     "SESSION_COOKIE_SECURE": False,  # false: Secure only on requests that arrived over HTTPS
     "WTF_CSRF_TIME_LIMIT": None,  # a form's token lives as long as the session
 }
-STRING_KEYS = ("API_TOKEN", "SECRET_KEY", "DB", "AGENTS", "PUBLIC_URL", "LINE_ALLOWED_GROUPS",
+STRING_KEYS = ("API_TOKEN", "VIEWER_TOKEN", "SECRET_KEY", "DB", "AGENTS", "PUBLIC_URL", "LINE_ALLOWED_GROUPS",
                "LINE_RUN_GROUPS")
 # whole numbers: key → smallest allowed
-INT_KEYS = {"MAX_CONTENT_LENGTH": 1, "MAX_REPEATS": 1, "TRUSTED_PROXIES": 0}
+INT_KEYS = {"MAX_CONTENT_LENGTH": 1, "MAX_REPEATS": 1, "TRUSTED_PROXIES": 0, "SHARE_LINK_DAYS": 1}
 # booleans not found by their default being a bool (Flask's default is None, or unset here)
 OTHER_BOOL_KEYS = ("PROPAGATE_EXCEPTIONS", "TRAP_BAD_REQUEST_ERRORS", "TEMPLATES_AUTO_RELOAD",
                    "WTF_CSRF_ENABLED")
@@ -74,10 +75,14 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     if not token and not app.config["LOCAL_DEV"]:
         raise ExamError("EXAM_API_TOKEN is not set: the service will not start without a token "
                         "(set EXAM_LOCAL_DEV=true for local development only)")
+    viewer = app.config.get("VIEWER_TOKEN")
+    if viewer and token and hmac.compare_digest(viewer.encode(), token.encode()):
+        raise ExamError("EXAM_VIEWER_TOKEN is the same as EXAM_API_TOKEN: a viewer would be an "
+                        "admin; choose a different viewer token")
     if not app.config.get("SECRET_KEY"):
-        seed = (token or "local-dev").encode()
-        app.config["SECRET_KEY"] = hmac.new(seed, b"agent-exam dashboard session",
-                                            hashlib.sha256).hexdigest()
+        from exam.web.share import secret_key
+
+        app.config["SECRET_KEY"] = secret_key(None, token or "local-dev")
     if app.config["TRUSTED_PROXIES"]:
         from werkzeug.middleware.proxy_fix import ProxyFix
 

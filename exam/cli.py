@@ -49,7 +49,7 @@ agents_option = click.option("--agents", envvar="EXAM_AGENTS", type=click.Path(d
 format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
                              show_default=True, help="Output format.")
 report_format = click.option("--format", "fmt", default="text", show_default=True,
-                             type=click.Choice(["text", "markdown", "json", "csv", "junit"]),
+                             type=click.Choice(["text", "markdown", "json", "csv", "junit", "html"]),
                              help="Output format (docs/reports.md).")
 agent_filter = click.option("--agent", metavar="NAME", help="Only runs of this agent.")
 version_filter = click.option("--version", "label", metavar="LABEL",
@@ -257,7 +257,7 @@ def emit(output: str) -> None:
 
 def warn_missing_banks(report: dict, fmt: str = "") -> None:
     """Runs left out for a missing bank, on stderr (text and markdown say it in the report)."""
-    if fmt not in ("text", "markdown"):
+    if fmt not in ("text", "markdown", "html"):
         for m in report.get("missing_banks", []):
             click.echo(f"warning: {m['message']}", err=True)
 

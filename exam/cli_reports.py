@@ -251,6 +251,14 @@ def review_cmd(agent, label, blind, sample, reviewer, export_path, import_path, 
     if not items:
         click.echo("review queue is empty")
         return
+    from exam.reports.scorecard import queue_words
+
+    waiting = [i for i in items if not i.spot_check]
+    click.echo("review queue: " + queue_words({"review_replies": len(waiting),
+                                                "review_queue": sum(len(i.cells)
+                                                                    for i in waiting)})
+               + " waiting" + (f", and {len(items) - len(waiting)} spot check(s)"
+                               if len(items) > len(waiting) else ""))
     if not reviewer:
         reviewer = click.prompt("your name (stored with each decision)")
     colour = use_colour()

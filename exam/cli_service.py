@@ -94,13 +94,15 @@ def _preview(run_ids, compare_to, out_path, db) -> None:
     from pathlib import Path
 
     from exam.line import build_messages, summaries_for
+    from exam.web.share import secret_from_env
 
     if not run_ids:
         raise InputError("give --run RUN_ID")
     store = _store(db)
     try:
         messages = build_messages(summaries_for(store, list(run_ids), compare_to),
-                                  (os.environ.get("EXAM_PUBLIC_URL") or "").rstrip("/"))
+                                  (os.environ.get("EXAM_PUBLIC_URL") or "").rstrip("/"),
+                                  secret_from_env(os.environ))
     except ExamError as exc:
         raise fail_input(exc) from None
     for i, m in enumerate(messages, 1):

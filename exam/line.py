@@ -25,6 +25,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from exam.errors import ExamError
 from exam.store import Store
+from exam.web.share import make_link, secret_from_env
 
 DEFAULT_HOST = "https://api.line.me"
 MAX_MESSAGES_PER_PUSH = 5
@@ -34,6 +35,7 @@ MAX_BUBBLE_BYTES = 30_000
 MAX_CAROUSEL_BYTES = 50_000
 MAX_BUBBLES = 12
 SHOW_REGRESSIONS = 3
+SHARE_DAYS = 7.0  # how long the Scorecard button's share link works
 COLOURS = {"pass": "#2E7D32", "needs_human": "#B26A00", "fail": "#C62828", "muted": "#757575"}
 
 
@@ -43,6 +45,7 @@ class LineSettings:
     group_id: str = ""
     host: str = DEFAULT_HOST
     public_url: str = ""
+    share_secret: str | None = field(default=None, repr=False)  # signs the Scorecard links
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, need_group: bool = True) -> LineSettings:
@@ -55,7 +58,8 @@ class LineSettings:
         return cls(access_token=env["LINE_CHANNEL_ACCESS_TOKEN"],
                    group_id=env.get("LINE_GROUP_ID", ""),
                    host=(env.get("LINE_API_HOST") or DEFAULT_HOST).rstrip("/"),
-                   public_url=(env.get("EXAM_PUBLIC_URL") or "").rstrip("/"))
+                   public_url=(env.get("EXAM_PUBLIC_URL") or "").rstrip("/"),
+                   share_secret=secret_from_env(env))
 
 
 # -- building messages ----------------------------------------------------------------
@@ -89,7 +93,15 @@ def agent_summary(card: dict[str, Any], change: dict[str, Any] | None,
         "verdict_reason": change and change["decision"]["reason"],
         "fixes": [r["case_no"] for r in (change or {}).get("fixes", [])],
         "review_queue": review_queue,
+        "review_replies": card.get("review_replies", review_queue),
     }
+
+
+def _queue(s: dict[str, Any]) -> str:
+    from exam.reports.scorecard import queue_words
+
+    return queue_words({"review_queue": s["review_queue"],
+                        "review_replies": s.get("review_replies", s["review_queue"])})
 
 
 def summary_text(s: dict[str, Any]) -> str:
@@ -110,7 +122,7 @@ def summary_text(s: dict[str, Any]) -> str:
             more = len(s["regressions"]) - len(shown)
             line += f": {', '.join(shown)}" + (f" and {more} more" if more else "")
     if s["review_queue"]:
-        line += f"\n  review queue: {s['review_queue']} waiting"
+        line += f"\n  review queue: {_queue(s)} waiting"
     return line
 
 
@@ -150,7 +162,7 @@ def bubble(s: dict[str, Any], link: str | None, regressions_shown: int = SHOW_RE
                       f"{_fmt(cost['latency_ms']['p50'], ' ms')}", color=COLOURS["muted"],
                       margin="md"))
     if s["review_queue"]:
-        body.append(_text(f"review queue: {s['review_queue']} waiting", color=COLOURS["needs_human"]))
+        body.append(_text(f"review queue: {_queue(s)} waiting", color=COLOURS["needs_human"]))
     out: dict[str, Any] = {
         "type": "bubble", "size": "kilo",
         "header": {"type": "box", "layout": "vertical", "contents": [
@@ -180,13 +192,23 @@ def _alt(summaries: Sequence[dict[str, Any]]) -> str:
     return text if len(text) <= MAX_ALT_TEXT else text[:MAX_ALT_TEXT - 1] + "…"
 
 
-def build_messages(summaries: Sequence[dict[str, Any]], public_url: str = "") -> list[dict]:
+def scorecard_link(s: dict[str, Any], public_url: str, share_secret: str | None) -> str | None:
+    """The Scorecard button's URI: a signed, expiring read-only share link when the signing
+    key is known (a phone has no admin token, and must never need one); else the plain page."""
+    if not public_url:
+        return None
+    path = f"/scorecard/{quote(s['agent'], safe='')}/{quote(s['version'], safe='')}"
+    if not share_secret:
+        return public_url + path
+    return make_link(share_secret, public_url, path, SHARE_DAYS)
+
+
+def build_messages(summaries: Sequence[dict[str, Any]], public_url: str = "",
+                   share_secret: str | None = None) -> list[dict]:
     """Flex carousels (≤ 12 bubbles, ≤ 50 KB each), altText as the plain-text fallback."""
     bubbles = []
     for s in summaries:
-        link = (f"{public_url}/scorecard/{quote(s['agent'], safe='')}/"
-                f"{quote(s['version'], safe='')}" if public_url else None)
-        bubbles.append((s, _fit_bubble(s, link)))
+        bubbles.append((s, _fit_bubble(s, scorecard_link(s, public_url, share_secret))))
     messages: list[dict[str, Any]] = []
     group: list[tuple[dict, dict]] = []
 
@@ -331,7 +353,8 @@ def deliver(store: Store, settings: LineSettings, nids: Sequence[int], sleep=Non
 def notify_runs(store: Store, settings: LineSettings, run_ids: Sequence[int],
                 compare_to: str | None = None, sleep=None) -> list[dict[str, Any]]:
     """Build the scorecards of these runs, record the pushes, deliver them."""
-    messages = build_messages(summaries_for(store, run_ids, compare_to), settings.public_url)
+    messages = build_messages(summaries_for(store, run_ids, compare_to), settings.public_url,
+                              settings.share_secret)
     batch = uuid.uuid4().hex
     nids = [store.add_notification(batch=batch, channel="line", target=settings.group_id,
                                    run_ids=run_ids, retry_key=str(uuid.uuid4()), payload=chunk)

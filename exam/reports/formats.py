@@ -1,4 +1,4 @@
-"""Every report in every format: text, markdown, json, csv and junit (for CI systems).
+"""Every report in every format: text, markdown, json, csv, junit (for CI systems) and html.
 
 Each report is a plain dict first (that *is* the json format); the other formats are
 views of it. ``table()`` gives one flat row per agent × question (csv and markdown);
@@ -17,7 +17,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from exam.textsafe import csv_cell, terminal_data, xml_text
 
-FORMATS = ("text", "markdown", "json", "csv", "junit")
+FORMATS = ("text", "markdown", "json", "csv", "junit", "html")
 
 
 def digests(report: dict[str, Any]) -> str:
@@ -525,6 +525,10 @@ def render(kind: str, report: dict[str, Any], fmt: str, colour: bool = False) ->
         return to_markdown(kind, report)
     if fmt == "junit":
         return to_junit(kind, report)
+    if fmt == "html":  # one self-contained file: the dashboard's templates, CSS and charts
+        from exam.reports import html
+
+        return html.render(kind, report)
     if kind == "scorecard":
         from exam.reports.scorecard import render_text
 

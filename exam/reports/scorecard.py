@@ -118,7 +118,10 @@ def build(regraded: Regraded) -> dict[str, Any]:
             "run_status": {k: statuses.get(k, 0) for k in RUN_STATUSES},
             "pass_all_repeats": sum(1 for c in cases if c["pass_all"]),
             "reviewed": sum(1 for c in cells if c.reviewed),
-            "review_queue": verdicts.get("needs_human", 0),
+            "review_queue": verdicts.get("needs_human", 0),  # cells
+            # distinct replies (identical replies to a question are decided once)
+            "review_replies": len({(c.case_no, c.reply_digest) for c in cells
+                                   if c.verdict == "needs_human"}),
             # replies that could not be a clean pass: the question expects tool steps and the
             # agent reported none (seed 002: missing evidence is not a pass)
             "held_no_steps": sum(1 for c in cells if any(
@@ -137,6 +140,13 @@ def build(regraded: Regraded) -> dict[str, Any]:
         })
     return {"grader_version": GRADER_VERSION, "scorecards": cards,
             "missing_banks": regraded.missing_banks}
+
+
+def queue_words(card: dict[str, Any]) -> str:
+    """The review queue's size, said the same way everywhere (CLI, LINE, dashboard)."""
+    replies, cells = card.get("review_replies", card["review_queue"]), card["review_queue"]
+    return (f"{replies} distinct repl{'y' if replies == 1 else 'ies'} in "
+            f"{cells} cell{'' if cells == 1 else 's'}")
 
 
 def _fmt(v: float | None, unit: str = "") -> str:
@@ -167,7 +177,7 @@ def render_text(report: dict[str, Any], colour: bool = False, details: bool = Tr
         lines.append(f"  {verdict_text}{infra}")
         lines.append(f"  questions passing every repeat: {card['pass_all_repeats']}/{card['questions']}")
         if card["reviewed"] or card["review_queue"]:
-            lines.append(f"  review: {card['review_queue']} waiting in the queue, "
+            lines.append(f"  review: {queue_words(card)} waiting, "
                          f"{card['reviewed']} verdict(s) set by a person (exam review)")
         if card["held_no_steps"]:
             lines.append(f"  held at needs_human: {card['held_no_steps']} repl(ies) whose agent "

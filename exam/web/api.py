@@ -1,6 +1,7 @@
 """The JSON API: queue runs for registered agents, read their status and the reports.
 
-Every route requires ``Authorization: Bearer <EXAM_API_TOKEN>``. The API never sends
+Every route requires ``Authorization: Bearer <EXAM_API_TOKEN>``; the read-only routes (GET)
+also accept ``EXAM_VIEWER_TOKEN``. The API never sends
 to a URL a caller supplies: a run names an agent of the registry, nothing else.
 """
 
@@ -15,7 +16,7 @@ from exam import names
 from exam.app import registry, store
 from exam.errors import ExamError, StoreError
 from exam.reports.regrade import select_runs
-from exam.web.auth import bearer_ok
+from exam.web.auth import bearer_ok, viewer_bearer_ok
 from exam.web.openapi import spec
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -44,10 +45,15 @@ def exam_error(err: ExamError):
 
 @bp.before_request
 def authenticate():
-    if not bearer_ok():
-        return jsonify(error="missing or wrong bearer token"), 401, {
-            "WWW-Authenticate": 'Bearer realm="agent-exam"'}
-    return None
+    if bearer_ok():
+        return None
+    if viewer_bearer_ok():  # the viewer token reads; it never queues a run
+        if request.method in ("GET", "HEAD"):
+            return None
+        return jsonify(error="the viewer token is read-only: queueing a run needs the admin "
+                             "token"), 403
+    return jsonify(error="missing or wrong bearer token"), 401, {
+        "WWW-Authenticate": 'Bearer realm="agent-exam"'}
 
 
 def run_json(run) -> dict[str, Any]:

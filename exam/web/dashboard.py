@@ -1,56 +1,88 @@
-"""A small server-rendered dashboard: runs, scorecards, compare, the discrimination heatmap."""
+"""A small server-rendered dashboard: the agent overview, runs, scorecards, compare, the
+discrimination heatmap, the reply viewer and the review queue.
+
+Admins (EXAM_API_TOKEN) may also change state (start runs, review); viewers
+(EXAM_VIEWER_TOKEN or a share link, exam/web/share.py) read every page and change nothing.
+"""
 
 from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from flask import Blueprint, abort, redirect, render_template, request, session, url_for
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
 
-from exam.app import store
+from exam.app import registry, store
 from exam.errors import ExamError
+from exam.reports import charts
+from exam.reports.html import FILTERS, _globals
 from exam.reports.regrade import select_runs
-from exam.web.auth import session_ok, token_ok
+from exam.web.auth import is_admin, session_ok, token_ok, viewer_token_ok
 
 bp = Blueprint("dashboard", __name__)
-OPEN = {"dashboard.login", "dashboard.static"}
+OPEN = {"dashboard.login", "dashboard.static", "dashboard.share"}
+# the only state-changing routes a viewer may use: to sign in and out
+VIEWER_POSTS = {"dashboard.login", "dashboard.logout"}
+
+for _name, _fn in FILTERS.items():
+    bp.add_app_template_filter(_fn, _name)
+
+
+@bp.app_context_processor
+def helpers():
+    def href(endpoint: str, **values):
+        return url_for(f"dashboard.{endpoint}", **values)
+
+    role = "admin" if is_admin() else "viewer" if session_ok() else None
+    return {"href": href, "role": role, "admin": role == "admin", **_globals()}
 
 
 @bp.before_request
 def require_login():
-    if request.endpoint in OPEN or session_ok():
+    if request.endpoint in OPEN:
         return None
-    return redirect(url_for("dashboard.login", next=request.full_path.rstrip("?")))
-
-
-@bp.app_template_filter("heat")
-def heat(rate: float | None) -> str:
-    """Pass rate → cell colour: red (0) through amber to green (1); grey for no data."""
-    if rate is None:
-        return "#d0d0d0"
-    return f"hsl({round(rate * 120)}, 65%, {48 + round(rate * 4)}%)"
-
-
-@bp.app_template_filter("pct")
-def pct(v: float | None) -> str:
-    return "–" if v is None else f"{v:.0%}"
-
-
-@bp.app_template_filter("num")
-def num(v: float | None) -> str:
-    if v is None:
-        return "–"
-    return f"{v:,.0f}" if abs(v) >= 10 else f"{v:.3g}"
+    if not session_ok():
+        return redirect(url_for("dashboard.login", next=request.full_path.rstrip("?")))
+    if request.method not in ("GET", "HEAD") and request.endpoint not in VIEWER_POSTS \
+            and not is_admin():
+        return render_template("error.html", message="Read-only access: this needs the admin "
+                               "token (EXAM_API_TOKEN)."), 403
+    return None
 
 
 @bp.route("/login", methods=["GET", "POST"])
 def login():
     error = None
     if request.method == "POST":
-        if token_ok(request.form.get("token", "")):
-            session["auth"] = True
-            return redirect(local_path(request.args.get("next")) or url_for("dashboard.runs"))
+        token = request.form.get("token", "")
+        if token_ok(token) or viewer_token_ok(token):
+            session.clear()
+            session["auth" if token_ok(token) else "viewer"] = True
+            return redirect(local_path(request.args.get("next")) or url_for("dashboard.overview"))
         error = "wrong token"
     return render_template("login.html", error=error), 401 if error else 200
+
+
+@bp.get("/share/<token>")
+def share(token: str):
+    """A signed, expiring share link: a viewer session until it expires, then its page."""
+    from exam.web.share import ShareError, read_token
+
+    try:
+        path, until = read_token(current_app.config["SECRET_KEY"], token)
+    except ShareError as exc:
+        return render_template("error.html", message=str(exc)), 403
+    if not is_admin():
+        session["viewer_until"] = until
+    return redirect(local_path(path) or url_for("dashboard.overview"))
 
 
 def local_path(target: str | None) -> str | None:
@@ -87,13 +119,77 @@ def _versions() -> dict[str, list[str]]:
 
 
 @bp.get("/")
-def runs():
-    from exam.reports.regrade import outcome
+def overview():
+    """Per agent, across versions: pass rate, the verdict of each change, cost, coverage."""
+    from exam.reports import overview as ov
+    from exam.reports.regrade import regrade
 
-    rows = []
-    for r in store().list_runs(limit=200):
-        rows.append({"run": r, "done": store().count_cells(r.id), "outcome": outcome(store(), r)})
-    return render_template("runs.html", rows=rows, versions=_versions())
+    agent = request.args.get("agent") or None
+    runs = select_runs(store(), agent)
+    report = ov.build(regrade(store(), runs)) if runs else {"agents": [], "missing_banks": []}
+    return render_template("overview.html", report=report,
+                           charts=charts.for_report("overview", report), agent=agent,
+                           agents=sorted(_versions()), missing_banks=report["missing_banks"])
+
+
+@bp.get("/runs")
+def runs():
+    from exam.reports import overview as ov
+    from exam.reports.regrade import outcome, regrade
+
+    agent = request.args.get("agent") or None
+    version = request.args.get("version") or None
+    listed = store().list_runs(agent, version, limit=200)
+    graded = select_runs(store(), agent)
+    regraded = regrade(store(), graded)
+    rows = ov.run_rows(regraded, listed, ov.build(regraded))
+    for row in rows:
+        row["done"] = store().count_cells(row["run"].id)
+        row["outcome"] = outcome(store(), row["run"])
+    versions = _versions()
+    choices = versions.get(agent, []) if agent else sorted({v for vs in versions.values()
+                                                            for v in vs})
+    return render_template("runs.html", rows=rows, versions=versions, agent=agent,
+                           version_choices=choices,
+                           version=version, message=request.args.get("message"),
+                           agents=_agent_names() if is_admin() else [],
+                           max_repeats=current_app.config["MAX_REPEATS"],
+                           missing_banks=regraded.missing_banks)
+
+
+def _agent_names() -> list[str]:
+    try:
+        return sorted(registry().agents)
+    except ExamError:
+        return []
+
+
+@bp.post("/runs")
+def start_run():
+    """Admins queue a run from the dashboard: the same queue as POST /api/runs."""
+    from exam.runner import queue_run
+
+    name = request.form.get("agent", "")
+    version = request.form.get("version", "").strip()
+    limit = current_app.config["MAX_REPEATS"]
+    raw = request.form.get("repeats", "1").strip()
+    message = None
+    if not version or len(version) > 100:
+        message = "version: expected a non-empty label of at most 100 characters"
+    elif not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= limit:
+        message = f"repeats: expected a whole number from 1 to {limit}"
+    else:
+        try:
+            reg = registry()
+            if name not in reg.agents:
+                message = f"no agent named {name!r} in the registry"
+            else:
+                run_id = queue_run(store(), reg.get(name), version, repeats=int(raw),
+                                   source="dashboard")
+                message = f"run {run_id} queued: {name} {version} × {raw}"
+        except ExamError as exc:
+            message = str(exc)
+    return redirect(url_for("dashboard.runs", message=message))
 
 
 @bp.get("/scorecard/<agent>/<version>")
@@ -105,9 +201,44 @@ def scorecard(agent: str, version: str):
     if not runs:
         abort(404)
     report = sc.build(regrade(store(), runs))
-    cards = report["scorecards"]
-    return render_template("scorecard.html", report=report, card=cards[0] if cards else None,
-                           agent=agent, version=version, missing_banks=report["missing_banks"])
+    link = None
+    days = current_app.config["SHARE_LINK_DAYS"]
+    if is_admin():
+        from exam.web.share import make_link
+
+        base = current_app.config.get("PUBLIC_URL") or request.host_url
+        link = make_link(current_app.config["SECRET_KEY"], base, request.path, days)
+    return render_template("scorecard.html", report=report,
+                           charts=charts.for_report("scorecard", report), agent=agent,
+                           version=version, missing_banks=report["missing_banks"],
+                           share_link=link, share_days=days)
+
+
+@bp.get("/reply/<int:run_id>/<case_no>/<int:repeat>")
+def reply(run_id: int, case_no: str, repeat: int):
+    """One cell: the reply with its deciding words marked, checks, attempts, cost."""
+    from exam.reports import reply_view
+
+    try:
+        run = store().get_run(run_id)
+    except ExamError:
+        abort(404)
+    view = reply_view.cell(store(), run, case_no, repeat)
+    if view is None:
+        abort(404)
+    return render_template("reply.html", v=view, missing_banks=view["missing_banks"])
+
+
+@bp.get("/question/<agent>/<case_no>")
+def question(agent: str, case_no: str):
+    """Every reply to one question; with old= and new=, the two versions side by side."""
+    from exam.reports import reply_view
+
+    versions = [v for v in (request.args.get("old"), request.args.get("new")) if v]
+    view = reply_view.question(store(), agent, case_no, versions)
+    if not any(col["cells"] for col in view["columns"]):
+        abort(404)
+    return render_template("question.html", q=view, missing_banks=view["missing_banks"])
 
 
 @bp.get("/compare")
@@ -128,6 +259,7 @@ def compare():
         except ExamError as exc:
             error = str(exc)
     return render_template("compare.html", report=report, error=error, versions=versions,
+                           charts=charts.for_report("compare", report) if report else {},
                            agent=agent, old=old, new=new,
                            missing_banks=report["missing_banks"] if report else [])
 
@@ -141,6 +273,7 @@ def discrimination():
     runs = select_runs(store(), agent)
     report = disc.build(regrade(store(), runs), agent) if runs else None
     return render_template("discrimination.html", report=report, agent=agent,
+                           charts=charts.for_report("discrimination", report) if report else {},
                            agents=sorted(_versions()),
                            missing_banks=report["missing_banks"] if report else [])
 

@@ -56,6 +56,42 @@ def test_push_is_a_flex_carousel_with_change_and_link(runs, settings, fake_line)
     assert "pass 3 · needs_human 0 · fail 3" in flex["altText"]  # the plain-text fallback
 
 
+def test_the_scorecard_button_is_a_signed_read_only_share_link(runs, settings, fake_line):
+    from dataclasses import replace
+
+    from exam.web.share import read_token
+
+    history, run_id = runs
+    signed = replace(settings, share_secret="service-secret-key")
+    notify_runs(history.store, signed, [run_id], sleep=no_sleep)
+    (req,) = fake_line.pushes()
+    footer = req["body"]["messages"][0]["contents"]["contents"][0]["footer"]
+    uri = footer["contents"][0]["action"]["uri"]
+    assert uri.startswith("https://exam.example.com/share/")
+    path, until = read_token("service-secret-key", uri.rsplit("/", 1)[1])
+    assert path == "/scorecard/W1/v2"
+    assert "service-secret-key" not in json.dumps(req["body"])
+
+
+def test_the_share_key_comes_from_the_services_settings():
+    from exam.web.share import secret_key
+
+    env = {"LINE_CHANNEL_ACCESS_TOKEN": "t", "LINE_GROUP_ID": "C1", "EXAM_API_TOKEN": "adm"}
+    assert LineSettings.from_env(env).share_secret == secret_key(None, "adm")
+    assert LineSettings.from_env({**env, "EXAM_SECRET_KEY": "k"}).share_secret == "k"
+    assert LineSettings.from_env({"LINE_CHANNEL_ACCESS_TOKEN": "t",
+                                  "LINE_GROUP_ID": "C1"}).share_secret is None
+
+
+def test_the_review_queue_is_counted_in_replies_and_cells(runs):
+    from exam.line import summary_text
+
+    text = summary_text({"agent": "W1", "version": "v2", "pass": 1, "needs_human": 3, "fail": 0,
+                         "not_answered": 0, "critical": [], "previous": None, "regressions": [],
+                         "fixes": [], "review_queue": 3, "review_replies": 1})
+    assert "review queue: 1 distinct reply in 3 cells waiting" in text
+
+
 def test_500_then_success_reuses_the_retry_key(runs, settings, fake_line):
     history, run_id = runs
     fake_line.answer(500, 500, 200)

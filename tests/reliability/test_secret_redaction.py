@@ -220,7 +220,7 @@ def every_output(tmp: Path, env: dict[str, str]) -> list[tuple[str, str | bytes]
     cli("runs", "--format", "json")
     for cmd in (["report", "scorecard"], ["compare", "S", "v1", "v2"],
                 ["report", "discrimination"], ["report", "rebalance"]):
-        for fmt in ("text", "markdown", "json", "csv", "junit"):
+        for fmt in ("text", "markdown", "json", "csv", "junit", "html"):
             cli(*cmd, "--format", fmt)
     cli("review", "--export", str(tmp / "q.csv"))
     out.append(("review export", (tmp / "q.csv").read_text(encoding="utf-8")))
@@ -231,7 +231,8 @@ def every_output(tmp: Path, env: dict[str, str]) -> list[tuple[str, str | bytes]
     for path in ("/api/runs", "/api/runs/1", "/api/runs/1/scorecard", "/api/runs/2/scorecard",
                  "/api/compare?agent=S&old=v1&new=v2", "/api/discrimination", "/",
                  "/scorecard/S/v1", "/scorecard/TLS/v1", "/compare?agent=S&old=v1&new=v2",
-                 "/discrimination", "/review"):
+                 "/discrimination", "/review", "/runs", "/reply/1/S-01/1",
+                 "/question/S/S-01?old=v1&new=v2"):
         out.append((path, client.get(path, headers=auth).get_data(as_text=True)))
     queued = client.post("/api/runs", json={"agent": "S", "version": "v3"}, headers=auth)
     out.append(("POST /api/runs", queued.get_data(as_text=True)))

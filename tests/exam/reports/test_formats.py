@@ -58,7 +58,7 @@ def tables(markdown: str) -> list[list[list[str]]]:
 
 @pytest.mark.parametrize(("cmd", "status", "says"), COMMANDS, ids=lambda v: " ".join(v)
                          if isinstance(v, tuple) else None)
-@pytest.mark.parametrize("fmt", ["text", "markdown", "json", "csv", "junit"])
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json", "csv", "junit", "html"])
 def test_every_report_in_every_format(db, cmd, status, says, fmt):
     result = CliRunner().invoke(main, [*cmd, "--format", fmt, "--db", db], catch_exceptions=False)
     out = result.output
@@ -92,6 +92,10 @@ def test_every_report_in_every_format(db, cmd, status, says, fmt):
         # answers to count as fixed
         assert {row[header.index("case_no")] for row in body} == (
             {"Q-01"} if kind == "compare" else {"Q-01", "Q-02"})
+    elif fmt == "html":
+        assert out.startswith("<!doctype html>") and "<svg" in out
+        assert "Q-01" in out and "Q-02" in out
+        assert_self_contained(out)
     else:
         assert out.startswith(f"grader {GRADER_VERSION}")
         for pattern in says:
@@ -112,3 +116,25 @@ def test_csv_keeps_infrastructure_trouble_apart(db):
     rows = list(csv.DictReader(io.StringIO(out)))
     timeout = [r for r in rows if r["run_status"] == "timeout"]
     assert len(timeout) == 1 and timeout[0]["verdict"] == ""
+
+
+def assert_self_contained(page: str) -> None:
+    """Nothing a browser would fetch: no src=, no stylesheet link, no URL but the SVG and
+    XML namespaces (and pygal's own comment naming its home page)."""
+    import re
+
+    assert not re.search(r"""\b(src|href)\s*=\s*["']?(https?:|//)""", page)
+    assert "<link rel=\"stylesheet\"" not in page and "@import" not in page
+    urls = set(re.findall(r"https?://[^\s\"'<>)]+", page))
+    assert urls <= {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink",
+                    "http://pygal.org--", "http://github.com/Kozea/pygal--"}, urls
+
+
+def test_the_html_report_escapes_replies_and_keeps_chinese(history):
+    from exam.reports import html
+
+    out = html.mark_text("<script>alert(1)</script> 下次購物享 9 折優惠", ["9 折"])
+    assert "<script>" not in out and "&lt;script&gt;" in out
+    assert "<mark>9 折</mark>" in out
+    assert str(html.marks("asserted: «<b>» here")) == "asserted: <mark>&lt;b&gt;</mark> here"
+    assert html.as_json({"msg": "我是老客戶"}) == '{\n  "msg": "我是老客戶"\n}'

@@ -17,8 +17,9 @@ from tests.conftest import BANK_DIR, ROOT
 
 TOKEN = "pages-token"
 TEMPLATES = ROOT / "exam" / "templates"
-PAGES = ["/", "/scorecard/W3/v2", "/compare?agent=W3&old=v1&new=v2", "/discrimination?agent=W2",
-         "/review", "/login"]
+PAGES = ["/", "/runs", "/scorecard/W3/v2", "/compare?agent=W3&old=v1&new=v2",
+         "/discrimination?agent=W2", "/review", "/login", "/reply/6/W3-10/1",
+         "/question/W3/W3-10?old=v1&new=v2"]
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +66,7 @@ def test_login_is_required(demo_app):
 
 
 def test_runs_page_lists_the_demo_runs(client):
-    html = page(client, "/")
+    html = page(client, "/runs")
     assert len(rows(html, "runs")) == 7  # header + 6 runs
     for agent in ("W1", "W2", "W3"):
         for version in ("v1", "v2"):
@@ -80,6 +81,7 @@ def test_scorecard_page(client):
 
 def test_compare_puts_what_decides_the_verdict_first(client):
     html = page(client, "/compare?agent=W3&old=v1&new=v2")
+    assert html.index('id="verdict"') < html.index("<h2")
     headings = re.findall(r"<h2[^>]*>(.*?)</h2>", html, re.S)
     # one repeat: W3-10's 3/3 → 0/3 story is 1/1 → 0/1 here, not evidence for a hold
     assert headings[0].strip() == "Undecided (too few repeats)"
@@ -98,7 +100,7 @@ def test_heatmap_paints_every_cell(client):
 
 def test_review_page_shows_the_waiting_reply_with_its_evidence(client):
     html = page(client, "/review")
-    assert "1 distinct repl(ies) waiting" in html
+    assert "review queue: 1 distinct reply in 1 cell waiting" in html
     assert '<div class="item" id="item-1">' in html and "<mark>打折</mark>" in html
 
 
@@ -113,7 +115,12 @@ def test_every_template_is_rendered(demo_app, client):
         for path in PAGES:
             html = page(client, path)
             assert "<header" in html and "</html>" in html  # through base.html
+        refused = client.get("/share/not-a-link")  # error.html
+        assert refused.status_code == 403 and "<header" in refused.get_data(as_text=True)
     finally:
         template_rendered.disconnect(record, demo_app)
-    pages = {p.name for p in TEMPLATES.glob("*.html")} - {"base.html"}
+    # partials (_*.html) are included, not rendered; report.html is the --format html file
+    # (tests/exam/reports/test_formats.py)
+    pages = {p.name for p in TEMPLATES.glob("*.html")} - {"base.html", "report.html"}
+    pages = {p for p in pages if not p.startswith("_")}
     assert set(rendered) == pages

@@ -1,0 +1,96 @@
+"""One agent across its versions, and one row per run: what a team lead looks at first.
+
+Per version: pass rate with its 95% interval, the verdict of the change from the previous
+version, cost (model calls, tokens, latency p50/p95) and coverage (cells answered / planned).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from exam.errors import ExamError
+from exam.reports import compare
+from exam.reports.discrimination import version_order
+from exam.reports.regrade import GradedCell, Regraded
+from exam.reports.stats import percentile, wilson
+
+GRADED = ("pass", "fail", "needs_human")
+VERDICT_WORDS = ("ship", "hold", "incomplete", "undecided", "pending")
+COST = ("model_calls", "tokens", "latency_ms")
+
+
+def change_verdict(report: dict[str, Any] | None) -> str:
+    """The one verdict word of a change: compare's ``verdict`` (exam/reports/verdict.py);
+    "pending" when there is none. The one place the pages read it from a compare report."""
+    if not report:
+        return "pending"
+    v = report.get("verdict")
+    if isinstance(v, dict):
+        v = v.get("word")
+    return v if v in VERDICT_WORDS else "pending"
+
+
+def figures(cells: Sequence[GradedCell], planned: int) -> dict[str, Any]:
+    """Pass rate (with Wilson interval), coverage and cost p50/p95 of some cells."""
+    graded = [c for c in cells if c.verdict in GRADED]
+    passes = sum(1 for c in graded if c.verdict == "pass")
+    lo, hi = wilson(passes, len(graded)) if graded else (None, None)
+    answered = sum(1 for c in cells if c.run_status == "ok")
+    cost = {}
+    for key in COST:
+        values = [getattr(c, key) for c in cells if getattr(c, key) is not None]
+        cost[key] = {"p50": percentile(values, 50), "p95": percentile(values, 95)}
+    return {"passes": passes, "graded": len(graded),
+            "pass_rate": passes / len(graded) if graded else None, "wilson": [lo, hi],
+            "fail": sum(1 for c in graded if c.verdict == "fail"),
+            "needs_human": sum(1 for c in graded if c.verdict == "needs_human"),
+            "answered": answered, "planned": planned,
+            "coverage": answered / planned if planned else None, "cost": cost}
+
+
+def _change(regraded: Regraded, agent: str, old: str | None, new: str) -> dict[str, Any]:
+    if old is None:
+        return {"previous": None, "verdict": "—", "regressions": 0, "fixes": 0}
+    try:
+        report = compare.build(regraded, agent, old, new)
+    except ExamError:
+        return {"previous": old, "verdict": "pending", "regressions": 0, "fixes": 0}
+    return {"previous": old, "verdict": change_verdict(report),
+            "regressions": len(report["regressions"]), "fixes": len(report["fixes"])}
+
+
+def build_agent(regraded: Regraded, agent: str) -> dict[str, Any]:
+    versions = version_order(regraded, agent)
+    by_version: dict[str, list[GradedCell]] = defaultdict(list)
+    for c in regraded.cells:
+        if c.agent == agent:
+            by_version[c.version].append(c)
+    rows = []
+    for n, v in enumerate(versions):
+        runs = [r for r in regraded.runs if r.agent == agent and r.version == v]
+        planned = sum(r.total_cells for r in runs)
+        rows.append({"version": v, "run_ids": sorted(r.id for r in runs),
+                     **figures(by_version.get(v, []), planned),
+                     "change": _change(regraded, agent, versions[n - 1] if n else None, v)})
+    return {"agent": agent, "versions": rows}
+
+
+def build(regraded: Regraded) -> dict[str, Any]:
+    agents = sorted({r.agent for r in regraded.runs})
+    return {"agents": [build_agent(regraded, a) for a in agents],
+            "missing_banks": regraded.missing_banks}
+
+
+def run_rows(regraded: Regraded, runs: Sequence[Any], overview: dict[str, Any]) -> list[dict]:
+    """One row per run: its own pass rate, coverage and cost; its version's change verdict."""
+    by_run: dict[int, list[GradedCell]] = defaultdict(list)
+    for c in regraded.cells:
+        by_run[c.run_id].append(c)
+    change = {(a["agent"], v["version"]): v["change"] for a in overview["agents"]
+              for v in a["versions"]}
+    return [{"run": r, "stored": len(by_run.get(r.id, [])),
+             **figures(by_run.get(r.id, []), r.total_cells),
+             "change": change.get((r.agent, r.version),
+                                  {"previous": None, "verdict": "—"})} for r in runs]

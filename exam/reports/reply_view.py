@@ -1,0 +1,71 @@
+"""What the reply viewer shows: a cell's reply with its deciding words, work order, checks,
+attempts and cost; and every reply to one question, version beside version.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from exam.reports.html import mark_text, quoted
+from exam.reports.regrade import GradedCell, regrade, select_runs
+from exam.store import Run, Store
+
+
+def _cell_dict(c: GradedCell) -> dict[str, Any]:
+    phrases = quoted(ch.evidence for ch in c.checks)
+    return {**c.as_dict(), "case_no": c.case_no, "version": c.version, "agent": c.agent,
+            "text": c.text, "marked": mark_text(c.text, phrases)}
+
+
+def cell(store: Store, run: Run, case_no: str, repeat: int) -> dict[str, Any] | None:
+    """One cell of one run, re-graded with today's bank; None when the run has no such cell."""
+    rows = [r for r in store.cells([run.id]) if r.case_no == case_no and r.repeat == repeat]
+    if not rows:
+        return None
+    row = rows[0]
+    regraded = regrade(store, [run])
+    graded = next((c for c in regraded.cells if c.case_no == case_no and c.repeat == repeat),
+                  None)
+    bank = regraded.banks.get(run.bank_path)
+    item = bank.by_case().get(case_no) if bank else None
+    attempts = [{"n": a.n, "http_status": a.http_status, "latency_ms": a.latency_ms,
+                 "error": a.error, "content_type": a.content_type, "body": a.body,
+                 "body_bytes": a.body_bytes, "body_cut": a.body_cut, "started_at": a.started_at}
+                for a in store.attempts(run.id, case_no, repeat)]
+    why_ungraded = None
+    if graded is None:
+        why_ungraded = (regraded.missing_banks[0]["message"] if regraded.missing_banks
+                        else f"{case_no} is no longer in the bank: not graded")
+    return {"run": run, "case_no": case_no, "repeat": repeat, "row": row,
+            "graded": _cell_dict(graded) if graded else None,
+            "marked": graded and _cell_dict(graded)["marked"] or mark_text(row.text, ()),
+            "work_order": dict(item.question.input) if item else None,
+            "category": item.category if item else None,
+            "severity": item.question.severity if item else None,
+            "attempts": attempts, "why_ungraded": why_ungraded,
+            "missing_banks": regraded.missing_banks}
+
+
+def question(store: Store, agent: str, case_no: str, versions: Sequence[str] = ()
+             ) -> dict[str, Any]:
+    """Every stored reply of ``agent`` to ``case_no``, grouped by version (these versions, in
+    the order given; or every version, oldest first)."""
+    runs = [r for r in select_runs(store, agent) if not versions or r.version in versions]
+    regraded = regrade(store, runs)
+    by_version: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for c in regraded.cells:
+        if c.case_no == case_no:
+            by_version[c.version].append(_cell_dict(c))
+    order = list(versions) or sorted(by_version, key=lambda v: min(
+        r.id for r in runs if r.version == v))
+    item = None
+    for bank in regraded.banks.values():
+        item = item or bank.by_case().get(case_no)
+    return {"agent": agent, "case_no": case_no,
+            "columns": [{"version": v, "cells": by_version.get(v, [])} for v in order],
+            "work_order": dict(item.question.input) if item else None,
+            "category": item.category if item else None,
+            "severity": item.question.severity if item else None,
+            "missing_banks": regraded.missing_banks}

@@ -1,0 +1,192 @@
+"""Read-only access: a viewer (EXAM_VIEWER_TOKEN or a share link) opens every read page and
+nothing that changes state, route by route over the app's own URL map."""
+
+from __future__ import annotations
+
+import html
+import re
+import time
+
+import pytest
+
+from exam.app import create_app
+from exam.demo.main import run_demo
+from exam.errors import ExamError
+from exam.store import Store
+from exam.web.share import make_token
+from tests.conftest import BANK_DIR
+
+ADMIN, VIEWER = "admin-token-81c2", "viewer-token-77ab"
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory):
+    db = tmp_path_factory.mktemp("viewer") / "demo.db"
+    run_demo(str(db), repeats=1, bank_dir=BANK_DIR, echo=lambda *_: None)
+    return str(db)
+
+
+@pytest.fixture
+def app(demo_db, tmp_path):
+    registry = tmp_path / "agents.yaml"
+    registry.write_text(f"agents:\n  W1:\n    url: http://127.0.0.1:9/\n"
+                        f"    bank: {BANK_DIR / 'W1.json'}\n", encoding="utf-8")
+    return create_app({"API_TOKEN": ADMIN, "VIEWER_TOKEN": VIEWER, "DB": demo_db,
+                       "AGENTS": str(registry), "TESTING": True})
+
+
+def _csrf(client) -> str:
+    return re.search(r'name="csrf_token" value="([^"]+)"', client.get("/login").text).group(1)
+
+
+def _login(client, token: str) -> None:
+    resp = client.post("/login", data={"token": token, "csrf_token": _csrf(client)})
+    assert resp.status_code == 302
+
+
+def _url(rule, run_id: int) -> str:
+    values = {"run_id": str(run_id), "agent": "W3", "version": "v2", "case_no": "W3-10",
+              "repeat": "1", "token": "x", "filename": "x"}
+    query = "?agent=W3&old=v1&new=v2" if rule.endpoint.endswith("compare") else ""
+    return re.sub(r"<(?:\w+:)?(\w+)>", lambda m: values[m.group(1)], rule.rule) + query
+
+
+def _state(db: str) -> tuple:
+    s = Store(db)
+    try:
+        return (len(s.list_runs()), len(s.adjudications()))
+    finally:
+        s.close()
+
+
+def _rules(app, methods: set[str]):
+    for rule in app.url_map.iter_rules():
+        if rule.endpoint.startswith("line.") or rule.endpoint == "static":
+            continue  # the LINE webhook is signed by LINE, not by our tokens
+        for method in sorted((rule.methods or set()) & methods):
+            yield rule, method
+
+
+def _run_id(db: str) -> int:
+    s = Store(db)
+    try:
+        return next(r.id for r in s.list_runs("W3", "v2"))
+    finally:
+        s.close()
+
+
+def test_a_viewer_session_opens_every_read_page(app, demo_db):
+    client = app.test_client()
+    _login(client, VIEWER)
+    checked = []
+    for rule, _ in _rules(app, {"GET"}):
+        if rule.endpoint in ("dashboard.share",):
+            continue  # tested below with real links
+        resp = client.get(_url(rule, _run_id(demo_db)),
+                          headers={"Authorization": f"Bearer {VIEWER}"}
+                          if rule.endpoint.startswith("api.") else {})
+        assert resp.status_code == 200, (rule.rule, resp.status_code, resp.text[:200])
+        checked.append(rule.endpoint)
+    assert {"dashboard.overview", "dashboard.runs", "dashboard.scorecard", "dashboard.reply",
+            "dashboard.question", "dashboard.compare", "dashboard.discrimination",
+            "dashboard.review_page", "api.list_runs", "api.run_scorecard"} <= set(checked)
+
+
+def test_a_viewer_changes_nothing_on_any_route(app, demo_db):
+    client = app.test_client()
+    _login(client, VIEWER)
+    token = _csrf(client)
+    before = _state(demo_db)
+    refused = []
+    for rule, method in _rules(app, {"POST", "PUT", "PATCH", "DELETE"}):
+        if rule.endpoint in ("dashboard.login", "dashboard.logout"):
+            continue
+        url = _url(rule, _run_id(demo_db))
+        if rule.endpoint.startswith("api."):
+            resp = client.open(url, method=method, json={"agent": "W1", "version": "v9"},
+                               headers={"Authorization": f"Bearer {VIEWER}"})
+        else:
+            resp = client.open(url, method=method, data={
+                "csrf_token": token, "agent": "W1", "version": "v9", "repeats": "1",
+                "key": "x", "decision": "pass", "reviewer": "Mei"})
+        assert resp.status_code == 403, (method, rule.rule, resp.status_code)
+        refused.append(rule.endpoint)
+    assert {"dashboard.start_run", "dashboard.review_decide", "api.create_run"} <= set(refused)
+    assert _state(demo_db) == before
+
+
+def test_the_admin_starts_a_run_from_the_dashboard_form(app, demo_db):
+    client = app.test_client()
+    _login(client, ADMIN)
+    before = _state(demo_db)[0]
+    resp = client.post("/runs", data={"csrf_token": _csrf(client), "agent": "W1",
+                                      "version": "v9", "repeats": "2"})
+    assert resp.status_code == 302 and "queued" in resp.headers["Location"]
+    s = Store(demo_db)
+    try:
+        runs = s.list_runs()
+        assert len(runs) == before + 1
+        assert (runs[0].agent, runs[0].version, runs[0].repeats, runs[0].status,
+                runs[0].source) == ("W1", "v9", 2, "queued", "dashboard")
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("form,message", [
+    ({"agent": "W1", "version": "", "repeats": "1"}, "version: expected a non-empty label"),
+    ({"agent": "W1", "version": "v9", "repeats": "0"}, "repeats: expected a whole number"),
+    ({"agent": "W1", "version": "v9", "repeats": "²"}, "repeats: expected a whole number"),
+    ({"agent": "nope", "version": "v9", "repeats": "1"}, "no agent named 'nope'"),
+])
+def test_a_bad_start_run_form_says_which_field(app, form, message):
+    client = app.test_client()
+    _login(client, ADMIN)
+    resp = client.post("/runs", data={"csrf_token": _csrf(client), **form},
+                       follow_redirects=True)
+    assert message in html.unescape(resp.text)
+
+
+def test_a_share_link_gives_a_viewer_session_that_cannot_change_state(app, demo_db):
+    client = app.test_client()
+    token = make_token(app.config["SECRET_KEY"], "/scorecard/W3/v2")
+    resp = client.get(f"/share/{token}")
+    assert resp.status_code == 302 and resp.headers["Location"] == "/scorecard/W3/v2"
+    assert client.get("/scorecard/W3/v2").status_code == 200
+    assert client.get("/runs").status_code == 200
+    before = _state(demo_db)
+    resp = client.post("/runs", data={"csrf_token": _csrf(client), "agent": "W1",
+                                      "version": "v9", "repeats": "1"})
+    assert resp.status_code == 403 and "admin token" in resp.text
+    assert _state(demo_db) == before
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda key: make_token(key, "/runs", now=time.time() - 8 * 86400), "expired"),
+    (lambda key: make_token(key, "/runs")[:-2] + "xx", "not valid"),
+    (lambda key: make_token("another key", "/runs"), "not valid"),
+])
+def test_a_bad_share_link_is_refused_with_a_reason(app, make, message):
+    client = app.test_client()
+    resp = client.get(f"/share/{make(app.config['SECRET_KEY'])}")
+    assert resp.status_code == 403 and message in resp.text
+    assert client.get("/runs").status_code == 302  # no session was given
+
+
+def test_a_share_link_never_redirects_off_the_site(app):
+    client = app.test_client()
+    resp = client.get(f"/share/{make_token(app.config['SECRET_KEY'], '//evil.example/')}")
+    assert resp.headers["Location"] == "/"
+
+
+def test_the_viewer_token_must_differ_from_the_admin_token(demo_db):
+    with pytest.raises(ExamError, match="EXAM_VIEWER_TOKEN is the same as EXAM_API_TOKEN"):
+        create_app({"API_TOKEN": ADMIN, "VIEWER_TOKEN": ADMIN, "DB": demo_db})
+
+
+def test_without_a_token_every_page_asks_to_log_in(app, demo_db):
+    client = app.test_client()
+    for rule, _ in _rules(app, {"GET"}):
+        if rule.endpoint.startswith("dashboard.") and rule.endpoint not in (
+                "dashboard.login", "dashboard.share"):
+            resp = client.get(_url(rule, _run_id(demo_db)))
+            assert resp.status_code == 302 and "/login" in resp.headers["Location"], rule.rule
