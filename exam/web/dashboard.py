@@ -192,6 +192,26 @@ def start_run():
     return redirect(url_for("dashboard.runs", message=message))
 
 
+@bp.post("/runs/<int:run_id>/exclude")
+def exclude_run(run_id: int):
+    """Admins leave a run out of every report (or put it back): the same as the API's."""
+    include = request.form.get("include") == "1"
+    reason = request.form.get("reason", "").strip()
+    try:
+        store().get_run(run_id)
+    except ExamError:
+        abort(404)
+    if include:
+        store().set_excluded(run_id, None)
+        message = f"run {run_id} is back in the reports"
+    elif not reason:
+        message = "reason: say why the run is excluded (it is shown with the run)"
+    else:
+        store().set_excluded(run_id, reason[:500])
+        message = f"run {run_id} excluded from every report: {reason[:500]}"
+    return redirect(url_for("dashboard.runs", message=message))
+
+
 @bp.get("/scorecard/<agent>/<version>")
 def scorecard(agent: str, version: str):
     from exam.reports import scorecard as sc

@@ -111,7 +111,8 @@ def test_a_viewer_changes_nothing_on_any_route(app, demo_db):
                 "key": "x", "decision": "pass", "reviewer": "Mei"})
         assert resp.status_code == 403, (method, rule.rule, resp.status_code)
         refused.append(rule.endpoint)
-    assert {"dashboard.start_run", "dashboard.review_decide", "api.create_run"} <= set(refused)
+    assert {"dashboard.start_run", "dashboard.review_decide", "dashboard.exclude_run",
+            "api.create_run", "api.exclude_run"} <= set(refused)
     assert _state(demo_db) == before
 
 
@@ -130,6 +131,33 @@ def test_the_admin_starts_a_run_from_the_dashboard_form(app, demo_db):
                 runs[0].source) == ("W1", "v9", 2, "queued", "dashboard")
     finally:
         s.close()
+
+
+def test_the_admin_excludes_and_includes_a_run_from_the_dashboard(app, demo_db):
+    client = app.test_client()
+    _login(client, ADMIN)
+    run_id = _run_id(demo_db)
+    token = _csrf(client)
+    resp = client.post(f"/runs/{run_id}/exclude", data={"csrf_token": token, "reason": ""})
+    assert "reason" in resp.headers["Location"]  # a reason is required, nothing changes
+    resp = client.post(f"/runs/{run_id}/exclude", data={"csrf_token": token,
+                                                         "reason": "forgot the secret"})
+    assert resp.status_code == 302
+    s = Store(demo_db)
+    try:
+        assert s.get_run(run_id).excluded_reason == "forgot the secret"
+    finally:
+        s.close()
+    page = client.get("/runs").get_data(as_text=True)
+    assert "forgot the secret" in page and 'data-outcome="excluded"' in page
+    client.post(f"/runs/{run_id}/exclude", data={"csrf_token": token, "include": "1"})
+    s = Store(demo_db)
+    try:
+        assert s.get_run(run_id).excluded_reason is None
+    finally:
+        s.close()
+    assert client.post("/runs/999999/exclude", data={"csrf_token": token,
+                                                     "reason": "x"}).status_code == 404
 
 
 @pytest.mark.parametrize("form,message", [
