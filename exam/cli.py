@@ -539,7 +539,7 @@ def _regrade(store, runs, parallel: bool = True):
 
 @main.command("demo")
 @click.option("--db", type=click.Path(dir_okay=False), default="results/demo.db", show_default=True,
-              help="A fresh demo store (overwritten).")
+              help="The demo store: rebuilt from scratch by every `exam demo`.")
 @click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True,
               help="Repeats of every question per version.")
 @click.option("--serve", is_flag=True,
@@ -581,7 +581,7 @@ def _serve_demo(port: int):
         start_in_thread(db, str(registry))
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         click.echo(
-            f"\nServing the demo until Ctrl-C:\n"
+            f"\n{'=' * 72}\nServing the demo until Ctrl-C (every `exam demo` rebuilds {db}):\n"
             f"  dashboard    http://127.0.0.1:{port}/   (sign in with the token below)\n"
             f"  API token    {token}\n"
             f"  demo agents  {server.url('W1', 'v2')} (and W2, W3; v1 as well)\n\n"

@@ -101,10 +101,24 @@ def propose_mapping(body: Any) -> tuple[dict[str, Any], list[str]]:
                 tokens = [pa, pb]
                 notes.append(f"tokens: {pa} + {pb} (summed)")
                 break
+    if tokens is None:  # counts under other names: numbers inside a usage/token/cost object
+        parents = [p for p, v in paths if isinstance(v, Mapping)
+                   and any(w in _last(p).lower() for w in ("usage", "token", "cost"))]
+        for parent in parents:
+            numbers = [p for p, v in paths if p.startswith(parent + ".") and "." not in
+                       p[len(parent) + 1:] and isinstance(v, int | float) and not isinstance(v, bool)]
+            if numbers:
+                tokens = numbers[0] if len(numbers) == 1 else numbers
+                notes.append(f"tokens: guessed {' + '.join(numbers)} (the numbers under {parent}); "
+                             f"check they are token counts")
+                break
     mapping["tokens"] = tokens
     for key in ("status", "model_calls", "tokens"):
         if mapping[key] is None:
-            notes.append(f"{key}: not in the reply (null); budgets on it are not graded")
+            graded = "expect_status is" if key == "status" else "budgets on it are"
+            more = "" if key == "status" else " (or a list of paths, summed)"
+            notes.append(f"{key}: not found (null); {graded} not graded. If the reply has it "
+                         f"under another name, give its dot path{more}")
     steps = next((p for p, v in paths if _last(p) in STEP_KEYS and isinstance(v, list)), None)
     mapping["steps"] = steps
     return mapping, notes
@@ -133,7 +147,7 @@ def describe_read(agent: Agent, p: Probe) -> list[str]:
     def missing(paths) -> str:
         if paths is None:
             return "not mapped (null)"
-        extra = f" ({keys_present(body)})" if body is not MISSING else ""
+        extra = f" ({keys_present(body, paths)})" if body is not MISSING else ""
         return f"nothing at {where(paths)}{extra}"
 
     text = read.text if read else None

@@ -152,16 +152,26 @@ def _figure(body: Any, paths: str | tuple[str, ...] | None) -> int | None:
     return total
 
 
-def keys_present(body: Any, limit: int = 12) -> str:
-    """The reply's top-level keys, for messages about what a mapping could not find."""
-    if isinstance(body, Mapping):
+def keys_present(body: Any, paths: str | tuple[str, ...] | None = None, limit: int = 12) -> str:
+    """The keys where a mapping's path broke off (the reply's top level when the first part is
+    already missing), for messages about what a mapping could not find."""
+    where, at = "the reply", body
+    for path in ((paths,) if isinstance(paths, str) else paths or ())[:1]:
+        parts = path.split(".")
+        for i in range(len(parts) - 1, 0, -1):  # the longest prefix that is there
+            found = lookup(body, ".".join(parts[:i]))
+            if found is not MISSING:
+                where, at = ".".join(parts[:i]), found
+                break
+    if isinstance(at, Mapping):
         # JSON-escaped and cut: a key is the agent's text, and a message is one line
-        keys = [json.dumps(str(k), ensure_ascii=False)[1:-1][:40] for k in body]
+        keys = [json.dumps(str(k), ensure_ascii=False)[1:-1][:40] for k in at]
         shown = ", ".join(keys[:limit]) + (f" … ({len(keys)} keys)" if len(keys) > limit else "")
-        return f"the reply's keys: {shown}" if keys else "the reply is an empty object"
-    if isinstance(body, list):
-        return f"the reply is an array of {len(body)}"
-    return f"the reply is {type(body).__name__}"
+        label = "the reply's keys" if where == "the reply" else f"keys under {where}"
+        return f"{label}: {shown}" if keys else f"{where} is an empty object"
+    if isinstance(at, list):
+        return f"{where} is an array of {len(at)}"
+    return f"{where} is {type(at).__name__}"
 
 
 def _steps(body: Any, mapping: StepsMapping | None) -> tuple[Step, ...] | None:
@@ -223,7 +233,7 @@ def read_body(body: Any, mapping: ReplyMapping = DEFAULT_MAPPING) -> ReadReply:
             break
     problem = ""
     if text is MISSING or text is None:
-        problem = f"no text at {' / '.join(mapping.text)} ({keys_present(body)})"
+        problem = f"no text at {' / '.join(mapping.text)} ({keys_present(body, mapping.text)})"
         text = None
     elif not isinstance(text, str):
         text = str(text)

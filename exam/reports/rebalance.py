@@ -372,7 +372,7 @@ def build_agent(regraded: Regraded, agent: str, disc: dict[str, Any],
                     "roles": {role: sum(1 for r in rows if r["role"] == role) for role in ROLES},
                     "retire": sum(len(p["retire"]) for p in plans),
                     "add": sum(p["add"] for p in plans),
-                    "headline": f"{separating} of {n} questions separate versions; {in_band} "
+                    "headline": f"{separating} of {n} questions separate versions significantly; {in_band} "
                                 f"inside the band on {latest}"},
         "advice": advice,
     }

@@ -234,3 +234,22 @@ def test_the_shipped_example_replies_grade():
                str(ROOT / "docs" / "examples" / "W2-replies.jsonl"))
     assert r.exit_code == 1  # one counterexample among them, on purpose
     assert "6 repl(ies): fail 1, pass 5" in r.output
+
+
+def test_a_broken_deep_path_names_the_keys_where_it_broke():
+    from exam.registry import parse_registry
+    from exam.replies import read_body
+
+    reg = parse_registry({"agents": {"A": {"url": "http://127.0.0.1:9/a",
+                                           "reply": {"text": "result.mesage"}}}}, "r.yaml", {})
+    read = read_body({"result": {"message": "hi", "state": "ok"}}, reg.get("A").reply)
+    assert read.problem == "no text at result.mesage (keys under result: message, state)"
+
+
+def test_init_guesses_token_counts_under_other_names():
+    from exam.probe import propose_mapping
+
+    mapping, notes = propose_mapping({"result": {"message": "你好，可以的", "cost": {"in": 10,
+                                                                               "out": 5}}})
+    assert mapping["tokens"] == ["result.cost.in", "result.cost.out"]
+    assert any("check they are token counts" in n for n in notes)
