@@ -8,10 +8,12 @@ loads is left out and listed in ``missing_banks``: every report says so and show
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing
 import os
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 
@@ -20,7 +22,9 @@ from exam.errors import BankError
 from exam.registry import mapping_from_dict
 from exam.replies import read_body
 from exam.store import CellRow, Run, Store
-from graders import CheckResult, Reply, Step, grade
+from graders import CheckResult, Question, Reply, Step, grade
+
+grading = sys.modules["graders.grade"]  # the module (the package exports its function as grade)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,14 +103,89 @@ def reply_of(store: Store, run: Run, cell: CellRow, item: Item) -> Reply:
 PARALLEL_MIN = 20_000  # below this, starting processes costs more than it saves
 
 
+def rules_key() -> str:
+    """Every rule a grade was made under: the grader's version and each check kind's rule.
+
+    Read at call time, so a bumped rule (or a test's monkeypatched one) is seen at once.
+    """
+    rules = ",".join(f"{k}={v}" for k, v in sorted(grading.RULE_VERSIONS.items()))
+    return f"{grading.GRADER_VERSION};{rules}"
+
+
+def question_key(item: Item) -> str:
+    """The question's digest (every grading-relevant field) and the bank options it was built
+    with (fold_script is bank-wide, so not in the question's own digest)."""
+    return f"{item.digest}:{int(item.question.fold_script)}"
+
+
+_REPLY_FIELDS = tuple(f.name for f in fields(Reply))
+
+
+def _plain(value):
+    if isinstance(value, Step):
+        return [value.tool, value.args]
+    raise TypeError(f"cannot key a {type(value).__name__}")
+
+
+def reply_key(reply: Reply, budget: Mapping[str, float]) -> str:
+    """sha256 of every field of the reply (all of them, so a field added to Reply is keyed
+    too) and the agent's budget, which grade() merges under the question's."""
+    data = [getattr(reply, f) for f in _REPLY_FIELDS]
+    data.append(budget)
+    raw = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
+                     default=_plain)
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def _checks_json(checks: tuple[CheckResult, ...]) -> str:
+    return json.dumps([[c.name, c.outcome, c.missing, c.unexpected, c.evidence] for c in checks],
+                      ensure_ascii=False, separators=(",", ":"))
+
+
+def _checks_of(raw: str) -> tuple[CheckResult, ...]:
+    return tuple(CheckResult(n, o, tuple(m), tuple(u), e) for n, o, m, u, e in json.loads(raw))
+
+
+def _grades(store: Store, pending: list[tuple[Question, Reply, Mapping[str, float], str, str]],
+            use_cache: bool) -> list[tuple[str | None, tuple[CheckResult, ...]]]:
+    """(verdict, checks) of each pending reply: from the cache, else graded (and cached)."""
+    rules = rules_key()
+    keys = [(rk, qk) for _, _, _, rk, qk in pending]
+    cached = store.cached_grades(rules, keys) if use_cache and keys else {}
+    known: dict[tuple[str, str], tuple[str | None, tuple[CheckResult, ...]]] = {}
+    new: list[tuple[str, str, str, str]] = []
+    out = []
+    for (question, reply, budget, rk, qk), key in zip(pending, keys, strict=True):
+        got = known.get(key) if use_cache else None  # without the cache: each one afresh
+        if got is None:
+            hit = cached.get(key)
+            if hit is not None:
+                got = (hit[0], _checks_of(hit[1]))
+            else:
+                g = grade(question, reply, budget=budget)
+                got = (g.verdict, g.checks)
+                new.append((rk, qk, g.verdict or "", _checks_json(g.checks)))
+            known[key] = got
+        out.append(got)
+    if use_cache and new:
+        store.cache_grades(rules, new)
+    return out
+
+
 def _graded(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item]],
-            cells: Sequence[CellRow], keep_text: bool = True
+            cells: Sequence[CellRow], keep_text: bool = True, use_cache: bool = True
             ) -> tuple[list[GradedCell], dict[int, list[str]]]:
-    """Grade cells with today's bank (review decisions are applied afterwards)."""
+    """Grade cells with today's bank (review decisions are applied afterwards).
+
+    A reply that arrived as ok is graded once per (rules, question, reply): the grade is read
+    from the store's grade cache when there, else graded and added to it.
+    """
     from exam.review import reply_digest
 
     out: list[GradedCell] = []
     removed: dict[int, list[str]] = {}
+    todo: list[tuple[CellRow, Run, Item]] = []
+    pending = []
     for cell in cells:
         run = by_id[cell.run_id]
         item = items[run.bank_path].get(cell.case_no)
@@ -114,16 +193,24 @@ def _graded(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item
             if cell.case_no not in removed.setdefault(run.id, []):
                 removed[run.id].append(cell.case_no)
             continue
-        g = grade(item.question, reply_of(store, run, cell, item),
-                  budget=run.settings.get("budget") or {})
+        todo.append((cell, run, item))
+        if cell.run_status == "ok":
+            reply = reply_of(store, run, cell, item)
+            budget = run.settings.get("budget") or {}
+            pending.append((item.question, reply, budget, reply_key(reply, budget),
+                            question_key(item)))
+    grades = iter(_grades(store, pending, use_cache))
+    for cell, run, item in todo:
+        # a reply that never arrived as ok has no checks to run (grade() says the same)
+        verdict, checks = next(grades) if cell.run_status == "ok" else (None, ())
         out.append(GradedCell(
             run_id=run.id, agent=run.agent, version=run.version, case_no=cell.case_no,
             category=item.category, severity=item.question.severity, repeat=cell.repeat,
-            run_status=cell.run_status, verdict=g.verdict, checks=g.checks,
+            run_status=cell.run_status, verdict=verdict, checks=checks,
             attempts=cell.attempts, model_calls=cell.model_calls, tokens=cell.tokens,
             latency_ms=cell.latency_ms, error=cell.error,
             changed=cell.question_digest != item.digest,
-            text=cell.text if keep_text or g.verdict == "needs_human" else None,
+            text=cell.text if keep_text or verdict == "needs_human" else None,
             reply_digest=reply_digest(cell.text), tokens_estimated=cell.tokens_estimated,
             usage_note=cell.usage_note))
     return out, removed
@@ -146,9 +233,10 @@ def _unpack(t: tuple) -> GradedCell:
     return GradedCell(*values)
 
 
-def _graded_part(args: tuple[str, list[int], tuple[int, int]]):
-    """In a child process: open the store, load one rowid range of cells, grade it."""
-    path, run_ids, rowids = args
+def _graded_part(args: tuple[str, list[int], tuple[int, int], bool]):
+    """In a child process: open the store, load one rowid range of cells, grade it (reading
+    and filling the grade cache, as the serial path does)."""
+    path, run_ids, rowids, use_cache = args
     store = Store(path)
     try:
         runs = {i: store.get_run(i) for i in run_ids}
@@ -156,13 +244,13 @@ def _graded_part(args: tuple[str, list[int], tuple[int, int]]):
         # reply texts stay behind, and plain tuples travel back: pickling 100,000 frozen
         # dataclasses costs about as much as grading them
         cells, removed = _graded(store, runs, items, store.cells(run_ids, rowids),
-                                 keep_text=False)
+                                 keep_text=False, use_cache=use_cache)
         return [_pack(c) for c in cells], removed
     finally:
         store.close()
 
 
-def _graded_parallel(store: Store, run_ids: list[int]):
+def _graded_parallel(store: Store, run_ids: list[int], use_cache: bool = True):
     """The same as _graded over every cell, on every core; None when not worth it."""
     cores = os.cpu_count() or 1
     n, lo, hi = store.cell_rowids(run_ids)
@@ -170,7 +258,8 @@ def _graded_parallel(store: Store, run_ids: list[int]):
             "fork" not in multiprocessing.get_all_start_methods():
         return None
     step = -(-(hi + 1 - lo) // (cores * 2))
-    parts = [(store.path, run_ids, (a, min(a + step, hi + 1))) for a in range(lo, hi + 1, step)]
+    parts = [(store.path, run_ids, (a, min(a + step, hi + 1)), use_cache)
+             for a in range(lo, hi + 1, step)]
     with ProcessPoolExecutor(max_workers=cores,
                              mp_context=multiprocessing.get_context("fork")) as pool:
         results = list(pool.map(_graded_part, parts))
@@ -185,22 +274,24 @@ def _graded_parallel(store: Store, run_ids: list[int]):
     return cells, removed
 
 
-def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False) -> Regraded:
+def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
+            cache: bool = True) -> Regraded:
     """Re-grade every stored cell of ``runs`` with today's bank and grader.
 
     ``parallel`` grades large stores on every core, each process loading its own share of
     the cells from SQLite: for the CLI reports, not for a threaded server, and not where the
-    reply texts of passing cells are needed (review spot checks).
+    reply texts of passing cells are needed (review spot checks). ``cache=False`` grades
+    every reply afresh and leaves the grade cache alone (the tests compare the two).
     """
     from exam import review
 
     banks, missing = load_banks(store, runs)
     runs = [r for r in runs if r.bank_path in banks]
     by_id = {r.id: r for r in runs}
-    done = _graded_parallel(store, list(by_id)) if parallel and by_id else None
+    done = _graded_parallel(store, list(by_id), cache) if parallel and by_id else None
     if done is None:
         items = {path: bank.by_case() for path, bank in banks.items()}
-        done = _graded(store, by_id, items, store.cells(list(by_id)))
+        done = _graded(store, by_id, items, store.cells(list(by_id)), use_cache=cache)
     cells, removed = done
     decisions = review.index(store.adjudications())
     if decisions:
