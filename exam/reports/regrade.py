@@ -121,20 +121,16 @@ def question_key(item: Item) -> str:
 _REPLY_FIELDS = tuple(f.name for f in fields(Reply))
 
 
-def _plain(value):
-    if isinstance(value, Step):
-        return [value.tool, value.args]
-    raise TypeError(f"cannot key a {type(value).__name__}")
-
-
 def reply_key(reply: Reply, budget: Mapping[str, float]) -> str:
-    """sha256 of every field of the reply (all of them, so a field added to Reply is keyed
-    too) and the agent's budget, which grade() merges under the question's."""
-    data = [getattr(reply, f) for f in _REPLY_FIELDS]
-    data.append(budget)
-    raw = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
-                     default=_plain)
-    return hashlib.sha256(raw.encode()).hexdigest()
+    """A digest of every field of the reply (all of them, so a field added to Reply is keyed
+    too) and the agent's budget, which grade() merges under the question's.
+
+    The repr of plain values (text, numbers, the parsed JSON body, steps) is exact: floats
+    round-trip, strings are quoted. Two equal bodies whose keys come in another order get two
+    keys, which costs a re-grade, never a wrong grade.
+    """
+    data = (*(getattr(reply, f) for f in _REPLY_FIELDS), budget)
+    return hashlib.blake2b(repr(data).encode(), digest_size=20).hexdigest()
 
 
 def _checks_json(checks: tuple[CheckResult, ...]) -> str:
