@@ -284,3 +284,36 @@ def test_prune_drops_the_rows_of_other_rules_only(tmp_path, monkeypatch):
     calls = count_grades(monkeypatch)
     regrade(store, runs)
     assert calls[0] == 0
+
+
+def test_exam_store_prune_keeps_todays_rules(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from exam.cli import main
+
+    history = random_history(tmp_path, 2)
+    store, runs = history.store, select_runs(history.store)
+    with monkeypatch.context() as m:
+        m.setitem(grading.RULE_VERSIONS, "fact", 99)
+        regrade(store, runs)  # rows under rules that are not today's
+        old = cache_rows(store)
+    regrade(store, runs)
+    today = store.grade_cache_counts()[rules_key()]
+    result = CliRunner().invoke(main, ["store", "prune", "--db", store.path],
+                                catch_exceptions=False)
+    assert result.exit_code == 0
+    assert result.output == (f"dropped {old} cached grade(s) of older grader rules; "
+                             f"kept {today} of today's\n")
+    assert store.grade_cache_counts() == {rules_key(): today}
+
+
+def test_a_store_that_cannot_be_written_still_gets_right_grades(tmp_path):
+    history = random_history(tmp_path, 3)
+    store, runs = history.store, select_runs(history.store)
+    fresh = regrade(store, runs, cache=False)
+    store._db.execute("PRAGMA query_only=ON")  # SQLite refuses every write, as on a read-only file
+    try:
+        assert_same(regrade(store, runs), fresh)
+    finally:
+        store._db.execute("PRAGMA query_only=OFF")
+    assert cache_rows(store) == 0  # nothing kept, nothing wrong
