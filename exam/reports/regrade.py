@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
+import operator
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -103,13 +104,15 @@ def reply_of(store: Store, run: Run, cell: CellRow, item: Item) -> Reply:
 PARALLEL_MIN = 20_000  # below this, starting processes costs more than it saves
 
 
+CACHE_KEYS = 1  # bump when reply_key or question_key change how they are made
+
 def rules_key() -> str:
     """Every rule a grade was made under: the grader's version and each check kind's rule.
 
     Read at call time, so a bumped rule (or a test's monkeypatched one) is seen at once.
     """
     rules = ",".join(f"{k}={v}" for k, v in sorted(grading.RULE_VERSIONS.items()))
-    return f"{grading.GRADER_VERSION};{rules}"
+    return f"{grading.GRADER_VERSION};{rules};keys={CACHE_KEYS}"
 
 
 def question_key(item: Item) -> str:
@@ -119,6 +122,8 @@ def question_key(item: Item) -> str:
 
 
 _REPLY_FIELDS = tuple(f.name for f in fields(Reply))
+_reply_values = operator.attrgetter(*_REPLY_FIELDS)
+_read_json = json.JSONDecoder().raw_decode  # our own compact JSON: no white space to skip
 
 
 def reply_key(reply: Reply, budget: Mapping[str, float]) -> str:
@@ -129,7 +134,7 @@ def reply_key(reply: Reply, budget: Mapping[str, float]) -> str:
     round-trip, strings are quoted. Two equal bodies whose keys come in another order get two
     keys, which costs a re-grade, never a wrong grade.
     """
-    data = (*(getattr(reply, f) for f in _REPLY_FIELDS), budget)
+    data = (_reply_values(reply), budget)
     return hashlib.blake2b(repr(data).encode(), digest_size=20).hexdigest()
 
 
@@ -138,8 +143,19 @@ def _checks_json(checks: tuple[CheckResult, ...]) -> str:
                       ensure_ascii=False, separators=(",", ":"))
 
 
-def _checks_of(raw: str) -> tuple[CheckResult, ...]:
-    return tuple(CheckResult(n, o, tuple(m), tuple(u), e) for n, o, m, u, e in json.loads(raw))
+def _checks_of(raw: str, memo: dict) -> tuple[CheckResult, ...]:
+    """The checks of a cached row; equal checks without missing/unexpected share one object
+    (``memo``): most of a report's checks repeat (status ok, forbidden not found)."""
+    out = []
+    for n, o, m, u, e in _read_json(raw)[0]:
+        if m or u:
+            out.append(CheckResult(n, o, tuple(m), tuple(u), e))
+            continue
+        check = memo.get((n, o, e))
+        if check is None:
+            check = memo[(n, o, e)] = CheckResult(n, o, (), (), e)
+        out.append(check)
+    return tuple(out)
 
 
 def _grades(store: Store, pending: list[tuple[Question, Reply, Mapping[str, float], str, str]],
@@ -149,6 +165,7 @@ def _grades(store: Store, pending: list[tuple[Question, Reply, Mapping[str, floa
     keys = [(rk, qk) for _, _, _, rk, qk in pending]
     cached = store.cached_grades(rules, keys) if use_cache and keys else {}
     known: dict[tuple[str, str], tuple[str | None, tuple[CheckResult, ...]]] = {}
+    memo: dict[tuple[str, str, str], CheckResult] = {}
     new: list[tuple[str, str, str, str]] = []
     out = []
     for (question, reply, budget, rk, qk), key in zip(pending, keys, strict=True):
@@ -156,7 +173,7 @@ def _grades(store: Store, pending: list[tuple[Question, Reply, Mapping[str, floa
         if got is None:
             hit = cached.get(key)
             if hit is not None:
-                got = (hit[0], _checks_of(hit[1]))
+                got = (hit[0], _checks_of(hit[1], memo))
             else:
                 g = grade(question, reply, budget=budget)
                 got = (g.verdict, g.checks)
