@@ -287,6 +287,31 @@ def _graded_parallel(store: Store, run_ids: list[int], use_cache: bool = True):
     return cells, removed
 
 
+PROBE_WINDOWS, PROBE_CELLS = 4, 64  # cells sampled, evenly over the store, before going parallel
+
+
+def _mostly_cached(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item]]
+                   ) -> bool:
+    """Whether at least 90% of a sample of the cells' grades are in the cache."""
+    n, lo, hi = store.cell_rowids(list(by_id))
+    if n < PARALLEL_MIN:
+        return False  # the parallel path would not be taken anyway
+    keys = []
+    for w in range(PROBE_WINDOWS):
+        start = lo + (hi - lo) * w // PROBE_WINDOWS
+        for cell in store.cells(list(by_id), (start, start + PROBE_CELLS)):
+            run = by_id[cell.run_id]
+            item = items[run.bank_path].get(cell.case_no)
+            if item is not None and cell.run_status == "ok":
+                reply = reply_of(store, run, cell, item)
+                keys.append((reply_key(reply, run.settings.get("budget") or {}),
+                             question_key(item)))
+    if not keys:
+        return False
+    found = store.cached_grades(rules_key(), keys)
+    return sum(k in found for k in keys) >= 0.9 * len(keys)  # equal replies share one key
+
+
 def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
             cache: bool = True) -> Regraded:
     """Re-grade every stored cell of ``runs`` with today's bank and grader.
@@ -301,10 +326,13 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
     banks, missing = load_banks(store, runs)
     runs = [r for r in runs if r.bank_path in banks]
     by_id = {r.id: r for r in runs}
-    done = _graded_parallel(store, list(by_id), cache) if parallel and by_id else None
+    items = {path: bank.by_case() for path, bank in banks.items()}
+    # with (nearly) every grade cached, there is too little grading left to share out
+    spread = parallel and by_id and not (cache and _mostly_cached(store, by_id, items))
+    done = _graded_parallel(store, list(by_id), cache) if spread else None
     if done is None:
-        items = {path: bank.by_case() for path, bank in banks.items()}
-        done = _graded(store, by_id, items, store.cells(list(by_id)), use_cache=cache)
+        done = _graded(store, by_id, items, store.cells(list(by_id)),
+                       keep_text=not parallel, use_cache=cache)
     cells, removed = done
     decisions = review.index(store.adjudications())
     if decisions:

@@ -186,10 +186,15 @@ def test_the_parallel_path_reads_and_fills_the_cache_and_equals_the_serial_one(
     cold = regrade(store, runs, parallel=True)  # the child processes fill the cache
     filled = cache_rows(store)
     assert filled > 0
+    # with every grade cached there is nothing to share out: the serial path reads them
+    served = regrade(store, runs, parallel=True)
+    assert took_parallel == [True]
+    # the child processes read the cache too (when a sample says much is left to grade)
+    monkeypatch.setattr(regrade_mod, "_mostly_cached", lambda *a: False)
     warm = regrade(store, runs, parallel=True)
     assert took_parallel == [True, True]
     assert cache_rows(store) == filled
-    for got in (cold, warm):
+    for got in (cold, served, warm):
         assert [replace(c, text=None) for c in got.cells] == \
             [replace(c, text=None) for c in fresh.cells]
     # the serial path reads the rows the children wrote, and grades nothing
@@ -203,6 +208,27 @@ def test_the_parallel_path_reads_and_fills_the_cache_and_equals_the_serial_one(
     poisoned = regrade(store, runs, parallel=True)
     assert {c.verdict for c in poisoned.cells if c.run_status == "ok" and not c.reviewed} \
         == {"fail"}
+
+
+def test_a_new_run_on_a_cached_store_takes_the_parallel_path_again(tmp_path, monkeypatch):
+    history = random_history(tmp_path, 4)
+    store = history.store
+    monkeypatch.setattr(regrade_mod, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    regrade(store, select_runs(store), parallel=True)
+    by_id = {r.id: r for r in select_runs(store)}
+    items = {p: load_bank(p).by_case() for p in history.banks.values()}
+    assert regrade_mod._mostly_cached(store, by_id, items)
+    agent = next(iter(history.banks))
+    cases = list(items[history.banks[agent]])
+    for version in ("v8", "v9"):  # most of the store is new now, and nothing of it is cached
+        history.run(agent, version, {c: "pf" * 4 for c in cases},
+                    texts={c: f"{version}：" for c in cases})
+    runs = select_runs(store)
+    by_id = {r.id: r for r in runs}
+    assert not regrade_mod._mostly_cached(store, by_id, items)
+    assert [replace(c, text=None) for c in regrade(store, runs, parallel=True).cells] == \
+        [replace(c, text=None) for c in regrade(store, runs, cache=False).cells]
 
 
 def test_every_field_of_a_reply_and_the_agent_budget_are_in_its_key():
