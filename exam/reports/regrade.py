@@ -276,7 +276,25 @@ def _graded_parallel(store: Store, run_ids: list[int], use_cache: bool = True):
     with ProcessPoolExecutor(max_workers=cores,
                              mp_context=multiprocessing.get_context("fork")) as pool:
         results = list(pool.map(_graded_part, parts))
-    cells = [_unpack(t) for part, _ in results for t in part]
+    return _merged([([_unpack(t) for t in part], rem) for part, rem in results])
+
+
+CHUNK_CELLS = 10_000  # the cached path reads this many rowids at a time: memory stays flat
+
+
+def _graded_chunked(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item]],
+                    use_cache: bool):
+    """The same as _graded_parallel, in this process, a rowid range at a time (for a store
+    whose grades are cached: nothing left to share out, and no texts kept)."""
+    ids = list(by_id)
+    _, lo, hi = store.cell_rowids(ids)
+    return _merged([_graded(store, by_id, items, store.cells(ids, (a, min(a + CHUNK_CELLS, hi + 1))),
+                            keep_text=False, use_cache=use_cache)
+                    for a in range(lo, hi + 1, CHUNK_CELLS)])
+
+
+def _merged(results: list[tuple[list[GradedCell], dict[int, list[str]]]]):
+    cells = [c for part, _ in results for c in part]
     cells.sort(key=lambda c: (c.run_id, c.case_no, c.repeat))
     removed: dict[int, list[str]] = {}
     for _, rem in results:
@@ -327,12 +345,15 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
     runs = [r for r in runs if r.bank_path in banks]
     by_id = {r.id: r for r in runs}
     items = {path: bank.by_case() for path, bank in banks.items()}
-    # with (nearly) every grade cached, there is too little grading left to share out
-    spread = parallel and by_id and not (cache and _mostly_cached(store, by_id, items))
-    done = _graded_parallel(store, list(by_id), cache) if spread else None
+    done = None
+    if parallel and by_id:
+        # with (nearly) every grade cached, there is too little grading left to share out
+        if cache and _mostly_cached(store, by_id, items):
+            done = _graded_chunked(store, by_id, items, cache)
+        else:
+            done = _graded_parallel(store, list(by_id), cache)
     if done is None:
-        done = _graded(store, by_id, items, store.cells(list(by_id)),
-                       keep_text=not parallel, use_cache=cache)
+        done = _graded(store, by_id, items, store.cells(list(by_id)), use_cache=cache)
     cells, removed = done
     decisions = review.index(store.adjudications())
     if decisions:

@@ -186,7 +186,9 @@ def test_the_parallel_path_reads_and_fills_the_cache_and_equals_the_serial_one(
     cold = regrade(store, runs, parallel=True)  # the child processes fill the cache
     filled = cache_rows(store)
     assert filled > 0
-    # with every grade cached there is nothing to share out: the serial path reads them
+    # with every grade cached there is nothing to share out: this process reads them, a few
+    # rowids at a time
+    monkeypatch.setattr(regrade_mod, "CHUNK_CELLS", 7)
     served = regrade(store, runs, parallel=True)
     assert took_parallel == [True]
     # the child processes read the cache too (when a sample says much is left to grade)
