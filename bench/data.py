@@ -75,7 +75,10 @@ def build_store(dir: Path, *, agents: int = 3, questions: int = 20, versions: in
                                  1, rng.randint(1, 4), rng.randint(800, 2500),
                                  rng.uniform(200, 3000), time.time()))
             with store.tx() as con:
-                con.executemany("INSERT INTO cells VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+                con.executemany(
+                    "INSERT INTO cells (run_id, case_no, repeat, question_digest, run_status,"
+                    " error, text, status, truncated, steps, attempts, model_calls, tokens,"
+                    " latency_ms, completed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
             store.set_run_status(run_id, "done")
     store.close()
     return db

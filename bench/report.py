@@ -53,11 +53,16 @@ def table(r: dict) -> str:
                          "100–400 Chinese characters)", f"{g['replies_per_s']:,} replies/s",
                          f"≥ {t['regrade_per_s']:,}", g["replies_per_s"] >= t["regrade_per_s"]))
         rows.append(_row(f"discrimination report over {g['stored_replies']:,} stored replies, "
-                         "end to end", f"{g['discrimination_s']:.2f} s, "
+                         "end to end, grade cache empty", f"{g['discrimination_s']:.2f} s, "
                          f"{g['discrimination_peak_mb']:.0f} MB",
                          f"≤ {t['discrimination_s']} s, ≤ {t['discrimination_mb']} MB",
                          g["discrimination_s"] <= t["discrimination_s"]
                          and g["discrimination_peak_mb"] <= t["discrimination_mb"]))
+        if "discrimination_cached_s" in g:
+            rows.append(_row("the same report again, its grades read from the grade cache",
+                             f"{g['discrimination_cached_s']:.2f} s",
+                             f"≤ {t.get('discrimination_cached_s', 1.0)} s",
+                             g["discrimination_cached_s"] <= t.get("discrimination_cached_s", 1.0)))
     s = r.get("startup")
     if s:
         rows.append(_row("`exam --help` (median of runs)", f"{s['help_s']:.3f} s",

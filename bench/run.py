@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import signal
 import socket
 import statistics
@@ -33,7 +34,8 @@ EXAM = [PY, "-m", "exam.cli"]
 TARGETS = {
     "overhead_c8_50ms": 1.25, "overhead_c8_200ms": 1.10, "overhead_c8_500ms": 1.05,
     "cpu_s_180_calls": 1.0, "peak_mb": 80, "pacing_rate_error": 0.05, "regrade_per_s": 20_000,
-    "discrimination_s": 5.0, "discrimination_mb": 300, "help_s": 0.3, "bank_check_s": 0.6,
+    "discrimination_s": 5.0, "discrimination_cached_s": 1.0, "discrimination_mb": 300,
+    "help_s": 0.3, "bank_check_s": 0.6,
 }
 
 
@@ -176,16 +178,24 @@ def regrade(quick: bool) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="bench-"))
     n = 20_000 if quick else 100_000
     build_store(tmp, replies=n)
-    walls, mems = [], []
+    walls, mems, cached = [], [], []
     for _ in range(1 if quick else 3):
-        wall, _, mem, code = timed_child(
-            [*EXAM, "report", "discrimination", "--format", "json", "--db", str(tmp / "regrade.db")],
-            {"PYTHONPATH": str(ROOT)})
-        assert code == 0
-        walls.append(wall)
-        mems.append(mem)
+        # cold: a copy of the store whose grade cache is empty; then the same report again,
+        # reading the grades the first one cached
+        db = tmp / "cold.db"
+        shutil.copyfile(tmp / "regrade.db", db)
+        for times in (walls, cached):
+            wall, _, mem, code = timed_child(
+                [*EXAM, "report", "discrimination", "--format", "json", "--db", str(db)],
+                {"PYTHONPATH": str(ROOT)})
+            assert code == 0
+            times.append(wall)
+            mems.append(mem)
+        for path in tmp.glob("cold.db*"):
+            path.unlink()
     return {"replies_per_s": round(statistics.median(rates)), "checks_per_reply": round(checks, 1),
             "stored_replies": n, "discrimination_s": round(statistics.median(walls), 2),
+            "discrimination_cached_s": round(statistics.median(cached), 2),
             "discrimination_peak_mb": round(max(mems), 1)}
 
 

@@ -511,6 +511,28 @@ def runs_include(run_id, db) -> None:
     click.echo(f"run {run_id} included again")
 
 
+@main.group("store")
+def store_cmd() -> None:
+    """Look after the store file."""
+
+
+@store_cmd.command("prune")
+@db_option
+def store_prune(db) -> None:
+    """Drop cached grades made under other grader rules (never read again by this version).
+
+    \b
+    Exit status: 0 pruned · 2 bad input (an unreadable store).
+    """
+    from exam.reports.regrade import rules_key
+
+    store = _store(db)
+    rules = rules_key()
+    gone = store.prune_grade_cache(rules)
+    kept = store.grade_cache_counts().get(rules, 0)
+    click.echo(f"dropped {gone} cached grade(s) of older grader rules; kept {kept} of today's")
+
+
 def _runs(store, agent=None, label=None, run_ids=(), since=None):
     from exam.reports.regrade import select_runs
 

@@ -164,7 +164,20 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TABLE earlier_attempts AS SELECT * FROM attempts WHERE 0;
     ALTER TABLE earlier_attempts ADD COLUMN retried_at REAL;
     """,
+    # 7: the grade cache: a reply's grade under one set of rules and one question, before
+    # any review decision (exam/reports/regrade.py keys it; reports read it first)
+    """
+    CREATE TABLE grade_cache (
+        rules TEXT NOT NULL,              -- GRADER_VERSION and every RULE_VERSIONS entry
+        reply_key TEXT NOT NULL,          -- sha256 of everything grade() reads of the reply
+        question_key TEXT NOT NULL,       -- the question's digest and the bank's options
+        verdict TEXT NOT NULL,
+        checks TEXT NOT NULL,             -- JSON list of [name, outcome, missing, unexpected, evidence]
+        PRIMARY KEY (rules, reply_key, question_key)
+    )
+    """,
 )
+GRADE_CACHE_CHUNK = 500  # keys per lookup query (SQLite's bound-variable limit is far above)
 
 RETRY_STATUSES = ("blocked", "timeout", "http_error", "harness_error")
 
@@ -584,6 +597,53 @@ class Store:
             latency_ms=r["latency_ms"], completed_at=r["completed_at"],
             tokens_estimated=bool(r["tokens_estimated"]), usage_note=r["usage_note"])
             for r in rows]
+
+    # -- the grade cache ----------------------------------------------------------------
+
+    def cached_grades(self, rules: str, keys: Sequence[tuple[str, str]]
+                      ) -> dict[tuple[str, str], tuple[str, str]]:
+        """{(reply_key, question_key): (verdict, checks JSON)} of the keys cached under ``rules``."""
+        wanted = set(keys)
+        replies = sorted({r for r, _ in wanted})
+        found: dict[tuple[str, str], tuple[str, str]] = {}
+        with self._lock:
+            for i in range(0, len(replies), GRADE_CACHE_CHUNK):
+                part = replies[i:i + GRADE_CACHE_CHUNK]
+                rows = self._db.execute(
+                    "SELECT reply_key, question_key, verdict, checks FROM grade_cache"
+                    f" WHERE rules=? AND reply_key IN ({','.join('?' * len(part))})",
+                    [rules, *part]).fetchall()
+                for r in rows:
+                    key = (r[0], r[1])
+                    if key in wanted:
+                        found[key] = (r[2], r[3])
+        return found
+
+    def cache_grades(self, rules: str, rows: Sequence[tuple[str, str, str, str]]) -> bool:
+        """Add (reply_key, question_key, verdict, checks JSON) rows; a row already there (another
+        process filled it) is kept. False when the store cannot be written (read-only, busy):
+        the grades are still right, only not kept."""
+        if not rows:
+            return True
+        try:
+            with self.tx() as db:
+                db.executemany("INSERT OR IGNORE INTO grade_cache VALUES (?,?,?,?,?)",
+                               [(rules, *r) for r in rows])
+        except sqlite3.OperationalError as exc:
+            if damaged(exc):
+                raise
+            return False
+        return True
+
+    def prune_grade_cache(self, rules: str) -> int:
+        """Drop the cached grades of every other set of rules; how many rows went."""
+        with self.tx() as db:
+            return db.execute("DELETE FROM grade_cache WHERE rules != ?", (rules,)).rowcount
+
+    def grade_cache_counts(self) -> dict[str, int]:
+        with self._lock:
+            return {r[0]: r[1] for r in self._db.execute(
+                "SELECT rules, COUNT(*) FROM grade_cache GROUP BY rules")}
 
     def attempts(self, run_id: int, case_no: str, repeat: int) -> list[AttemptRow]:
         with self._lock:

@@ -8,10 +8,13 @@ loads is left out and listed in ``missing_banks``: every report says so and show
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing
+import operator
 import os
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 
@@ -20,7 +23,9 @@ from exam.errors import BankError
 from exam.registry import mapping_from_dict
 from exam.replies import read_body
 from exam.store import CellRow, Run, Store
-from graders import CheckResult, Reply, Step, grade
+from graders import CheckResult, Question, Reply, Step, grade
+
+grading = sys.modules["graders.grade"]  # the module (the package exports its function as grade)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,14 +104,101 @@ def reply_of(store: Store, run: Run, cell: CellRow, item: Item) -> Reply:
 PARALLEL_MIN = 20_000  # below this, starting processes costs more than it saves
 
 
+CACHE_KEYS = 1  # bump when reply_key or question_key change how they are made
+
+def rules_key() -> str:
+    """Every rule a grade was made under: the grader's version and each check kind's rule.
+
+    Read at call time, so a bumped rule (or a test's monkeypatched one) is seen at once.
+    """
+    rules = ",".join(f"{k}={v}" for k, v in sorted(grading.RULE_VERSIONS.items()))
+    return f"{grading.GRADER_VERSION};{rules};keys={CACHE_KEYS}"
+
+
+def question_key(item: Item) -> str:
+    """The question's digest (every grading-relevant field) and the bank options it was built
+    with (fold_script is bank-wide, so not in the question's own digest)."""
+    return f"{item.digest}:{int(item.question.fold_script)}"
+
+
+_REPLY_FIELDS = tuple(f.name for f in fields(Reply))
+_reply_values = operator.attrgetter(*_REPLY_FIELDS)
+_read_json = json.JSONDecoder().raw_decode  # our own compact JSON: no white space to skip
+
+
+def reply_key(reply: Reply, budget: Mapping[str, float]) -> str:
+    """A digest of every field of the reply (all of them, so a field added to Reply is keyed
+    too) and the agent's budget, which grade() merges under the question's.
+
+    The repr of plain values (text, numbers, the parsed JSON body, steps) is exact: floats
+    round-trip, strings are quoted. Two equal bodies whose keys come in another order get two
+    keys, which costs a re-grade, never a wrong grade.
+    """
+    data = (_reply_values(reply), budget)
+    return hashlib.blake2b(repr(data).encode(), digest_size=20).hexdigest()
+
+
+def _checks_json(checks: tuple[CheckResult, ...]) -> str:
+    return json.dumps([[c.name, c.outcome, c.missing, c.unexpected, c.evidence] for c in checks],
+                      ensure_ascii=False, separators=(",", ":"))
+
+
+def _checks_of(raw: str, memo: dict) -> tuple[CheckResult, ...]:
+    """The checks of a cached row; equal checks without missing/unexpected share one object
+    (``memo``): most of a report's checks repeat (status ok, forbidden not found)."""
+    out = []
+    for n, o, m, u, e in _read_json(raw)[0]:
+        if m or u:
+            out.append(CheckResult(n, o, tuple(m), tuple(u), e))
+            continue
+        check = memo.get((n, o, e))
+        if check is None:
+            check = memo[(n, o, e)] = CheckResult(n, o, (), (), e)
+        out.append(check)
+    return tuple(out)
+
+
+def _grades(store: Store, pending: list[tuple[Question, Reply, Mapping[str, float], str, str]],
+            use_cache: bool) -> list[tuple[str | None, tuple[CheckResult, ...]]]:
+    """(verdict, checks) of each pending reply: from the cache, else graded (and cached)."""
+    rules = rules_key()
+    keys = [(rk, qk) for _, _, _, rk, qk in pending]
+    cached = store.cached_grades(rules, keys) if use_cache and keys else {}
+    known: dict[tuple[str, str], tuple[str | None, tuple[CheckResult, ...]]] = {}
+    memo: dict[tuple[str, str, str], CheckResult] = {}
+    new: list[tuple[str, str, str, str]] = []
+    out = []
+    for (question, reply, budget, rk, qk), key in zip(pending, keys, strict=True):
+        got = known.get(key) if use_cache else None  # without the cache: each one afresh
+        if got is None:
+            hit = cached.get(key)
+            if hit is not None:
+                got = (hit[0], _checks_of(hit[1], memo))
+            else:
+                g = grade(question, reply, budget=budget)
+                got = (g.verdict, g.checks)
+                new.append((rk, qk, g.verdict or "", _checks_json(g.checks)))
+            known[key] = got
+        out.append(got)
+    if use_cache and new:
+        store.cache_grades(rules, new)
+    return out
+
+
 def _graded(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item]],
-            cells: Sequence[CellRow], keep_text: bool = True
+            cells: Sequence[CellRow], keep_text: bool = True, use_cache: bool = True
             ) -> tuple[list[GradedCell], dict[int, list[str]]]:
-    """Grade cells with today's bank (review decisions are applied afterwards)."""
+    """Grade cells with today's bank (review decisions are applied afterwards).
+
+    A reply that arrived as ok is graded once per (rules, question, reply): the grade is read
+    from the store's grade cache when there, else graded and added to it.
+    """
     from exam.review import reply_digest
 
     out: list[GradedCell] = []
     removed: dict[int, list[str]] = {}
+    todo: list[tuple[CellRow, Run, Item]] = []
+    pending = []
     for cell in cells:
         run = by_id[cell.run_id]
         item = items[run.bank_path].get(cell.case_no)
@@ -114,16 +206,24 @@ def _graded(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item
             if cell.case_no not in removed.setdefault(run.id, []):
                 removed[run.id].append(cell.case_no)
             continue
-        g = grade(item.question, reply_of(store, run, cell, item),
-                  budget=run.settings.get("budget") or {})
+        todo.append((cell, run, item))
+        if cell.run_status == "ok":
+            reply = reply_of(store, run, cell, item)
+            budget = run.settings.get("budget") or {}
+            pending.append((item.question, reply, budget, reply_key(reply, budget),
+                            question_key(item)))
+    grades = iter(_grades(store, pending, use_cache))
+    for cell, run, item in todo:
+        # a reply that never arrived as ok has no checks to run (grade() says the same)
+        verdict, checks = next(grades) if cell.run_status == "ok" else (None, ())
         out.append(GradedCell(
             run_id=run.id, agent=run.agent, version=run.version, case_no=cell.case_no,
             category=item.category, severity=item.question.severity, repeat=cell.repeat,
-            run_status=cell.run_status, verdict=g.verdict, checks=g.checks,
+            run_status=cell.run_status, verdict=verdict, checks=checks,
             attempts=cell.attempts, model_calls=cell.model_calls, tokens=cell.tokens,
             latency_ms=cell.latency_ms, error=cell.error,
             changed=cell.question_digest != item.digest,
-            text=cell.text if keep_text or g.verdict == "needs_human" else None,
+            text=cell.text if keep_text or verdict == "needs_human" else None,
             reply_digest=reply_digest(cell.text), tokens_estimated=cell.tokens_estimated,
             usage_note=cell.usage_note))
     return out, removed
@@ -146,9 +246,10 @@ def _unpack(t: tuple) -> GradedCell:
     return GradedCell(*values)
 
 
-def _graded_part(args: tuple[str, list[int], tuple[int, int]]):
-    """In a child process: open the store, load one rowid range of cells, grade it."""
-    path, run_ids, rowids = args
+def _graded_part(args: tuple[str, list[int], tuple[int, int], bool]):
+    """In a child process: open the store, load one rowid range of cells, grade it (reading
+    and filling the grade cache, as the serial path does)."""
+    path, run_ids, rowids, use_cache = args
     store = Store(path)
     try:
         runs = {i: store.get_run(i) for i in run_ids}
@@ -156,13 +257,13 @@ def _graded_part(args: tuple[str, list[int], tuple[int, int]]):
         # reply texts stay behind, and plain tuples travel back: pickling 100,000 frozen
         # dataclasses costs about as much as grading them
         cells, removed = _graded(store, runs, items, store.cells(run_ids, rowids),
-                                 keep_text=False)
+                                 keep_text=False, use_cache=use_cache)
         return [_pack(c) for c in cells], removed
     finally:
         store.close()
 
 
-def _graded_parallel(store: Store, run_ids: list[int]):
+def _graded_parallel(store: Store, run_ids: list[int], use_cache: bool = True):
     """The same as _graded over every cell, on every core; None when not worth it."""
     cores = os.cpu_count() or 1
     n, lo, hi = store.cell_rowids(run_ids)
@@ -170,11 +271,30 @@ def _graded_parallel(store: Store, run_ids: list[int]):
             "fork" not in multiprocessing.get_all_start_methods():
         return None
     step = -(-(hi + 1 - lo) // (cores * 2))
-    parts = [(store.path, run_ids, (a, min(a + step, hi + 1))) for a in range(lo, hi + 1, step)]
+    parts = [(store.path, run_ids, (a, min(a + step, hi + 1)), use_cache)
+             for a in range(lo, hi + 1, step)]
     with ProcessPoolExecutor(max_workers=cores,
                              mp_context=multiprocessing.get_context("fork")) as pool:
         results = list(pool.map(_graded_part, parts))
-    cells = [_unpack(t) for part, _ in results for t in part]
+    return _merged([([_unpack(t) for t in part], rem) for part, rem in results])
+
+
+CHUNK_CELLS = 10_000  # the cached path reads this many rowids at a time: memory stays flat
+
+
+def _graded_chunked(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item]],
+                    use_cache: bool):
+    """The same as _graded_parallel, in this process, a rowid range at a time (for a store
+    whose grades are cached: nothing left to share out, and no texts kept)."""
+    ids = list(by_id)
+    _, lo, hi = store.cell_rowids(ids)
+    return _merged([_graded(store, by_id, items, store.cells(ids, (a, min(a + CHUNK_CELLS, hi + 1))),
+                            keep_text=False, use_cache=use_cache)
+                    for a in range(lo, hi + 1, CHUNK_CELLS)])
+
+
+def _merged(results: list[tuple[list[GradedCell], dict[int, list[str]]]]):
+    cells = [c for part, _ in results for c in part]
     cells.sort(key=lambda c: (c.run_id, c.case_no, c.repeat))
     removed: dict[int, list[str]] = {}
     for _, rem in results:
@@ -185,22 +305,55 @@ def _graded_parallel(store: Store, run_ids: list[int]):
     return cells, removed
 
 
-def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False) -> Regraded:
+PROBE_WINDOWS, PROBE_CELLS = 4, 64  # cells sampled, evenly over the store, before going parallel
+
+
+def _mostly_cached(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item]]
+                   ) -> bool:
+    """Whether at least 90% of a sample of the cells' grades are in the cache."""
+    n, lo, hi = store.cell_rowids(list(by_id))
+    if n < PARALLEL_MIN:
+        return False  # the parallel path would not be taken anyway
+    keys = []
+    for w in range(PROBE_WINDOWS):
+        start = lo + (hi - lo) * w // PROBE_WINDOWS
+        for cell in store.cells(list(by_id), (start, start + PROBE_CELLS)):
+            run = by_id[cell.run_id]
+            item = items[run.bank_path].get(cell.case_no)
+            if item is not None and cell.run_status == "ok":
+                reply = reply_of(store, run, cell, item)
+                keys.append((reply_key(reply, run.settings.get("budget") or {}),
+                             question_key(item)))
+    if not keys:
+        return False
+    found = store.cached_grades(rules_key(), keys)
+    return sum(k in found for k in keys) >= 0.9 * len(keys)  # equal replies share one key
+
+
+def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
+            cache: bool = True) -> Regraded:
     """Re-grade every stored cell of ``runs`` with today's bank and grader.
 
     ``parallel`` grades large stores on every core, each process loading its own share of
     the cells from SQLite: for the CLI reports, not for a threaded server, and not where the
-    reply texts of passing cells are needed (review spot checks).
+    reply texts of passing cells are needed (review spot checks). ``cache=False`` grades
+    every reply afresh and leaves the grade cache alone (the tests compare the two).
     """
     from exam import review
 
     banks, missing = load_banks(store, runs)
     runs = [r for r in runs if r.bank_path in banks]
     by_id = {r.id: r for r in runs}
-    done = _graded_parallel(store, list(by_id)) if parallel and by_id else None
+    items = {path: bank.by_case() for path, bank in banks.items()}
+    done = None
+    if parallel and by_id:
+        # with (nearly) every grade cached, there is too little grading left to share out
+        if cache and _mostly_cached(store, by_id, items):
+            done = _graded_chunked(store, by_id, items, cache)
+        else:
+            done = _graded_parallel(store, list(by_id), cache)
     if done is None:
-        items = {path: bank.by_case() for path, bank in banks.items()}
-        done = _graded(store, by_id, items, store.cells(list(by_id)))
+        done = _graded(store, by_id, items, store.cells(list(by_id)), use_cache=cache)
     cells, removed = done
     decisions = review.index(store.adjudications())
     if decisions:

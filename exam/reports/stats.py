@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -262,6 +263,7 @@ def power_worse(old_pass: int, old_n: int, p_new: float, new_n: int, level: floa
     return total
 
 
+@functools.lru_cache(maxsize=8192)  # pure, and reports ask it the same few questions many times
 def repeats_for_power(old_pass: int, old_n: int, p_new: float, level: float,
                       power: float = 0.8, limit: int = 200) -> int | None:
     """Fewest answered new repeats with at least ``power`` at ``level``; None beyond ``limit``."""

@@ -36,11 +36,13 @@ class History:
 
     def run(self, agent: str, version: str, outcomes: dict[str, str], *,
             figures: dict[str, dict] | None = None, texts: dict[str, str] | None = None,
-            errors: dict[str, str] | None = None) -> int:
+            errors: dict[str, str] | None = None, budget: dict[str, float] | None = None) -> int:
         """outcomes: case_no → p/f/h/t (pass, fail, needs_human, timeout), one per repeat;
-        ``texts`` puts something before a reply's text, ``errors`` replaces a timeout's error."""
+        ``texts`` puts something before a reply's text, ``errors`` replaces a timeout's error;
+        ``budget`` is the agent's (the run keeps it in its settings)."""
         repeats = max(len(v) for v in outcomes.values())
-        a = Agent(name=agent, url="http://127.0.0.1:9/x", bank=self.banks[agent])
+        a = Agent(name=agent, url="http://127.0.0.1:9/x", bank=self.banks[agent],
+                  budget=budget or {})
         run_id = create_run(self.store, a, version, repeats=repeats, only=list(outcomes))
         digests = {i.case_no: i.digest for i in load_bank(self.banks[agent]).items}
         for case_no, letters in outcomes.items():

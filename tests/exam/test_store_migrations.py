@@ -128,7 +128,7 @@ def test_an_older_store_is_migrated_with_its_data_intact(tmp_path, version):
     finally:
         con.close()
     for table, (_, rows) in before.items():  # every old row, every old column, unchanged
-        if table != "line_events":  # one event was added above
+        if table not in ("line_events", "grade_cache"):  # the event above, the re-grade's grade
             assert after[table][1] == rows, table
         else:
             assert after[table][1][: len(rows)] == rows

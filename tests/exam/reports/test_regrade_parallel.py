@@ -61,6 +61,7 @@ def test_parallel_regrade_equals_the_serial_one(tmp_path, monkeypatch, seed):
     monkeypatch.setattr(regrade_mod, "PARALLEL_MIN", 1)  # small stores take the parallel path
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setattr(regrade_mod, "_graded_parallel", spy)
+    monkeypatch.setattr(regrade_mod, "_mostly_cached", lambda *a: False)  # the grade cache is full
     parallel = regrade(history.store, runs, parallel=True)
 
     assert took_parallel == [True]
