@@ -266,8 +266,14 @@ def power_worse(old_pass: int, old_n: int, p_new: float, new_n: int, level: floa
 @functools.lru_cache(maxsize=8192)  # pure, and reports ask it the same few questions many times
 def repeats_for_power(old_pass: int, old_n: int, p_new: float, level: float,
                       power: float = 0.8, limit: int = 200) -> int | None:
-    """Fewest answered new repeats with at least ``power`` at ``level``; None beyond ``limit``."""
+    """Fewest answered new repeats with at least ``power`` at ``level``; None beyond ``limit``.
+
+    With the old counts held as observed, power levels off as new repeats grow (a few old
+    repeats can only ever be so convincing), so ``limit`` is tried first: when even that falls
+    short, no search is made (the common case for small differences, and the costly one)."""
     if old_n == 0 or p_new >= old_pass / old_n:
+        return None
+    if power_worse(old_pass, old_n, p_new, limit, level) < power:
         return None
     for n in range(1, limit + 1):
         if power_worse(old_pass, old_n, p_new, n, level) >= power:
