@@ -13,7 +13,6 @@ from exam.cli import InputError, _registry, agents_option, fail_input, main
 from exam.errors import ExamError
 
 _HEADER = re.compile(r"^\s*([A-Za-z0-9-]+)\s*:\s*(.+?)\s*$")
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @main.group("agents")
@@ -74,13 +73,15 @@ def agents_check(names, case_no, full, agents) -> None:
 
 
 def _headers(values: tuple[str, ...]) -> dict[str, str]:
+    from exam.registry import ENV_VAR
+
     out = {}
     for value in values:
         m = _HEADER.match(value)
         if not m:
             raise InputError(f"--header {value!r}: expected 'Name: value'")
         name, val = m.groups()
-        if not _VAR.search(val):
+        if not ENV_VAR.search(val):
             raise InputError(f"--header {name}: give the value as ${{VAR}} (and export VAR), so the "
                              f"secret stays out of the registry file")
         out[name] = val

@@ -31,7 +31,7 @@ REPLY_KEYS = ("format", "text", "status", "model_calls", "tokens", "truncated", 
 N8N_KEYS = ("api_url", "api_key", "execution_id", "wait_s")
 STEPS_KEYS = ("path", "tool", "args")
 BUDGET_KEYS = ("attempts", "model_calls", "tokens", "latency_ms")
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +174,7 @@ def _expand(value: str, where: str, env: Mapping[str, str], missing: list[str],
         found.values.append(secret)
         return secret
 
-    return _VAR.sub(sub, value)
+    return ENV_VAR.sub(sub, value)
 
 
 def _url_secrets(url: str) -> list[str]:

@@ -100,9 +100,9 @@ def create_run():
     if not isinstance(agent_name, str) or not agent_name:
         raise BadRequest("agent", "expected the name of an agent in the registry")
     version = body.get("version")
-    if not isinstance(version, str) or not version.strip() or len(version) > 100:
-        raise BadRequest("version", "expected a non-empty label of at most 100 characters")
-    if names.problem(version):
+    if not isinstance(version, str) or not version.strip():
+        raise BadRequest("version", "expected a non-empty label")
+    if names.problem(version):  # the one rule for labels, length included
         raise BadRequest("version", f"{names.problem(version)}: use {names.RULE}")
     repeats = body.get("repeats", 1)
     limit = current_app.config["MAX_REPEATS"]

@@ -66,6 +66,14 @@ class History:
 
 
 @pytest.fixture
+def store(tmp_path):
+    """An empty store of its own for the test."""
+    s = Store(tmp_path / "exam.db")
+    yield s
+    s.close()
+
+
+@pytest.fixture
 def history(tmp_path):
     h = History(tmp_path)
     yield h

@@ -10,7 +10,6 @@ from __future__ import annotations
 import pytest
 
 from exam.runner import create_run, execute, job_for
-from exam.store import Store
 from tests.exam.helpers import agent_for, write_bank
 from tests.fakes.agent import OK_BODY, FakeAgent
 
@@ -30,13 +29,6 @@ class FailingAgent(FakeAgent):
             self.json(h, {**OK_BODY, "agent_error": {"message": "one tool timed out"}})
         else:
             super().respond(h, behaviour, n)
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = Store(tmp_path / "exam.db")
-    yield s
-    s.close()
 
 
 def run(store, tmp_path, behaviours, **agent_kw):

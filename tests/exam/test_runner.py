@@ -12,13 +12,6 @@ from tests.exam.helpers import agent_for, write_bank
 from tests.fakes.agent import FakeAgent
 
 
-@pytest.fixture
-def store(tmp_path):
-    s = Store(tmp_path / "exam.db")
-    yield s
-    s.close()
-
-
 def run_one(store, tmp_path, agent_kw=None, behaviours=("ok",), repeats=1):
     with FakeAgent() as fake:
         bank = write_bank(tmp_path, list(behaviours))

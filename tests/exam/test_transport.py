@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from exam.runner import create_run, execute, job_for
-from exam.store import TEXT_CAP_CHARS, AttemptRow, Store
+from exam.store import TEXT_CAP_CHARS, AttemptRow
 from exam.transport import (
     DEADLINE_SLACK_S,
     MAX_BODY_BYTES,
@@ -21,13 +21,6 @@ from exam.transport import (
 )
 from tests.exam.helpers import agent_for, write_bank
 from tests.fakes.agent import FakeAgent
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = Store(tmp_path / "exam.db")
-    yield s
-    s.close()
 
 
 def run(store, tmp_path, behaviours, **agent_kw):
