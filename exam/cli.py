@@ -293,8 +293,10 @@ def _against(store, jobs, against: str, settings, fmt: str) -> int:
     """Compare each run's agent against ``against``: print the verdicts, return the exit code."""
     from exam.render import use_colour
     from exam.reports import compare
-    from exam.reports.formats import render, verdict_lines
-    from exam.reports.regrade import regrade, select_runs
+    from exam.reports.compare import verdict_lines
+    from exam.reports.formats import render
+    from exam.reports.regrade import regrade
+    from exam.reports.selection import select_runs
     from exam.reports.verdict import EXIT_CODES, combine
 
     words = []
@@ -534,20 +536,12 @@ def store_prune(db) -> None:
 
 
 def _runs(store, agent=None, label=None, run_ids=(), since=None):
-    from exam.reports.regrade import select_runs
+    from exam.reports.selection import report_runs
 
     try:
-        runs = select_runs(store, agent, label, run_ids)
+        return report_runs(store, agent, label, run_ids, since)
     except ExamError as exc:
         raise fail_input(exc) from None
-    if since is not None:
-        runs = [r for r in runs if r.created_at >= since.timestamp()]
-    if not runs:
-        what = " ".join(x for x in (agent and f"agent {agent}", label and f"version {label}",
-                                    since and f"since {since:%Y-%m-%d}") if x)
-        raise InputError("no stored runs" + (f" match {what}" if what else "")
-                         + ": start one with exam run AGENT --version LABEL")
-    return runs
 
 
 def _regrade(store, runs, parallel: bool = True):

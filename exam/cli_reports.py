@@ -73,9 +73,10 @@ def report_discrimination(agent, k, details, fmt, db) -> None:
     store = _store(db)
     result = discrimination.build(_regrade(store, _runs(store, agent)), agent, k)
     if fmt == "text" and details:
-        from exam.reports.formats import missing_notes, text_discrimination
+        from exam.reports.discrimination import text
+        from exam.reports.kinds import missing_notes
 
-        emit("\n".join([*missing_notes(result), text_discrimination(result, use_colour(), True)]))
+        emit("\n".join([*missing_notes(result), text(result, use_colour(), True)]))
     else:
         emit(render("discrimination", result, fmt, use_colour()))
     warn_missing_banks(result, fmt)
@@ -178,14 +179,13 @@ def compare_cmd(agent, old, new, fail_on, alpha, min_effect, min_answered, cover
     from exam.reports.formats import render
 
     settings = verdict_settings(alpha, min_effect, min_answered, coverage, severity, no_history)
+    from exam.reports.selection import compare_runs
+
     store = _store(db)
-    every = _runs(store, agent)
-    known = sorted({r.version for r in every}, key=lambda v: min(r.id for r in every
-                                                                if r.version == v))
-    for label in (old, new):
-        if label not in known:
-            raise InputError(f"no stored run of {agent} version {label!r} "
-                             f"(versions: {', '.join(known)})")
+    try:
+        every = compare_runs(store, agent, old, new)
+    except ExamError as exc:
+        raise fail_input(exc) from None
     if settle:
         from exam.settle import settle_cli
 

@@ -364,7 +364,8 @@ def notify_runs(store: Store, settings: LineSettings, run_ids: Sequence[int],
 
 def summaries_for(store: Store, run_ids: Sequence[int], compare_to: str | None = None) -> list[dict]:
     from exam.reports import compare, scorecard
-    from exam.reports.regrade import regrade, select_runs
+    from exam.reports.regrade import regrade
+    from exam.reports.selection import select_runs
 
     runs = [store.get_run(i) for i in run_ids]
     report = scorecard.build(regrade(store, runs))

@@ -129,7 +129,8 @@ def settle_cli(store, registry, agent: str, old: str, new: str, settings: Settin
     """Settle with real runs of the new version: one run per round, only the open questions."""
     from exam.errors import ExamError
     from exam.reports import compare as cmp
-    from exam.reports.regrade import regrade, select_runs
+    from exam.reports.regrade import regrade
+    from exam.reports.selection import select_runs
     from exam.runner import create_run, execute, job_for
 
     agent_obj = registry.get(agent)

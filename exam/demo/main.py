@@ -76,7 +76,8 @@ def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.ec
     """Run the demo exam and print its reports; with ``serve``, hand the running demo agents
     and the store to it before they stop (``exam demo --serve``)."""
     from exam.reports import scorecard
-    from exam.reports.regrade import regrade, select_runs
+    from exam.reports.regrade import regrade
+    from exam.reports.selection import select_runs
 
     for agent in AGENTS:
         load_bank(bank_dir / f"{agent}.json")  # a broken bank stops here, before any call
@@ -116,10 +117,9 @@ def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.ec
 def _echo_reports(regraded, echo) -> None:
     """The whole story: what changed between the versions, and which questions earn their place."""
     from exam.reports import compare, discrimination
-    from exam.reports.formats import text_compare, text_discrimination
 
     for agent in AGENTS:
         echo("")
-        echo(text_compare(compare.build(regraded, agent, "v1", "v2")))
+        echo(compare.text(compare.build(regraded, agent, "v1", "v2")))
     echo("")
-    echo(text_discrimination(discrimination.build(regraded)))
+    echo(discrimination.text(discrimination.build(regraded)))

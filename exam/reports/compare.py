@@ -11,11 +11,12 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from exam.errors import ExamError
-from exam.reports import verdict
+from exam.reports import kinds, verdict
 from exam.reports.discrimination import version_order
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import COST_KEYS, SEVERITY_ORDER
 from exam.reports.stats import fisher_worse, percentile
+from exam.textsafe import terminal_data
 from graders import GRADER_VERSION
 
 FAIL_ON = ("verdict", "regression", "any-fail", "never")  # regression: the old name of verdict
@@ -191,3 +192,148 @@ def exit_code(report: dict[str, Any], fail_on: str) -> int:
 
 def should_fail(report: dict[str, Any], fail_on: str) -> bool:
     return exit_code(report, fail_on) != 0
+
+
+# -- renderings (exam/reports/kinds.py) ---------------------------------------------------
+
+GROUPS = ("regressions", "undecided", "fixes", "flaky", "unchanged", "only_old", "only_new")
+
+
+def table(report: dict[str, Any]) -> kinds.Table:
+    """One row per question, grouped by what changed."""
+    head = ["agent", "change", "case_no", "category", "severity", "old", "new", "checks_moved"]
+    rows = []
+    for group in GROUPS:
+        for r in report[group]:
+            moved = "; ".join(f"{m['check']} {m['direction']}" for m in r["checks_moved"])
+            rows.append([report["agent"], group, r["case_no"], r["category"], r["severity"],
+                         kinds.frac(r["old"]), kinds.frac(r["new"]), moved])
+    return head, rows
+
+
+def markdown(report: dict[str, Any]) -> list[str]:
+    lines = [f"## {report['agent']}: {report['old']} → {report['new']}",
+             f"**Verdict: {report['verdict']}** (exit {report['exit_code']}): "
+             f"{report['decision']['reason']}", "",
+             f"{len(report['regressions'])} regression(s), {len(report['fixes'])} fix(es), "
+             f"{len(report['flaky'])} newly flaky, {len(report['unchanged'])} unchanged"]
+    if report["critical_regressions"]:
+        lines.append(f"\n**Critical regressions: {', '.join(report['critical_regressions'])}**")
+    lines.append("")
+    head, rows = table(report)
+    return lines + kinds.md_table(head, [r for r in rows if r[1] != "unchanged"])
+
+
+def junit_cases(report: dict[str, Any]) -> list[kinds.JunitCase]:
+    """The verdict (failed unless ship) and a testcase per question: failed when it regressed."""
+    suite = f"{report['agent']} {report['old']}→{report['new']}"
+    out = []
+    if report["verdict"] != "ship":
+        out.append((suite, "verdict", f"{report['decision']['reason']}", None))
+    for group in GROUPS:
+        for r in report[group]:
+            msg = None
+            if group == "regressions":
+                moved = "; ".join(f"{m['check']}: {(m['evidence'] or {}).get('evidence', '')}"
+                                  for m in r["checks_moved"] if m["direction"] == "worse")
+                msg = f"regression {kinds.frac(r['old'])} → {kinds.frac(r['new'])}: {moved}"
+            out.append((suite, r["case_no"], msg, None))
+    return out
+
+
+def text(report: dict[str, Any], colour: bool = False) -> str:
+    from exam.render import paint
+
+    report = terminal_data(report)  # a reply's ESC must not reach the terminal raw
+    lines = [f"grader {report['grader_version']}  ·  bank {kinds.digests(report)}  ·  "
+             f"{report['agent']}: {report['old']} "
+             f"(runs {kinds.ids(report['old_run_ids'])}) → {report['new']} "
+             f"(runs {kinds.ids(report['new_run_ids'])})"]
+    lines += verdict_lines(report, colour)
+    head = (f"{len(report['regressions'])} regression(s), {len(report['undecided'])} undecided, "
+            f"{len(report['fixes'])} fix(es), "
+            f"{len(report['flaky'])} newly flaky, {len(report['unchanged'])} unchanged")
+    lines.append(head)
+    if report["critical_regressions"]:
+        lines.append(paint(f"CRITICAL regression: {', '.join(report['critical_regressions'])}",
+                           "fail", colour))
+    elif report["critical_failing"]:
+        lines.append(paint(f"critical still failing: {', '.join(report['critical_failing'])}",
+                           "fail", colour))
+    for group, label, outcome in (("regressions", "REGRESSION", "fail"),
+                                  ("undecided", "UNDECIDED", "needs_human"), ("fixes", "FIXED", "pass"),
+                                  ("flaky", "NEWLY FLAKY", "needs_human")):
+        for r in report[group]:
+            t = r.get("test") or {}
+            base = t.get("baseline") or {}
+            vs = (f"  (baseline {base['passes']}/{base['answered']} over "
+                  f"{', '.join(base['versions'])}; p = {kinds.num(t.get('p'))}, q = {kinds.num(t.get('q'))})"
+                  if base and len(base.get("versions", [])) > 1 else
+                  f"  (p = {kinds.num(t.get('p'))}, q = {kinds.num(t.get('q'))})" if t else "")
+            lines.append(paint(f"  {label:<11} {r['case_no']} ({r['severity']}, {r['category']})  "
+                               f"{kinds.frac(r['old'])} → {kinds.frac(r['new'])}{vs}", outcome, colour))
+            for m in r["checks_moved"]:
+                ev = (m["evidence"] or {}).get("evidence", "")
+                lines.append(f"      {m['check']} {m['direction']} "
+                             f"({kinds.pct(m['old_fail_rate'])} → {kinds.pct(m['new_fail_rate'])} failing)"
+                             + (f": {ev}" if ev else ""))
+    for group, label in (("only_old", "only in old"), ("only_new", "only in new")):
+        if report[group]:
+            lines.append(f"  {label}: {', '.join(r['case_no'] for r in report[group])}")
+    changed = [r["case_no"] for g in ("regressions", "fixes", "flaky", "unchanged")
+               for r in report[g] if r["changed_since_run"]]
+    if changed:
+        lines.append(f"  note: rubric changed since the runs for {', '.join(changed)}")
+    lines.append("  cost (p50 old → new):")
+    for key, c in report["cost"].items():
+        o, n = c["old"]["p50"], c["new"]["p50"]
+        delta = c["delta_p50"]
+        lines.append(f"    {key:<12} {kinds.num(o, 4)} → {kinds.num(n, 4)}"
+                     + ("" if delta is None else f"  ({delta:+.4g})")
+                     + f"   p95 {kinds.num(c['old']['p95'], 4)} → {kinds.num(c['new']['p95'], 4)}")
+    return "\n".join(lines)
+
+
+def verdict_lines(report: dict[str, Any], colour: bool = False) -> list[str]:
+    """The verdict word, why, and the evidence rule it was decided under."""
+    from exam.render import paint
+
+    d = report["decision"]
+    tone = {"ship": "pass", "hold": "fail", "incomplete": "fail"}.get(d["word"], "needs_human")
+    st = d["settings"]
+    sev = "; ".join(f"{k}: alpha {v['alpha']}, min effect {v['min_effect']:.0%}, "
+                    f"min answered {v['min_answered']}" for k, v in st["by_severity"].items())
+    lines = [paint(f"VERDICT: {d['word'].upper()}  (exit {d['exit_code']})", tone, colour),
+             "  " + d["reason"],
+             f"  rule: one-sided Fisher exact (new worse), discrete BH over "
+             f"{d['questions_testable']} of {d['questions_tested']} question(s) that can move; "
+             f"hold when q ≤ {st['alpha']}, drop ≥ {st['min_effect']:.0%}, "
+             f"≥ {st['min_answered']} answered repeats each side"
+             + (f"; {sev}" if sev else "") + f"; coverage floor {st['coverage']:.0%}"
+             + ("; guards pooled over earlier versions" if st["pool_history"] else "")]
+    for u in d["undecided"]:
+        if u.get("repeats_needed") is not None:
+            lines.append(f"  {u['case_no']}: if its pass rate really is "
+                         f"{kinds.pct(u['assumed_new_rate'])} (baseline {u['old']}), "
+                         f"{u['repeats_needed']} answered repeats of the new version detect the "
+                         f"drop with ≥ 80% power at level {u['level_for_repeats']:.3g} "
+                         f"(alpha / questions that can get worse)")
+        if u.get("baseline_short"):
+            lines.append(f"  {u['case_no']}: the baseline has too few answered repeats: "
+                         f"{u['baseline_short']} more of {report['old']}")
+    if d["new_questions"]:
+        lines.append(f"  new question(s), no baseline: {', '.join(d['new_questions'])}")
+    return lines
+
+
+
+def _charts(report: dict[str, Any]) -> dict[str, Any]:
+    from exam.reports import charts
+
+    return charts.for_report("compare", report)
+
+
+KIND = kinds.register(kinds.ReportKind(
+    name="compare", text=kinds.with_notes(text), table=table, markdown=markdown,
+    junit_cases=junit_cases, html_template="_compare.html",
+    html_title=lambda r: f"{r['agent']}: {r['old']} → {r['new']}", charts=_charts))

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
+from exam.reports import kinds
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.stats import (
     benjamini_hochberg,
@@ -33,6 +34,7 @@ from exam.reports.stats import (
     repeats_to_settle,
     wilson,
 )
+from exam.textsafe import terminal_data
 from graders import GRADER_VERSION
 
 ALPHA = 0.05
@@ -241,3 +243,101 @@ def build(regraded: Regraded, agent: str | None = None, k: int = K) -> dict[str,
     return {"grader_version": GRADER_VERSION, "bank_digests": regraded.bank_digests(),
             "agents": [build_agent(regraded, a, k) for a in agents],
             "missing_banks": regraded.missing_banks}
+
+
+# -- renderings (exam/reports/kinds.py) ---------------------------------------------------
+
+def table(report: dict[str, Any]) -> kinds.Table:
+    """One row per agent × question, a column per version."""
+    versions = sorted({v for a in report["agents"] for v in a["versions"]})
+    head = ["agent", "case_no", "category", "class", "low_evidence", "p", "q", *versions, "note"]
+    rows = []
+    for a in report["agents"]:
+        for q in a["questions"]:
+            by = {r["version"]: kinds.frac(r) for r in q["pass_rates"]}
+            rows.append([a["agent"], q["case_no"], q["category"], q["class"],
+                         q["low_evidence"], kinds.num(q["p"]), kinds.num(q["q"]),
+                         *(by.get(v, "") for v in versions), q["note"]])
+    return head, rows
+
+
+def markdown(report: dict[str, Any]) -> list[str]:
+    lines = []
+    for a in report["agents"]:
+        lines += [f"## {a['agent']}: {a['summary']['headline']}", ""]
+    return lines + kinds.md_table(*table(report))
+
+
+def junit_cases(report: dict[str, Any]) -> list[kinds.JunitCase]:
+    """A testcase per question: failed when it always fails or is flaky."""
+    out = []
+    for a in report["agents"]:
+        for q in a["questions"]:
+            broken = q["class"] in ("always_failing", "flaky")
+            note = q.get("note") or q["class"]
+            out.append((a["agent"], q["case_no"], f"{q['class']}: {note}" if broken else None,
+                        None))
+    return out
+
+
+_SHADE = " ░▒▓█"
+
+
+def text(report: dict[str, Any], colour: bool = False,
+                        details: bool = False) -> str:
+    """The matrix; regression guards (every version passes every repeat) fold into one line
+    per agent unless ``details``: they say nothing a reader must act on."""
+    report = terminal_data(report)
+    lines = [f"grader {report['grader_version']}  ·  bank {kinds.digests(report)}"]
+    for a in report["agents"]:
+        s = a["summary"]
+        lines.append("")
+        low = f" ({s['low_evidence']} low evidence)" if s["low_evidence"] else ""
+        lines.append(f"{a['agent']}: {s['headline']}{low}")
+        for pv in s["per_version"]:
+            lo, hi = pv.get("bootstrap") or pv["wilson"]
+            lines.append(f"  {pv['version']:<10} pass rate {kinds.pct(pv['pass_rate'])} "
+                         f"(95% CI {kinds.pct(lo)}–{kinds.pct(hi)}, bootstrap over questions) · "
+                         f"pass^{pv.get('k', 'k')} {kinds.pct(pv['pass_k'])}")
+        classes = ", ".join(f"{k} {v}" for k, v in s["classes"].items() if v)
+        lines.append(f"  classes: {classes}")
+        for cat, cnt in s["by_category"].items():
+            lines.append(f"    {cat}: " + ", ".join(f"{k} {v}" for k, v in cnt.items()))
+        width = max(6, *(len(v) for v in a["versions"]))
+        lines.append("  " + "case".ljust(8) + "".join(v.rjust(width + 1) for v in a["versions"])
+                     + "   class")
+        order = {c: i for i, c in enumerate(("discriminating", "always_failing", "flaky",
+                                             "underpowered", "near_floor", "new", "no_data",
+                                             "regression_guard"))}
+        guards = [q["case_no"] for q in a["questions"] if q["class"] == "regression_guard"]
+        for q in sorted(a["questions"], key=lambda q: (order[q["class"]], q["case_no"])):
+            if q["class"] == "regression_guard" and not details:
+                continue
+            cells = []
+            for r in q["pass_rates"]:
+                shade = "" if r["rate"] is None else _SHADE[min(4, int(r["rate"] * 4 + 0.5))]
+                cells.append((shade + " " + kinds.frac(r)).rjust(width + 1))
+            mark = "*" if q["low_evidence"] else ""
+            lines.append(f"  {q['case_no']:<8}" + "".join(cells) + f"   {q['class']}{mark}  "
+                         f"{q['note']}")
+            for fc in q["failing_checks"][:1]:
+                lines.append(f"           audit {fc['name']} ({fc['times']}×): {fc['evidence']}")
+        if guards and not details:
+            shown = ", ".join(guards[:8]) + (f" … ({len(guards) - 8} more)" if len(guards) > 8 else "")
+            lines.append(f"  regression guards ({len(guards)}, every version passes every repeat): "
+                         f"{shown}  [--details lists each]")
+        if s["low_evidence"]:
+            lines.append("  * low evidence: separates completely, too few repeats to be significant")
+    return "\n".join(lines)
+
+
+def _charts(report: dict[str, Any]) -> dict[str, Any]:
+    from exam.reports import charts
+
+    return charts.for_report("discrimination", report)
+
+
+KIND = kinds.register(kinds.ReportKind(
+    name="discrimination", text=kinds.with_notes(text), table=table, markdown=markdown,
+    junit_cases=junit_cases, html_template="_discrimination.html",
+    html_title=lambda _r: "Discrimination", charts=_charts))

@@ -12,7 +12,6 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-KINDS = ("scorecard", "compare", "discrimination", "rebalance")
 _QUOTED = re.compile(r"«(.+?)»", re.S)
 
 
@@ -85,17 +84,17 @@ FILTERS = {"heat": heat, "pct": pct, "num": num, "marks": marks, "as_json": as_j
 
 
 def _rebalance_notes(a: dict[str, Any]) -> list[str]:
-    from exam.reports.formats import _rebalance_notes as notes
+    from exam.reports.rebalance_views import notes
 
     return notes(a, "")
 
 
 def _globals() -> dict[str, Any]:
-    from exam.reports.formats import _category_table, _rules
     from exam.reports.overview import change_verdict
+    from exam.reports.rebalance_views import category_table, rules
 
-    return {"verdict_of": change_verdict, "rebalance_rules": _rules,
-            "rebalance_notes": _rebalance_notes, "rebalance_categories": _category_table}
+    return {"verdict_of": change_verdict, "rebalance_rules": rules,
+            "rebalance_notes": _rebalance_notes, "rebalance_categories": category_table}
 
 
 def _no_link(*_args: Any, **_kwargs: Any) -> None:
@@ -103,10 +102,13 @@ def _no_link(*_args: Any, **_kwargs: Any) -> None:
 
 
 def environment():
-    from jinja2 import Environment, PackageLoader, select_autoescape
+    from jinja2 import ChoiceLoader, DictLoader, Environment, PackageLoader, select_autoescape
 
-    env = Environment(loader=PackageLoader("exam", "templates"),
-                      autoescape=select_autoescape(["html", "css"]))
+    from exam.reports import kinds
+
+    # the package's templates, then those a report kind keeps in code (ReportKind.templates)
+    loader = ChoiceLoader([PackageLoader("exam", "templates"), DictLoader(kinds.templates())])
+    env = Environment(loader=loader, autoescape=select_autoescape(["html", "css"]))
     env.filters.update(FILTERS)
     env.globals.update(_globals())
     env.globals["href"] = _no_link  # a file has no dashboard to link to
@@ -114,16 +116,13 @@ def environment():
 
 
 def render(kind: str, report: dict[str, Any]) -> str:
-    from exam.reports import charts
+    """The report as one HTML file: report.html around the kind's body template."""
+    from exam.reports import kinds
 
-    title = {"scorecard": "Scorecard", "compare": "Compare", "discrimination": "Discrimination",
-             "rebalance": "Rebalance"}[kind]
-    if kind == "compare":
-        title = f"{report['agent']}: {report['old']} → {report['new']}"
-    elif kind == "scorecard" and len(report["scorecards"]) == 1:
-        card = report["scorecards"][0]
-        title = f"{card['agent']} {card['version']}"
+    k = kinds.get(kind)
     made = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return environment().get_template("report.html").render(
-        kind=kind, report=report, charts=charts.for_report(kind, report), title=title,
+        kind=kind, body=k.html_template, heading=k.html_heading, report=report,
+        charts=k.charts(report) if k.charts else {},
+        title=k.html_title(report) if k.html_title else kind.capitalize(),
         made=made, missing_banks=report.get("missing_banks", []))

@@ -14,7 +14,7 @@ import multiprocessing
 import operator
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 
@@ -391,17 +391,6 @@ def load_banks(store: Store, runs: Sequence[Run]) -> tuple[dict[str, Bank], list
                         "message": f"run {r.id} ({r.agent} {r.version}): {why}; its {cells} "
                                    "stored cell(s) are left out of this report"})
     return banks, missing
-
-
-def select_runs(store: Store, agent: str | None = None, version: str | None = None,
-                run_ids: Iterable[int] = ()) -> list[Run]:
-    """The runs a report reads: queued and excluded runs are left out (a run asked for by id
-    is read as asked)."""
-    ids = list(run_ids)
-    if ids:
-        return [store.get_run(i) for i in ids]
-    return [r for r in store.list_runs(agent, version)
-            if r.status != "queued" and not r.excluded_reason]
 
 
 def outcome(store: Store, run: Run) -> str:

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from exam.reports.html import mark_text, quoted
-from exam.reports.regrade import GradedCell, regrade, select_runs
+from exam.reports.regrade import GradedCell, regrade
+from exam.reports.selection import select_runs
 from exam.store import Run, Store
 
 

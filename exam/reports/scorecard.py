@@ -6,6 +6,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from exam.reports import kinds
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.stats import median, percentile
 from graders import GRADER_VERSION
@@ -254,3 +255,74 @@ def render_text(report: dict[str, Any], colour: bool = False, details: bool = Tr
                        if c["outcome"] in ("fail", "needs_human")]
                 lines.extend(check_lines(bad, colour, indent="          "))
     return "\n".join(lines)
+
+
+# -- renderings (exam/reports/kinds.py) ---------------------------------------------------
+
+def table(report: dict[str, Any]) -> kinds.Table:
+    """One row per agent × question × repeat."""
+    head = ["agent", "version", "case_no", "category", "severity", "repeat", "run_id",
+            "run_status", "verdict", "attempts", "model_calls", "tokens", "latency_ms",
+            "evidence", "tokens_estimated"]
+    rows = [[c["agent"], c["version"], case["case_no"], case["category"], case["severity"],
+             cell["repeat"], cell["run_id"], cell["run_status"], cell["verdict"] or "",
+             cell["attempts"], cell["model_calls"], cell["tokens"], cell["latency_ms"],
+             kinds.evidence(cell["checks"]) or cell.get("error", ""),
+             "yes" if cell.get("tokens_estimated") else ""]
+            for c in report["scorecards"] for case in c["cases"] for cell in case["cells"]]
+    return head, rows
+
+
+def markdown(report: dict[str, Any]) -> list[str]:
+    lines = []
+    for c in report["scorecards"]:
+        v = c["verdicts"]
+        lines.append(f"## {c['agent']} {c['version']}")
+        lines.append(f"pass {v['pass']} · needs_human {v['needs_human']} · fail {v['fail']} "
+                     f"· not_graded {v['not_graded']} · replies "
+                     + ", ".join(f"{k} {n}" for k, n in sorted(c["run_status"].items())))
+        if c["critical_failures"]:
+            lines.append(f"\n**Critical failing: {', '.join(c['critical_failures'])}**")
+        lines.append("")
+    head, rows = table(report)
+    rows = [r for r in rows if r[8] != "pass"]
+    return lines + (kinds.md_table(head, rows) if rows else ["Every reply passed."])
+
+
+def junit_cases(report: dict[str, Any]) -> list[kinds.JunitCase]:
+    """A testcase per agent version × question: failed when a repeat failed or waits for a
+    person, skipped when no repeat was answered."""
+    out = []
+    for c in report["scorecards"]:
+        suite = f"{c['agent']} {c['version']}"
+        for case in c["cases"]:
+            bad = [cell for cell in case["cells"] if cell["verdict"] in ("fail", "needs_human")]
+            trouble = [cell for cell in case["cells"] if cell["verdict"] is None]
+            if bad:
+                msg = " || ".join(f"#{cell['repeat']} {cell['verdict']}: "
+                                  f"{kinds.evidence(cell['checks'])}" for cell in bad)
+                out.append((suite, case["case_no"], msg, None))
+            elif trouble and len(trouble) == len(case["cells"]):
+                out.append((suite, case["case_no"], None,
+                            f"not answered: {trouble[0]['run_status']} {trouble[0]['error']}"))
+            else:
+                out.append((suite, case["case_no"], None, None))
+    return out
+
+
+def html_title(report: dict[str, Any]) -> str:
+    if len(report["scorecards"]) == 1:
+        card = report["scorecards"][0]
+        return f"{card['agent']} {card['version']}"
+    return "Scorecard"
+
+
+def _charts(report: dict[str, Any]) -> dict[str, Any]:
+    from exam.reports import charts
+
+    return charts.for_report("scorecard", report)
+
+
+KIND = kinds.register(kinds.ReportKind(
+    name="scorecard", text=render_text, table=table, markdown=markdown, junit_cases=junit_cases,
+    html_heading=False, html_template="_scorecard.html", html_title=html_title, charts=_charts))

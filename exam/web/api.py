@@ -15,7 +15,7 @@ from flask import Blueprint, abort, current_app, jsonify, request
 from exam import names
 from exam.app import registry, store
 from exam.errors import ExamError, StoreError
-from exam.reports.regrade import select_runs
+from exam.reports.selection import SelectionError, compare_runs, report_runs
 from exam.web.auth import bearer_ok, viewer_bearer_ok
 from exam.web.openapi import spec
 
@@ -181,8 +181,8 @@ def compare():
     from exam.reports.regrade import regrade
 
     agent, old, new = _require("agent"), _require("old"), _require("new")
-    runs = select_runs(store(), agent)  # every version: a guard's history is evidence
     try:
+        runs = compare_runs(store(), agent, old, new)
         report = cmp.build(regrade(store(), runs), agent, old, new)
     except ExamError as exc:
         return jsonify(error=str(exc)), 404
@@ -195,7 +195,10 @@ def discrimination():
     from exam.reports.regrade import regrade
 
     agent = request.args.get("agent") or None
-    runs = select_runs(store(), agent)
+    try:
+        runs = report_runs(store(), agent)
+    except SelectionError as exc:
+        return jsonify(error=str(exc)), 404
     return jsonify(disc.build(regrade(store(), runs), agent))
 
 

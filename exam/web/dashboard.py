@@ -24,7 +24,13 @@ from exam.app import registry, store
 from exam.errors import ExamError
 from exam.reports import charts
 from exam.reports.html import FILTERS, _globals
-from exam.reports.regrade import select_runs
+from exam.reports.selection import (
+    SelectionError,
+    compare_runs,
+    latest_pair,
+    report_runs,
+    select_runs,
+)
 from exam.web.auth import is_admin, session_ok, token_ok, viewer_token_ok
 
 bp = Blueprint("dashboard", __name__)
@@ -217,8 +223,9 @@ def scorecard(agent: str, version: str):
     from exam.reports import scorecard as sc
     from exam.reports.regrade import regrade
 
-    runs = select_runs(store(), agent, version)
-    if not runs:
+    try:
+        runs = report_runs(store(), agent, version)
+    except SelectionError:
         abort(404)
     report = sc.build(regrade(store(), runs))
     link = None
@@ -268,13 +275,13 @@ def compare():
 
     versions = _versions()
     agent = request.args.get("agent") or next(iter(versions), None)
-    known = versions.get(agent or "", [])
-    old = request.args.get("old") or (known[-2] if len(known) >= 2 else None)
-    new = request.args.get("new") or (known[-1] if known else None)
+    last_two = latest_pair(store(), agent)
+    old = request.args.get("old") or last_two[0]
+    new = request.args.get("new") or last_two[1]
     report, error = None, None
     if agent and old and new:
-        runs = select_runs(store(), agent)  # every version: a guard's history is evidence
         try:
+            runs = compare_runs(store(), agent, old, new)
             report = cmp.build(regrade(store(), runs), agent, old, new)
         except ExamError as exc:
             error = str(exc)
@@ -290,9 +297,12 @@ def discrimination():
     from exam.reports.regrade import regrade
 
     agent = request.args.get("agent") or None
-    runs = select_runs(store(), agent)
-    report = disc.build(regrade(store(), runs), agent) if runs else None
-    return render_template("discrimination.html", report=report, agent=agent,
+    report, error = None, None
+    try:
+        report = disc.build(regrade(store(), report_runs(store(), agent)), agent)
+    except SelectionError as exc:
+        error = str(exc) if agent else None  # no runs at all: the page says "No runs yet."
+    return render_template("discrimination.html", report=report, agent=agent, error=error,
                            charts=charts.for_report("discrimination", report) if report else {},
                            agents=sorted(_versions()),
                            missing_banks=report["missing_banks"] if report else [])

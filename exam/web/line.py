@@ -127,7 +127,8 @@ def command(store, args: list[str], group_id: str | None, cfg: dict[str, Any]) -
     if verb == "scorecard" and len(args) == 2:
         from exam.line import agent_summary, summary_text
         from exam.reports import scorecard
-        from exam.reports.regrade import regrade, select_runs
+        from exam.reports.regrade import regrade
+        from exam.reports.selection import select_runs
 
         runs = select_runs(store, args[1])
         if not runs:

@@ -12,7 +12,8 @@ from click.testing import CliRunner
 from exam import review
 from exam.cli import main
 from exam.reports import scorecard
-from exam.reports.regrade import regrade, select_runs
+from exam.reports.regrade import regrade
+from exam.reports.selection import select_runs
 
 CASES = [("Q-01", "c", "major"), ("Q-02", "c", "major")]
 

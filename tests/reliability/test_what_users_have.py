@@ -20,7 +20,8 @@ from click.testing import CliRunner
 from exam import review
 from exam.app import create_app
 from exam.cli import main
-from exam.reports.regrade import regrade, select_runs
+from exam.reports.regrade import regrade
+from exam.reports.selection import select_runs
 from exam.store import Store
 from exam.worker import work_once
 from tests.exam.conftest import History

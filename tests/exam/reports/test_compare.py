@@ -6,7 +6,8 @@ from click.testing import CliRunner
 
 from exam.cli import main
 from exam.reports import compare
-from exam.reports.regrade import regrade, select_runs
+from exam.reports.regrade import regrade
+from exam.reports.selection import select_runs
 
 CASES = [("Q-01", "c", "critical"), ("Q-02", "c", "major"), ("Q-03", "c", "major"),
          ("Q-04", "c", "major"), ("Q-05", "c", "minor")]

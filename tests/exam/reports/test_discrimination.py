@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from exam.reports import discrimination
-from exam.reports.regrade import regrade, select_runs
+from exam.reports.regrade import regrade
+from exam.reports.selection import select_runs
 
 CASES = [(f"Q-{i:02d}", "boundary" if i <= 3 else "normal", "major") for i in range(1, 10)]
 

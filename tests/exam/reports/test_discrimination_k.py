@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 
 from exam.reports import discrimination
-from exam.reports.regrade import regrade, select_runs
+from exam.reports.regrade import regrade
+from exam.reports.selection import select_runs
 
 CASES = [("Q-01", "c", "major"), ("Q-02", "c", "major"), ("Q-03", "c", "major")]
 

@@ -21,7 +21,8 @@ import pytest
 from exam import review
 from exam.bank import load_bank
 from exam.reports import regrade as regrade_mod
-from exam.reports.regrade import question_key, regrade, reply_key, rules_key, select_runs
+from exam.reports.regrade import question_key, regrade, reply_key, rules_key
+from exam.reports.selection import select_runs
 from exam.store import Store
 from graders import Reply, Step
 from graders import checks as grader_checks

@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from exam.cli import main
 from exam.reports import rebalance
 from exam.reports.formats import render
-from exam.reports.regrade import GradedCell, regrade, select_runs
+from exam.reports.regrade import GradedCell, regrade
+from exam.reports.selection import select_runs
 from exam.store import MIGRATIONS, Run, Store
 
 CASES = [("G-01", "guards", "major"), ("G-02", "guards", "major"), ("G-03", "guards", "major"),

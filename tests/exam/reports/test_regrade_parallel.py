@@ -17,7 +17,8 @@ import pytest
 
 from exam import review
 from exam.reports import regrade as regrade_mod
-from exam.reports.regrade import regrade, select_runs
+from exam.reports.regrade import regrade
+from exam.reports.selection import select_runs
 from tests.exam.conftest import History
 
 

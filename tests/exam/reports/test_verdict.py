@@ -11,7 +11,8 @@ from scipy import stats
 
 from exam.cli import main
 from exam.reports import compare, verdict
-from exam.reports.regrade import regrade, select_runs
+from exam.reports.regrade import regrade
+from exam.reports.selection import select_runs
 from exam.reports.stats import discrete_bh, fisher_worse, fisher_worse_min, power_worse
 from exam.settle import settle
 

@@ -118,9 +118,12 @@ def test_compare_missing_parameter_names_it(client, auth):
     assert resp.status_code == 400 and resp.json["field"] == "new"
 
 
-def test_compare_unknown_version_is_404(client, auth):
+def test_compare_of_an_agent_without_runs_is_404(client, auth):
+    # the message every surface gives (exam/reports/selection.py)
     resp = client.get("/api/compare?agent=T&old=v1&new=v2", headers=auth)
-    assert resp.status_code == 404 and "no stored run of T" in resp.json["error"]
+    assert resp.status_code == 404
+    assert resp.json["error"] == ("no stored runs match agent T: start one with exam run AGENT "
+                                  "--version LABEL")
 
 
 def test_a_dead_workers_run_is_resumed_by_the_next(client, auth, app, fake_agent):

@@ -1,0 +1,72 @@
+"""Which stored runs a report reads: written once for the CLI, the API and the dashboard.
+
+A report never reads queued runs (nothing arrived yet) nor excluded ones (a person left them
+out); a run asked for by id is read as asked. A version label may cover several runs: every
+one of them counts. A compare reads every version of the agent, not only the two compared: a
+guard's history is evidence. Asking for what is not stored raises one ``SelectionError`` whose
+message every surface shows as it is (CLI exit 2, API 404, a line on the page).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+
+from exam.errors import ExamError
+from exam.store import Run, Store
+
+
+class SelectionError(ExamError):
+    """Nothing stored matches what was asked for (an agent, a version, a date)."""
+
+
+def select_runs(store: Store, agent: str | None = None, version: str | None = None,
+                run_ids: Iterable[int] = ()) -> list[Run]:
+    """The runs a report reads: queued and excluded runs are left out (a run asked for by id
+    is read as asked). Empty when nothing matches."""
+    ids = list(run_ids)
+    if ids:
+        return [store.get_run(i) for i in ids]
+    return [r for r in store.list_runs(agent, version)
+            if r.status != "queued" and not r.excluded_reason]
+
+
+def report_runs(store: Store, agent: str | None = None, version: str | None = None,
+                run_ids: Iterable[int] = (), since: dt.datetime | None = None) -> list[Run]:
+    """The runs of a scorecard, a discrimination or a rebalance; ``SelectionError`` when none."""
+    runs = select_runs(store, agent, version, run_ids)
+    if since is not None:
+        runs = [r for r in runs if r.created_at >= since.timestamp()]
+    if not runs:
+        what = " ".join(x for x in (agent and f"agent {agent}", version and f"version {version}",
+                                    since and f"since {since:%Y-%m-%d}") if x)
+        raise SelectionError("no stored runs" + (f" match {what}" if what else "")
+                             + ": start one with exam run AGENT --version LABEL")
+    return runs
+
+
+def versions(runs: Iterable[Run]) -> list[str]:
+    """Version labels in the order of their first run."""
+    out: list[str] = []
+    for r in sorted(runs, key=lambda r: r.id):
+        if r.version not in out:
+            out.append(r.version)
+    return out
+
+
+def compare_runs(store: Store, agent: str, old: str, new: str) -> list[Run]:
+    """Every counted run of ``agent`` (each version: history is evidence), after checking that
+    ``old`` and ``new`` both have one."""
+    every = report_runs(store, agent)
+    known = versions(every)
+    for label in (old, new):
+        if label not in known:
+            raise SelectionError(f"no stored run of {agent} version {label!r} "
+                                 f"(versions: {', '.join(known)})")
+    return every
+
+
+def latest_pair(store: Store, agent: str | None) -> tuple[str | None, str | None]:
+    """(old, new) when none is asked for: the agent's last two versions."""
+    known = versions(store.list_runs(agent)) if agent else []
+    return (known[-2] if len(known) >= 2 else None), (known[-1] if known else None)

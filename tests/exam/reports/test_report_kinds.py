@@ -1,0 +1,146 @@
+"""Reports are registered, not switched: formats dispatch over exam/reports/kinds.py.
+
+A report kind made up here renders in every format without a change to formats.py; every
+shipped kind renders in every format it claims, and exactly as before the registry (golden
+files made by the code it replaced).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+from exam.reports import compare, discrimination, kinds, rebalance, scorecard
+from exam.reports.formats import FORMATS, render
+from exam.reports.regrade import regrade
+from exam.reports.selection import select_runs
+
+GOLDEN = Path(__file__).parent / "golden"
+SHIPPED = ("scorecard", "compare", "discrimination", "rebalance")
+
+
+@pytest.fixture
+def reports(history):
+    """One report of each shipped kind over three versions with fails, needs_human, timeouts."""
+    history.bank("A", [("Q-01", "billing", "critical"), ("Q-02", "billing", "major"),
+                       ("Q-03", "ship|ping", "minor"), ("Q-04", "ship|ping", "major")])
+    history.run("A", "v1", {"Q-01": "ppp", "Q-02": "pfp", "Q-03": "hhp", "Q-04": "ppp"})
+    history.run("A", "v2", {"Q-01": "fff", "Q-02": "ppp", "Q-03": "ptp", "Q-04": "ppp"})
+    history.run("A", "v3", {"Q-01": "pfp", "Q-02": "ppf", "Q-03": "ttt", "Q-04": "ppp"})
+    regraded = regrade(history.store, select_runs(history.store))
+    return {"scorecard": scorecard.build(regraded),
+            "compare": compare.build(regraded, "A", "v1", "v2"),
+            "discrimination": discrimination.build(regraded, "A"),
+            "rebalance": rebalance.build(regraded, None,
+                                         rebalance.Settings(min_versions=2, min_repeats=3))}
+
+
+def errands_text(report, colour=False):
+    return "\n".join(f"{e['who']}: {e['task']} ({e['state']})" for e in report["errands"])
+
+
+def errands_table(report):
+    return ["who", "task", "state"], [[e["who"], e["task"], e["state"]]
+                                      for e in report["errands"]]
+
+
+def errands_junit(report):
+    return [("errands", e["task"], e["state"] if e["state"] == "late" else None, None)
+            for e in report["errands"]]
+
+
+ERRANDS = {"grader_version": "test", "bank_digests": {},
+           "errands": [{"who": "Ana", "task": "post | parcel", "state": "done"},
+                       {"who": "Bo", "task": "buy <milk>", "state": "late"}]}
+
+
+@pytest.fixture
+def errands():
+    """A report kind that exists only in this test."""
+    kind = kinds.register(kinds.ReportKind(
+        name="errands", text=errands_text, table=errands_table, junit_cases=errands_junit,
+        html_template="_errands.html", html_title=lambda r: f"{len(r['errands'])} errands",
+        templates={"_errands.html": "<ul>{% for e in report.errands %}"
+                                    "<li>{{ e.who }}: {{ e.task }}</li>{% endfor %}</ul>"}))
+    yield kind
+    kinds.unregister("errands")
+
+
+def test_a_new_report_kind_renders_in_every_format_without_touching_formats(errands):
+    assert errands.formats == FORMATS
+    assert render("errands", ERRANDS, "text") == "Ana: post | parcel (done)\nBo: buy <milk> (late)"
+    assert json.loads(render("errands", ERRANDS, "json")) == ERRANDS
+    assert render("errands", ERRANDS, "csv") == ("who,task,state\nAna,post | parcel,done\n"
+                                                  "Bo,buy <milk>,late\n")
+    md = render("errands", ERRANDS, "markdown")
+    assert md.startswith("# agent-exam errands\n\nGrader test\n\n| who | task | state |\n")
+    assert "| Ana | post \\| parcel | done |" in md
+    suites = ElementTree.fromstring(render("errands", ERRANDS, "junit"))
+    cases = suites.findall("testsuite/testcase")
+    assert [c.get("name") for c in cases] == ["post | parcel", "buy <milk>"]
+    assert [c.find("failure") is not None for c in cases] == [False, True]
+    page = render("errands", ERRANDS, "html")
+    assert "<title>2 errands · agent-exam errands</title>" in page
+    assert "<h1>2 errands</h1>" in page
+    assert "<li>Bo: buy &lt;milk&gt;</li>" in page  # the kind's template, autoescaped
+
+
+def test_a_kind_offers_only_the_formats_it_renders():
+    kind = kinds.register(kinds.ReportKind(name="bare", text=lambda r, c=False: "bare"))
+    try:
+        assert kind.formats == ("text", "json")
+        assert render("bare", {}, "text") == "bare"
+        for fmt in ("csv", "markdown", "junit", "html"):
+            with pytest.raises(ValueError, match=f"the bare report has no {fmt} format "
+                                                 r"\(formats: text, json\)"):
+                render("bare", {}, fmt)
+    finally:
+        kinds.unregister("bare")
+
+
+def test_an_unknown_kind_names_the_known_ones():
+    with pytest.raises(ValueError, match=r"no report kind 'nope' \(kinds: .*scorecard"):
+        render("nope", {}, "text")
+
+
+def test_every_shipped_kind_is_registered_with_every_format():
+    assert set(SHIPPED) <= set(kinds.names())
+    for name in SHIPPED:
+        assert kinds.get(name).formats == FORMATS, name
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_registered_kind_renders_in_every_format_it_claims(reports, name):
+    report = reports[name]
+    for fmt in kinds.get(name).formats:
+        out = render(name, report, fmt)
+        assert out.strip(), (name, fmt)
+        if fmt == "markdown":  # more than the common heading
+            assert len(out.splitlines()) > 4 and "| " in out.split("Grader", 1)[1], name
+        if fmt == "csv":
+            assert len(out.splitlines()) > 1, name
+        if fmt == "junit":
+            assert ElementTree.fromstring(out).findall("testsuite/testcase"), name
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize("fmt", ["text", "text.colour", "markdown", "csv", "junit"])
+def test_shipped_reports_render_exactly_as_before_the_registry(reports, name, fmt):
+    out = render(name, reports[name], fmt.split(".")[0], colour=fmt.endswith("colour"))
+    assert out == (GOLDEN / f"{name}.{fmt}").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_the_html_file_keeps_its_title_and_body(reports, name):
+    page = render(name, reports[name], "html")
+    title = {"scorecard": "Scorecard", "compare": "A: v1 → v2",
+             "discrimination": "Discrimination", "rebalance": "Rebalance"}[name]
+    assert re.search(rf"<title>{re.escape(title)} · agent-exam {name}</title>", page)
+    # report.html adds the heading only where the kind's body has none of its own
+    headings = {"scorecard": [], "compare": ["A: v1 → v2"], "discrimination": ["Discrimination"],
+                "rebalance": ["Rebalance"]}[name]
+    assert re.findall(r"<h1>([^<]*)</h1>", page) == headings
