@@ -52,6 +52,25 @@ report_format = click.option("--format", "fmt", default="text", show_default=Tru
                              type=click.Choice(["text", "markdown", "json", "csv", "junit", "html"]),
                              help="Output format (docs/reports.md).")
 agent_filter = click.option("--agent", metavar="NAME", help="Only runs of this agent.")
+
+
+class ChannelChoice(click.Choice):
+    """The registered notification channels (exam/notify), read when the option is parsed: a
+    channel registered after this module was imported is offered too."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        from exam import notify
+
+        return tuple(notify.names())
+
+    @choices.setter
+    def choices(self, _value) -> None:  # click.Choice sets it in __init__
+        pass
+
 version_filter = click.option("--version", "label", metavar="LABEL",
                               help="Only runs of this version label.")
 
@@ -326,7 +345,8 @@ def _against(store, jobs, against: str, settings, fmt: str) -> int:
               help="Times each question is asked.")
 @click.option("--only", multiple=True, metavar="CASE_NO", help="Only these questions (repeatable).")
 @click.option("--category", help="Only questions of this category.")
-@click.option("--notify", type=click.Choice(["line"]), help="Push the scorecard to LINE afterwards.")
+@click.option("--notify", type=ChannelChoice(), metavar="CHANNEL",
+              help="Send the scorecard to this channel afterwards (exam notify CHANNEL).")
 @click.option("--against", metavar="VERSION",
               help="Decide the change against this stored version: exit with the verdict's code.")
 @verdict_options
@@ -354,10 +374,11 @@ def run_cmd(agent_names, label, repeats, only, category, notify, against, fmt, a
     settings = verdict_settings(**rule)
 
     registry = _registry(agents)
-    if notify == "line":
-        from exam.cli_service import line_settings, notify_line_runs
+    if notify:
+        from exam import notify as notifications
+        from exam.cli_service import channel_settings, notify_channel_runs
 
-        line = line_settings()  # fail before any agent is called
+        told = channel_settings(notifications.get(notify))  # fail before any agent is called
     store = _store(db)
     try:
         chosen = [registry.get(n) for n in dict.fromkeys(agent_names)]
@@ -374,8 +395,8 @@ def run_cmd(agent_names, label, repeats, only, category, notify, against, fmt, a
                                  f"{against!r}")
     final = _execute(store, jobs, quiet=fmt == "json")
     report = _print_scorecards(store, [j.run for j in jobs], "text" if against else fmt)
-    if notify == "line":
-        notify_line_runs(store, [j.run.id for j in jobs], against, line)
+    if notify:
+        notify_channel_runs(store, notify, [j.run.id for j in jobs], against, told)
     if against:
         sys.exit(_against(store, jobs, against, settings, fmt))
     sys.exit(_run_exit(report, final))

@@ -10,73 +10,100 @@ from exam.cli import InputError, _store, agents_option, db_option, fail_input, m
 from exam.errors import ExamError
 
 
-def line_settings():
-    from exam.line import LineSettings
+def channel_settings(channel, *, sending: bool = True):
+    """The channel's settings from the environment; a missing one is bad input (exit 2)."""
+    import os
 
     try:
-        return LineSettings.from_env()
+        return channel.settings(os.environ, sending=sending)
     except ExamError as exc:
         raise fail_input(exc) from None
 
 
-def notify_line_runs(store, run_ids, compare_to, settings=None) -> None:
-    """Push scorecards to LINE; a failed push is reported and recorded, results are untouched."""
-    from exam.line import notify_runs
+def notify_channel_runs(store, name, run_ids, compare_to, settings=None) -> None:
+    """Tell channel ``name`` about these runs; a failed send is reported and recorded, results
+    are untouched."""
+    from exam import notify
 
-    settings = settings or line_settings()
+    channel = notify.get(name)
+    settings = settings or channel_settings(channel)
     try:
-        results = notify_runs(store, settings, run_ids, compare_to)
+        results = notify.notify_runs(store, channel, settings, run_ids, compare_to)
     except ExamError as exc:
-        raise click.ClickException(f"LINE notification not sent: {exc}") from None
+        raise click.ClickException(f"{channel.label} notification not sent: {exc}") from None
     failed = [r for r in results if r["status"] != "delivered"]
     for r in results:
-        click.echo(f"LINE notification {r['id']}: {r['outcome']}", err=True)
+        click.echo(f"{channel.label} notification {r['id']}: {r['outcome']}", err=True)
     if failed:
         ids = " ".join(str(r["id"]) for r in failed)
-        raise click.ClickException(f"LINE notification failed (results are stored); resend with: "
-                                   f"exam notify line --resend {ids}")
+        raise click.ClickException(f"{channel.label} notification failed (results are stored); "
+                                   f"resend with: exam notify {channel.name} --resend {ids}")
 
 
-@main.group()
+class ChannelGroup(click.Group):
+    """`exam notify CHANNEL`: one subcommand per registered channel (exam/notify), so a
+    channel registered by a plugin or a test is offered without a change here."""
+
+    @property
+    def commands(self) -> dict[str, click.Command]:
+        from exam import notify
+
+        made = self.__dict__.setdefault("_made", {})
+        return {n: made[n] if n in made else made.setdefault(n, _channel_command(n))
+                for n in notify.names()}
+
+    @commands.setter
+    def commands(self, _value) -> None:  # click sets it in __init__; the registry decides
+        pass
+
+
+@main.group(cls=ChannelGroup)
 def notify() -> None:
     """Send scorecards to where the team is."""
 
 
-@notify.command("line")
-@click.option("--run", "run_ids", multiple=True, type=int, help="Runs to report (repeatable).")
-@click.option("--compare-to", metavar="VERSION",
-              help="Version to compare against (default: the previous one).")
-@click.option("--resend", "resend", multiple=True, type=int, metavar="NOTIFICATION_ID",
-              help="Resend recorded notifications with their original retry keys.")
-@click.option("--dry-run", is_flag=True,
-              help="Send nothing: print each message's altText and write the Flex JSON to --out.")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False), default="results/line-preview.json",
-              show_default=True, help="With --dry-run: where the Flex messages are written.")
-@db_option
-def notify_line(run_ids, compare_to, resend, dry_run, out_path, db) -> None:
-    """Push per-agent scorecards to the LINE group (LINE_* settings from the environment).
+def _channel_command(name: str) -> click.Command:
+    from exam import notify as notifications
 
-    Needs LINE_CHANNEL_ACCESS_TOKEN and LINE_GROUP_ID (not with --dry-run); EXAM_PUBLIC_URL
-    makes the buttons open the dashboard (docs/line.md).
+    @click.command(name, help=notifications.get(name).help + """
 
     \b
-    Exit status: 0 delivered (or previewed) · 1 a push failed (recorded; --resend it) ·
+    Exit status: 0 delivered (or previewed) · 1 a send failed (recorded; --resend it) ·
     2 bad input or missing settings.
-    """
-    from exam.line import deliver
+    """)
+    @click.option("--run", "run_ids", multiple=True, type=int, help="Runs to report (repeatable).")
+    @click.option("--compare-to", metavar="VERSION",
+                  help="Version to compare against (default: the previous one).")
+    @click.option("--resend", "resend", multiple=True, type=int, metavar="NOTIFICATION_ID",
+                  help="Resend recorded notifications with their original retry keys.")
+    @click.option("--dry-run", is_flag=True,
+                  help="Send nothing: print what would be sent and write it to --out.")
+    @click.option("--out", "out_path", type=click.Path(dir_okay=False),
+                  default=f"results/{name}-preview.json", show_default=True,
+                  help="With --dry-run: where the messages are written (JSON).")
+    @db_option
+    def command(run_ids, compare_to, resend, dry_run, out_path, db) -> None:
+        _notify(name, run_ids, compare_to, resend, dry_run, out_path, db)
 
+    return command
+
+
+def _notify(name, run_ids, compare_to, resend, dry_run, out_path, db) -> None:
+    from exam import notify
+
+    channel = notify.get(name)
     if dry_run:
-        _preview(run_ids, compare_to, out_path, db)
+        _preview(channel, run_ids, compare_to, out_path, db)
         return
-    settings = line_settings()
+    settings = channel_settings(channel)
     store = _store(db)
     if resend:
         try:
-            results = deliver(store, settings, resend)
+            results = notify.deliver(store, channel, settings, resend)
         except ExamError as exc:
             raise fail_input(exc) from None
         for r in results:
-            click.echo(f"LINE notification {r['id']}: {r['outcome']}")
+            click.echo(f"{channel.label} notification {r['id']}: {r['outcome']}")
         sys.exit(0 if all(r["status"] == "delivered" for r in results) else 1)
     if not run_ids:
         raise InputError("give --run RUN_ID (or --resend NOTIFICATION_ID)")
@@ -85,32 +112,28 @@ def notify_line(run_ids, compare_to, resend, dry_run, out_path, db) -> None:
             store.get_run(run_id)
     except ExamError as exc:
         raise fail_input(exc) from None
-    notify_line_runs(store, list(run_ids), compare_to, settings)
+    notify_channel_runs(store, name, list(run_ids), compare_to, settings)
 
 
-def _preview(run_ids, compare_to, out_path, db) -> None:
+def _preview(channel, run_ids, compare_to, out_path, db) -> None:
     import json
-    import os
     from pathlib import Path
 
-    from exam.line import build_messages, summaries_for
-    from exam.web.share import secret_from_env
+    from exam.notify.summary import summaries_for
 
     if not run_ids:
         raise InputError("give --run RUN_ID")
     store = _store(db)
+    settings = channel_settings(channel, sending=False)
     try:
-        messages = build_messages(summaries_for(store, list(run_ids), compare_to),
-                                  (os.environ.get("EXAM_PUBLIC_URL") or "").rstrip("/"),
-                                  secret_from_env(os.environ))
+        payloads = channel.payloads(summaries_for(store, list(run_ids), compare_to), settings)
     except ExamError as exc:
         raise fail_input(exc) from None
-    for i, m in enumerate(messages, 1):
-        click.echo(f"message {i} altText: {m['altText'].replace(chr(10), ' / ')}")
+    lines, document = channel.preview(payloads, out_path)
     Path(out_path).parent.mkdir(parents=True, exist_ok=True)
-    Path(out_path).write_text(json.dumps(messages, ensure_ascii=False, indent=2), encoding="utf-8")
-    click.echo(f"{len(messages)} message(s), nothing sent; the Flex JSON is in {out_path} "
-               f"(paste it into LINE's Flex Message Simulator to see it)")
+    Path(out_path).write_text(json.dumps(document, ensure_ascii=False, indent=2), encoding="utf-8")
+    for line in lines:
+        click.echo(line)
 
 
 @main.command("worker")

@@ -74,7 +74,7 @@ def _handle_all(events: list[Any], cfg: dict[str, Any]) -> None:
 def _reply(token: str | None, text: str) -> None:
     from linebot.v3.messaging import ReplyMessageRequest
 
-    from exam.line import LineSettings, messaging_api, text_messages
+    from exam.notify.line import LineSettings, messaging_api, text_messages
 
     if not token:
         return
@@ -125,7 +125,7 @@ def command(store, args: list[str], group_id: str | None, cfg: dict[str, Any]) -
             f"#{r.id} {r.agent} {r.version}: {r.shown_status} "
             f"({store.count_cells(r.id)}/{r.total_cells})" for r in runs)
     if verb == "scorecard" and len(args) == 2:
-        from exam.line import agent_summary, summary_text
+        from exam.notify.summary import agent_summary, summary_text
         from exam.reports import scorecard
         from exam.reports.regrade import regrade
         from exam.reports.selection import select_runs

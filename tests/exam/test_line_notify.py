@@ -7,9 +7,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from exam import line
+from exam import notify
 from exam.cli import main
-from exam.line import LineSettings, build_messages, notify_runs
+from exam.notify import line
+from exam.notify.line import CHANNEL, LineSettings, build_messages
 from tests.fakes.line_api import FakeLineApi
 
 SECRET_TOKEN = "line-access-token-SECRET-9f1c"
@@ -37,6 +38,10 @@ def runs(history):
 
 def no_sleep(_s):
     return None
+
+
+def notify_runs(store, settings, run_ids, **kw):
+    return notify.notify_runs(store, CHANNEL, settings, run_ids, **kw)
 
 
 def test_push_is_a_flex_carousel_with_change_and_link(runs, settings, fake_line):
@@ -84,7 +89,7 @@ def test_the_share_key_comes_from_the_services_settings():
 
 
 def test_the_review_queue_is_counted_in_replies_and_cells(runs):
-    from exam.line import summary_text
+    from exam.notify.summary import summary_text
 
     text = summary_text({"agent": "W1", "version": "v2", "pass": 1, "needs_human": 3, "fail": 0,
                          "not_answered": 0, "critical": [], "previous": None, "regressions": [],
@@ -130,7 +135,7 @@ def test_400_is_reported_with_lines_message_not_retried_and_resendable(runs, set
     # the results are untouched, and the notification can be sent again with the same key
     assert history.store.count_cells(run_id) == 6
     nid = results[0]["id"]
-    again = line.deliver(history.store, settings, [nid], sleep=no_sleep)
+    again = notify.deliver(history.store, CHANNEL, settings, [nid], sleep=no_sleep)
     assert again[0]["status"] == "delivered"
     keys = {r["headers"]["X-Line-Retry-Key"] for r in fake_line.pushes()}
     assert len(keys) == 1

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from exam.app import create_app
 from exam.cli import main
-from exam.line import summaries_for, summary_text
+from exam.notify.summary import summaries_for, summary_text
 
 WORDS = re.compile(r"review queue: (\d+ distinct repl(?:y|ies) in \d+ cells?) waiting")
 

@@ -238,7 +238,7 @@ def test_all_needs_human_is_pending_not_a_regression(history):
 
 def test_api_dashboard_line_and_n8n_read_the_same_word(history):
     from exam.app import create_app
-    from exam.line import agent_summary, summary_text
+    from exam.notify.summary import agent_summary, summary_text
     from tests.conftest import ROOT
 
     history.bank("A", CASES)

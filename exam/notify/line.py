@@ -1,10 +1,10 @@
-"""Per-agent scorecards to the team's LINE group: Flex carousels, LINE's limits, safe delivery.
+"""The LINE channel: summaries (exam/notify/summary.py) as Flex carousels within LINE's
+limits, pushed to the team's group.
 
-Delivery neither duplicates nor loses: every push has an ``X-Line-Retry-Key`` (a UUID
-kept with the notification); retries (tenacity) on timeouts, 5xx and 429 reuse it; 409
-means LINE already accepted it; other 4xx are reported with LINE's message and not
-retried. The SDK's own urllib3 retries are off so they do not stack on ours. A failed
-notification never touches stored results: it is recorded, and ``exam notify`` resends it.
+Delivery neither duplicates nor loses: every push has an ``X-Line-Retry-Key`` (the retry key
+kept with the notification, exam/notify/__init__.py); retries (tenacity) on timeouts, 5xx and
+429 reuse it; 409 means LINE already accepted it; other 4xx are reported with LINE's message
+and not retried. The SDK's own urllib3 retries are off so they do not stack on ours.
 
 Pushes read ``LINE_CHANNEL_ACCESS_TOKEN``, ``LINE_GROUP_ID`` and ``LINE_API_HOST`` from the
 environment (the webhook in exam/web/line.py reads ``LINE_CHANNEL_SECRET``); none is ever
@@ -15,17 +15,16 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
+from exam import notify
 from exam.errors import ExamError
-from exam.store import Store
-from exam.web.share import make_link, secret_from_env
+from exam.notify.summary import SHOW_REGRESSIONS, queue_text, scorecard_link, summary_text
+from exam.web.share import secret_from_env
 
 DEFAULT_HOST = "https://api.line.me"
 MAX_MESSAGES_PER_PUSH = 5
@@ -34,8 +33,6 @@ MAX_TEXT = 5000
 MAX_BUBBLE_BYTES = 30_000
 MAX_CAROUSEL_BYTES = 50_000
 MAX_BUBBLES = 12
-SHOW_REGRESSIONS = 3
-SHARE_DAYS = 7.0  # how long the Scorecard button's share link works
 COLOURS = {"pass": "#2E7D32", "needs_human": "#B26A00", "fail": "#C62828", "muted": "#757575"}
 
 
@@ -78,54 +75,6 @@ def _fmt(v: float | None, unit: str = "") -> str:
     return (f"{v:,.0f}" if v >= 10 else f"{v:g}") + unit
 
 
-def agent_summary(card: dict[str, Any], change: dict[str, Any] | None,
-                  review_queue: int = 0) -> dict[str, Any]:
-    """What one bubble says, as data: easy to test, and the plain-text fallback uses it too."""
-    v = card["verdicts"]
-    return {
-        "agent": card["agent"], "version": card["version"], "pass": v["pass"],
-        "needs_human": v["needs_human"], "fail": v["fail"],
-        "not_answered": sum(n for k, n in card["run_status"].items() if k != "ok"),
-        "critical": card["critical_failures"], "cost": card["cost"],
-        "previous": change and change["old"],
-        "regressions": [r["case_no"] for r in (change or {}).get("regressions", [])],
-        "verdict": change and change["verdict"],
-        "verdict_reason": change and change["decision"]["reason"],
-        "fixes": [r["case_no"] for r in (change or {}).get("fixes", [])],
-        "review_queue": review_queue,
-        "review_replies": card.get("review_replies", review_queue),
-    }
-
-
-def _queue(s: dict[str, Any]) -> str:
-    from exam.reports.scorecard import queue_words
-
-    return queue_words({"review_queue": s["review_queue"],
-                        "review_replies": s.get("review_replies", s["review_queue"])})
-
-
-def summary_text(s: dict[str, Any]) -> str:
-    line = (f"{s['agent']} {s['version']}: pass {s['pass']} · needs_human {s['needs_human']} · "
-            f"fail {s['fail']}")
-    if s["not_answered"]:
-        line += f" · not answered {s['not_answered']}"
-    if s["critical"]:
-        line += f"\n  CRITICAL failing: {', '.join(s['critical'][:5])}"
-    if s["previous"]:
-        if s.get("verdict"):
-            line += f"\n  verdict vs {s['previous']}: {s['verdict'].upper()}"
-            line += f"\n  {s['verdict_reason']}"
-        line += (f"\n  vs {s['previous']}: {len(s['regressions'])} regression(s), "
-                 f"{len(s['fixes'])} fix(es)")
-        if s["regressions"]:
-            shown = s["regressions"][:SHOW_REGRESSIONS]
-            more = len(s["regressions"]) - len(shown)
-            line += f": {', '.join(shown)}" + (f" and {more} more" if more else "")
-    if s["review_queue"]:
-        line += f"\n  review queue: {_queue(s)} waiting"
-    return line
-
-
 def bubble(s: dict[str, Any], link: str | None, regressions_shown: int = SHOW_REGRESSIONS) -> dict:
     counts = {"type": "box", "layout": "horizontal", "contents": [
         {"type": "box", "layout": "vertical", "contents": [
@@ -162,7 +111,7 @@ def bubble(s: dict[str, Any], link: str | None, regressions_shown: int = SHOW_RE
                       f"{_fmt(cost['latency_ms']['p50'], ' ms')}", color=COLOURS["muted"],
                       margin="md"))
     if s["review_queue"]:
-        body.append(_text(f"review queue: {_queue(s)} waiting", color=COLOURS["needs_human"]))
+        body.append(_text(f"review queue: {queue_text(s)} waiting", color=COLOURS["needs_human"]))
     out: dict[str, Any] = {
         "type": "bubble", "size": "kilo",
         "header": {"type": "box", "layout": "vertical", "contents": [
@@ -190,17 +139,6 @@ def _fit_bubble(s: dict[str, Any], link: str | None) -> dict[str, Any]:
 def _alt(summaries: Sequence[dict[str, Any]]) -> str:
     text = "agent-exam\n" + "\n".join(summary_text(s) for s in summaries)
     return text if len(text) <= MAX_ALT_TEXT else text[:MAX_ALT_TEXT - 1] + "…"
-
-
-def scorecard_link(s: dict[str, Any], public_url: str, share_secret: str | None) -> str | None:
-    """The Scorecard button's URI: a signed, expiring read-only share link when the signing
-    key is known (a phone has no admin token, and must never need one); else the plain page."""
-    if not public_url:
-        return None
-    path = f"/scorecard/{quote(s['agent'], safe='')}/{quote(s['version'], safe='')}"
-    if not share_secret:
-        return public_url + path
-    return make_link(share_secret, public_url, path, SHARE_DAYS)
 
 
 def build_messages(summaries: Sequence[dict[str, Any]], public_url: str = "",
@@ -252,7 +190,7 @@ def pushes(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 # -- sending ------------------------------------------------------------------------------
 
-class LineError(ExamError):
+class LineError(notify.DeliveryError):
     def __init__(self, status: int | None, message: str, retry_after: float | None = None):
         self.status, self.retry_after = status, retry_after
         super().__init__(message)
@@ -332,59 +270,41 @@ def push(settings: LineSettings, to: str, messages: list[dict[str, Any]], retry_
     return made
 
 
-def deliver(store: Store, settings: LineSettings, nids: Sequence[int], sleep=None) -> list[dict]:
-    """Send recorded notifications; each outcome is recorded, none touches stored results."""
-    results = []
-    for n in store.notifications(ids=list(nids)):
-        if n["status"] == "delivered":
-            results.append({**n, "outcome": "already delivered"})
-            continue
-        try:
-            made = push(settings, n["target"], n["payload"], n["retry_key"], sleep=sleep)
-        except LineError as exc:
-            store.update_notification(n["id"], "failed", 1, str(exc))
-            results.append({**n, "status": "failed", "outcome": str(exc)})
-            continue
-        store.update_notification(n["id"], "delivered", made)
-        results.append({**n, "status": "delivered", "outcome": f"delivered in {made} attempt(s)"})
-    return results
+class LineChannel:
+    """LINE as a notification channel (exam/notify): one push of ≤ 5 messages per send."""
+
+    name = "line"
+    label = "LINE"
+    help = """Push per-agent scorecards to the LINE group (LINE_* settings from the environment).
+
+    Needs LINE_CHANNEL_ACCESS_TOKEN and LINE_GROUP_ID (not with --dry-run); EXAM_PUBLIC_URL
+    makes the buttons open the dashboard (docs/line.md)."""
+
+    def settings(self, env: Mapping[str, str], *, sending: bool = True) -> LineSettings:
+        if sending:
+            return LineSettings.from_env(env)
+        return LineSettings(access_token="", public_url=(env.get("EXAM_PUBLIC_URL") or "")
+                            .rstrip("/"), share_secret=secret_from_env(env))
+
+    def target(self, settings: LineSettings) -> str:
+        return settings.group_id
+
+    def payloads(self, summaries: Sequence[dict[str, Any]],
+                 settings: LineSettings) -> list[list[dict[str, Any]]]:
+        return pushes(build_messages(summaries, settings.public_url, settings.share_secret))
+
+    def preview(self, payloads: Sequence[list[dict[str, Any]]],
+                out_path: str) -> tuple[list[str], Any]:
+        messages = [m for p in payloads for m in p]
+        lines = [f"message {i} altText: {m['altText'].replace(chr(10), ' / ')}"
+                 for i, m in enumerate(messages, 1)]
+        lines.append(f"{len(messages)} message(s), nothing sent; the Flex JSON is in {out_path} "
+                     f"(paste it into LINE's Flex Message Simulator to see it)")
+        return lines, messages
+
+    def send(self, settings: LineSettings, target: str, payload: list[dict[str, Any]],
+             retry_key: str, sleep: Any = None) -> int:
+        return push(settings, target, payload, retry_key, sleep=sleep)
 
 
-def notify_runs(store: Store, settings: LineSettings, run_ids: Sequence[int],
-                compare_to: str | None = None, sleep=None) -> list[dict[str, Any]]:
-    """Build the scorecards of these runs, record the pushes, deliver them."""
-    messages = build_messages(summaries_for(store, run_ids, compare_to), settings.public_url,
-                              settings.share_secret)
-    batch = uuid.uuid4().hex
-    nids = [store.add_notification(batch=batch, channel="line", target=settings.group_id,
-                                   run_ids=run_ids, retry_key=str(uuid.uuid4()), payload=chunk)
-            for chunk in pushes(messages)]
-    return deliver(store, settings, nids, sleep=sleep)
-
-
-def summaries_for(store: Store, run_ids: Sequence[int], compare_to: str | None = None) -> list[dict]:
-    from exam.reports import compare, scorecard
-    from exam.reports.regrade import regrade
-    from exam.reports.selection import select_runs
-
-    runs = [store.get_run(i) for i in run_ids]
-    report = scorecard.build(regrade(store, runs))
-    out = []
-    for card in report["scorecards"]:
-        agent, version = card["agent"], card["version"]
-        previous = compare_to
-        if previous is None:
-            earlier = [r for r in select_runs(store, agent)
-                       if r.version != version and r.id < min(card["run_ids"])]
-            previous = earlier[0].version if earlier else None
-        change = None
-        if previous and previous != version:
-            both = [r for r in select_runs(store, agent)
-                    if r.version != version] + [r for r in runs if r.id in card["run_ids"]]
-            try:
-                change = compare.build(regrade(store, both), agent, previous, version)
-            except ExamError:
-                change = None
-        # the open review queue: needs_human cells no person has decided yet
-        out.append(agent_summary(card, change, card["review_queue"]))
-    return out
+CHANNEL = LineChannel()

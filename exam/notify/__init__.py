@@ -1,0 +1,120 @@
+"""Notifications: what a scorecard says (exam/notify/summary.py), told on a channel.
+
+A channel turns the channel-neutral summaries into its own messages and sends one of them
+at a time; each send is recorded in the store's ``notifications`` table under the channel's
+name, with a retry key the channel reuses on every retry and resend, before it is attempted.
+A failed send never touches stored results: it is recorded, and ``exam notify CHANNEL
+--resend ID`` sends it again. Channels are registered by name; ``exam notify`` and
+``exam run --notify`` offer exactly the registered ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from exam.errors import ExamError
+from exam.store import Store
+
+# the shipped channels, imported on first use (their SDKs are heavy): name → "module:attribute"
+BUILT_IN = {"line": "exam.notify.line:CHANNEL"}
+
+
+class DeliveryError(ExamError):
+    """A send failed; the message says why without any secret."""
+
+
+class Channel(Protocol):
+    """One way of telling the team. ``payload`` is whatever one send carries (JSON-able, no
+    secrets: it is stored); ``settings`` whatever the channel reads from the environment."""
+
+    name: str  # the CLI's word and the store's ``channel`` column
+    label: str  # how messages name it ("LINE")
+    help: str  # the help of `exam notify NAME`: what is sent where, which settings it reads
+
+    def settings(self, env: Mapping[str, str], *, sending: bool = True) -> Any:
+        """Read the channel's settings; ExamError naming what is missing. ``sending=False``
+        (a dry run) needs no credentials."""
+
+    def target(self, settings: Any) -> str:
+        """Where sends go (a group id, an address): stored with each notification."""
+
+    def payloads(self, summaries: Sequence[dict[str, Any]], settings: Any) -> list[Any]:
+        """The summaries as the channel's messages, grouped one payload per send."""
+
+    def preview(self, payloads: Sequence[Any], out_path: str) -> tuple[list[str], Any]:
+        """For a dry run: lines to print, and a JSON-able document written to ``out_path``."""
+
+    def send(self, settings: Any, target: str, payload: Any, retry_key: str,
+             sleep: Any = None) -> int:
+        """Send one payload (retrying with ``retry_key``); the attempts made. Raises
+        DeliveryError."""
+
+
+_CHANNELS: dict[str, Channel] = {}
+
+
+def register(channel: Channel) -> Channel:
+    """Add (or replace) a channel under its name."""
+    _CHANNELS[channel.name] = channel
+    return channel
+
+
+def unregister(name: str) -> None:
+    _CHANNELS.pop(name, None)
+
+
+def names() -> list[str]:
+    """Every channel's name, without importing any channel's SDK."""
+    return sorted({*BUILT_IN, *_CHANNELS})
+
+
+def get(name: str) -> Channel:
+    if name not in _CHANNELS and name in BUILT_IN:
+        module, attr = BUILT_IN[name].split(":")
+        register(getattr(importlib.import_module(module), attr))
+    try:
+        return _CHANNELS[name]
+    except KeyError:
+        raise ExamError(f"no notification channel {name!r} "
+                        f"(channels: {', '.join(names())})") from None
+
+
+def deliver(store: Store, channel: Channel, settings: Any, nids: Sequence[int],
+            sleep: Any = None) -> list[dict[str, Any]]:
+    """Send recorded notifications; each outcome is recorded, none touches stored results."""
+    found = store.notifications(ids=list(nids))
+    for n in found:  # before anything is sent
+        if n["channel"] != channel.name:
+            raise ExamError(f"notification {n['id']} was made for {n['channel']}: resend it with "
+                            f"exam notify {n['channel']} --resend {n['id']}")
+    results = []
+    for n in found:
+        if n["status"] == "delivered":
+            results.append({**n, "outcome": "already delivered"})
+            continue
+        try:
+            made = channel.send(settings, n["target"], n["payload"], n["retry_key"], sleep=sleep)
+        except DeliveryError as exc:
+            store.update_notification(n["id"], "failed", 1, str(exc))
+            results.append({**n, "status": "failed", "outcome": str(exc)})
+            continue
+        store.update_notification(n["id"], "delivered", made)
+        results.append({**n, "status": "delivered", "outcome": f"delivered in {made} attempt(s)"})
+    return results
+
+
+def notify_runs(store: Store, channel: Channel, settings: Any, run_ids: Sequence[int],
+                compare_to: str | None = None, sleep: Any = None) -> list[dict[str, Any]]:
+    """Summarise these runs, record one notification per send, deliver them."""
+    from exam.notify.summary import summaries_for
+
+    payloads = channel.payloads(summaries_for(store, run_ids, compare_to), settings)
+    batch = uuid.uuid4().hex
+    nids = [store.add_notification(batch=batch, channel=channel.name,
+                                   target=channel.target(settings), run_ids=run_ids,
+                                   retry_key=str(uuid.uuid4()), payload=payload)
+            for payload in payloads]
+    return deliver(store, channel, settings, nids, sleep=sleep)
