@@ -17,6 +17,7 @@ from typing import Any
 
 from exam.errors import BankError, Problem, unknown_keys
 from graders import FieldSpec, PatternError, Question, ToolExpectation, normalize, parse_entry
+from graders.checks import KINDS as CHECK_KINDS
 
 QUESTION_KEYS = (
     "case_no", "category", "severity", "input", "expect_status", "expect_facts",
@@ -65,12 +66,25 @@ class Bank:
         return {i.case_no: i for i in self.items}
 
 
-@lru_cache(maxsize=1)
+def question_keys() -> tuple[str, ...]:
+    """Every key a question may have: the built-in ones and each registered check kind's."""
+    return QUESTION_KEYS + tuple(CHECK_KINDS)
+
+
 def _validators():
+    return _validators_for(tuple((k.key, json.dumps(k.schema, sort_keys=True))
+                                 for k in CHECK_KINDS.values()))
+
+
+@lru_cache(maxsize=4)
+def _validators_for(registered: tuple[tuple[str, str], ...]):
+    """The schema file, plus each registered check kind's key (graders/checks.py)."""
     from jsonschema import Draft202012Validator
 
     schema = json.loads(resources.files("exam").joinpath("schema/bank.schema.json").read_text())
     defs = schema["$defs"]
+    for key, fragment in registered:
+        defs["question"]["properties"][key] = json.loads(fragment)
 
     def sub(name: str):
         return Draft202012Validator({"$defs": defs, "$ref": f"#/$defs/{name}"})
@@ -189,14 +203,22 @@ def _build(col: _Collector, label: str, q: Mapping[str, Any], fold: bool) -> Ite
         {t: {a: tuple(v) for a, v in args.items()} for t, args in q.get("tool_args", {}).items()},
         q.get("max_steps"),
     )
+    registered = {}
+    for key, kind in CHECK_KINDS.items():
+        if key in q:
+            try:
+                registered[key] = kind.parse(q[key])
+            except ValueError as exc:
+                col.add(f"{label}.{key}", str(exc))
     graded = (
         "expect_status" in q or facts or forbidden or q.get("numbers_grounded")
         or any(f.mode != "ignore" for f in fields) or tools
-        or q.get("expect_facts") or q.get("expect_forbidden")
+        or q.get("expect_facts") or q.get("expect_forbidden") or registered
     )
     if not graded:
         col.add(label, "nothing to grade: give expect_facts, expect_forbidden, expect_status, "
-                       "a graded field, numbers_grounded or a tool expectation")
+                       "a graded field, numbers_grounded or a tool expectation"
+                       + "".join(f" or {k}" for k in CHECK_KINDS))
     if len(col.problems) > before:
         return None
     question = Question(
@@ -205,7 +227,7 @@ def _build(col: _Collector, label: str, q: Mapping[str, Any], fold: bool) -> Ite
         facts=facts, forbidden=forbidden, fields=tuple(fields),
         numbers_grounded=bool(q.get("numbers_grounded", False)),
         budget={k: v for k, v in budget.items() if k in BUDGET_KEYS}, tools=tools,
-        fold_script=fold, input_text=input_text(q["input"], fold=fold),
+        fold_script=fold, registered_checks=registered, input_text=input_text(q["input"], fold=fold),
     )
     digest = _digest({k: v for k, v in q.items() if k not in UNGRADED_KEYS})
     return Item(question, tuple(q.get("golden", ())), tuple(q.get("counterexamples", ())),
@@ -239,7 +261,7 @@ def parse_bank(data: Any, file: str) -> tuple[Bank | None, list[Problem]]:
             col.add(f"options.{key}", msg)
         if not isinstance(options.get("fold_script", False), bool):
             col.add("options.fold_script", "expected true or false")
-        for key, msg in unknown_keys(defaults, DEFAULT_KEYS):
+        for key, msg in unknown_keys(defaults, DEFAULT_KEYS + tuple(CHECK_KINDS)):
             col.add(f"defaults.{key}", msg)
         bad_defaults = set()
         for err in qvalidator.iter_errors(defaults):
@@ -278,7 +300,7 @@ def parse_bank(data: Any, file: str) -> tuple[Bank | None, list[Problem]]:
             seen[case_no] = index
         if "input" not in raw:
             col.add(label, "missing 'input' (the work order POSTed to the agent)")
-        for key, msg in unknown_keys(raw, QUESTION_KEYS):
+        for key, msg in unknown_keys(raw, question_keys()):
             col.add(f"{label}.{key}", msg)
         q = _merge(defaults, raw)
         errors = list(qvalidator.iter_errors(q))

@@ -1,13 +1,18 @@
-"""One function per kind of check; each returns a CheckResult with its evidence."""
+"""One function per kind of check; each returns a CheckResult with its evidence.
+
+A new kind of check is a function here plus ``register(CheckKind(...))`` at the bottom: the
+bank's schema and keys, the grader and the rule versions read the registry.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from graders.model import CheckResult, FieldSpec, Reply
+from graders.model import CheckResult, FieldSpec, Question, Reply
 from graders.negation import AMBIGUOUS, classify
 from graders.normalize import normalize, normalize_short
 from graders.patterns import Entry, find_all
@@ -173,3 +178,35 @@ def check_budget(budget: Mapping[str, float], reply: Reply) -> Iterable[CheckRes
         else:
             yield CheckResult(name, "pass",
                               evidence=f"{value:g} {_UNITS[key]}{est} ≤ budget {limit:g}")
+
+
+# -- check kinds a bank question turns on by a key of its own ------------------------------
+
+@dataclass(frozen=True, slots=True)
+class CheckKind:
+    """A kind of check, registered: the bank accepts its ``key`` (validated against
+    ``schema``), the grader runs ``check`` on every question that has it, and ``RULE_VERSIONS``
+    carries its ``rule`` at ``version`` (bump it when the check's behaviour changes)."""
+
+    key: str  # the question's key in a bank file, e.g. "expect_language"
+    rule: str  # its CheckResults are named rule or rule[i]; review decisions follow its version
+    version: int
+    schema: Mapping[str, Any]  # JSON Schema of the key's value
+    # (the parsed value, the reply's normalised text, the reply, the question) → results
+    check: Callable[[Any, str, Reply, Question], Iterable[CheckResult]]
+    # the key's value → what ``check`` gets; a ValueError is a bank problem at that key
+    parse: Callable[[Any], Any] = lambda value: value
+
+
+KINDS: dict[str, CheckKind] = {}
+
+
+def register(kind: CheckKind) -> CheckKind:
+    """Add (or replace) a check kind. Register it in this module (imported by every process,
+    the parallel re-grade's too)."""
+    KINDS[kind.key] = kind
+    return kind
+
+
+def unregister(key: str) -> None:
+    KINDS.pop(key, None)

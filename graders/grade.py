@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from graders import checks
 from graders.model import STRICTNESS, CheckResult, Grade, Question, Reply, Verdict
@@ -12,10 +12,29 @@ from graders.trajectory import check_tools
 GRADER_VERSION = "2.1.0"  # 2.1: a reported 0 tokens with model calls is needs_human
 # Bump the rule of a check kind when its behaviour changes: a reviewer's decision on
 # that check (issue 9) is dropped when the rule it was made under changes.
-RULE_VERSIONS: Mapping[str, int] = {
+BUILT_IN_RULES: Mapping[str, int] = {
     "fact": 2, "forbidden": 2, "status": 1, "field": 1, "numbers_grounded": 1, "budget": 2,
     "tools": 1,
 }
+
+
+class _RuleVersions(Mapping[str, int]):
+    """The built-in rules and every registered check kind's (graders/checks.py), read live."""
+
+    def _all(self) -> dict[str, int]:
+        return {**BUILT_IN_RULES, **{k.rule: k.version for k in checks.KINDS.values()}}
+
+    def __getitem__(self, rule: str) -> int:
+        return self._all()[rule]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+RULE_VERSIONS: Mapping[str, int] = _RuleVersions()
 
 
 def combine(results: tuple[CheckResult, ...] | list[CheckResult]) -> Verdict:
@@ -47,6 +66,8 @@ def grade(
         results.append(checks.check_numbers_grounded(text, question.input_text))
     if question.tools:
         results.extend(check_tools(question.tools, reply))
+    for key, value in question.registered_checks.items():
+        results.extend(checks.KINDS[key].check(value, text, reply, question))
     effective = {**(budget or {}), **question.budget}
     results.extend(checks.check_budget(effective, reply))
     return Grade(question.case_no, "ok", combine(results), tuple(results), GRADER_VERSION)

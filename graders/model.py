@@ -62,6 +62,8 @@ class Question:
     budget: Mapping[str, float] = field(default_factory=dict)
     tools: ToolExpectation = field(default_factory=ToolExpectation)
     fold_script: bool = False
+    # the values of registered check kinds (graders/checks.py KINDS), by bank key, parsed
+    registered_checks: Mapping[str, Any] = field(default_factory=dict)
     # Derived from ``input`` once, by the bank loader (normalised text of every string in it).
     input_text: str = ""
 

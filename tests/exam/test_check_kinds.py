@@ -1,0 +1,89 @@
+"""A new kind of check is one registration (graders/checks.py): the bank's keys and schema,
+the grader, the rule versions and the grade cache follow, with no other module touched.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from exam.bank import load_bank
+from exam.cli import main
+from exam.errors import BankError
+from exam.reports.regrade import rules_key
+from exam.review import rule_version
+from graders import RULE_VERSIONS, CheckResult, Reply, grade
+from graders.checks import KINDS, CheckKind, register, unregister
+
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def check_language(expected, text, reply, question):
+    found = "zh" if _CJK.search(text) else "en"
+    yield CheckResult("language", "pass" if found == expected else "fail",
+                      missing=() if found == expected else (expected,),
+                      evidence=f"the reply is in {found}")
+
+
+def parse_language(value):
+    if value == "zh-TW":
+        raise ValueError("write 'zh': the check cannot tell scripts apart")
+    return value
+
+
+@pytest.fixture
+def language():
+    kind = register(CheckKind(key="expect_language", rule="language", version=3,
+                              schema={"enum": ["zh", "zh-TW", "en"]}, check=check_language,
+                              parse=parse_language))
+    yield kind
+    unregister("expect_language")
+
+
+def write(tmp_path, **question):
+    path = tmp_path / "W9.json"
+    q = {"case_no": "W9-01", "input": {"question": "進度？"}, **question}
+    path.write_text(json.dumps({"agent": "W9", "questions": [q]}, ensure_ascii=False),
+                    encoding="utf-8")
+    return path
+
+
+def test_a_registered_check_kind_is_a_bank_key_and_a_graded_check(language, tmp_path):
+    item = load_bank(write(tmp_path, expect_language="zh")).items[0]
+    assert item.question.registered_checks == {"expect_language": "zh"}
+    zh = grade(item.question, Reply(text="備貨中"))
+    assert zh.verdict == "pass" and [c.name for c in zh.checks] == ["language"]
+    en = grade(item.question, Reply(text="in stock"))
+    assert en.verdict == "fail" and en.checks[0].evidence == "the reply is in en"
+
+
+def test_the_bank_validates_the_new_key_by_its_schema_and_parser(language, tmp_path):
+    with pytest.raises(BankError) as bad:
+        load_bank(write(tmp_path, expect_language="fr"))
+    assert str(bad.value).endswith('W9-01.expect_language: expected one of zh, zh-TW, en, '
+                                   'found "fr"')
+    with pytest.raises(BankError, match=r"W9-01.expect_language: write 'zh'"):
+        load_bank(write(tmp_path, expect_language="zh-TW"))
+    with pytest.raises(BankError, match=r"unknown key 'expect_langage' \(did you mean "
+                                        r"'expect_language'\?\)"):
+        load_bank(write(tmp_path, expect_langage="zh", expect_facts=["備貨中"]))
+
+
+def test_the_new_rule_has_a_version_for_review_and_the_grade_cache(language):
+    assert RULE_VERSIONS["language"] == 3 and rule_version("language") == "3"
+    assert "language=3" in rules_key()
+
+
+def test_exam_bank_check_proves_a_golden_reply_against_the_new_check(language, tmp_path):
+    bank = write(tmp_path, expect_language="zh", golden=["備貨中"], counterexamples=["in stock"])
+    result = CliRunner().invoke(main, ["bank", "check", str(bank)])
+    assert result.exit_code == 0, result.output
+
+
+def test_without_the_registration_the_key_is_unknown(tmp_path):
+    assert "expect_language" not in KINDS
+    with pytest.raises(BankError, match="unknown key 'expect_language'"):
+        load_bank(write(tmp_path, expect_language="zh", expect_facts=["備貨中"]))
