@@ -345,7 +345,7 @@ def _against(store, jobs, against: str, settings, fmt: str) -> int:
               help="Times each question is asked.")
 @click.option("--only", multiple=True, metavar="CASE_NO", help="Only these questions (repeatable).")
 @click.option("--category", help="Only questions of this category.")
-@click.option("--notify", type=ChannelChoice(), metavar="CHANNEL",
+@click.option("--notify", type=ChannelChoice(),
               help="Send the scorecard to this channel afterwards (exam notify CHANNEL).")
 @click.option("--against", metavar="VERSION",
               help="Decide the change against this stored version: exit with the verdict's code.")

@@ -19,6 +19,14 @@ from graders.patterns import Entry, find_all
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
+# Bump the rule of a check kind when its behaviour changes: a reviewer's decision on
+# that check (issue 9) is dropped when the rule it was made under changes, and the grade
+# cache is keyed by every entry. A registered kind (below) adds its own.
+RULE_VERSIONS: dict[str, int] = {
+    "fact": 2, "forbidden": 2, "status": 1, "field": 1, "numbers_grounded": 1, "budget": 2,
+    "tools": 1,
+}
+
 
 def check_fact(name: str, entry: Entry, text: str, input_text: str = "") -> CheckResult:
     """Must appear, asserted. Negated, asked, hypothetical or quoted occurrences do not count,
@@ -205,8 +213,11 @@ def register(kind: CheckKind) -> CheckKind:
     """Add (or replace) a check kind. Register it in this module (imported by every process,
     the parallel re-grade's too)."""
     KINDS[kind.key] = kind
+    RULE_VERSIONS[kind.rule] = kind.version
     return kind
 
 
 def unregister(key: str) -> None:
-    KINDS.pop(key, None)
+    kind = KINDS.pop(key, None)
+    if kind is not None:
+        RULE_VERSIONS.pop(kind.rule, None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 from graders import checks
 from graders.model import STRICTNESS, CheckResult, Grade, Question, Reply, Verdict
@@ -10,31 +10,8 @@ from graders.normalize import normalize
 from graders.trajectory import check_tools
 
 GRADER_VERSION = "2.1.0"  # 2.1: a reported 0 tokens with model calls is needs_human
-# Bump the rule of a check kind when its behaviour changes: a reviewer's decision on
-# that check (issue 9) is dropped when the rule it was made under changes.
-BUILT_IN_RULES: Mapping[str, int] = {
-    "fact": 2, "forbidden": 2, "status": 1, "field": 1, "numbers_grounded": 1, "budget": 2,
-    "tools": 1,
-}
-
-
-class _RuleVersions(Mapping[str, int]):
-    """The built-in rules and every registered check kind's (graders/checks.py), read live."""
-
-    def _all(self) -> dict[str, int]:
-        return {**BUILT_IN_RULES, **{k.rule: k.version for k in checks.KINDS.values()}}
-
-    def __getitem__(self, rule: str) -> int:
-        return self._all()[rule]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._all())
-
-    def __len__(self) -> int:
-        return len(self._all())
-
-
-RULE_VERSIONS: Mapping[str, int] = _RuleVersions()
+# every check kind's rule version, the registered kinds' included (graders/checks.py)
+RULE_VERSIONS = checks.RULE_VERSIONS
 
 
 def combine(results: tuple[CheckResult, ...] | list[CheckResult]) -> Verdict:

@@ -98,7 +98,7 @@ def spec() -> dict[str, Any]:
                 "summary": "Questions × versions, with a class per question",
                 "parameters": [{"name": "agent", **q}],
                 "responses": {"200": _resp("discrimination", {"type": "object"}),
-                              **_errors(401)}}},
+                              **_errors(401, 404)}}},
             "/api/openapi.json": {"get": {"summary": "This document",
                                           "responses": {"200": _resp("OpenAPI 3.1"),
                                                         **_errors(401)}}},
