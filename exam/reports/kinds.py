@@ -3,13 +3,14 @@
 A report is a plain dict (its json). A ``ReportKind`` gives the views of it: a flat table
 (csv and markdown), the markdown sections above that table, junit testcases, terminal text
 and the HTML body template. ``exam.reports.formats`` dispatches over this registry and never
-names a kind, so a new report is its module (build + renderings + ``register``) and one line
-in ``BUILT_IN`` below.
+names a kind, so a new report is its module in this package (build + renderings +
+``register``): every module of ``exam.reports`` is imported before the registry is read.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,10 +19,6 @@ Report = dict[str, Any]
 Table = tuple[list[str], list[list[Any]]]
 # (suite, name, failure message or None, skipped message or None)
 JunitCase = tuple[str, str, str | None, str | None]
-
-# the modules whose import registers the shipped reports
-BUILT_IN = ("exam.reports.scorecard", "exam.reports.compare", "exam.reports.discrimination",
-            "exam.reports.rebalance_views")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +62,14 @@ def unregister(name: str) -> None:
 
 
 def _load() -> None:
+    """Import every module of exam.reports once: a report module registers its kind."""
     global _loaded
     if not _loaded:
         _loaded = True
-        for module in BUILT_IN:
-            importlib.import_module(module)
+        from exam import reports
+
+        for module in pkgutil.iter_modules(reports.__path__):
+            importlib.import_module(f"exam.reports.{module.name}")
 
 
 def get(name: str) -> ReportKind:
