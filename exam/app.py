@@ -288,6 +288,6 @@ def store():
 def registry():
     from flask import current_app
 
-    from exam.registry import load_registry
+    from exam.pipeline.registry import load_registry
 
     return load_registry(current_app.config["AGENTS"])

@@ -34,7 +34,7 @@ def _store(db: str | None):
 
 
 def _registry(agents: str | None):
-    from exam.registry import load_registry
+    from exam.pipeline.registry import load_registry
 
     try:
         return load_registry(agents)
@@ -144,8 +144,8 @@ def grade_cmd(paths: tuple[str, ...], agent_name: str | None, agents: str | None
     """
     from exam.bank import load_bank
     from exam.gradecmd import grade_file
+    from exam.pipeline.reading import DEFAULT_MAPPING
     from exam.render import grade_lines, use_colour
-    from exam.replies import DEFAULT_MAPPING
     from graders import GRADER_VERSION
 
     mapping = DEFAULT_MAPPING
@@ -223,9 +223,9 @@ def verdict_settings(alpha, min_effect, min_answered, coverage, severity, no_his
 
 def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
     """Run jobs with progress; Ctrl-C keeps what arrived and says how to resume."""
-    from exam.progress import Progress
-    from exam.runner import Interrupted as RunInterrupted
-    from exam.runner import execute
+    from exam.pipeline.progress import Progress
+    from exam.pipeline.runner import Interrupted as RunInterrupted
+    from exam.pipeline.runner import execute
 
     totals = {}
     for job in jobs:
@@ -347,7 +347,7 @@ def run_cmd(agent_names, label, repeats, only, category, notify, against, fmt, a
     With --against VERSION, the verdict's code: 0 ship · 1 hold · 3 incomplete ·
     4 undecided · 5 pending (2 stays bad input).
     """
-    from exam.runner import create_run, job_for
+    from exam.pipeline.runner import create_run, job_for
 
     settings = verdict_settings(**rule)
 
@@ -399,8 +399,9 @@ def resume_cmd(run_ids, retry_failed, fmt, agents, db) -> None:
       5  needs_human verdicts wait for `exam review`
       130  interrupted (what arrived is kept)
     """
-    from exam.runner import job_for
-    from exam.store import RETRY_STATUSES, owner_alive
+    from exam.pipeline.runner import job_for
+    from exam.records import RETRY_STATUSES
+    from exam.store import owner_alive
 
     store = _store(db)
     try:
@@ -594,7 +595,7 @@ def _serve_demo(port: int):
 
         from exam.app import create_app
         from exam.demo.main import write_registry
-        from exam.worker import start_in_thread
+        from exam.pipeline.worker import start_in_thread
 
         registry = Path(db).with_name("demo-agents.yaml")
         write_registry(registry, server)

@@ -38,7 +38,7 @@ def agents_check(names, case_no, full, agents) -> None:
     arrive or could not be read (the line says why).
     """
     from exam.bank import load_bank
-    from exam.probe import describe_read, probe, show_body
+    from exam.pipeline.probe import describe_read, probe, show_body
 
     registry = _registry(agents)
     try:
@@ -73,7 +73,7 @@ def agents_check(names, case_no, full, agents) -> None:
 
 
 def _headers(values: tuple[str, ...]) -> dict[str, str]:
-    from exam.registry import ENV_VAR
+    from exam.pipeline.registry import ENV_VAR
 
     out = {}
     for value in values:
@@ -156,8 +156,8 @@ def init_cmd(url, name, question, header_values, bank_path, timeout_s, agents) -
     Exit status: 0 written · 2 bad input (URL, name, header, an existing agent) · 3 the probe
     got no reply (nothing written).
     """
-    from exam.probe import probe, propose_mapping, show_body
-    from exam.registry import DEFAULT_PATH, RegistryError, parse_agent
+    from exam.pipeline.probe import probe, propose_mapping, show_body
+    from exam.pipeline.registry import DEFAULT_PATH, RegistryError, parse_agent
 
     registry_path = Path(agents or os.environ.get("EXAM_AGENTS") or DEFAULT_PATH)
     bank = Path(bank_path or Path("bank") / f"{name}.yaml")
@@ -196,7 +196,7 @@ def init_cmd(url, name, question, header_values, bank_path, timeout_s, agents) -
         click.echo(f"  {key}: {value}")
     for note in notes:
         click.echo(f"  note: {note}")
-    from exam.replies import lookup, unwrap
+    from exam.pipeline.reading import lookup, unwrap
 
     text_path = mapping.get("text")
     answer = body if isinstance(body, str) else (

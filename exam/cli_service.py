@@ -125,8 +125,8 @@ def worker_cmd(once, agents, db) -> None:
     """
     import logging
 
+    from exam.pipeline.worker import work_forever, work_once
     from exam.store import Store
-    from exam.worker import work_forever, work_once
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     if once:
@@ -160,7 +160,7 @@ def serve_cmd(host, port, no_worker, agents, db) -> None:
     import os
 
     from exam.app import create_app
-    from exam.worker import start_in_thread
+    from exam.pipeline.worker import start_in_thread
 
     overrides = {k: v for k, v in (("DB", db), ("AGENTS", agents)) if v}
     try:

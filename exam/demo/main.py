@@ -12,8 +12,8 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 
 from exam.bank import load_bank
 from exam.demo.agents import Specialist, create_app
-from exam.registry import Agent
-from exam.runner import create_run, execute, job_for
+from exam.pipeline.registry import Agent
+from exam.pipeline.runner import create_run, execute, job_for
 from exam.store import Store
 
 AGENTS = ("W1", "W2", "W3")

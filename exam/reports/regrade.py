@@ -20,9 +20,10 @@ from dataclasses import dataclass, field, fields, replace
 
 from exam.bank import Bank, Item, load_bank
 from exam.errors import BankError
-from exam.registry import mapping_from_dict
-from exam.replies import read_body
-from exam.store import CellRow, Run, Store
+from exam.pipeline.reading import read_body
+from exam.pipeline.registry import mapping_from_dict
+from exam.records import CellRow
+from exam.store import Run, Store
 from graders import CheckResult, Question, Reply, Step, grade
 
 grading = sys.modules["graders.grade"]  # the module (the package exports its function as grade)

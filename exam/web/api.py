@@ -83,7 +83,7 @@ def _get_run(run_id: int):
 
 @bp.post("/runs")
 def create_run():
-    from exam.runner import queue_run
+    from exam.pipeline.runner import queue_run
 
     try:
         body = request.get_json(silent=True)

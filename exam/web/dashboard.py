@@ -167,7 +167,7 @@ def _agent_names() -> list[str]:
 @bp.post("/runs")
 def start_run():
     """Admins queue a run from the dashboard: the same queue as POST /api/runs."""
-    from exam.runner import queue_run
+    from exam.pipeline.runner import queue_run
 
     name = request.form.get("agent", "")
     version = request.form.get("version", "").strip()

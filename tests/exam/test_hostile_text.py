@@ -16,7 +16,7 @@ from exam import names, review
 from exam.cli import main
 from exam.errors import ExamError, RegistryError
 from exam.line import build_messages
-from exam.registry import parse_registry
+from exam.pipeline.registry import parse_registry
 from exam.reports.formats import to_junit
 from exam.textsafe import csv_cell, csv_uncell, terminal, xml_text
 

@@ -8,8 +8,8 @@ import subprocess
 import sys
 import time
 
-from exam.registry import load_registry
-from exam.runner import queue_run
+from exam.pipeline.registry import load_registry
+from exam.pipeline.runner import queue_run
 from exam.store import Store
 from tests.exam.helpers import registry_env, stored_cells, wait_for, write_bank
 from tests.fakes.agent import FakeAgent

@@ -204,8 +204,8 @@ def every_output(tmp: Path, env: dict[str, str]) -> list[tuple[str, str | bytes]
     from exam.app import create_app
     from exam.cli import main
     from exam.line import build_messages, summaries_for
+    from exam.pipeline.worker import work_once
     from exam.store import Store
-    from exam.worker import work_once
 
     runner = CliRunner()
     out: list[tuple[str, str | bytes]] = []

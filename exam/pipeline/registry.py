@@ -21,8 +21,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from exam import names
 from exam.errors import RegistryError, unknown_keys
+from exam.pipeline.reading import DEFAULT_MAPPING, ReplyMapping, StepsMapping
 from exam.redact import MIN_SECRET_CHARS, NO_SECRETS, Redactor
-from exam.replies import DEFAULT_MAPPING, ReplyMapping, StepsMapping
 
 DEFAULT_PATH = "webhooks/agents.yaml"
 AGENT_KEYS = ("url", "bank", "headers", "timeout_s", "retries", "concurrency", "min_interval_s",

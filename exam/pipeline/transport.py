@@ -4,7 +4,7 @@ Retries (tenacity) happen on connection errors, timeouts, 429 (honouring Retry-A
 and 5xx, at most ``agent.retries`` times; a wrong answer is never retried. The reply is
 then given exactly one run status: ok, timeout, http_error, bad_reply or truncated.
 
-An attempt has one deadline, ``timeout_s`` from connect to the last byte (exam.deadline ends
+An attempt has one deadline, ``timeout_s`` from connect to the last byte (exam.pipeline.deadline ends
 it however slowly the agent dribbles). Bodies are decoded (gzip, deflate: n8n compresses
 every reply over 1 KB) with the body cap on the decoded size, read in bounded pieces, so a
 decompression bomb stops at the cap.
@@ -24,10 +24,8 @@ from tenacity import RetryCallState, Retrying, retry_if_result, stop_after_attem
 from urllib3.exceptions import DecodeError
 from urllib3.response import HTTPResponse
 
-from exam.deadline import Deadline, DeadlineAdapter
-from exam.redact import scrub_urls
-from exam.registry import Agent
-from exam.replies import (
+from exam.pipeline.deadline import Deadline, DeadlineAdapter
+from exam.pipeline.reading import (
     ReadReply,
     ReplyError,
     clean_text,
@@ -36,7 +34,9 @@ from exam.replies import (
     read_body,
     reported_failure,
 )
-from exam.store import TEXT_CAP_CHARS, AttemptRow, cap_body, cap_text
+from exam.pipeline.registry import Agent
+from exam.records import TEXT_CAP_CHARS, AttemptRow, cap_body, cap_text
+from exam.redact import scrub_urls
 from exam.textsafe import no_lone_surrogates
 
 MAX_BODY_BYTES = 8_000_000  # decoded; a reply larger than this is not read to the end: bad_reply
