@@ -7,7 +7,7 @@ import json
 import yaml
 from click.testing import CliRunner
 
-from exam.cli import main
+from exam.cli.main import main
 from tests.exam.helpers import write_bank
 from tests.fakes.agent import FakeAgent
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from exam import names, review
-from exam.cli import main
+from exam.cli.main import main
 from exam.errors import ExamError, RegistryError
 from exam.line import build_messages
 from exam.pipeline.registry import parse_registry

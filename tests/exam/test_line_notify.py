@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from exam import line
-from exam.cli import main
+from exam.cli.main import main
 from exam.line import LineSettings, build_messages, notify_runs
 from tests.fakes.line_api import FakeLineApi
 

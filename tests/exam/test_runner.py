@@ -199,7 +199,7 @@ def test_resume_runs_only_missing_cells(store, tmp_path):
 def test_an_unexpected_error_inside_one_cell_is_harness_trouble_and_the_run_goes_on(
         store, tmp_path, monkeypatch):
     import exam.pipeline.runner
-    from exam.cli import _run_exit
+    from exam.cli.run import _run_exit
     from exam.reports import scorecard
     from exam.reports.regrade import regrade
 

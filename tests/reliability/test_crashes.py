@@ -20,7 +20,7 @@ QUESTIONS, REPEATS = 10, 4
 
 
 def exam(*args):
-    return [sys.executable, "-m", "exam.cli", *args]
+    return [sys.executable, "-m", "exam", *args]
 
 
 def setup(tmp_path, url):

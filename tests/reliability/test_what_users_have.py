@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from exam import review
 from exam.app import create_app
-from exam.cli import main
+from exam.cli.main import main
 from exam.pipeline.worker import work_once
 from exam.reports.regrade import regrade, select_runs
 from exam.store import Store
@@ -46,7 +46,7 @@ def cli(db, *args):
 
 def exam(db, *args):
     """The CLI as a user runs it, to see what reaches the terminal."""
-    return subprocess.run([sys.executable, "-m", "exam.cli", *args, "--db", str(db)],
+    return subprocess.run([sys.executable, "-m", "exam", *args, "--db", str(db)],
                           capture_output=True, text=True, timeout=120,
                           env={**os.environ, "NO_COLOR": "1"})
 

@@ -1,4 +1,4 @@
-"""`exam serve`, `exam worker` and `exam notify`: the service side of the command."""
+"""`exam notify line`: send scorecards to where the team is; `exam run --notify` uses it too."""
 
 from __future__ import annotations
 
@@ -6,17 +6,14 @@ import sys
 
 import click
 
-from exam.cli import InputError, _store, agents_option, db_option, fail_input, main
+from exam.cli.common import InputError, db_option, open_store
 from exam.errors import ExamError
 
 
 def line_settings():
     from exam.line import LineSettings
 
-    try:
-        return LineSettings.from_env()
-    except ExamError as exc:
-        raise fail_input(exc) from None
+    return LineSettings.from_env()
 
 
 def notify_line_runs(store, run_ids, compare_to, settings=None) -> None:
@@ -37,7 +34,7 @@ def notify_line_runs(store, run_ids, compare_to, settings=None) -> None:
                                    f"exam notify line --resend {ids}")
 
 
-@main.group()
+@click.group("notify")
 def notify() -> None:
     """Send scorecards to where the team is."""
 
@@ -69,22 +66,16 @@ def notify_line(run_ids, compare_to, resend, dry_run, out_path, db) -> None:
         _preview(run_ids, compare_to, out_path, db)
         return
     settings = line_settings()
-    store = _store(db)
+    store = open_store(db)
     if resend:
-        try:
-            results = deliver(store, settings, resend)
-        except ExamError as exc:
-            raise fail_input(exc) from None
+        results = deliver(store, settings, resend)
         for r in results:
             click.echo(f"LINE notification {r['id']}: {r['outcome']}")
         sys.exit(0 if all(r["status"] == "delivered" for r in results) else 1)
     if not run_ids:
         raise InputError("give --run RUN_ID (or --resend NOTIFICATION_ID)")
-    try:
-        for run_id in run_ids:
-            store.get_run(run_id)
-    except ExamError as exc:
-        raise fail_input(exc) from None
+    for run_id in run_ids:
+        store.get_run(run_id)
     notify_line_runs(store, list(run_ids), compare_to, settings)
 
 
@@ -98,75 +89,13 @@ def _preview(run_ids, compare_to, out_path, db) -> None:
 
     if not run_ids:
         raise InputError("give --run RUN_ID")
-    store = _store(db)
-    try:
-        messages = build_messages(summaries_for(store, list(run_ids), compare_to),
-                                  (os.environ.get("EXAM_PUBLIC_URL") or "").rstrip("/"),
-                                  secret_from_env(os.environ))
-    except ExamError as exc:
-        raise fail_input(exc) from None
+    store = open_store(db)
+    messages = build_messages(summaries_for(store, list(run_ids), compare_to),
+                              (os.environ.get("EXAM_PUBLIC_URL") or "").rstrip("/"),
+                              secret_from_env(os.environ))
     for i, m in enumerate(messages, 1):
         click.echo(f"message {i} altText: {m['altText'].replace(chr(10), ' / ')}")
     Path(out_path).parent.mkdir(parents=True, exist_ok=True)
     Path(out_path).write_text(json.dumps(messages, ensure_ascii=False, indent=2), encoding="utf-8")
     click.echo(f"{len(messages)} message(s), nothing sent; the Flex JSON is in {out_path} "
                f"(paste it into LINE's Flex Message Simulator to see it)")
-
-
-@main.command("worker")
-@click.option("--once", is_flag=True, help="Finish at most one queued run, then exit.")
-@agents_option
-@db_option
-def worker_cmd(once, agents, db) -> None:
-    """Execute runs queued by the API or LINE; resumes runs whose worker died.
-
-    \b
-    Exit status: 0 stopped (Ctrl-C, or --once done) · 2 bad input (settings, the store).
-    """
-    import logging
-
-    from exam.pipeline.worker import work_forever, work_once
-    from exam.store import Store
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    if once:
-        store = Store.open(db)
-        run_id = work_once(store, agents)
-        click.echo(f"run {run_id} finished" if run_id else "nothing queued")
-        return
-    try:
-        work_forever(db, agents)
-    except KeyboardInterrupt:
-        click.echo("worker stopped; an unfinished run will be resumed by the next worker", err=True)
-
-
-@main.command("serve")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on (keep 127.0.0.1 behind a proxy).")
-@click.option("--port", default=8000, show_default=True, type=int, help="Port to listen on.")
-@click.option("--no-worker", is_flag=True, help="Do not start an in-process worker.")
-@agents_option
-@db_option
-def serve_cmd(host, port, no_worker, agents, db) -> None:
-    """Development server: the API, the dashboard, the LINE webhook, and a worker.
-
-    Production: gunicorn "exam.app:create_app()" plus `exam worker` (docs/service.md).
-    Needs EXAM_API_TOKEN (or EXAM_LOCAL_DEV=true on your own machine); the LINE webhook also
-    LINE_CHANNEL_SECRET and LINE_CHANNEL_ACCESS_TOKEN (docs/line.md).
-
-    \b
-    Exit status: 0 stopped · 2 bad input (a missing token, a bad setting, the store).
-    """
-    import os
-
-    from exam.app import create_app
-    from exam.pipeline.worker import start_in_thread
-
-    overrides = {k: v for k, v in (("DB", db), ("AGENTS", agents)) if v}
-    try:
-        app = create_app(overrides)
-    except ExamError as exc:
-        raise fail_input(exc) from None
-    if not no_worker and os.environ.get("WERKZEUG_RUN_MAIN") is None:
-        start_in_thread(app.config["DB"], app.config["AGENTS"])
-    app.run(host=host, port=port, threaded=True, use_reloader=False)
