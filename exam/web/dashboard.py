@@ -20,12 +20,12 @@ from flask import (
     url_for,
 )
 
-from exam.app import registry, store
 from exam.errors import ExamError
 from exam.reports import charts
 from exam.reports.html import FILTERS, _globals
 from exam.reports.regrade import select_runs
 from exam.web.auth import is_admin, session_ok, token_ok, viewer_token_ok
+from exam.web.context import registry, store
 
 bp = Blueprint("dashboard", __name__)
 OPEN = {"dashboard.login", "dashboard.static", "dashboard.share"}
