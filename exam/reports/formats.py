@@ -8,13 +8,13 @@ views of it. ``table()`` gives one flat row per agent × question (csv and markd
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import io
 import json
 from collections.abc import Iterable
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from exam.reports.rebalance_views import category_table, notes, rules
 from exam.textsafe import csv_cell, terminal_data, xml_text
 
 FORMATS = ("text", "markdown", "json", "csv", "junit", "html")
@@ -149,7 +149,7 @@ def to_markdown(kind: str, report: dict[str, Any]) -> str:
         head, rows = table(kind, report)
         lines += _md_table(head, rows)
     elif kind == "rebalance":
-        lines.append(f"Rules: {_rules(report['settings'])}")
+        lines.append(f"Rules: {rules(report['settings'])}")
         if report["excluded_run_ids"]:
             lines.append(f"\nRuns left out (excluded): "
                          f"{', '.join(map(str, report['excluded_run_ids']))}")
@@ -158,9 +158,9 @@ def to_markdown(kind: str, report: dict[str, Any]) -> str:
             lines.append(f"## {a['agent']}: {a['summary']['headline']}")
             lines.append("")
             lines.append(f"{a['runs']} run(s), versions {', '.join(a['versions'])}")
-            lines += _rebalance_notes(a, "- ")
+            lines += notes(a, "- ")
             lines.append("")
-            lines += _md_table(*_category_table(a))
+            lines += _md_table(*category_table(a))
             lines.append("")
             lines += [f"- {adv['text']}" for adv in a["advice"]] or ["- nothing to change"]
             lines.append("")
@@ -388,56 +388,6 @@ def _width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
-def _rules(settings: dict[str, Any]) -> str:
-    low, high = settings["band"]
-    return (f"band {low:.0%}–{high:.0%} pass rate on the latest version · retire a guard only "
-            f"after {settings['min_versions']} version(s) with ≥ {settings['min_repeats']} graded "
-            f"repeats, never a critical one, keeping {settings['keep_guards']} per category · "
-            f"want {settings['target_informative']} informative per category · item-rest from "
-            f"{settings['min_runs_item_rest']} runs · FDR {settings['alpha']:g}")
-
-
-def _rebalance_notes(a: dict[str, Any], bullet: str) -> list[str]:
-    """The lines about history and omissions: the change since the last snapshot, item-rest,
-    run stability."""
-    out = []
-    d = a.get("since_snapshot")
-    if d:
-        when = dt.datetime.fromtimestamp(d["previous_at"], dt.UTC).strftime("%Y-%m-%d")
-        out.append(f"{bullet}{d['headline']} (snapshot of {when}, versions "
-                   f"{', '.join(d['previous_versions'])})")
-        for c in d["role_changes"]:
-            out.append(f"{bullet}  {c['case_no']}: {c['before']} → {c['after']}")
-        for m in d["difficulty_moves"]:
-            out.append(f"{bullet}  {m['case_no']}: latest pass rate {_pct(m['before'])} → "
-                       f"{_pct(m['after'])}")
-        if d["added"]:
-            out.append(f"{bullet}  added: {', '.join(d['added'])}")
-        if d["removed"]:
-            out.append(f"{bullet}  removed: {', '.join(d['removed'])}")
-        for cat, counts in d["categories"].items():
-            moved = [f"{k} {v['before']} → {v['after']}" for k, v in counts.items()
-                     if v["before"] != v["after"]]
-            if moved:
-                out.append(f"{bullet}  {cat}: {', '.join(moved)}")
-    else:
-        out.append(f"{bullet}no earlier snapshot (save one with --save)")
-    ir = a["item_rest"]
-    out.append(f"{bullet}{ir['reason']}" if not ir["shown"] else f"{bullet}item-rest: {ir['reason']}")
-    if a["stability"]["note"]:
-        out.append(f"{bullet}{a['stability']['note']}")
-    return out
-
-
-def _category_table(a: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
-    head = ["category", "questions", "informative", "guards kept", "retire", "too early", "add",
-            "harden", "more repeats", "fix", "audit"]
-    rows = [[p["category"], p["questions"], p["informative"], len(p["guards_kept"]),
-             len(p["retire"]), len(p["too_early_to_retire"]), p["add"], len(p["harden"]),
-             len(p["add_repeats"]), len(p["fix"]), len(p["audit"])] for p in a["categories"]]
-    return head, rows
-
-
 def _pairs(q: dict[str, Any]) -> str:
     return "; ".join(f"{p['from']}→{p['to']} {p['direction']}" for p in q["pairs"])
 
@@ -474,7 +424,7 @@ def text_rebalance(report: dict[str, Any], colour: bool = False) -> str:
     report = terminal_data(report)  # a reply's ESC must not reach the terminal raw
     lines = [f"grader {report['grader_version']}  ·  bank {digests(report)}"
              + (f"  ·  since {report['since']}" if report["since"] else ""),
-             f"rules: {_rules(report['settings'])}"]
+             f"rules: {rules(report['settings'])}"]
     if report["excluded_run_ids"]:
         lines.append(f"runs left out (excluded): {', '.join(map(str, report['excluded_run_ids']))}")
     outcome = {"broken": "fail", "unstable": "fail", "too_hard": "needs_human",
@@ -483,8 +433,8 @@ def text_rebalance(report: dict[str, Any], colour: bool = False) -> str:
         lines.append("")
         lines.append(f"{a['agent']}: {a['runs']} run(s), versions {', '.join(a['versions'])}; "
                      f"{a['summary']['headline']}")
-        lines += _rebalance_notes(a, "  ")
-        head, rows = _category_table(a)
+        lines += notes(a, "  ")
+        head, rows = category_table(a)
         widths = [max(_width(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
         for row in (head, *rows):
             pads = [" " * (w - _width(str(v))) for v, w in zip(row, widths, strict=True)]

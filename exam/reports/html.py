@@ -85,17 +85,17 @@ FILTERS = {"heat": heat, "pct": pct, "num": num, "marks": marks, "as_json": as_j
 
 
 def _rebalance_notes(a: dict[str, Any]) -> list[str]:
-    from exam.reports.formats import _rebalance_notes as notes
+    from exam.reports.rebalance_views import notes
 
     return notes(a, "")
 
 
 def _globals() -> dict[str, Any]:
-    from exam.reports.formats import _category_table, _rules
     from exam.reports.overview import change_verdict
+    from exam.reports.rebalance_views import category_table, rules
 
-    return {"verdict_of": change_verdict, "rebalance_rules": _rules,
-            "rebalance_notes": _rebalance_notes, "rebalance_categories": _category_table}
+    return {"verdict_of": change_verdict, "rebalance_rules": rules,
+            "rebalance_notes": _rebalance_notes, "rebalance_categories": category_table}
 
 
 def _no_link(*_args: Any, **_kwargs: Any) -> None:
