@@ -112,21 +112,6 @@ def mapping_to_dict(m: ReplyMapping) -> dict[str, Any]:
             "error": m.error}
 
 
-def _paths(value: Any) -> str | tuple[str, ...] | None:
-    return tuple(value) if isinstance(value, list) else value
-
-
-def mapping_from_dict(d: Mapping[str, Any]) -> ReplyMapping:
-    steps = d.get("steps")
-    return ReplyMapping(
-        text=tuple(d.get("text") or DEFAULT_MAPPING.text), status=d.get("status"),
-        model_calls=_paths(d.get("model_calls")), tokens=_paths(d.get("tokens")),
-        truncated=d.get("truncated"),
-        steps=None if steps is None else StepsMapping(**steps),
-        error=d.get("error", DEFAULT_MAPPING.error),
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class Registry:
     path: str

@@ -28,11 +28,12 @@ from exam.pipeline.deadline import Deadline, DeadlineAdapter
 from exam.pipeline.reading import (
     ReadReply,
     ReplyError,
+    agent_failure,
     clean_text,
-    failure_in,
     parse_json,
-    read_body,
+    read_reply,
     reported_failure,
+    usage_over,
 )
 from exam.pipeline.registry import Agent
 from exam.records import TEXT_CAP_CHARS, AttemptRow, cap_body, cap_text
@@ -302,7 +303,8 @@ def send(agent: Agent, work_order: Any, gate,
     # an agent that reported its own failure has answered: sending again is not a retry
     retrying = Retrying(stop=stop_after_attempt(agent.retries + 1), wait=_wait,
                         retry=retry_if_result(lambda o: o.transient and
-                                              not _agent_failure(agent, o.body)),
+                                              not agent_failure(o.body, agent.reply,
+                                                                agent.reply_format)),
                         retry_error_callback=lambda state: state.outcome.result())
     retrying(attempt)
     return outcomes
@@ -317,43 +319,6 @@ class Result:
     tokens: int | None
 
 
-def _parse(agent: Agent, body: str) -> tuple[ReadReply | None, str]:
-    if not body.strip():
-        return None, "empty body"
-    if agent.reply_format == "text":
-        return read_body(body.strip(), agent.reply), ""
-    try:
-        data = parse_json(body)
-    except ReplyError as exc:
-        return None, str(exc)
-    # decoding can assemble a secret form the raw body did not show (\u0025 + "41" → %41)
-    read = read_body(no_lone_surrogates(agent.redactor.data(data)), agent.reply)
-    if isinstance(read.body, str) and agent.reply_format == "json":
-        return None, "a JSON string, not an object"
-    return read, read.problem
-
-
-def _agent_failure(agent: Agent, body: str | None) -> str | None:
-    """The agent's own failure report in a body (any HTTP status), else None."""
-    return None if agent.reply_format == "text" else failure_in(body, agent.reply)
-
-
-def _usage(agent: Agent, outcomes: list[Outcome]) -> tuple[int | None, int | None]:
-    calls = tokens = None
-    for o in outcomes:
-        if not o.body or agent.reply_format == "text":
-            continue
-        try:
-            read = read_body(parse_json(o.body), agent.reply)
-        except ReplyError:
-            continue
-        if read.model_calls is not None:
-            calls = (calls or 0) + read.model_calls
-        if read.tokens is not None:
-            tokens = (tokens or 0) + read.tokens
-    return calls, tokens
-
-
 def _within(figure: int | None) -> int | None:
     """A sum over attempts that no longer fits a stored integer is not a figure."""
     return figure if figure is None or abs(figure) < 2**63 else None
@@ -362,17 +327,21 @@ def _within(figure: int | None) -> int | None:
 def classify(agent: Agent, outcomes: list[Outcome]) -> Result:
     """The run status of a cell from its last attempt; usage summed over every attempt."""
     last = outcomes[-1]
-    calls, tokens = (_within(f) for f in _usage(agent, outcomes))
+    calls, tokens = (_within(f) for f in usage_over([o.body for o in outcomes], agent.reply,
+                                                         agent.reply_format))
     if last.kind == "timeout":
         return Result("timeout", last.row.error, None, calls, tokens)
-    if last.kind == "http" and (failure := _agent_failure(agent, last.body)):
+    if last.kind == "http" and (failure := agent_failure(last.body, agent.reply,
+                                                          agent.reply_format)):
         return Result("agent_error", f"HTTP {last.row.http_status}: the agent reported its own "
                       f"failure: {failure}", None, calls, tokens)
     if last.kind in ("connection", "http"):
         return Result("http_error", last.row.error, None, calls, tokens)
     if last.kind == "bad":
         return Result("bad_reply", last.row.error, None, calls, tokens)
-    read, problem = _parse(agent, last.body or "")
+    # decoding can assemble a secret form the raw body did not show (\u0025 + "41" → %41)
+    read, problem = read_reply(last.body or "", agent.reply, agent.reply_format,
+                               clean=lambda data: no_lone_surrogates(agent.redactor.data(data)))
     if (failure := reported_failure(read)) is not None:
         return Result("agent_error", f"the agent reported its own failure: {failure}", read,
                       calls, tokens)
