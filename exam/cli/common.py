@@ -136,7 +136,7 @@ def warn_missing_banks(report: dict, fmt: str = "") -> None:
 
 def print_scorecards(store, runs, fmt: str, details: bool = True) -> dict:
     """Re-grade ``runs``, print their scorecards in ``fmt``, return the report."""
-    from exam.render import use_colour
+    from exam.marks import use_colour
     from exam.reports import scorecard
     from exam.reports.formats import render
     from exam.reports.regrade import regrade

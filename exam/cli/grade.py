@@ -33,9 +33,9 @@ def grade_cmd(paths: tuple[str, ...], agent_name: str | None, agents: str | None
       2  bad input (a file, a line, an option)
       3  a reply could not be read or never arrived (bad_reply, timeout, ...)
     """
-    from exam.gradecmd import grade_file
+    from exam.marks import grade_lines, use_colour
     from exam.pipeline.reading import DEFAULT_MAPPING
-    from exam.render import grade_lines, use_colour
+    from exam.replay import grade_file
     from graders import GRADER_VERSION
 
     mapping = DEFAULT_MAPPING

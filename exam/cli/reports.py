@@ -61,7 +61,7 @@ def report_discrimination(agent, k, details, fmt, db) -> None:
     \b
     Exit status: 0 printed · 2 bad input (no matching runs, an unreadable store).
     """
-    from exam.render import use_colour
+    from exam.marks import use_colour
     from exam.reports import discrimination
     from exam.reports.formats import render
     from exam.reports.regrade import regrade
@@ -106,7 +106,7 @@ def report_rebalance(since, agent, band, min_versions, min_repeats, keep_guards,
     \b
     Exit status: 0 printed · 2 bad input (settings, no matching runs, an unreadable store).
     """
-    from exam.render import use_colour
+    from exam.marks import use_colour
     from exam.reports import rebalance
     from exam.reports.formats import render
     from exam.reports.regrade import regrade
@@ -167,7 +167,7 @@ def compare_cmd(agent, old, new, fail_on, alpha, min_effect, min_answered, cover
       4  undecided (too few repeats: which questions, how many more)
       5  pending (needs_human cells decide it: exam review)
     """
-    from exam.render import use_colour
+    from exam.marks import use_colour
     from exam.reports import compare
     from exam.reports.formats import render
     from exam.reports.regrade import regrade

@@ -41,7 +41,7 @@ def review_cmd(agent, label, blind, sample, reviewer, export_path, import_path, 
     import random
 
     from exam import review
-    from exam.render import use_colour
+    from exam.marks import use_colour
     from exam.reports.regrade import regrade
 
     store = open_store(db)

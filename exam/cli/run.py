@@ -67,7 +67,7 @@ def _run_exit(report: dict, final: dict[int, str]) -> int:
 
 def _against(store, jobs, against: str, settings, fmt: str) -> int:
     """Compare each run's agent against ``against``: print the verdicts, return the exit code."""
-    from exam.render import use_colour
+    from exam.marks import use_colour
     from exam.reports import compare
     from exam.reports.formats import render, verdict_lines
     from exam.reports.regrade import regrade, select_runs

@@ -51,7 +51,7 @@ class DemoServer:
         return f"http://127.0.0.1:{self.port}/webhook/{version}/{agent}"
 
     def agent(self, name: str, version: str, bank_dir: Path = BANK_DIR) -> Agent:
-        # W1 gets one retry: seed 003's W1-11 needed a second attempt
+        # W1 gets one retry: its W1-11 (an order number one digit short) needs a second attempt
         return Agent(name=name, url=self.url(name, version), bank=str(bank_dir / f"{name}.json"),
                      timeout_s=20, retries=1 if name == "W1" else 0, concurrency=4,
                      min_interval_s=0.01)

@@ -140,7 +140,7 @@ def unwrap(body: Any) -> Any:
     return body
 
 
-def _number(value: Any, path: str) -> int | None:
+def _count(value: Any, path: str) -> int | None:
     """A usage figure as a whole number; None when absent or not a number at all."""
     if isinstance(value, bool) or value is MISSING or value is None:
         return None
@@ -163,7 +163,7 @@ def _figure(body: Any, paths: str | tuple[str, ...] | None) -> int | None:
     """The number at ``paths``; several paths are summed; None when none of them is present."""
     if not paths:
         return None
-    found = [n for n in (_number(lookup(body, p), p) for p in
+    found = [n for n in (_count(lookup(body, p), p) for p in
                          ((paths,) if isinstance(paths, str) else paths)) if n is not None]
     if not found:
         return None

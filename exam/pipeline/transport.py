@@ -24,6 +24,7 @@ from tenacity import RetryCallState, Retrying, retry_if_result, stop_after_attem
 from urllib3.exceptions import DecodeError
 from urllib3.response import HTTPResponse
 
+from exam.backoff import backoff_s
 from exam.pipeline.deadline import Deadline, DeadlineAdapter
 from exam.pipeline.reading import (
     ReadReply,
@@ -41,7 +42,6 @@ from exam.redact import scrub_urls
 from exam.textsafe import no_lone_surrogates
 
 MAX_BODY_BYTES = 8_000_000  # decoded; a reply larger than this is not read to the end: bad_reply
-MAX_RETRY_AFTER_S = 60.0
 # an attempt ends within timeout_s plus this: the deadline timer waking up and the connection
 # being shut (milliseconds on an idle machine; documented in docs/agents.md)
 DEADLINE_SLACK_S = 0.5
@@ -283,9 +283,7 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
 
 def _wait(retry_state: RetryCallState) -> float:
     last: Outcome = retry_state.outcome.result()
-    if last.retry_after is not None:
-        return min(last.retry_after, MAX_RETRY_AFTER_S)
-    return min(0.5 * 2 ** (retry_state.attempt_number - 1), 8.0)
+    return backoff_s(retry_state.attempt_number, last.retry_after)
 
 
 def send(agent: Agent, work_order: Any, gate,

@@ -1,8 +1,8 @@
 """Before/after for one agent: regressions, fixes, newly flaky, the checks that moved, cost.
 
 Both versions are re-graded with today's grader and bank first, so the comparison is
-one rubric against itself (seed 003). A score change is explained by the checks that
-moved (seed 000), not only by the total.
+one rubric against itself. A score change is explained by the checks that moved, not only
+by the total: a total alone credits a change with what a disclaimer's wording did.
 """
 
 from __future__ import annotations

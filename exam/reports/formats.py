@@ -247,7 +247,7 @@ def to_junit(kind: str, report: dict[str, Any]) -> str:
 # -- text ----------------------------------------------------------------------------
 
 def text_compare(report: dict[str, Any], colour: bool = False) -> str:
-    from exam.render import paint
+    from exam.marks import paint
 
     report = terminal_data(report)  # a reply's ESC must not reach the terminal raw
     lines = [f"grader {report['grader_version']}  ·  bank {digests(report)}  ·  "
@@ -300,7 +300,7 @@ def text_compare(report: dict[str, Any], colour: bool = False) -> str:
 
 def verdict_lines(report: dict[str, Any], colour: bool = False) -> list[str]:
     """The verdict word, why, and the evidence rule it was decided under."""
-    from exam.render import paint
+    from exam.marks import paint
 
     d = report["decision"]
     tone = {"ship": "pass", "hold": "fail", "incomplete": "fail"}.get(d["word"], "needs_human")
@@ -419,7 +419,7 @@ def _rebalance_table(report: dict[str, Any]) -> tuple[list[str], list[list[Any]]
 
 
 def text_rebalance(report: dict[str, Any], colour: bool = False) -> str:
-    from exam.render import paint
+    from exam.marks import paint
 
     report = terminal_data(report)  # a reply's ESC must not reach the terminal raw
     lines = [f"grader {report['grader_version']}  ·  bank {digests(report)}"

@@ -63,7 +63,7 @@ def test_500_then_ok_is_retried_and_every_attempt_recorded(store, tmp_path):
     run_id, _, cells, _ = run_one(store, tmp_path, {"retries": 1}, ["500-then-ok"])
     cell = cells["T-01"]
     assert (cell.run_status, cell.attempts) == ("ok", 2)
-    # seed 003 W1-11: usage is summed over attempts: 6 + 2 model calls
+    # a first attempt that failed after 6 model calls still cost them: 6 + 2 model calls
     assert (cell.model_calls, cell.tokens) == (8, 3000)
     attempts = store.attempts(run_id, "T-01", 1)
     assert [a.http_status for a in attempts] == [500, 200]
