@@ -17,7 +17,7 @@ import pytest
 from exam.pipeline.n8n_usage import measure, usage_of_execution
 from exam.pipeline.registry import N8nUsage
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parent.parent / "data"
 KEY = "n8n-api-key-for-tests-0123456789"
 
 
