@@ -17,6 +17,8 @@ RETRY_STATUSES = ("blocked", "timeout", "http_error", "harness_error")
 
 @dataclass(frozen=True, slots=True)
 class AttemptRow:
+    """One POST of a cell as it happened: status, time taken, error, and the body (capped)."""
+
     n: int
     started_at: float
     http_status: int | None
@@ -30,6 +32,8 @@ class AttemptRow:
 
 @dataclass(frozen=True, slots=True)
 class CellRow:
+    """One question × repeat of a run: its run status and what was read of the last reply."""
+
     run_id: int
     case_no: str
     repeat: int
@@ -50,6 +54,7 @@ class CellRow:
 
 
 def cap_body(body: str | None) -> tuple[str | None, int | None, bool]:
+    """(the body kept, its size in bytes, whether it was cut) under BODY_CAP_BYTES."""
     if body is None:
         return None, None, False
     raw = body.encode("utf-8", "replace")
