@@ -52,8 +52,8 @@ def build_store(dir: Path, *, agents: int = 3, questions: int = 20, versions: in
                 replies: int = 100_000, seed: int = 7) -> Path:
     """A store of ``replies`` cells spread evenly over agents × versions × questions."""
     from exam.bank import load_bank
-    from exam.registry import Agent
-    from exam.runner import create_run
+    from exam.pipeline.registry import Agent
+    from exam.pipeline.runner import create_run
     from exam.store import Store
 
     rng = random.Random(seed)

@@ -30,7 +30,7 @@ BENCH = ROOT / "bench"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH))
 PY = sys.executable
-EXAM = [PY, "-m", "exam.cli"]
+EXAM = [PY, "-m", "exam"]
 TARGETS = {
     "overhead_c8_50ms": 1.25, "overhead_c8_200ms": 1.10, "overhead_c8_500ms": 1.05,
     "cpu_s_180_calls": 1.0, "peak_mb": 80, "pacing_rate_error": 0.05, "regrade_per_s": 20_000,

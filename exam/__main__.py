@@ -1,5 +1,5 @@
 """`python -m exam` is the `exam` command."""
 
-from exam.cli import main
+from exam.cli.main import main
 
 main()

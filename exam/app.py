@@ -17,11 +17,12 @@ import tomllib
 from typing import Any
 from urllib.parse import urlsplit
 
-from flask import Flask, Response, g, has_request_context, jsonify, request
+from flask import Flask, Response, has_request_context, jsonify, request
 from flask.sessions import SecureCookieSessionInterface
 from werkzeug.exceptions import HTTPException
 
 from exam.errors import ExamError, StoreError
+from exam.web import api, context, dashboard, line
 from exam.web.auth import bearer_ok
 
 log = logging.getLogger("exam.app")
@@ -92,8 +93,6 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     from flask_wtf.csrf import CSRFError, CSRFProtect
 
-    from exam.web import api, dashboard, line
-
     csrf = CSRFProtect(app)
     app.register_blueprint(api.bp)
     app.register_blueprint(dashboard.bp)
@@ -127,8 +126,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     @app.get("/healthz")
     def healthz():
         try:
-            schema = store().schema_version()
-            store().list_runs(limit=1)  # reads a table, not only the file's header
+            schema = context.store().schema_version()
+            context.store().list_runs(limit=1)  # reads a table, not only the file's header
             return jsonify(ok=True, schema=schema)
         except (StoreError, sqlite3.Error) as exc:
             log.error("healthz: %s", exc)
@@ -165,12 +164,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     def server_error(_err):
         return jsonify(error="internal error (logged by the service)"), 500
 
-    @app.teardown_appcontext
-    def close_store(_exc):
-        s = g.pop("store", None)
-        if s is not None:
-            s.close()
-
+    context.init_app(app)
     logging.getLogger("exam").setLevel(logging.INFO)
     return app
 
@@ -272,22 +266,3 @@ def _check_settings(app: Flask, defaults: dict[str, Any], path: str | None,
     if cfg["SESSION_COOKIE_SAMESITE"] not in ("Lax", "Strict"):
         raise ExamError(f"{name('SESSION_COOKIE_SAMESITE')}: expected Lax or Strict, found "
                         f"{str(cfg['SESSION_COOKIE_SAMESITE'])[:40]!r}")
-
-
-def store():
-    """The request's store (one SQLite connection per request)."""
-    from flask import current_app
-
-    from exam.store import Store
-
-    if "store" not in g:
-        g.store = Store(current_app.config["DB"])
-    return g.store
-
-
-def registry():
-    from flask import current_app
-
-    from exam.registry import load_registry
-
-    return load_registry(current_app.config["AGENTS"])

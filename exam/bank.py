@@ -18,6 +18,7 @@ from typing import Any
 from exam.errors import BankError, Problem, unknown_keys
 from graders import FieldSpec, PatternError, Question, ToolExpectation, normalize, parse_entry
 from graders.checks import KINDS as CHECK_KINDS
+from graders.model import BUDGET_KEYS
 
 QUESTION_KEYS = (
     "case_no", "category", "severity", "input", "expect_status", "expect_facts",
@@ -27,7 +28,6 @@ QUESTION_KEYS = (
 DEFAULT_KEYS = tuple(k for k in QUESTION_KEYS if k not in ("case_no", "input", "golden",
                                                             "counterexamples"))
 FILE_KEYS = ("agent", "description", "options", "defaults", "questions")
-BUDGET_KEYS = ("attempts", "model_calls", "tokens", "latency_ms")
 FIELD_KEYS = ("mode", "values", "keywords", "note")
 OPTION_KEYS = ("fold_script",)
 # Keys that do not change how a reply is graded: left out of the question digest.

@@ -9,7 +9,7 @@ from typing import Any
 
 from exam.bank import Bank, Item, bank_files, read_bank
 from exam.errors import Problem
-from exam.replies import read_body, to_reply
+from exam.pipeline.reading import read_body, to_reply
 from graders import Grade, Reply, grade
 
 

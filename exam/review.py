@@ -1,4 +1,5 @@
-"""Human review of needs_human verdicts, remembered across re-grades (seed 000).
+"""Human review of needs_human verdicts, remembered across re-grades: a person decides a reply
+once, not again at every re-grade.
 
 A decision is stored against what was judged: the reply text's digest, the check, the
 question's digest, and the grader's rule version for that kind of check. Re-grading
@@ -72,7 +73,7 @@ def apply(checks: Sequence[CheckResult], verdict: str | None, rdigest: str, qdig
 
 
 @dataclass
-class Item:
+class ReviewItem:
     """One distinct reply waiting for a decision (identical replies are decided once)."""
 
     agent: str
@@ -96,10 +97,10 @@ class Item:
 
 
 def queue(regraded, agent: str | None = None, version: str | None = None, sample: int = 0,
-          seed: int | None = None) -> list[Item]:
+          seed: int | None = None) -> list[ReviewItem]:
     """needs_human replies still open, then (on request) a random sample of passes and fails."""
-    items: dict[str, Item] = {}
-    spot: dict[str, Item] = {}
+    items: dict[str, ReviewItem] = {}
+    spot: dict[str, ReviewItem] = {}
     # by the run's bank file: a registry agent may use another agent's bank (W2canary with
     # bank/W2.json), so the bank's own `agent` says nothing about whose cells these are
     by_case = {path: b.by_case() for path, b in regraded.banks.items()}
@@ -118,7 +119,7 @@ def queue(regraded, agent: str | None = None, version: str | None = None, sample
         if key not in target:
             checks = [ch.as_dict() for ch in c.checks
                       if c.verdict != "needs_human" or ch.outcome == "needs_human"]
-            target[key] = Item(c.agent, c.case_no, item.digest, rd, c.text,
+            target[key] = ReviewItem(c.agent, c.case_no, item.digest, rd, c.text,
                                dict(item.question.input), checks, c.verdict,
                                spot_check=c.verdict != "needs_human")
         target[key].cells.append((c.run_id, c.version, c.repeat))
@@ -130,7 +131,7 @@ def queue(regraded, agent: str | None = None, version: str | None = None, sample
     return out
 
 
-def decide(store, item: Item, decision: str, reviewer: str, reason: str = "") -> int:
+def decide(store, item: ReviewItem, decision: str, reviewer: str, reason: str = "") -> int:
     """Store a decision for every needs_human check of the item (or the whole reply)."""
     if decision not in ("pass", "fail"):
         raise ExamError(f"decision: expected pass or fail, found {decision!r}")
@@ -148,7 +149,7 @@ def decide(store, item: Item, decision: str, reviewer: str, reason: str = "") ->
     return len(names)
 
 
-def export_csv(items: Sequence[Item], path: str | Path, blind: bool = False) -> int:
+def export_csv(items: Sequence[ReviewItem], path: str | Path, blind: bool = False) -> int:
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=EXPORT_FIELDS)
         writer.writeheader()
@@ -189,7 +190,7 @@ def import_csv(store, path: str | Path, default_reviewer: str = "") -> tuple[int
                 raise ExamError(f"{path}: line {n}: decision: expected pass, fail or skip, "
                                 f"found {row['decision']!r}")
             names = row["checks"].split(";") if row["checks"] else []
-            item = Item(row["agent"], row["case_no"], row["question_digest"],
+            item = ReviewItem(row["agent"], row["case_no"], row["question_digest"],
                         row["reply_digest"], row.get("reply", ""), {},
                         [{"name": nm} for nm in names], "needs_human",
                         spot_check=names == [WHOLE])

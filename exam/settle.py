@@ -128,10 +128,10 @@ def settle_cli(store, registry, agent: str, old: str, new: str, settings: Settin
                budget: int, step: int, max_repeats: int, echo=print) -> dict[str, Any]:
     """Settle with real runs of the new version: one run per round, only the open questions."""
     from exam.errors import ExamError
+    from exam.pipeline.runner import create_run, execute, job_for
     from exam.reports import compare as cmp
     from exam.reports.regrade import regrade
     from exam.reports.selection import select_runs
-    from exam.runner import create_run, execute, job_for
 
     agent_obj = registry.get(agent)
     new_runs = [r for r in select_runs(store, agent) if r.version == new]

@@ -22,10 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from exam.errors import StoreError
+from exam.records import RETRY_STATUSES, AttemptRow, CellRow, cap_text
 
 DEFAULT_DB = "results/exam.db"
-BODY_CAP_BYTES = 1_000_000  # raw bodies stored up to this size; a note marks a cut body
-TEXT_CAP_CHARS = 200_000  # a cell's reply text; a longer one is a bad_reply, its start kept
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the first schema
@@ -179,8 +178,6 @@ MIGRATIONS: tuple[str, ...] = (
 )
 GRADE_CACHE_CHUNK = 500  # keys per lookup query (SQLite's bound-variable limit is far above)
 
-RETRY_STATUSES = ("blocked", "timeout", "http_error", "harness_error")
-
 
 def owner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -234,40 +231,6 @@ class Run:
         return self.status
 
 
-@dataclass(frozen=True, slots=True)
-class AttemptRow:
-    n: int
-    started_at: float
-    http_status: int | None
-    latency_ms: float
-    error: str
-    content_type: str | None
-    body: str | None
-    body_bytes: int | None
-    body_cut: bool
-
-
-@dataclass(frozen=True, slots=True)
-class CellRow:
-    run_id: int
-    case_no: str
-    repeat: int
-    question_digest: str
-    run_status: str
-    error: str
-    text: str | None
-    status: str | None
-    truncated: bool
-    steps: list[dict[str, Any]] | None
-    attempts: int
-    model_calls: int | None
-    tokens: int | None
-    latency_ms: float | None
-    completed_at: float
-    tokens_estimated: bool = False  # the tokens are n8n's estimate, not the provider's count
-    usage_note: str = ""  # where model calls and tokens came from, or why they are unknown
-
-
 def _select(table: str, **equal: Any) -> tuple[str, list[Any]]:
     """SELECT * with an equality condition for each filter that is set (None/"" = any)."""
     sql, args = f"SELECT * FROM {table} WHERE 1=1", []
@@ -276,22 +239,6 @@ def _select(table: str, **equal: Any) -> tuple[str, list[Any]]:
             sql += f" AND {column}=?"
             args.append(value)
     return sql, args
-
-
-def cap_body(body: str | None) -> tuple[str | None, int | None, bool]:
-    if body is None:
-        return None, None, False
-    raw = body.encode("utf-8", "replace")
-    if len(raw) <= BODY_CAP_BYTES:
-        return body, len(raw), False
-    return raw[:BODY_CAP_BYTES].decode("utf-8", "ignore"), len(raw), True
-
-
-def cap_text(text: str | None) -> tuple[str | None, bool]:
-    """(the text kept, whether it was cut) under TEXT_CAP_CHARS."""
-    if text is None or len(text) <= TEXT_CAP_CHARS:
-        return text, False
-    return text[:TEXT_CAP_CHARS], True
 
 
 def damaged(exc: sqlite3.Error) -> bool:

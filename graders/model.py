@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from graders.patterns import Entry
 
@@ -16,9 +16,9 @@ Severity = Literal["critical", "major", "minor"]
 FieldMode = Literal["exact_set", "must_include", "ignore"]
 
 # agent_error: the agent answered that it could not answer (its own structured failure report)
-RUN_STATUSES: tuple[str, ...] = ("ok", "timeout", "http_error", "bad_reply", "truncated",
-                                 "agent_error", "blocked", "harness_error")
+RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
 SEVERITIES: tuple[str, ...] = ("critical", "major", "minor")
+# a question's and an agent's budget: the one list the bank, the registry and the grader read
 BUDGET_KEYS: tuple[str, ...] = ("attempts", "model_calls", "tokens", "latency_ms")
 # Strictest first: a reply's verdict is the first of these any graded check has.
 STRICTNESS: tuple[str, ...] = ("fail", "needs_human", "pass")
@@ -26,7 +26,7 @@ STRICTNESS: tuple[str, ...] = ("fail", "needs_human", "pass")
 
 @dataclass(frozen=True, slots=True)
 class FieldSpec:
-    """Seed 001's per-field grading of a structured reply."""
+    """Per-field grading of a structured reply: exact set, must include, or ignore."""
 
     path: str
     mode: FieldMode

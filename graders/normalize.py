@@ -1,4 +1,5 @@
-"""Text normalisation: the only tolerance the graders allow (seed 001).
+"""Text normalisation: the only tolerance the graders allow; anything looser
+is written in the bank, where it shows.
 
 NFKC (full-width and half-width forms become one), casefold, and white space
 collapsed. A run of white space that contains a line break becomes a single

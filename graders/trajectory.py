@@ -1,6 +1,6 @@
 """Tool-trajectory checks: which tools the agent reports having called (issue 10).
 
-Missing evidence is not a pass (seed 002): when a question expects tools and the
+Missing evidence is not a pass: when a question expects tools and the
 reply reports no steps, every tool check is ``needs_human`` with that reason.
 """
 

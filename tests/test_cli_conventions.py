@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 import pytest
 
-from exam.cli import main
+from exam.cli.main import main
 
 
 def leaf_commands(group: click.Group, prefix: str = "exam") -> list[tuple[str, click.Command]]:

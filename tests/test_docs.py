@@ -7,8 +7,8 @@ import pytest
 
 from exam.app import DEFAULTS
 from exam.bank import FILE_KEYS, question_keys
-from exam.cli import main
-from exam.registry import AGENT_KEYS, REPLY_KEYS
+from exam.cli.main import main
+from exam.pipeline.registry import AGENT_KEYS, REPLY_KEYS
 from graders import RULE_VERSIONS
 from tests.conftest import ROOT
 

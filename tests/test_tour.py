@@ -52,7 +52,7 @@ def test_every_tour_command_runs_as_written_on_the_demo(tmp_path):
     (tmp_path / "bank").symlink_to(ROOT / "bank")
     (tmp_path / "docs").symlink_to(ROOT / "docs")
     port = free_port()
-    exam = [sys.executable, "-m", "exam.cli"]
+    exam = [sys.executable, "-m", "exam"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EXAM_", "LINE_"))}
     with sigint_reaches_children():  # it is stopped with Ctrl-C below
         demo = subprocess.Popen([*exam, "demo", "--serve", "--repeats", "1", "--port", str(port)],

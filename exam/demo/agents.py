@@ -108,7 +108,8 @@ class Specialist:
             return self.reply("請提供訂單編號，我才能幫您查詢。", "invalid_input", [], calls=1,
                               tokens=700)
         if ids == ["A1029"] and self.version == "v1" and self._count("A1029") % 2 == 1:
-            # seed 003 W1-11: the AI Agent node hit Max Iterations on the first try
+            # W1-11: n8n's AI Agent node stops at Max Iterations on the first try, as it did in the
+            # field exam this demo copies
             self._think(6)
             return 500, {"error": "Agent stopped due to max iterations.",
                          "usage": self._usage(6, 2400)}

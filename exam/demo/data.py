@@ -1,4 +1,5 @@
-"""The coffee-bean shop of seed 003: orders, stock and the FAQ the demo specialists work from."""
+"""The coffee-bean shop of the field exam the demo copies: orders, stock and the FAQ the demo
+specialists work from."""
 
 from __future__ import annotations
 

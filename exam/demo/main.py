@@ -12,8 +12,8 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 
 from exam.bank import load_bank
 from exam.demo.agents import Specialist, create_app
-from exam.registry import Agent
-from exam.runner import create_run, execute, job_for
+from exam.pipeline.registry import Agent
+from exam.pipeline.runner import create_run, execute, job_for
 from exam.store import Store
 
 AGENTS = ("W1", "W2", "W3")
@@ -51,7 +51,7 @@ class DemoServer:
         return f"http://127.0.0.1:{self.port}/webhook/{version}/{agent}"
 
     def agent(self, name: str, version: str, bank_dir: Path = BANK_DIR) -> Agent:
-        # W1 gets one retry: seed 003's W1-11 needed a second attempt
+        # W1 gets one retry: its W1-11 (an order number one digit short) needs a second attempt
         return Agent(name=name, url=self.url(name, version), bank=str(bank_dir / f"{name}.json"),
                      timeout_s=20, retries=1 if name == "W1" else 0, concurrency=4,
                      min_interval_s=0.01)

@@ -22,6 +22,7 @@ from typing import Any
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from exam import notify
+from exam.backoff import backoff_s
 from exam.errors import ExamError
 from exam.notify.summary import SHOW_REGRESSIONS, queue_text, scorecard_link, summary_text
 from exam.web.share import secret_from_env
@@ -259,9 +260,7 @@ def push(settings: LineSettings, to: str, messages: list[dict[str, Any]], retry_
 
     def wait(state: RetryCallState) -> float:
         exc = state.outcome.exception()
-        if isinstance(exc, LineError) and exc.retry_after is not None:
-            return min(exc.retry_after, 60.0)
-        return min(0.5 * 2 ** (state.attempt_number - 1), 8.0)
+        return backoff_s(state.attempt_number, exc.retry_after if isinstance(exc, LineError) else None)
 
     kwargs = {"sleep": sleep} if sleep else {}
     Retrying(stop=stop_after_attempt(attempts), wait=wait, reraise=True,

@@ -1,8 +1,8 @@
 """Before/after for one agent: regressions, fixes, newly flaky, the checks that moved, cost.
 
 Both versions are re-graded with today's grader and bank first, so the comparison is
-one rubric against itself (seed 003). A score change is explained by the checks that
-moved (seed 000), not only by the total.
+one rubric against itself. A score change is explained by the checks that moved, not only
+by the total: a total alone credits a change with what a disclaimer's wording did.
 """
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ def junit_cases(report: dict[str, Any]) -> list[kinds.JunitCase]:
 
 
 def text(report: dict[str, Any], colour: bool = False) -> str:
-    from exam.render import paint
+    from exam.marks import paint
 
     report = terminal_data(report)  # a reply's ESC must not reach the terminal raw
     lines = [f"grader {report['grader_version']}  ·  bank {kinds.digests(report)}  ·  "
@@ -296,7 +296,7 @@ def text(report: dict[str, Any], colour: bool = False) -> str:
 
 def verdict_lines(report: dict[str, Any], colour: bool = False) -> list[str]:
     """The verdict word, why, and the evidence rule it was decided under."""
-    from exam.render import paint
+    from exam.marks import paint
 
     d = report["decision"]
     tone = {"ship": "pass", "hold": "fail", "incomplete": "fail"}.get(d["word"], "needs_human")

@@ -1,7 +1,7 @@
 """Which questions separate versions, which only guard against regressions, which are broken.
 
-Seed 003: of 60 questions only 7 separated eight versions; the other 53 are regression
-guards. Each question gets one class with the figures behind it:
+In the field exam this grew from, only 7 of 60 questions separated eight versions; the other
+53 were regression guards. Each question gets one class with the figures behind it:
 
 - ``regression_guard``: every version passes every graded repeat (saturated);
 - ``always_failing``: no version ever passes — audit the rubric first;

@@ -1,6 +1,6 @@
 """The quarterly review: difficulty and discrimination per question, the category mix, advice.
 
-Discrimination and regression protection are two jobs (seed 003): keep one or two
+Discrimination and regression protection are two jobs: keep one or two
 saturated guards per category, retire or harden the rest once the history proves them
 saturated, fix broken rubrics and unstable questions, and add boundary cases where a
 category has too few informative ones. Each question gets one *role* from its own figures

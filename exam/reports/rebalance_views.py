@@ -100,7 +100,7 @@ def table(report: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
 
 
 def text(report: dict[str, Any], colour: bool = False) -> str:
-    from exam.render import paint
+    from exam.marks import paint
 
     report = terminal_data(report)  # a reply's ESC must not reach the terminal raw
     lines = [f"grader {report['grader_version']}  ·  bank {kinds.digests(report)}"

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field, fields, replace
 
 from exam.bank import Bank, Item, load_bank
 from exam.errors import BankError
-from exam.registry import mapping_from_dict
-from exam.replies import read_body
-from exam.store import CellRow, Run, Store
-from graders import CheckResult, Question, Reply, Step, grade
+from exam.pipeline.reading import reply_of
+from exam.records import CellRow
+from exam.store import Run, Store
+from graders import CheckResult, Question, Reply, grade
 
 grading = sys.modules["graders.grade"]  # the module (the package exports its function as grade)
 
@@ -75,30 +75,6 @@ class Regraded:
 
     def bank_digests(self) -> dict[str, str]:
         return {b.agent: b.digest for b in self.banks.values()}
-
-
-def _final_body(store: Store, cell: CellRow):
-    attempts = store.attempts(cell.run_id, cell.case_no, cell.repeat)
-    if not attempts or attempts[-1].body is None or attempts[-1].body_cut:
-        return None
-    try:
-        return json.loads(attempts[-1].body)
-    except ValueError:
-        return None
-
-
-def reply_of(store: Store, run: Run, cell: CellRow, item: Item) -> Reply:
-    steps = None if cell.steps is None else tuple(Step(s["tool"], s.get("args") or {})
-                                                   for s in cell.steps)
-    body = None
-    if item.question.fields and cell.run_status == "ok":
-        raw = _final_body(store, cell)
-        if raw is not None:
-            body = read_body(raw, mapping_from_dict(run.settings.get("reply", {}))).body
-    return Reply(text=cell.text, status=cell.status, body=body, steps=steps,
-                 attempts=cell.attempts, model_calls=cell.model_calls, tokens=cell.tokens,
-                 latency_ms=cell.latency_ms, run_status=cell.run_status,  # type: ignore[arg-type]
-                 tokens_estimated=cell.tokens_estimated)
 
 
 PARALLEL_MIN = 20_000  # below this, starting processes costs more than it saves

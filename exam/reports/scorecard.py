@@ -28,7 +28,7 @@ def cost_summary(cells: Sequence[GradedCell]) -> dict[str, dict[str, float | Non
 
 
 def outliers(cells: Sequence[GradedCell]) -> list[dict[str, Any]]:
-    """Costly cells even when they passed (seed 003: the scorecard must show W1-11's 2 tries)."""
+    """Costly cells even when they passed: a right answer that took two tries is shown."""
     ok = [c for c in cells if c.run_status != "blocked"]
     med_calls = median([c.model_calls for c in ok if c.model_calls is not None])
     med_tokens = median([c.tokens for c in ok if c.tokens is not None])
@@ -124,7 +124,7 @@ def build(regraded: Regraded) -> dict[str, Any]:
             "review_replies": len({(c.case_no, c.reply_digest) for c in cells
                                    if c.verdict == "needs_human"}),
             # replies that could not be a clean pass: the question expects tool steps and the
-            # agent reported none (seed 002: missing evidence is not a pass)
+            # agent reported none (missing evidence is not a pass)
             "held_no_steps": sum(1 for c in cells if any(
                 chk.name == "tools" and chk.evidence == NO_STEPS for chk in c.checks)),
             "critical_failures": critical,
@@ -157,7 +157,7 @@ def _fmt(v: float | None, unit: str = "") -> str:
 
 
 def render_text(report: dict[str, Any], colour: bool = False, details: bool = True) -> str:
-    from exam.render import check_lines, paint
+    from exam.marks import check_lines, paint
     from exam.textsafe import terminal_data
 
     report = terminal_data(report)  # a reply's ESC must not reach the terminal raw

@@ -13,10 +13,10 @@ from typing import Any
 from flask import Blueprint, abort, current_app, jsonify, request
 
 from exam import names
-from exam.app import registry, store
 from exam.errors import ExamError, StoreError
 from exam.reports.selection import SelectionError, compare_runs, report_runs
 from exam.web.auth import bearer_ok, viewer_bearer_ok
+from exam.web.context import registry, store
 from exam.web.openapi import spec
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -83,7 +83,7 @@ def _get_run(run_id: int):
 
 @bp.post("/runs")
 def create_run():
-    from exam.runner import queue_run
+    from exam.pipeline.runner import queue_run
 
     try:
         body = request.get_json(silent=True)

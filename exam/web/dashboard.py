@@ -20,7 +20,6 @@ from flask import (
     url_for,
 )
 
-from exam.app import registry, store
 from exam.errors import ExamError
 from exam.reports import charts
 from exam.reports.html import FILTERS, _globals
@@ -32,6 +31,7 @@ from exam.reports.selection import (
     select_runs,
 )
 from exam.web.auth import is_admin, session_ok, token_ok, viewer_token_ok
+from exam.web.context import registry, store
 
 bp = Blueprint("dashboard", __name__)
 OPEN = {"dashboard.login", "dashboard.static", "dashboard.share"}
@@ -173,7 +173,7 @@ def _agent_names() -> list[str]:
 @bp.post("/runs")
 def start_run():
     """Admins queue a run from the dashboard: the same queue as POST /api/runs."""
-    from exam.runner import queue_run
+    from exam.pipeline.runner import queue_run
 
     name = request.form.get("agent", "")
     version = request.form.get("version", "").strip()

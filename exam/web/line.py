@@ -146,8 +146,8 @@ def command(store, args: list[str], group_id: str | None, cfg: dict[str, Any]) -
     if verb == "run" and len(args) == 3:
         if group_id not in _groups(cfg["LINE_RUN_GROUPS"]):
             return "This group may not start runs (EXAM_LINE_RUN_GROUPS)."
-        from exam.registry import load_registry
-        from exam.runner import queue_run
+        from exam.pipeline.registry import load_registry
+        from exam.pipeline.runner import queue_run
 
         try:
             agent = load_registry(cfg["AGENTS"]).get(args[1])

@@ -8,9 +8,10 @@ import time
 import pytest
 
 from exam.bank import load_bank
-from exam.registry import Agent
-from exam.runner import create_run
-from exam.store import AttemptRow, CellRow, Store
+from exam.pipeline.registry import Agent
+from exam.pipeline.runner import create_run
+from exam.records import AttemptRow, CellRow
+from exam.store import Store
 
 PASS, FAIL = "答案：備貨中", "答案：已出貨"
 # a double negation of the forbidden 已出貨: the grader cannot tell, so needs_human

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from exam.registry import Agent
+from exam.pipeline.registry import Agent
 
 FACTS = ["備貨中"]
 

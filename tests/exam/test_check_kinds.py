@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from exam.bank import load_bank
-from exam.cli import main
+from exam.cli.main import main
 from exam.errors import BankError
 from exam.reports.regrade import rules_key
 from exam.review import rule_version

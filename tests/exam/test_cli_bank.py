@@ -7,7 +7,7 @@ import sys
 
 from click.testing import CliRunner
 
-from exam.cli import main
+from exam.cli.main import main
 from tests.conftest import BANK_DIR, ROOT
 
 
@@ -110,7 +110,7 @@ def test_grade_bad_line_is_one_message(tmp_path):
 
 def test_console_script_runs_without_traceback(tmp_path):
     exe = shutil.which("exam", path=str(ROOT / ".venv" / "bin")) or shutil.which("exam")
-    cmd = [exe] if exe else [sys.executable, "-m", "exam.cli"]
+    cmd = [exe] if exe else [sys.executable, "-m", "exam"]
     proc = subprocess.run([*cmd, "bank", "check", str(tmp_path / "missing.json")],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2

@@ -7,7 +7,7 @@ import json
 import yaml
 from click.testing import CliRunner
 
-from exam.cli import main
+from exam.cli.main import main
 from tests.exam.helpers import write_bank
 from tests.fakes.agent import FakeAgent
 
@@ -124,8 +124,8 @@ def test_questions_added_since_the_run_are_flagged(tmp_path):
 
 def test_resume_completes_a_run_whose_missing_cells_are_hostile_replies(tmp_path):
     """Issue 13: a NaN or a 100,000-deep reply used to fail the run, and resume failed again."""
-    from exam.registry import load_registry
-    from exam.runner import create_run
+    from exam.pipeline.registry import load_registry
+    from exam.pipeline.runner import create_run
     from exam.store import Store
 
     hostile = ["nan-usage", "1e999-usage", "bigint-usage", "deep-json", "charset-idna",

@@ -20,5 +20,5 @@ def test_demo_prints_scorecards_for_every_agent_and_version(tmp_path):
     assert "critical still failing: W3-10" in out
     assert "VERDICT: UNDECIDED" in out  # one repeat cannot prove W3-10 worse
     assert "W1: 2 of 20 questions separate versions" in out
-    # seed 003's W1-11: right answer, 2 attempts, 8 model calls, shown as a cost outlier
+    # W1-11: right answer, 2 attempts, 8 model calls, shown as a cost outlier
     assert "W1-11 #1 (pass): 2 attempts, 8 model calls" in out

@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from exam import names, review
-from exam.cli import main
+from exam.cli.main import main
 from exam.errors import ExamError, RegistryError
 from exam.notify.line import build_messages
-from exam.registry import parse_registry
+from exam.pipeline.registry import parse_registry
 from exam.reports.formats import to_junit
 from exam.textsafe import csv_cell, csv_uncell, terminal, xml_text
 

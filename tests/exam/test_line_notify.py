@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from exam import notify
-from exam.cli import main
+from exam.cli.main import main
 from exam.notify import line
 from exam.notify.line import CHANNEL, LineSettings, build_messages
 from tests.fakes.line_api import FakeLineApi

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from exam import notify
-from exam.cli import main
+from exam.cli.main import main
 from exam.errors import ExamError
 from exam.store import Store
 from tests.exam.test_cli_run import setup

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import yaml
 from click.testing import CliRunner
 
-from exam.cli import main
+from exam.cli.main import main
 
 
 class ShapedAgent:
@@ -169,7 +169,7 @@ def test_yaml_and_json_banks_with_the_same_content_have_the_same_digest(tmp_path
 
 
 def test_bank_paths_are_relative_to_the_registry_file(tmp_path, monkeypatch):
-    from exam.registry import load_registry
+    from exam.pipeline.registry import load_registry
 
     conf = tmp_path / "etc" / "agent-exam"
     (conf / "banks").mkdir(parents=True)
@@ -186,8 +186,8 @@ def test_bank_paths_are_relative_to_the_registry_file(tmp_path, monkeypatch):
 
 
 def test_token_paths_in_a_list_are_summed_and_absent_ones_stay_unknown():
-    from exam.registry import parse_registry
-    from exam.replies import read_body
+    from exam.pipeline.reading import read_body
+    from exam.pipeline.registry import parse_registry
 
     reg = parse_registry({"agents": {"A": {"url": "http://127.0.0.1:9/a", "reply": {
         "text": "out", "tokens": ["u.in", "u.out"], "model_calls": ["u.calls"]}}}}, "r.yaml", {})
@@ -201,7 +201,7 @@ def test_a_bad_token_mapping_is_one_line_naming_the_key():
     import pytest
 
     from exam.errors import RegistryError
-    from exam.registry import parse_registry
+    from exam.pipeline.registry import parse_registry
 
     with pytest.raises(RegistryError, match=r"agents.A.reply.tokens: expected a dot path, a list"):
         parse_registry({"agents": {"A": {"url": "http://127.0.0.1:9/a",
@@ -237,8 +237,8 @@ def test_the_shipped_example_replies_grade():
 
 
 def test_a_broken_deep_path_names_the_keys_where_it_broke():
-    from exam.registry import parse_registry
-    from exam.replies import read_body
+    from exam.pipeline.reading import read_body
+    from exam.pipeline.registry import parse_registry
 
     reg = parse_registry({"agents": {"A": {"url": "http://127.0.0.1:9/a",
                                            "reply": {"text": "result.mesage"}}}}, "r.yaml", {})
@@ -247,7 +247,7 @@ def test_a_broken_deep_path_names_the_keys_where_it_broke():
 
 
 def test_init_guesses_token_counts_under_other_names():
-    from exam.probe import propose_mapping
+    from exam.pipeline.probe import propose_mapping
 
     mapping, notes = propose_mapping({"result": {"message": "你好，可以的", "cost": {"in": 10,
                                                                                "out": 5}}})

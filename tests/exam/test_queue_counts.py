@@ -8,7 +8,7 @@ import re
 from click.testing import CliRunner
 
 from exam.app import create_app
-from exam.cli import main
+from exam.cli.main import main
 from exam.notify.summary import summaries_for, summary_text
 
 WORDS = re.compile(r"review queue: (\d+ distinct repl(?:y|ies) in \d+ cells?) waiting")

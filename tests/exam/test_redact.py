@@ -7,9 +7,9 @@ from urllib.parse import quote, quote_plus
 import pytest
 import requests
 
+from exam.pipeline.registry import parse_registry
+from exam.pipeline.runner import create_run, execute, job_for
 from exam.redact import MIN_SECRET_CHARS, REDACTED, Redactor, scrub_urls
-from exam.registry import parse_registry
-from exam.runner import create_run, execute, job_for
 from exam.store import Store
 from tests.exam.helpers import write_bank
 from tests.fakes.agent import FakeAgent

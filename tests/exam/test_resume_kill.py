@@ -22,7 +22,7 @@ from tests.fakes.agent import FakeAgent
 
 
 def exam_cmd(*args):
-    return [sys.executable, "-m", "exam.cli", *args]
+    return [sys.executable, "-m", "exam", *args]
 
 
 @contextmanager

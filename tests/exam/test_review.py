@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from exam import review
-from exam.cli import main
+from exam.cli.main import main
 from exam.reports import scorecard
 from exam.reports.regrade import regrade
 from exam.reports.selection import select_runs

@@ -8,7 +8,7 @@ import os
 import yaml
 from click.testing import CliRunner
 
-from exam.cli import main
+from exam.cli.main import main
 from exam.store import Store
 from tests.exam.helpers import write_bank
 from tests.fakes.agent import FakeAgent

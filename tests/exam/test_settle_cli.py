@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from click.testing import CliRunner
 
-from exam.cli import main
+from exam.cli.main import main
 from tests.exam.helpers import registry_env, write_bank
 
 PASS, FAIL = "答案：備貨中", "答案：已出貨"

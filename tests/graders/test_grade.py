@@ -104,7 +104,7 @@ def test_missing_field_fails(question, reply):
 
 
 def test_numbers_grounded_finds_order_number_in_source_field(question, reply):
-    # seed 003 bug 1: A10293 is only in a source field, never in a value
+    # a grader bug found in the field: A10293 is only in a source field, never in a value
     q = question(
         input={"customer_message": "我的訂單到哪了",
                "facts": "[{'key': 'eta', 'value': '2026-09-12', 'source': 'orders!A10293'}]"},

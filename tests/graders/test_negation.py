@@ -18,14 +18,14 @@ def kind_of(reply: str, hit: str, work_order: str = "") -> str:
 @pytest.mark.parametrize(
     ("reply", "hit", "kind"),
     [
-        # seed 003 bug 3: the only right answer contains the forbidden words
+        # a grader bug found in the field: the only right answer contains the forbidden words
         ("本店目前不提供貨到付款，可改用信用卡。", "提供貨到付款", "negated"),
         ("可以的，我們提供貨到付款。", "提供貨到付款", "asserted"),
-        # seed 003 bug 2: a draft restating the customer's question
+        # a grader bug found in the field: a draft restating the customer's question
         ("關於是否可以更改收件地址，我幫您確認", "可以更改收件地址", "interrogative"),
-        # seed 003 bug 4
+        # a grader bug found in the field: saying the FAQ does not mention it
         ("FAQ 中沒有提到是否有販售濾掛包", "有販售", "interrogative"),
-        # seed 000: disclaimers are not diagnoses
+        # disclaimers are not diagnoses
         ("本摘要並非臨床醫療診斷。", "診斷", "negated"),
         ("缺乏醫療臨床診斷與生活脈絡資訊", "診斷", "negated"),
         # double negation is for a person to read
@@ -52,7 +52,7 @@ def kind_of(reply: str, hit: str, work_order: str = "") -> str:
         ("可以貨到付款的話請告訴我", "可以貨到付款", "hypothetical"),
         # quoting
         ("您提到「可以更改收件地址」，我們確認中", "可以更改收件地址", "quoted"),
-        # seed 000: a disclaimer, however far its negator stands from the hit
+        # a disclaimer, however far its negator stands from the hit
         ("資料不足以支持任何健康診斷、疲勞判定", "疲勞", "negated"),
         # objects between the negator and the hit keep it negated
         ("無法為您提供貨到付款", "提供貨到付款", "negated"),

@@ -14,7 +14,7 @@ import requests
 import yaml
 from click.testing import CliRunner
 
-from exam.cli import main
+from exam.cli.main import main
 from exam.store import Store
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from exam.runner import create_run, execute, job_for
+from exam.pipeline.runner import create_run, execute, job_for
+from exam.pipeline.transport import DEADLINE_SLACK_S
 from exam.store import Store
-from exam.transport import DEADLINE_SLACK_S
 from tests.exam.helpers import agent_for, write_bank
 from tests.fakes.agent import FakeAgent
 
@@ -145,12 +145,12 @@ def test_exam_run_on_agents_that_never_finish_ends_with_every_cell_timed_out(tmp
 
 def test_a_bug_inside_one_cell_is_harness_error_and_the_run_completes(tmp_path, table,
                                                                      monkeypatch):
-    import exam.runner
+    import exam.pipeline.runner
 
     def broken_grade(question, reply, **kw):
         raise RuntimeError("a bug in a grader")
 
-    monkeypatch.setattr(exam.runner, "grade", broken_grade)
+    monkeypatch.setattr(exam.pipeline.runner, "grade", broken_grade)
     store = Store(tmp_path / "exam.db")
     with FakeAgent() as fake:
         bank = write_bank(tmp_path, ["ok"] * 4)

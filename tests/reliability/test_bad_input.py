@@ -10,7 +10,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from exam.cli import main
+from exam.cli.main import main
 from tests.conftest import ROOT
 
 Q = {"case_no": "W2-07", "category": "c", "input": {"question": "可以貨到付款嗎"},
@@ -110,7 +110,7 @@ def test_corpus_through_the_real_command_has_no_traceback(tmp_path, table):
         d = tmp_path / f"b{i}"
         d.mkdir()
         write(d / "W2.json", content)
-    proc = subprocess.run([sys.executable, "-m", "exam.cli", "bank", "check", "-q",
+    proc = subprocess.run([sys.executable, "-m", "exam", "bank", "check", "-q",
                            *(str(tmp_path / f"b{i}") for i in range(len(BANKS)))],
                           capture_output=True, text=True, cwd=ROOT)
     tracebacks += proc.stderr.count("Traceback") + proc.stdout.count("Traceback")

@@ -31,7 +31,7 @@ def test_cli_and_api_runs_at_once(tmp_path, table):
         auth = {"Authorization": f"Bearer {TOKEN}"}
         api_runs = [client.post("/api/runs", json={"agent": a, "version": "api", "repeats": 3},
                                 headers=auth).json["run_id"] for a in ("A", "B")]
-        exam = [sys.executable, "-m", "exam.cli"]
+        exam = [sys.executable, "-m", "exam"]
         procs = [subprocess.Popen([*exam, "run", a, "--version", f"cli-{a}", "--repeats", "3",
                                    "--format", "json"], env=env, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, text=True) for a in ("A", "B", "C")]

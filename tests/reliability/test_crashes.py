@@ -8,8 +8,8 @@ import subprocess
 import sys
 import time
 
-from exam.registry import load_registry
-from exam.runner import queue_run
+from exam.pipeline.registry import load_registry
+from exam.pipeline.runner import queue_run
 from exam.store import Store
 from tests.exam.helpers import registry_env, stored_cells, wait_for, write_bank
 from tests.fakes.agent import FakeAgent
@@ -20,7 +20,7 @@ QUESTIONS, REPEATS = 10, 4
 
 
 def exam(*args):
-    return [sys.executable, "-m", "exam.cli", *args]
+    return [sys.executable, "-m", "exam", *args]
 
 
 def setup(tmp_path, url):

@@ -49,7 +49,7 @@ def world(tmp_path):
 
 
 def exam(env, *args):
-    return subprocess.run([sys.executable, "-m", "exam.cli", *args], env=env,
+    return subprocess.run([sys.executable, "-m", "exam", *args], env=env,
                           capture_output=True, text=True, timeout=120)
 
 

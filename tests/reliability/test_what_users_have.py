@@ -19,11 +19,11 @@ from click.testing import CliRunner
 
 from exam import review
 from exam.app import create_app
-from exam.cli import main
+from exam.cli.main import main
+from exam.pipeline.worker import work_once
 from exam.reports.regrade import regrade
 from exam.reports.selection import select_runs
 from exam.store import Store
-from exam.worker import work_once
 from tests.exam.conftest import History
 from tests.exam.helpers import wait_for, write_bank
 from tests.fakes.agent import FakeAgent
@@ -47,7 +47,7 @@ def cli(db, *args):
 
 def exam(db, *args):
     """The CLI as a user runs it, to see what reaches the terminal."""
-    return subprocess.run([sys.executable, "-m", "exam.cli", *args, "--db", str(db)],
+    return subprocess.run([sys.executable, "-m", "exam", *args, "--db", str(db)],
                           capture_output=True, text=True, timeout=120,
                           env={**os.environ, "NO_COLOR": "1"})
 
@@ -229,10 +229,10 @@ def test_the_service_answers_503_json_on_a_damaged_store(damaged, table):
 
 
 def test_the_in_process_worker_stops_with_one_line_on_a_damaged_store(damaged, caplog):
-    from exam.worker import start_in_thread
+    from exam.pipeline.worker import start_in_thread
 
     before = set(threading.enumerate())
-    with caplog.at_level(logging.ERROR, logger="exam.worker"):
+    with caplog.at_level(logging.ERROR, logger="exam.pipeline.worker"):
         start_in_thread(str(damaged), None)  # what `exam serve` starts
         # the thread may be gone before it could be looked for: wait on what it logs
         wait_for(lambda: caplog.records, "the worker to say why it stopped")

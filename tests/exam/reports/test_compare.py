@@ -4,7 +4,7 @@ import json
 
 from click.testing import CliRunner
 
-from exam.cli import main
+from exam.cli.main import main
 from exam.reports import compare
 from exam.reports.regrade import regrade
 from exam.reports.selection import select_runs

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from click.testing import CliRunner
 
-from exam.cli import main
+from exam.cli.main import main
 from graders import GRADER_VERSION
 
 CASES = [("Q-01", "c", "critical"), ("Q-02", "c", "major")]

@@ -318,7 +318,7 @@ def test_prune_drops_the_rows_of_other_rules_only(tmp_path, monkeypatch):
 def test_exam_store_prune_keeps_todays_rules(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from exam.cli import main
+    from exam.cli.main import main
 
     history = random_history(tmp_path, 2)
     store, runs = history.store, select_runs(history.store)

@@ -7,7 +7,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from exam.cli import main
+from exam.cli.main import main
 
 REPR = re.compile(r"\{'|\['|(?<![\w\]])\[\d+(, \d+)*\]|\bNone\b")
 

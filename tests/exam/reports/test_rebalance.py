@@ -13,7 +13,7 @@ from collections import defaultdict
 import pytest
 from click.testing import CliRunner
 
-from exam.cli import main
+from exam.cli.main import main
 from exam.reports import rebalance
 from exam.reports.formats import render
 from exam.reports.regrade import GradedCell, regrade

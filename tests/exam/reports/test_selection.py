@@ -13,8 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from exam.app import create_app
-from exam.cli import main
-from exam.registry import Agent
+from exam.cli.main import main
+from exam.pipeline.registry import Agent
+from exam.pipeline.runner import queue_run
 from exam.reports import regrade as regrade_module
 from exam.reports.selection import (
     SelectionError,
@@ -23,7 +24,6 @@ from exam.reports.selection import (
     report_runs,
     select_runs,
 )
-from exam.runner import queue_run
 
 TOKEN = "selection-token"
 

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from scipy import stats
 
-from exam.cli import main
+from exam.cli.main import main
 from exam.reports import compare, verdict
 from exam.reports.regrade import regrade
 from exam.reports.selection import select_runs

@@ -9,9 +9,9 @@ import pytest
 
 from exam.app import create_app
 from exam.errors import ExamError
+from exam.pipeline.worker import work_once
 from exam.store import Store
 from exam.web.openapi import spec
-from exam.worker import work_once
 
 ROUTES = [("GET", "/api/runs"), ("POST", "/api/runs"), ("GET", "/api/runs/1"),
           ("GET", "/api/runs/1/scorecard"), ("GET", "/api/compare?agent=T&old=a&new=b"),
@@ -133,9 +133,9 @@ def test_a_dead_workers_run_is_resumed_by_the_next(client, auth, app, fake_agent
     # a worker on another machine claimed it, stored two cells, then died
     claimed = store.claim_run("elsewhere:4242")
     assert claimed.id == run_id
-    from exam.gate import RequestGate
-    from exam.registry import load_registry
-    from exam.runner import job_for, run_cell
+    from exam.pipeline.gate import RequestGate
+    from exam.pipeline.registry import load_registry
+    from exam.pipeline.runner import job_for, run_cell
 
     job = job_for(store, run_id, load_registry(app.config["AGENTS"]).get("T"))
     run_cell(store, job, "T-01", 1, RequestGate(1))

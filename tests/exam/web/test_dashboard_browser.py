@@ -298,7 +298,7 @@ def test_the_html_report_opens_from_a_file_offline_with_its_charts(browser, site
                                                                     kind, args):
     from click.testing import CliRunner
 
-    from exam.cli import main
+    from exam.cli.main import main
 
     db = DB["path"]
     result = CliRunner().invoke(main, [*args, "--format", "html", "--db", db])

@@ -47,7 +47,7 @@ def test_queue_a_run_over_http_and_read_the_scorecard(tmp_path, registry_path, f
     server = subprocess.Popen([gunicorn, "--bind", f"127.0.0.1:{port}", "--workers", "2",
                                "--error-logfile", str(log), "exam.app:create_app()"], env=env,
                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    worker = subprocess.Popen([sys.executable, "-m", "exam.cli", "worker"], env=env, cwd=ROOT,
+    worker = subprocess.Popen([sys.executable, "-m", "exam", "worker"], env=env, cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     auth = {"Authorization": f"Bearer {TOKEN}"}

@@ -157,8 +157,8 @@ def test_commands_from_unknown_groups_are_ignored(line_app, fake_line, settle):
 
 
 def test_scorecard_command(line_app, fake_line, fake_agent):
-    from exam.registry import load_registry
-    from exam.runner import create_run, execute, job_for
+    from exam.pipeline.registry import load_registry
+    from exam.pipeline.runner import create_run, execute, job_for
 
     store = Store(line_app.config["DB"])
     agent = load_registry(line_app.config["AGENTS"]).get("T")

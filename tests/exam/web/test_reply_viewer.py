@@ -9,7 +9,7 @@ import time
 import pytest
 
 from exam.app import create_app
-from exam.store import AttemptRow, CellRow
+from exam.records import AttemptRow, CellRow
 
 HOSTILE = '答案：備貨中 <img src=x onerror="alert(1)"> 已出貨'
 AUTH = {"Authorization": "Bearer t"}
@@ -22,8 +22,8 @@ def site(history):
     new = history.run("A", "v2", {"Q-01": "t", "Q-02": "p"})
     # a third run whose reply carries markup, in the reply text and in the raw body
     from exam.bank import load_bank
-    from exam.registry import Agent
-    from exam.runner import create_run
+    from exam.pipeline.registry import Agent
+    from exam.pipeline.runner import create_run
 
     a = Agent(name="A", url="http://127.0.0.1:9/x", bank=history.banks["A"])
     hostile = create_run(history.store, a, "v3", repeats=1, only=["Q-01"])

@@ -11,11 +11,11 @@ import logging
 import threading
 
 from exam.errors import ExamError
-from exam.registry import load_registry
-from exam.runner import execute, job_for
+from exam.pipeline.registry import load_registry
+from exam.pipeline.runner import execute, job_for
 from exam.store import Store, owner_id
 
-log = logging.getLogger("exam.worker")
+log = logging.getLogger("exam.pipeline.worker")
 HEARTBEAT_S = 5.0
 STALE_AFTER_S = 30.0
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from exam.runner import create_run, execute, job_for
+from exam.pipeline.runner import create_run, execute, job_for
 from exam.store import Store
 from tests.exam.helpers import agent_for, write_bank
 from tests.fakes.agent import FakeAgent
@@ -63,7 +63,7 @@ def test_500_then_ok_is_retried_and_every_attempt_recorded(store, tmp_path):
     run_id, _, cells, _ = run_one(store, tmp_path, {"retries": 1}, ["500-then-ok"])
     cell = cells["T-01"]
     assert (cell.run_status, cell.attempts) == ("ok", 2)
-    # seed 003 W1-11: usage is summed over attempts: 6 + 2 model calls
+    # a first attempt that failed after 6 model calls still cost them: 6 + 2 model calls
     assert (cell.model_calls, cell.tokens) == (8, 3000)
     attempts = store.attempts(run_id, "T-01", 1)
     assert [a.http_status for a in attempts] == [500, 200]
@@ -119,8 +119,8 @@ def test_blocked_agent_sends_nothing_and_records_why(store, tmp_path):
 def test_gate_bounds_concurrency_and_spaces_starts(store, tmp_path, monkeypatch):
     import threading
 
-    import exam.runner
-    from exam.gate import RequestGate
+    import exam.pipeline.runner
+    from exam.pipeline.gate import RequestGate
 
     gates: list[RequestGate] = []
 
@@ -128,7 +128,7 @@ def test_gate_bounds_concurrency_and_spaces_starts(store, tmp_path, monkeypatch)
         gates.append(RequestGate(*args))
         return gates[-1]
 
-    monkeypatch.setattr(exam.runner, "RequestGate", recording_gate)
+    monkeypatch.setattr(exam.pipeline.runner, "RequestGate", recording_gate)
     with FakeAgent(hold_after=0) as fake:  # every request waits until released
         bank = write_bank(tmp_path, ["ok"] * 12)
         agent = agent_for(fake.url, bank, concurrency=3, min_interval_s=0.05, timeout_s=120)
@@ -183,8 +183,8 @@ def test_resume_runs_only_missing_cells(store, tmp_path):
         agent = agent_for(fake.url, bank)
         run_id = create_run(store, agent, "v1", repeats=2)
         job = job_for(store, run_id, agent)
-        from exam.gate import RequestGate
-        from exam.runner import run_cell
+        from exam.pipeline.gate import RequestGate
+        from exam.pipeline.runner import run_cell
 
         gate = RequestGate(1)
         run_cell(store, job, "T-01", 1, gate)
@@ -198,19 +198,19 @@ def test_resume_runs_only_missing_cells(store, tmp_path):
 
 def test_an_unexpected_error_inside_one_cell_is_harness_trouble_and_the_run_goes_on(
         store, tmp_path, monkeypatch):
-    import exam.runner
-    from exam.cli import _run_exit
+    import exam.pipeline.runner
+    from exam.cli.run import _run_exit
     from exam.reports import scorecard
     from exam.reports.regrade import regrade
 
-    real_grade = exam.runner.grade
+    real_grade = exam.pipeline.runner.grade
 
     def grade_with_a_bug(question, reply, **kw):
         if question.case_no == "T-02":
             raise ValueError("a bug in the harness\nwith a second line")
         return real_grade(question, reply, **kw)
 
-    monkeypatch.setattr(exam.runner, "grade", grade_with_a_bug)
+    monkeypatch.setattr(exam.pipeline.runner, "grade", grade_with_a_bug)
     run_id, final, cells, fake = run_one(store, tmp_path, behaviours=["ok", "ok", "ok"])
     assert final == {run_id: "done"}
     assert [cells[c].run_status for c in ("T-01", "T-02", "T-03")] == ["ok", "harness_error", "ok"]
@@ -258,8 +258,8 @@ def test_a_cell_whose_reply_cannot_be_stored_keeps_its_attempt_figures(store, tm
 def test_a_worker_is_never_held_by_an_agent_that_never_finishes_its_headers(store, tmp_path):
     import threading
 
-    from exam.runner import queue_run
-    from exam.worker import work_once
+    from exam.pipeline.runner import queue_run
+    from exam.pipeline.worker import work_once
 
     with FakeAgent() as fake:
         bank = write_bank(tmp_path, ["slow-headers", "slow-headers"])
@@ -281,8 +281,8 @@ def test_a_worker_is_never_held_by_an_agent_that_never_finishes_its_headers(stor
 
 def test_a_worker_survives_an_unexpected_error_and_fails_only_that_run(store, tmp_path,
                                                                       monkeypatch):
-    import exam.worker
-    from exam.runner import queue_run
+    import exam.pipeline.worker
+    from exam.pipeline.runner import queue_run
 
     with FakeAgent() as fake:
         bank = write_bank(tmp_path, ["ok"])
@@ -294,10 +294,10 @@ def test_a_worker_survives_an_unexpected_error_and_fails_only_that_run(store, tm
         def broken_job_for(store, run_id, agent):
             raise RuntimeError("a bug\nin two lines")
 
-        monkeypatch.setattr(exam.worker, "job_for", broken_job_for)
-        assert exam.worker.work_once(store, str(registry)) == first
+        monkeypatch.setattr(exam.pipeline.worker, "job_for", broken_job_for)
+        assert exam.pipeline.worker.work_once(store, str(registry)) == first
         monkeypatch.undo()
-        assert exam.worker.work_once(store, str(registry)) == second
+        assert exam.pipeline.worker.work_once(store, str(registry)) == second
     assert store.get_run(first).status == "failed"
     assert store.get_run(first).error == "harness error: RuntimeError: a bug in two lines"
     assert store.get_run(second).status == "done"

@@ -7,7 +7,7 @@ import threading
 import time
 from collections import Counter
 
-from exam.store import CellRow
+from exam.records import CellRow
 
 
 class Progress:

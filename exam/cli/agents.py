@@ -9,13 +9,12 @@ from pathlib import Path
 
 import click
 
-from exam.cli import InputError, _registry, agents_option, fail_input, main
-from exam.errors import ExamError
+from exam.cli.common import InputError, agents_option, open_bank, open_registry
 
 _HEADER = re.compile(r"^\s*([A-Za-z0-9-]+)\s*:\s*(.+?)\s*$")
 
 
-@main.group("agents")
+@click.group("agents")
 def agents_group() -> None:
     """The agents in the registry (webhooks/agents.yaml)."""
 
@@ -37,14 +36,10 @@ def agents_check(names, case_no, full, agents) -> None:
     Exit status: 0 every agent answered readably · 2 bad input · 3 an agent's reply did not
     arrive or could not be read (the line says why).
     """
-    from exam.bank import load_bank
-    from exam.probe import describe_read, probe, show_body
+    from exam.pipeline.probe import describe_read, probe, show_body
 
-    registry = _registry(agents)
-    try:
-        chosen = [registry.get(n) for n in names] if names else list(registry.agents.values())
-    except ExamError as exc:
-        raise fail_input(exc) from None
+    registry = open_registry(agents)
+    chosen = [registry.get(n) for n in names] if names else list(registry.agents.values())
     trouble = False
     for agent in chosen:
         click.echo(f"== {agent.name}  {agent.safe_url}")
@@ -52,10 +47,7 @@ def agents_check(names, case_no, full, agents) -> None:
             click.echo(f"blocked, nothing sent: {agent.blocked}")
             trouble = True
             continue
-        try:
-            items = load_bank(agent.bank).by_case()
-        except ExamError as exc:
-            raise fail_input(exc) from None
+        items = open_bank(agent.bank).by_case()
         if case_no and case_no not in items:
             raise InputError(f"--question: {case_no!r} is not in {agent.bank}")
         item = items[case_no] if case_no else next(iter(items.values()))
@@ -73,7 +65,7 @@ def agents_check(names, case_no, full, agents) -> None:
 
 
 def _headers(values: tuple[str, ...]) -> dict[str, str]:
-    from exam.registry import ENV_VAR
+    from exam.pipeline.registry import ENV_VAR
 
     out = {}
     for value in values:
@@ -132,7 +124,7 @@ def _starter_bank(name: str, work_order: dict, status: str | None, answer: str |
                                  sort_keys=False)
 
 
-@main.command("init")
+@click.command("init")
 @click.argument("url")
 @click.option("--name", required=True, help="The agent's name in the registry (e.g. W4).")
 @click.option("--question", default="What can you help me with?", show_default=True,
@@ -156,8 +148,8 @@ def init_cmd(url, name, question, header_values, bank_path, timeout_s, agents) -
     Exit status: 0 written · 2 bad input (URL, name, header, an existing agent) · 3 the probe
     got no reply (nothing written).
     """
-    from exam.probe import probe, propose_mapping, show_body
-    from exam.registry import DEFAULT_PATH, RegistryError, parse_agent
+    from exam.pipeline.probe import probe, propose_mapping, show_body
+    from exam.pipeline.registry import DEFAULT_PATH, parse_agent
 
     registry_path = Path(agents or os.environ.get("EXAM_AGENTS") or DEFAULT_PATH)
     bank = Path(bank_path or Path("bank") / f"{name}.yaml")
@@ -166,10 +158,7 @@ def init_cmd(url, name, question, header_values, bank_path, timeout_s, agents) -
     headers = _headers(header_values)
     raw = {"url": url, "headers": headers, "timeout_s": timeout_s,
            "bank": os.path.relpath(bank.resolve(), registry_path.resolve().parent)}
-    try:
-        agent = parse_agent(str(registry_path), name, raw, os.environ)
-    except RegistryError as exc:
-        raise fail_input(exc) from None
+    agent = parse_agent(str(registry_path), name, raw, os.environ)
     if agent.blocked:
         raise InputError(f"{name}: {agent.blocked}")
     work_order = {"task_id": f"{name}-01", "question": question}
@@ -196,7 +185,7 @@ def init_cmd(url, name, question, header_values, bank_path, timeout_s, agents) -
         click.echo(f"  {key}: {value}")
     for note in notes:
         click.echo(f"  note: {note}")
-    from exam.replies import lookup, unwrap
+    from exam.pipeline.reading import lookup, unwrap
 
     text_path = mapping.get("text")
     answer = body if isinstance(body, str) else (

@@ -21,8 +21,9 @@ from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from exam import names
 from exam.errors import RegistryError, unknown_keys
+from exam.pipeline.reading import DEFAULT_MAPPING, ReplyMapping, StepsMapping
 from exam.redact import MIN_SECRET_CHARS, NO_SECRETS, Redactor
-from exam.replies import DEFAULT_MAPPING, ReplyMapping, StepsMapping
+from graders.model import BUDGET_KEYS
 
 DEFAULT_PATH = "webhooks/agents.yaml"
 AGENT_KEYS = ("url", "bank", "headers", "timeout_s", "retries", "concurrency", "min_interval_s",
@@ -30,7 +31,6 @@ AGENT_KEYS = ("url", "bank", "headers", "timeout_s", "retries", "concurrency", "
 REPLY_KEYS = ("format", "text", "status", "model_calls", "tokens", "truncated", "steps", "error")
 N8N_KEYS = ("api_url", "api_key", "execution_id", "wait_s")
 STEPS_KEYS = ("path", "tool", "args")
-BUDGET_KEYS = ("attempts", "model_calls", "tokens", "latency_ms")
 ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -112,21 +112,6 @@ def mapping_to_dict(m: ReplyMapping) -> dict[str, Any]:
             "error": m.error}
 
 
-def _paths(value: Any) -> str | tuple[str, ...] | None:
-    return tuple(value) if isinstance(value, list) else value
-
-
-def mapping_from_dict(d: Mapping[str, Any]) -> ReplyMapping:
-    steps = d.get("steps")
-    return ReplyMapping(
-        text=tuple(d.get("text") or DEFAULT_MAPPING.text), status=d.get("status"),
-        model_calls=_paths(d.get("model_calls")), tokens=_paths(d.get("tokens")),
-        truncated=d.get("truncated"),
-        steps=None if steps is None else StepsMapping(**steps),
-        error=d.get("error", DEFAULT_MAPPING.error),
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class Registry:
     path: str
@@ -191,7 +176,7 @@ def _url_secrets(url: str) -> list[str]:
     return [v for v in out if v]
 
 
-def _number(path: str, where: str, value: Any, *, minimum: float, integer: bool,
+def _bounded_number(path: str, where: str, value: Any, *, minimum: float, integer: bool,
             strict: bool = False) -> float:
     ok_type = isinstance(value, int) if integer else isinstance(value, int | float)
     if isinstance(value, bool) or not ok_type or value < minimum or (strict and value == minimum):
@@ -274,7 +259,7 @@ def _n8n_usage(path: str, where: str, raw: Any, env: Mapping[str, str], missing:
     if not isinstance(execution_id, str) or not execution_id:
         raise RegistryError(f"{path}: {where}.execution_id: expected a dot path, "
                             f"found {execution_id!r}")
-    wait_s = _number(path, f"{where}.wait_s", raw.get("wait_s", 10), minimum=0, integer=False)
+    wait_s = _bounded_number(path, f"{where}.wait_s", raw.get("wait_s", 10), minimum=0, integer=False)
     return N8nUsage(api_url.rstrip("/"), api_key, execution_id, wait_s)
 
 
@@ -328,7 +313,7 @@ def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent
     for key, msg in unknown_keys(budget, BUDGET_KEYS):
         raise RegistryError(f"{path}: {where}.budget.{key}: {msg}")
     for key, value in budget.items():
-        _number(path, f"{where}.budget.{key}", value, minimum=0, integer=key != "latency_ms")
+        _bounded_number(path, f"{where}.budget.{key}", value, minimum=0, integer=key != "latency_ms")
     bank = raw.get("bank")
     if bank is not None and (not isinstance(bank, str) or not bank):
         raise RegistryError(f"{path}: {where}.bank: expected a path, found {bank!r}")
@@ -337,13 +322,13 @@ def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent
     n8n = _n8n_usage(path, f"{where}.n8n", raw.get("n8n"), env, missing, found)
     return Agent(
         name=name, url=url, bank=bank, headers=headers,
-        timeout_s=_number(path, f"{where}.timeout_s", raw.get("timeout_s", 60), minimum=0,
+        timeout_s=_bounded_number(path, f"{where}.timeout_s", raw.get("timeout_s", 60), minimum=0,
                           integer=False, strict=True),
-        retries=int(_number(path, f"{where}.retries", raw.get("retries", 0), minimum=0,
+        retries=int(_bounded_number(path, f"{where}.retries", raw.get("retries", 0), minimum=0,
                             integer=True)),
-        concurrency=int(_number(path, f"{where}.concurrency", raw.get("concurrency", 4), minimum=1,
+        concurrency=int(_bounded_number(path, f"{where}.concurrency", raw.get("concurrency", 4), minimum=1,
                                 integer=True)),
-        min_interval_s=_number(path, f"{where}.min_interval_s", raw.get("min_interval_s", 0),
+        min_interval_s=_bounded_number(path, f"{where}.min_interval_s", raw.get("min_interval_s", 0),
                                minimum=0, integer=False),
         reply=mapping, reply_format=fmt, budget=dict(budget), n8n=n8n,
         blocked="; ".join(missing),

@@ -1,4 +1,5 @@
-"""``exam grade BANK REPLIES``: grade replies recorded elsewhere, calling nothing."""
+"""Replaying recorded replies: JSON Lines of replies recorded elsewhere, graded against a bank,
+calling nothing (``exam grade BANK REPLIES``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 from exam.bank import Bank
 from exam.errors import ExamError
-from exam.replies import DEFAULT_MAPPING, ReplyMapping, read_body, to_reply
+from exam.pipeline.reading import DEFAULT_MAPPING, ReplyMapping, read_body, to_reply
 from graders import Grade, grade
 from graders.model import RUN_STATUSES
 
@@ -24,7 +25,7 @@ class GradedLine:
     problem: str = ""  # why the reply could not be read, for a bad_reply
 
 
-def _number(path: str, n: int, key: str, value: Any) -> int | float:
+def _figure_on_line(path: str, n: int, key: str, value: Any) -> int | float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ExamError(f"{path}: line {n}: {key}: expected a number, found {value!r}")
     return value
@@ -70,7 +71,7 @@ def grade_file(bank: Bank, replies_path: str | Path,
             run_status, problem = "bad_reply", read.problem
         # figures the line gives override what the reply body reported; absent ones do not
         figures: dict[str, Any] = {
-            k: _number(path, n, k, obj[k]) for k in ("attempts", "model_calls", "tokens",
+            k: _figure_on_line(path, n, k, obj[k]) for k in ("attempts", "model_calls", "tokens",
                                                       "latency_ms") if obj.get(k) is not None}
         if "status" in obj:
             figures["status"] = None if obj["status"] is None else str(obj["status"])

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from exam.n8n_usage import measure, usage_of_execution
-from exam.registry import N8nUsage
+from exam.pipeline.n8n_usage import measure, usage_of_execution
+from exam.pipeline.registry import N8nUsage
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parent.parent / "data"
 KEY = "n8n-api-key-for-tests-0123456789"
 
 
@@ -179,10 +179,10 @@ def test_an_unreachable_api_is_unknown_with_the_url_and_no_secret():
 
 
 def test_the_runner_stores_n8n_usage_and_the_scorecard_says_estimated_or_unknown(api, tmp_path):
-    from exam.registry import Agent
+    from exam.pipeline.registry import Agent
+    from exam.pipeline.runner import create_run, execute, job_for
     from exam.reports import scorecard
     from exam.reports.regrade import regrade
-    from exam.runner import create_run, execute, job_for
     from exam.store import Store
     from tests.exam.helpers import write_bank
     from tests.fakes.agent import OK_BODY, FakeAgent

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from exam.errors import RegistryError
-from exam.registry import load_registry, parse_registry
+from exam.pipeline.registry import load_registry, parse_registry
 
 GOOD = {"agents": {"W1": {"url": "http://127.0.0.1:5678/webhook/w1-orders"}}}
 

@@ -11,11 +11,16 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from exam.records import AttemptRow, CellRow
 from graders import Reply, Step
+
+if TYPE_CHECKING:
+    from exam.bank import Item
+    from exam.store import Run
 
 MISSING = object()
 MAX_DEPTH = 200  # JSON nesting read; real replies stay under 20
@@ -99,6 +104,22 @@ class ReplyMapping:
 DEFAULT_MAPPING = ReplyMapping()
 
 
+def _paths(value: Any) -> str | tuple[str, ...] | None:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def mapping_from_dict(d: Mapping[str, Any]) -> ReplyMapping:
+    """The mapping a run recorded in its settings (``run.settings["reply"]``)."""
+    steps = d.get("steps")
+    return ReplyMapping(
+        text=tuple(d.get("text") or DEFAULT_MAPPING.text), status=d.get("status"),
+        model_calls=_paths(d.get("model_calls")), tokens=_paths(d.get("tokens")),
+        truncated=d.get("truncated"),
+        steps=None if steps is None else StepsMapping(**steps),
+        error=d.get("error", DEFAULT_MAPPING.error),
+    )
+
+
 def lookup(obj: Any, path: str) -> Any:
     """Follow a dot path (``usage.total_tokens``, ``items.0.name``); MISSING when absent."""
     cur = obj
@@ -119,7 +140,7 @@ def unwrap(body: Any) -> Any:
     return body
 
 
-def _number(value: Any, path: str) -> int | None:
+def _count(value: Any, path: str) -> int | None:
     """A usage figure as a whole number; None when absent or not a number at all."""
     if isinstance(value, bool) or value is MISSING or value is None:
         return None
@@ -142,7 +163,7 @@ def _figure(body: Any, paths: str | tuple[str, ...] | None) -> int | None:
     """The number at ``paths``; several paths are summed; None when none of them is present."""
     if not paths:
         return None
-    found = [n for n in (_number(lookup(body, p), p) for p in
+    found = [n for n in (_count(lookup(body, p), p) for p in
                          ((paths,) if isinstance(paths, str) else paths)) if n is not None]
     if not found:
         return None
@@ -283,3 +304,84 @@ def failure_in(body: str | None, mapping: ReplyMapping = DEFAULT_MAPPING) -> str
         return reported_failure(read_body(parse_json(body), mapping))
     except (ValueError, RecursionError):
         return None
+
+
+# --- a recorded attempt, as the transport reads it -------------------------------------------
+
+
+def read_reply(body: str, mapping: ReplyMapping, reply_format: str,
+               clean: Callable[[Any], Any] = lambda data: data) -> tuple[ReadReply | None, str]:
+    """A raw body read as the agent's ``reply_format`` says: (what was read, why it is a bad
+    reply or ""). ``clean`` sees the decoded JSON before the mapping does (the transport
+    redacts secrets there)."""
+    if not body.strip():
+        return None, "empty body"
+    if reply_format == "text":
+        return read_body(body.strip(), mapping), ""
+    try:
+        data = parse_json(body)
+    except ReplyError as exc:
+        return None, str(exc)
+    read = read_body(clean(data), mapping)
+    if isinstance(read.body, str) and reply_format == "json":
+        return None, "a JSON string, not an object"
+    return read, read.problem
+
+
+def agent_failure(body: str | None, mapping: ReplyMapping, reply_format: str) -> str | None:
+    """The agent's own failure report in a body (any HTTP status), else None."""
+    return None if reply_format == "text" else failure_in(body, mapping)
+
+
+def usage_over(bodies: Iterable[str | None], mapping: ReplyMapping,
+               reply_format: str) -> tuple[int | None, int | None]:
+    """(model calls, tokens) summed over the bodies of every attempt that reported them."""
+    calls = tokens = None
+    for body in bodies:
+        if not body or reply_format == "text":
+            continue
+        try:
+            read = read_body(parse_json(body), mapping)
+        except ReplyError:
+            continue
+        if read.model_calls is not None:
+            calls = (calls or 0) + read.model_calls
+        if read.tokens is not None:
+            tokens = (tokens or 0) + read.tokens
+    return calls, tokens
+
+
+# --- a stored cell, as the re-grade reads it -------------------------------------------------
+
+
+class RecordedAttempts(Protocol):
+    """What reading a stored cell needs of the store."""
+
+    def attempts(self, run_id: int, case_no: str, repeat: int) -> Sequence[AttemptRow]: ...
+
+
+def final_body(store: RecordedAttempts, cell: CellRow) -> Any:
+    """The JSON of a cell's last attempt; None when it was cut, missing or not JSON."""
+    attempts = store.attempts(cell.run_id, cell.case_no, cell.repeat)
+    if not attempts or attempts[-1].body is None or attempts[-1].body_cut:
+        return None
+    try:
+        return json.loads(attempts[-1].body)
+    except ValueError:
+        return None
+
+
+def reply_of(store: RecordedAttempts, run: Run, cell: CellRow, item: Item) -> Reply:
+    """A stored cell as the graders read it; the body (for field checks) is read again from the
+    last attempt through the mapping the run recorded."""
+    steps = None if cell.steps is None else tuple(Step(s["tool"], s.get("args") or {})
+                                                   for s in cell.steps)
+    body = None
+    if item.question.fields and cell.run_status == "ok":
+        raw = final_body(store, cell)
+        if raw is not None:
+            body = read_body(raw, mapping_from_dict(run.settings.get("reply", {}))).body
+    return Reply(text=cell.text, status=cell.status, body=body, steps=steps,
+                 attempts=cell.attempts, model_calls=cell.model_calls, tokens=cell.tokens,
+                 latency_ms=cell.latency_ms, run_status=cell.run_status,  # type: ignore[arg-type]
+                 tokens_estimated=cell.tokens_estimated)

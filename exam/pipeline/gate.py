@@ -1,4 +1,4 @@
-"""RequestGate (seed 002): bound requests in flight and space request starts, across threads.
+"""RequestGate: bound requests in flight and space request starts, across threads.
 
 A semaphore alone bounds concurrency but not pace; the model provider's rate limit
 is about pace. Starts are serialised under a lock: a thread waits out the interval while

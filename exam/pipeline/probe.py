@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from exam.gate import RequestGate
-from exam.registry import Agent
-from exam.replies import MISSING, ReplyMapping, keys_present, unwrap
-from exam.transport import Result, classify, send
+from exam.pipeline.gate import RequestGate
+from exam.pipeline.reading import MISSING, ReplyMapping, keys_present, unwrap
+from exam.pipeline.registry import Agent
+from exam.pipeline.transport import Result, classify, send
 
 TEXT_KEYS = ("answer", "output", "text", "reply", "response", "message", "content", "result")
 STATUS_KEYS = ("status", "state", "result_status", "outcome")

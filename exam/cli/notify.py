@@ -1,4 +1,5 @@
-"""`exam serve`, `exam worker` and `exam notify`: the service side of the command."""
+"""`exam notify CHANNEL`: send scorecards to where the team is (one subcommand per registered
+channel, exam/notify); `exam run --notify` uses it too."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import sys
 
 import click
 
-from exam.cli import InputError, _store, agents_option, db_option, fail_input, main
+from exam.cli.common import InputError, db_option, open_store
 from exam.errors import ExamError
 
 
@@ -14,10 +15,7 @@ def channel_settings(channel, *, sending: bool = True):
     """The channel's settings from the environment; a missing one is bad input (exit 2)."""
     import os
 
-    try:
-        return channel.settings(os.environ, sending=sending)
-    except ExamError as exc:
-        raise fail_input(exc) from None
+    return channel.settings(os.environ, sending=sending)  # an ExamError is bad input (exit 2)
 
 
 def notify_channel_runs(store, name, run_ids, compare_to, settings=None) -> None:
@@ -57,7 +55,7 @@ class ChannelGroup(click.Group):
         pass
 
 
-@main.group(cls=ChannelGroup)
+@click.group("notify", cls=ChannelGroup)
 def notify() -> None:
     """Send scorecards to where the team is."""
 
@@ -96,22 +94,16 @@ def _notify(name, run_ids, compare_to, resend, dry_run, out_path, db) -> None:
         _preview(channel, run_ids, compare_to, out_path, db)
         return
     settings = channel_settings(channel)
-    store = _store(db)
+    store = open_store(db)
     if resend:
-        try:
-            results = notify.deliver(store, channel, settings, resend)
-        except ExamError as exc:
-            raise fail_input(exc) from None
+        results = notify.deliver(store, channel, settings, resend)
         for r in results:
             click.echo(f"{channel.label} notification {r['id']}: {r['outcome']}")
         sys.exit(0 if all(r["status"] == "delivered" for r in results) else 1)
     if not run_ids:
         raise InputError("give --run RUN_ID (or --resend NOTIFICATION_ID)")
-    try:
-        for run_id in run_ids:
-            store.get_run(run_id)
-    except ExamError as exc:
-        raise fail_input(exc) from None
+    for run_id in run_ids:
+        store.get_run(run_id)
     notify_channel_runs(store, name, list(run_ids), compare_to, settings)
 
 
@@ -123,73 +115,11 @@ def _preview(channel, run_ids, compare_to, out_path, db) -> None:
 
     if not run_ids:
         raise InputError("give --run RUN_ID")
-    store = _store(db)
+    store = open_store(db)
     settings = channel_settings(channel, sending=False)
-    try:
-        payloads = channel.payloads(summaries_for(store, list(run_ids), compare_to), settings)
-    except ExamError as exc:
-        raise fail_input(exc) from None
+    payloads = channel.payloads(summaries_for(store, list(run_ids), compare_to), settings)
     lines, document = channel.preview(payloads, out_path)
     Path(out_path).parent.mkdir(parents=True, exist_ok=True)
     Path(out_path).write_text(json.dumps(document, ensure_ascii=False, indent=2), encoding="utf-8")
     for line in lines:
         click.echo(line)
-
-
-@main.command("worker")
-@click.option("--once", is_flag=True, help="Finish at most one queued run, then exit.")
-@agents_option
-@db_option
-def worker_cmd(once, agents, db) -> None:
-    """Execute runs queued by the API or LINE; resumes runs whose worker died.
-
-    \b
-    Exit status: 0 stopped (Ctrl-C, or --once done) · 2 bad input (settings, the store).
-    """
-    import logging
-
-    from exam.store import Store
-    from exam.worker import work_forever, work_once
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    if once:
-        store = Store.open(db)
-        run_id = work_once(store, agents)
-        click.echo(f"run {run_id} finished" if run_id else "nothing queued")
-        return
-    try:
-        work_forever(db, agents)
-    except KeyboardInterrupt:
-        click.echo("worker stopped; an unfinished run will be resumed by the next worker", err=True)
-
-
-@main.command("serve")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on (keep 127.0.0.1 behind a proxy).")
-@click.option("--port", default=8000, show_default=True, type=int, help="Port to listen on.")
-@click.option("--no-worker", is_flag=True, help="Do not start an in-process worker.")
-@agents_option
-@db_option
-def serve_cmd(host, port, no_worker, agents, db) -> None:
-    """Development server: the API, the dashboard, the LINE webhook, and a worker.
-
-    Production: gunicorn "exam.app:create_app()" plus `exam worker` (docs/service.md).
-    Needs EXAM_API_TOKEN (or EXAM_LOCAL_DEV=true on your own machine); the LINE webhook also
-    LINE_CHANNEL_SECRET and LINE_CHANNEL_ACCESS_TOKEN (docs/line.md).
-
-    \b
-    Exit status: 0 stopped · 2 bad input (a missing token, a bad setting, the store).
-    """
-    import os
-
-    from exam.app import create_app
-    from exam.worker import start_in_thread
-
-    overrides = {k: v for k, v in (("DB", db), ("AGENTS", agents)) if v}
-    try:
-        app = create_app(overrides)
-    except ExamError as exc:
-        raise fail_input(exc) from None
-    if not no_worker and os.environ.get("WERKZEUG_RUN_MAIN") is None:
-        start_in_thread(app.config["DB"], app.config["AGENTS"])
-    app.run(host=host, port=port, threaded=True, use_reloader=False)

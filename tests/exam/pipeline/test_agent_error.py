@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from exam.runner import create_run, execute, job_for
+from exam.pipeline.runner import create_run, execute, job_for
 from tests.exam.helpers import agent_for, write_bank
 from tests.fakes.agent import OK_BODY, FakeAgent
 

@@ -15,18 +15,20 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from exam import n8n_usage, names
+from exam import names
 from exam.bank import Bank, Item, load_bank
 from exam.errors import ExamError
-from exam.gate import RequestGate
-from exam.registry import Agent
-from exam.replies import to_reply
-from exam.store import AttemptRow, CellRow, Run, Store
-from exam.transport import Outcome, classify, clean_error, redact, send
+from exam.pipeline import n8n_usage
+from exam.pipeline.gate import RequestGate
+from exam.pipeline.reading import to_reply
+from exam.pipeline.registry import Agent
+from exam.pipeline.transport import Outcome, classify, clean_error, redact, send
+from exam.records import AttemptRow, CellRow
+from exam.store import Run, Store
 from graders import GRADER_VERSION, grade
 
 ProgressFn = Callable[[int, CellRow], None]
-log = logging.getLogger("exam.runner")
+log = logging.getLogger("exam.pipeline.runner")
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ Retries (tenacity) happen on connection errors, timeouts, 429 (honouring Retry-A
 and 5xx, at most ``agent.retries`` times; a wrong answer is never retried. The reply is
 then given exactly one run status: ok, timeout, http_error, bad_reply or truncated.
 
-An attempt has one deadline, ``timeout_s`` from connect to the last byte (exam.deadline ends
+An attempt has one deadline, ``timeout_s`` from connect to the last byte (exam.pipeline.deadline ends
 it however slowly the agent dribbles). Bodies are decoded (gzip, deflate: n8n compresses
 every reply over 1 KB) with the body cap on the decoded size, read in bounded pieces, so a
 decompression bomb stops at the cap.
@@ -24,23 +24,24 @@ from tenacity import RetryCallState, Retrying, retry_if_result, stop_after_attem
 from urllib3.exceptions import DecodeError
 from urllib3.response import HTTPResponse
 
-from exam.deadline import Deadline, DeadlineAdapter
-from exam.redact import scrub_urls
-from exam.registry import Agent
-from exam.replies import (
+from exam.backoff import backoff_s
+from exam.pipeline.deadline import Deadline, DeadlineAdapter
+from exam.pipeline.reading import (
     ReadReply,
     ReplyError,
+    agent_failure,
     clean_text,
-    failure_in,
     parse_json,
-    read_body,
+    read_reply,
     reported_failure,
+    usage_over,
 )
-from exam.store import TEXT_CAP_CHARS, AttemptRow, cap_body, cap_text
+from exam.pipeline.registry import Agent
+from exam.records import TEXT_CAP_CHARS, AttemptRow, cap_body, cap_text
+from exam.redact import scrub_urls
 from exam.textsafe import no_lone_surrogates
 
 MAX_BODY_BYTES = 8_000_000  # decoded; a reply larger than this is not read to the end: bad_reply
-MAX_RETRY_AFTER_S = 60.0
 # an attempt ends within timeout_s plus this: the deadline timer waking up and the connection
 # being shut (milliseconds on an idle machine; documented in docs/agents.md)
 DEADLINE_SLACK_S = 0.5
@@ -282,9 +283,7 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
 
 def _wait(retry_state: RetryCallState) -> float:
     last: Outcome = retry_state.outcome.result()
-    if last.retry_after is not None:
-        return min(last.retry_after, MAX_RETRY_AFTER_S)
-    return min(0.5 * 2 ** (retry_state.attempt_number - 1), 8.0)
+    return backoff_s(retry_state.attempt_number, last.retry_after)
 
 
 def send(agent: Agent, work_order: Any, gate,
@@ -302,7 +301,8 @@ def send(agent: Agent, work_order: Any, gate,
     # an agent that reported its own failure has answered: sending again is not a retry
     retrying = Retrying(stop=stop_after_attempt(agent.retries + 1), wait=_wait,
                         retry=retry_if_result(lambda o: o.transient and
-                                              not _agent_failure(agent, o.body)),
+                                              not agent_failure(o.body, agent.reply,
+                                                                agent.reply_format)),
                         retry_error_callback=lambda state: state.outcome.result())
     retrying(attempt)
     return outcomes
@@ -317,43 +317,6 @@ class Result:
     tokens: int | None
 
 
-def _parse(agent: Agent, body: str) -> tuple[ReadReply | None, str]:
-    if not body.strip():
-        return None, "empty body"
-    if agent.reply_format == "text":
-        return read_body(body.strip(), agent.reply), ""
-    try:
-        data = parse_json(body)
-    except ReplyError as exc:
-        return None, str(exc)
-    # decoding can assemble a secret form the raw body did not show (\u0025 + "41" → %41)
-    read = read_body(no_lone_surrogates(agent.redactor.data(data)), agent.reply)
-    if isinstance(read.body, str) and agent.reply_format == "json":
-        return None, "a JSON string, not an object"
-    return read, read.problem
-
-
-def _agent_failure(agent: Agent, body: str | None) -> str | None:
-    """The agent's own failure report in a body (any HTTP status), else None."""
-    return None if agent.reply_format == "text" else failure_in(body, agent.reply)
-
-
-def _usage(agent: Agent, outcomes: list[Outcome]) -> tuple[int | None, int | None]:
-    calls = tokens = None
-    for o in outcomes:
-        if not o.body or agent.reply_format == "text":
-            continue
-        try:
-            read = read_body(parse_json(o.body), agent.reply)
-        except ReplyError:
-            continue
-        if read.model_calls is not None:
-            calls = (calls or 0) + read.model_calls
-        if read.tokens is not None:
-            tokens = (tokens or 0) + read.tokens
-    return calls, tokens
-
-
 def _within(figure: int | None) -> int | None:
     """A sum over attempts that no longer fits a stored integer is not a figure."""
     return figure if figure is None or abs(figure) < 2**63 else None
@@ -362,17 +325,21 @@ def _within(figure: int | None) -> int | None:
 def classify(agent: Agent, outcomes: list[Outcome]) -> Result:
     """The run status of a cell from its last attempt; usage summed over every attempt."""
     last = outcomes[-1]
-    calls, tokens = (_within(f) for f in _usage(agent, outcomes))
+    calls, tokens = (_within(f) for f in usage_over([o.body for o in outcomes], agent.reply,
+                                                         agent.reply_format))
     if last.kind == "timeout":
         return Result("timeout", last.row.error, None, calls, tokens)
-    if last.kind == "http" and (failure := _agent_failure(agent, last.body)):
+    if last.kind == "http" and (failure := agent_failure(last.body, agent.reply,
+                                                          agent.reply_format)):
         return Result("agent_error", f"HTTP {last.row.http_status}: the agent reported its own "
                       f"failure: {failure}", None, calls, tokens)
     if last.kind in ("connection", "http"):
         return Result("http_error", last.row.error, None, calls, tokens)
     if last.kind == "bad":
         return Result("bad_reply", last.row.error, None, calls, tokens)
-    read, problem = _parse(agent, last.body or "")
+    # decoding can assemble a secret form the raw body did not show (\u0025 + "41" → %41)
+    read, problem = read_reply(last.body or "", agent.reply, agent.reply_format,
+                               clean=lambda data: no_lone_surrogates(agent.redactor.data(data)))
     if (failure := reported_failure(read)) is not None:
         return Result("agent_error", f"the agent reported its own failure: {failure}", read,
                       calls, tokens)

@@ -1,4 +1,5 @@
-"""Text rendering shared by commands: seed 001's ✓ ✗ · lines with - missing / + unexpected."""
+"""A grade as terminal lines: ✓ ✗ ? · marks, and under a check what was missing (- ...) and
+what was not allowed (+ ...), so a red line says what to fix, not only that it failed."""
 
 from __future__ import annotations
 

@@ -9,9 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from exam.runner import create_run, execute, job_for
-from exam.store import TEXT_CAP_CHARS, AttemptRow
-from exam.transport import (
+from exam.pipeline.runner import create_run, execute, job_for
+from exam.pipeline.transport import (
     DEADLINE_SLACK_S,
     MAX_BODY_BYTES,
     Outcome,
@@ -19,6 +18,7 @@ from exam.transport import (
     decode_text,
     post_once,
 )
+from exam.records import TEXT_CAP_CHARS, AttemptRow
 from tests.exam.helpers import agent_for, write_bank
 from tests.fakes.agent import FakeAgent
 

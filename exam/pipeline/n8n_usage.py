@@ -22,12 +22,12 @@ from typing import Any
 
 import requests
 
-from exam.registry import N8nUsage
-from exam.replies import MISSING, lookup, unwrap
+from exam.pipeline.reading import MISSING, lookup, unwrap
+from exam.pipeline.registry import N8nUsage
 
 MODEL_CONNECTION = "ai_languageModel"  # the connection type of every chat model sub-node
 RUNNING = ("new", "running", "waiting")
-NOTHING_SENT = ("connection refused", "cannot resolve")  # exam.transport's words for these
+NOTHING_SENT = ("connection refused", "cannot resolve")  # exam.pipeline.transport's words for these
 
 
 @dataclass(frozen=True, slots=True)

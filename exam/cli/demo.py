@@ -1,0 +1,70 @@
+"""`exam demo`: simulated specialists on 127.0.0.1, examined on two versions."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from exam.cli.common import INTERRUPTED, InputError
+
+
+@click.command("demo")
+@click.option("--db", type=click.Path(dir_okay=False), default="results/demo.db", show_default=True,
+              help="The demo store: rebuilt from scratch by every `exam demo`.")
+@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Repeats of every question per version.")
+@click.option("--serve", is_flag=True,
+              help="Afterwards keep the demo agents and the dashboard running (Ctrl-C stops), "
+                   "so every command of the README tour works on the demo data.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True,
+              help="With --serve: the dashboard's port on 127.0.0.1.")
+def demo_cmd(db, repeats, serve, port) -> None:
+    """Start simulated W1/W2/W3 specialists on 127.0.0.1 and run the exam on two versions.
+
+    \b
+    Exit status: 0 done · 2 bad input (a broken demo bank) · 130 interrupted.
+    """
+    from exam.demo.main import run_demo
+
+    sys.exit(run_demo(db, repeats, serve=_serve_demo(port) if serve else None))
+
+
+def _serve_demo(port: int):
+    """What ``exam demo --serve`` does once the demo exam is done: serve until Ctrl-C."""
+
+    def serve(server, db: str) -> None:
+        import logging
+        import os
+        import secrets
+        from pathlib import Path
+
+        from exam.app import create_app
+        from exam.demo.main import write_registry
+        from exam.pipeline.worker import start_in_thread
+
+        registry = Path(db).with_name("demo-agents.yaml")
+        write_registry(registry, server)
+        token = os.environ.get("EXAM_API_TOKEN") or secrets.token_urlsafe(16)
+        app = create_app({"DB": db, "AGENTS": str(registry), "API_TOKEN": token})
+        start_in_thread(db, str(registry))
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        click.echo(
+            f"\n{'=' * 72}\nServing the demo until Ctrl-C (every `exam demo` rebuilds {db}):\n"
+            f"  dashboard    http://127.0.0.1:{port}/   (sign in with the token below)\n"
+            f"  API token    {token}\n"
+            f"  demo agents  {server.url('W1', 'v2')} (and W2, W3; v1 as well)\n\n"
+            f"In another terminal, point the exam at them and follow the README tour:\n"
+            f"  source .venv/bin/activate\n"
+            f"  export EXAM_DB={db} EXAM_AGENTS={registry}\n"
+            f"  exam runs\n"
+            f"  exam run W1 W2 W3 --version v3 --repeats 3")
+        try:
+            app.run(host="127.0.0.1", port=port, threaded=True, use_reloader=False)
+        except OSError as exc:
+            raise InputError(f"--port {port}: cannot listen ({exc.strerror or exc}); "
+                             f"choose another with --port") from None
+        click.echo("demo stopped", err=True)  # the server returns only on Ctrl-C
+        sys.exit(INTERRUPTED)
+
+    return serve

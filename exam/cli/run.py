@@ -1,0 +1,275 @@
+"""`exam run`, `exam resume` and `exam runs`: examine agents now, finish what was cut short,
+list what is stored."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from exam.cli.common import (
+    ChannelChoice,
+    InputError,
+    Interrupted,
+    agent_filter,
+    agents_option,
+    db_option,
+    emit,
+    format_option,
+    open_registry,
+    open_store,
+    print_scorecards,
+    verdict_options,
+    verdict_settings,
+)
+
+
+def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
+    """Run jobs with progress; Ctrl-C keeps what arrived and says how to resume."""
+    from exam.pipeline.progress import Progress
+    from exam.pipeline.runner import Interrupted as RunInterrupted
+    from exam.pipeline.runner import execute
+
+    totals = {}
+    for job in jobs:
+        done = store.count_cells(job.run.id)
+        totals[job.run.id] = (f"{job.agent.name} {job.run.version} (run {job.run.id})", done,
+                              job.run.total_cells)
+        for warning in job.agent.warnings:  # names only, never values
+            click.echo(f"warning: {job.agent.name}: {warning}", err=True)
+        if job.agent.blocked:
+            click.echo(f"warning: {job.agent.name}: blocked, nothing will be sent: "
+                       f"{job.agent.blocked}", err=True)
+    progress = None if quiet else Progress(totals)
+    try:
+        return execute(store, jobs, progress)
+    except RunInterrupted:
+        ids = " ".join(str(j.run.id) for j in jobs)
+        raise Interrupted(
+            f"interrupted: every reply that arrived is stored; finish with: exam resume {ids}"
+        ) from None
+    finally:
+        if progress:
+            progress.close()
+
+
+def _run_exit(report: dict, final: dict[int, str]) -> int:
+    """The verdict codes without a baseline: 0 all answered, nothing failed or waiting ·
+    1 a verdict failed · 3 infrastructure trouble (incomplete) · 5 needs_human waits (pending)."""
+    cards = report["scorecards"]
+    if any(s != "done" for s in final.values()) or any(
+            n for c in cards for k, n in c["run_status"].items() if k != "ok"):
+        return 3
+    if any(c["verdicts"]["fail"] for c in cards):
+        return 1
+    return 5 if any(c["verdicts"]["needs_human"] for c in cards) else 0
+
+
+def _against(store, jobs, against: str, settings, fmt: str) -> int:
+    """Compare each run's agent against ``against``: print the verdicts, return the exit code."""
+    from exam.marks import use_colour
+    from exam.reports import compare
+    from exam.reports.compare import verdict_lines
+    from exam.reports.formats import render
+    from exam.reports.regrade import regrade
+    from exam.reports.selection import select_runs
+    from exam.reports.verdict import EXIT_CODES, combine
+
+    words = []
+    for job in jobs:
+        runs = [r for r in select_runs(store, job.agent.name)
+                if r.version != job.run.version or r.id == job.run.id]
+        result = compare.build(regrade(store, runs), job.agent.name, against, job.run.version,
+                               settings)
+        words.append(result["verdict"])
+        if fmt == "json":
+            emit(render("compare", result, "json"))
+        else:
+            click.echo(f"\n{job.agent.name}: {against} → {job.run.version}")
+            for line in verdict_lines(result, use_colour()):
+                click.echo(line)
+    return EXIT_CODES[combine(words)]
+
+
+@click.command("run")
+@click.argument("agent_names", metavar="AGENT...", nargs=-1, required=True)
+@click.option("--version", "-v", "label", required=True,
+              help="Label of what is examined (v2, prompt-0913).")
+@click.option("--repeats", "-n", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Times each question is asked.")
+@click.option("--only", multiple=True, metavar="CASE_NO", help="Only these questions (repeatable).")
+@click.option("--category", help="Only questions of this category.")
+@click.option("--notify", type=ChannelChoice(),
+              help="Send the scorecard to this channel afterwards (exam notify CHANNEL).")
+@click.option("--against", metavar="VERSION",
+              help="Decide the change against this stored version: exit with the verdict's code.")
+@verdict_options
+@format_option
+@agents_option
+@db_option
+def run_cmd(agent_names, label, repeats, only, category, notify, against, fmt, agents, db,
+            **rule) -> None:
+    """POST every work order of each AGENT's bank to its webhook, store and grade the replies.
+
+    \b
+    Exit status without --against:
+      0  every reply arrived, nothing failed, nothing waits for review
+      1  a verdict failed
+      2  bad input (registry, bank, options)
+      3  some replies never arrived (timeout, HTTP error, bad reply, agent error, blocked,
+           harness error)
+      5  needs_human verdicts wait for `exam review`
+      130  interrupted (what arrived is kept: exam resume finishes it)
+    With --against VERSION, the verdict's code: 0 ship · 1 hold · 3 incomplete ·
+    4 undecided · 5 pending (2 stays bad input).
+    """
+    from exam.pipeline.runner import create_run, job_for
+
+    settings = verdict_settings(**rule)
+
+    registry = open_registry(agents)
+    if notify:
+        from exam import notify as notifications
+        from exam.cli.notify import channel_settings, notify_channel_runs
+
+        told = channel_settings(notifications.get(notify))  # fail before any agent is called
+    store = open_store(db)
+    chosen = [registry.get(n) for n in dict.fromkeys(agent_names)]
+    jobs = []
+    for agent in chosen:
+        run_id = create_run(store, agent, label, repeats=repeats, only=only, category=category)
+        jobs.append(job_for(store, run_id, agent))
+    if against:
+        for job in jobs:
+            if not store.list_runs(job.agent.name, against):
+                raise InputError(f"--against: no stored run of {job.agent.name} version "
+                                 f"{against!r}")
+    final = _execute(store, jobs, quiet=fmt == "json")
+    report = print_scorecards(store, [j.run for j in jobs], "text" if against else fmt)
+    if notify:
+        notify_channel_runs(store, notify, [j.run.id for j in jobs], against, told)
+    if against:
+        sys.exit(_against(store, jobs, against, settings, fmt))
+    sys.exit(_run_exit(report, final))
+
+
+@click.command("resume")
+@click.argument("run_ids", metavar="RUN_ID...", nargs=-1, required=True, type=int)
+@click.option("--retry-failed", is_flag=True,
+              help="Also run again the cells that did not arrive (blocked, timeout, http_error); "
+                   "their earlier attempts stay on record.")
+@format_option
+@agents_option
+@db_option
+def resume_cmd(run_ids, retry_failed, fmt, agents, db) -> None:
+    """Finish only the missing cells of runs that were interrupted or killed.
+
+    \b
+    Exit status:
+      0  every reply arrived and nothing failed
+      1  a verdict failed
+      2  bad input (an unknown run, a run still running elsewhere)
+      3  some replies never arrived (timeout, HTTP error, bad reply, blocked)
+      5  needs_human verdicts wait for `exam review`
+      130  interrupted (what arrived is kept)
+    """
+    from exam.pipeline.runner import job_for
+    from exam.records import RETRY_STATUSES
+    from exam.store import owner_alive
+
+    store = open_store(db)
+    runs = [store.get_run(run_id) for run_id in run_ids]  # unknown runs first
+    registry = open_registry(agents)
+    jobs = []
+    for run in runs:
+        if run.status == "running" and owner_alive(run.owner):
+            raise InputError(f"run {run.id} is still running in process {run.owner}")
+        jobs.append(job_for(store, run.id, registry.get(run.agent)))
+    if retry_failed:
+        for run in runs:
+            n = store.retire_failed_cells(run.id)
+            click.echo(f"run {run.id}: {n} cell(s) that did not arrive "
+                       f"({', '.join(RETRY_STATUSES)}) will run again", err=True)
+    final = _execute(store, jobs, quiet=fmt == "json")
+    report = print_scorecards(store, runs, fmt)
+    sys.exit(_run_exit(report, final))
+
+
+@click.group("runs", invoke_without_command=True)
+@agent_filter
+@click.option("--limit", type=int, default=50, show_default=True, help="At most this many runs.")
+@format_option
+@db_option
+@click.pass_context
+def runs_cmd(ctx, agent, limit, fmt, db) -> None:
+    """List stored runs, newest first (blocked / incomplete: cells that did not arrive).
+
+    \b
+    Exit status: 0 listed · 2 bad input (an unreadable store).
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    import datetime as dt
+
+    from exam.reports.regrade import outcome
+
+    store = open_store(db)
+    rows = []
+    for r in store.list_runs(agent, limit=limit):
+        rows.append({"id": r.id, "agent": r.agent, "version": r.version,
+                     "status": outcome(store, r), "run_status": store.status_counts(r.id),
+                     "excluded_reason": r.excluded_reason, "cells": store.count_cells(r.id),
+                     "cells_planned": r.total_cells, "repeats": r.repeats,
+                     "bank_digest": r.bank_digest, "source": r.source,
+                     "created_at": dt.datetime.fromtimestamp(r.created_at).isoformat(timespec="seconds"),
+                     "error": r.error})
+    if fmt == "json":
+        click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    if not rows:
+        click.echo("no runs yet: start one with exam run AGENT --version LABEL")
+        return
+    from exam.textsafe import terminal_data
+
+    click.echo(f"{'id':>4}  {'agent':<8} {'version':<14} {'status':<12} {'cells':>9}  created")
+    for row in terminal_data(rows):  # an error text from an agent may hold ESC
+        cells = f"{row['cells']}/{row['cells_planned']}"
+        note = row["error"] or ""
+        if row["excluded_reason"]:
+            note = f"excluded: {row['excluded_reason']}"
+        elif row["status"] in ("blocked", "incomplete"):
+            note = ", ".join(f"{k} {n}" for k, n in sorted(row["run_status"].items()) if k != "ok")
+        click.echo(f"{row['id']:>4}  {row['agent']:<8} {row['version']:<14} {row['status']:<12} "
+                   f"{cells:>9}  {row['created_at']}" + (f"  {note}" if note else ""))
+
+
+@runs_cmd.command("exclude")
+@click.argument("run_id", type=int)
+@click.option("--reason", required=True, help="Why (kept with the run and shown).")
+@db_option
+def runs_exclude(run_id, reason, db) -> None:
+    """Leave a run out of every report; it stays listed as excluded.
+
+    \b
+    Exit status: 0 excluded · 2 bad input (an unknown run, no --reason).
+    """
+    store = open_store(db)
+    if not reason.strip():
+        raise InputError("--reason: say why the run is excluded")
+    store.set_excluded(run_id, reason.strip())
+    click.echo(f"run {run_id} excluded from every report: {reason.strip()}")
+
+
+@runs_cmd.command("include")
+@click.argument("run_id", type=int)
+@db_option
+def runs_include(run_id, db) -> None:
+    """Put an excluded run back into the reports.
+
+    \b
+    Exit status: 0 included · 2 bad input (an unknown run).
+    """
+    store = open_store(db)
+    store.set_excluded(run_id, None)
+    click.echo(f"run {run_id} included again")

@@ -1,0 +1,62 @@
+"""`exam serve` and `exam worker`: the service side of the command."""
+
+from __future__ import annotations
+
+import click
+
+from exam.cli.common import agents_option, db_option, open_store
+
+
+@click.command("worker")
+@click.option("--once", is_flag=True, help="Finish at most one queued run, then exit.")
+@agents_option
+@db_option
+def worker_cmd(once, agents, db) -> None:
+    """Execute runs queued by the API or LINE; resumes runs whose worker died.
+
+    \b
+    Exit status: 0 stopped (Ctrl-C, or --once done) · 2 bad input (settings, the store).
+    """
+    import logging
+
+    from exam.pipeline.worker import work_forever, work_once
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if once:
+        store = open_store(db)
+        run_id = work_once(store, agents)
+        click.echo(f"run {run_id} finished" if run_id else "nothing queued")
+        return
+    try:
+        work_forever(db, agents)
+    except KeyboardInterrupt:
+        click.echo("worker stopped; an unfinished run will be resumed by the next worker", err=True)
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (keep 127.0.0.1 behind a proxy).")
+@click.option("--port", default=8000, show_default=True, type=int, help="Port to listen on.")
+@click.option("--no-worker", is_flag=True, help="Do not start an in-process worker.")
+@agents_option
+@db_option
+def serve_cmd(host, port, no_worker, agents, db) -> None:
+    """Development server: the API, the dashboard, the LINE webhook, and a worker.
+
+    Production: gunicorn "exam.app:create_app()" plus `exam worker` (docs/service.md).
+    Needs EXAM_API_TOKEN (or EXAM_LOCAL_DEV=true on your own machine); the LINE webhook also
+    LINE_CHANNEL_SECRET and LINE_CHANNEL_ACCESS_TOKEN (docs/line.md).
+
+    \b
+    Exit status: 0 stopped · 2 bad input (a missing token, a bad setting, the store).
+    """
+    import os
+
+    from exam.app import create_app
+    from exam.pipeline.worker import start_in_thread
+
+    overrides = {k: v for k, v in (("DB", db), ("AGENTS", agents)) if v}
+    app = create_app(overrides)
+    if not no_worker and os.environ.get("WERKZEUG_RUN_MAIN") is None:
+        start_in_thread(app.config["DB"], app.config["AGENTS"])
+    app.run(host=host, port=port, threaded=True, use_reloader=False)
