@@ -17,7 +17,7 @@ from pathlib import Path
 
 from exam import n8n_usage, names
 from exam.bank import Bank, Item, load_bank
-from exam.errors import ExamError
+from exam.errors import ExamError, LeaseLost
 from exam.gate import RequestGate
 from exam.registry import Agent
 from exam.replies import to_reply
@@ -107,6 +107,8 @@ def run_cell(store: Store, job: Job, case_no: str, repeat: int, gate: RequestGat
     outcomes: list[Outcome] = []
     try:
         return _run_cell(store, job, case_no, repeat, gate, outcomes)
+    except LeaseLost:  # another worker holds the run now: not a cell's error
+        raise
     except Exception as exc:
         log.debug("run %s %s #%s: harness error", job.run.id, case_no, repeat, exc_info=True)
         return _harness_error(store, job, case_no, repeat, exc, outcomes)
