@@ -12,7 +12,6 @@ from __future__ import annotations
 import hmac
 import logging
 import os
-import sqlite3
 import tomllib
 from typing import Any
 from urllib.parse import urlsplit
@@ -130,7 +129,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
             schema = store().schema_version()
             store().list_runs(limit=1)  # reads a table, not only the file's header
             return jsonify(ok=True, schema=schema)
-        except (StoreError, sqlite3.Error) as exc:
+        except StoreError as exc:  # every database error, on either backend
             log.error("healthz: %s", exc)
             return jsonify(ok=False, error="the store cannot be opened (see the service log)"), 503
 
@@ -275,7 +274,8 @@ def _check_settings(app: Flask, defaults: dict[str, Any], path: str | None,
 
 
 def store():
-    """The request's store (one SQLite connection per request)."""
+    """The request's store (one connection per request: a SQLite file, or one from the
+    process's PostgreSQL pool)."""
     from flask import current_app
 
     from exam.store import Store

@@ -43,7 +43,8 @@ def _registry(agents: str | None):
 
 
 db_option = click.option("--db", envvar="EXAM_DB", type=click.Path(dir_okay=False),
-                         help="SQLite store (default results/exam.db, or $EXAM_DB).")
+                         help="The store: a SQLite path or a postgresql:// URL"
+                              " (default results/exam.db, or $EXAM_DB).")
 agents_option = click.option("--agents", envvar="EXAM_AGENTS", type=click.Path(dir_okay=False),
                              help="Agent registry (default webhooks/agents.yaml, or $EXAM_AGENTS).")
 format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
@@ -513,7 +514,7 @@ def runs_include(run_id, db) -> None:
 
 @main.group("store")
 def store_cmd() -> None:
-    """Look after the store file."""
+    """Look after the store (a SQLite file or a PostgreSQL database)."""
 
 
 @store_cmd.command("prune")
@@ -531,6 +532,30 @@ def store_prune(db) -> None:
     gone = store.prune_grade_cache(rules)
     kept = store.grade_cache_counts().get(rules, 0)
     click.echo(f"dropped {gone} cached grade(s) of older grader rules; kept {kept} of today's")
+
+
+@store_cmd.command("copy")
+@click.argument("src")
+@click.argument("dst")
+@click.option("--replace", is_flag=True, help="Delete what DST holds first (refused otherwise).")
+def store_copy(src, dst, replace) -> None:
+    """Copy every table of the store SRC into DST (a SQLite path or a postgresql:// URL), then
+    compare each table's row count and content digest.
+
+    \b
+    Exit status: 0 copied and equal · 2 bad input (DST not empty, unreadable, a difference).
+    """
+    from exam.db.copy import copy_store
+
+    try:
+        tables = copy_store(src, dst, replace=replace)
+    except ExamError as exc:
+        raise fail_input(exc) from None
+    for t in tables:
+        click.echo(f"{t.table:<20} {t.src_rows:>9} rows  {t.src_digest[:16]}  = "
+                   f"{t.dst_rows:>9} rows  {t.dst_digest[:16]}")
+    click.echo(f"copied {sum(t.src_rows for t in tables)} row(s) in {len(tables)} tables; "
+               f"every count and digest equal")
 
 
 def _runs(store, agent=None, label=None, run_ids=(), since=None):

@@ -506,7 +506,7 @@ class Store:
         return stmt if token is None else stmt.where(runs.c.lease_token == token)
 
     def _lost(self, run_id: int) -> LeaseLost:
-        self._leases.pop(run_id, None)
+        # the outdated token stays: everything this Store still tries on the run is refused
         return LeaseLost(f"{self.path}: run {run_id}: this worker's lease was taken over by "
                          f"another worker; it stores nothing more for this run")
 
@@ -614,10 +614,7 @@ class Store:
         with self.tx() as db:
             changed = db.execute(self._fenced(update(runs).where(runs.c.id == run_id), run_id)
                                  .values(**values)).rowcount
-        if run_id in self._leases and not changed:
-            self._leases.pop(run_id, None)
-            return False
-        return True
+        return changed == 1 or run_id not in self._leases
 
     # -- cells --------------------------------------------------------------------------
 
@@ -650,8 +647,8 @@ class Store:
                 attempts=cell.attempts, model_calls=cell.model_calls, tokens=cell.tokens,
                 latency_ms=cell.latency_ms, completed_at=cell.completed_at,
                 tokens_estimated=int(cell.tokens_estimated), usage_note=text_of(cell.usage_note),
-            ).on_conflict_do_nothing()).rowcount
-            if added == 0:
+            ).on_conflict_do_nothing().returning(cells.c.run_id)).first()
+            if added is None:  # (rowcount is no help: RETURNING makes it -1 on psycopg)
                 return False
             if attempts:
                 db.execute(insert(_attempts), [dict(
@@ -806,7 +803,7 @@ class Store:
         with self.tx() as db:
             return db.execute(self._insert(line_events).values(
                 webhook_event_id=event_id, type=kind, received_at=time.time()
-            ).on_conflict_do_nothing()).rowcount == 1
+            ).on_conflict_do_nothing().returning(line_events.c.webhook_event_id)).first() is not None
 
     def add_group(self, group_id: str) -> None:
         with self.tx() as db:
