@@ -30,6 +30,7 @@ from sqlalchemy import (
     Double,
     Row,
     and_,
+    bindparam,
     delete,
     func,
     insert,
@@ -373,6 +374,33 @@ def _no_nul(value: str | None) -> str | None:
     return value.replace("\x00", "\ufffd") if value and "\x00" in value else value
 
 
+def _same(value: str | None) -> str | None:
+    return value
+
+
+@functools.cache
+def _cell_sql(backend: str) -> dict[str, Any]:
+    """record_cell's statements, built once per backend: a run stores thousands of cells, and
+    building a statement costs more than SQLite takes to run it."""
+    ins = sqlite_insert if backend == "sqlite" else pg_insert
+    r = runs.c
+    grade = ins(grades)
+    return {
+        "beat": update(runs).where(r.id == bindparam("rid")).values(heartbeat_at=bindparam("now")),
+        "beat_lease": update(runs).where(r.id == bindparam("rid"),
+                                         r.lease_token == bindparam("token")).values(
+            heartbeat_at=bindparam("now"), lease_until=bindparam("until")),
+        "fence": select(r.lease_token).where(r.id == bindparam("rid")).with_for_update(
+            read=True),
+        "cell": ins(cells).on_conflict_do_nothing().returning(cells.c.run_id),
+        "attempts": insert(_attempts),
+        "grade": grade.on_conflict_do_update(
+            index_elements=["run_id", "case_no", "repeat", "grader_version"],
+            set_={k: grade.excluded[k] for k in ("question_digest", "verdict", "checks",
+                                                 "graded_at")}),
+    }
+
+
 class Store:
     """One connection per Store, shared by the runner's threads under a lock.
 
@@ -394,21 +422,22 @@ class Store:
             raise StoreError(f"{self.path}: cannot create its folder: {exc.strerror or exc}"
                              ) from None
         self._lock = threading.RLock()
+        self._engine = engine_for(target)
+        # SQLite: one connection, shared by the runner's threads under the lock (SQLite has one
+        # writer anyway). PostgreSQL: a connection from the process's pool per transaction, so
+        # a run's threads store their cells concurrently.
+        self._conn: Connection | None = None
         try:
-            self._conn = engine_for(target).connect()
-        except (DBAPIError, sqlite3.Error) as exc:
-            if damaged(exc):
-                raise StoreError(damage_message(self.path, exc)) from None
-            raise StoreError(f"{self.path}: cannot open the store: {_reason(exc)}") from None
-        try:
+            if self.backend == "sqlite":
+                self._conn = self._engine.connect()
             self._migrate()
-        except (DBAPIError, sqlite3.DatabaseError) as exc:
-            self._conn.close()
+        except (DBAPIError, sqlite3.Error) as exc:
+            self.close()
             if damaged(exc):
                 raise StoreError(damage_message(self.path, exc)) from None
             raise StoreError(f"{self.path}: cannot open the store: {_reason(exc)}") from None
         except BaseException:
-            self._conn.close()
+            self.close()
             raise
         self._insert = sqlite_insert if self.backend == "sqlite" else pg_insert
         # cells in the order they were stored: SQLite's rowid, PostgreSQL's identity column
@@ -419,14 +448,21 @@ class Store:
         return cls(path or os.environ.get("EXAM_DB") or DEFAULT_DB)
 
     def close(self) -> None:
+        """Close SQLite's connection (a PostgreSQL pool lives as long as the process)."""
         with self._lock:
-            self._conn.close()
+            if self._conn is not None:
+                self._conn.close()
 
     @contextmanager
-    def tx(self) -> Iterator[Connection]:
-        """A write transaction (on SQLite taken up front, BEGIN IMMEDIATE, so it never deadlocks)."""
+    def _begin(self, write: bool = False) -> Iterator[Connection]:
+        """A transaction: a write one on SQLite is taken up front (BEGIN IMMEDIATE), so two
+        writers never deadlock; a read is a consistent snapshot, ended at once."""
+        if self._conn is None:
+            with self._engine.begin() as conn:
+                yield conn
+            return
         with self._lock:
-            self._conn.info[WRITE] = True
+            self._conn.info[WRITE] = write
             try:
                 with self._conn.begin():
                     self._conn.info[WRITE] = False
@@ -434,25 +470,30 @@ class Store:
             finally:
                 self._conn.info[WRITE] = False
 
+    @contextmanager
+    def tx(self) -> Iterator[Connection]:
+        """A write transaction."""
+        with self._begin(write=True) as conn:
+            yield conn
+
     def _rows(self, stmt: Any) -> list[Row]:
-        """A read in a transaction of its own (a consistent snapshot, ended at once)."""
-        with self._lock, self._conn.begin():
-            return list(self._conn.execute(stmt).all())
+        with self._begin() as conn:
+            return list(conn.execute(stmt).all())
 
     def _value(self, stmt: Any) -> Any:
-        with self._lock, self._conn.begin():
-            return self._conn.execute(stmt).scalar()
+        with self._begin() as conn:
+            return conn.execute(stmt).scalar()
 
     def _migrate(self) -> None:
-        with self._lock, self._conn.begin():
-            if schema_version(self._conn) == SCHEMA_VERSION:
+        with self._begin() as conn:
+            if schema_version(conn) == SCHEMA_VERSION:
                 return
         with self.tx() as conn:
             migrate(conn, self.path)
 
     def schema_version(self) -> int:
-        with self._lock, self._conn.begin():
-            return schema_version(self._conn)
+        with self._begin() as conn:
+            return schema_version(conn)
 
     # -- runs ---------------------------------------------------------------------------
 
@@ -625,21 +666,28 @@ class Store:
         ``grade`` is (grader version, verdict, checks). Returns False if the cell was there.
         Raises LeaseLost when this Store held the run's lease and another worker took it.
         """
-        pg = self.backend == "postgresql"
-        text_of = _no_nul if pg else (lambda s: s)
+        sql = _cell_sql(self.backend)
+        text_of = _no_nul if self.backend == "postgresql" else _same
         now = time.time()
-        beat: dict[str, Any] = {"heartbeat_at": now}
-        if cell.run_id in self._leases:
-            beat["lease_until"] = now + self._lease_s.get(cell.run_id, LEASE_S)
+        token = self._leases.get(cell.run_id)
+        key = dict(run_id=cell.run_id, case_no=cell.case_no, repeat=cell.repeat)
         with self.tx() as db:
-            # first, so that on PostgreSQL the run's row lock orders this against a claim
-            fence = db.execute(self._fenced(update(runs).where(runs.c.id == cell.run_id),
-                                            cell.run_id).values(**beat))
-            if cell.run_id in self._leases and fence.rowcount == 0:
+            # fencing first. PostgreSQL: a shared lock on the run's row, which a claim's UPDATE
+            # waits for (and which sees a committed claim's new token), while the run's other
+            # threads store their cells alongside; the lease is renewed by the heartbeat.
+            # SQLite (one writer at a time anyway): the UPDATE renews the lease as it checks.
+            if self.backend == "postgresql":
+                if token is not None and db.execute(sql["fence"], {"rid": cell.run_id}
+                                                    ).scalar() != token:
+                    raise self._lost(cell.run_id)
+            elif token is None:
+                db.execute(sql["beat"], {"rid": cell.run_id, "now": now})
+            elif db.execute(sql["beat_lease"], {
+                    "rid": cell.run_id, "now": now, "token": token,
+                    "until": now + self._lease_s.get(cell.run_id, LEASE_S)}).rowcount == 0:
                 raise self._lost(cell.run_id)
-            added = db.execute(self._insert(cells).values(
-                run_id=cell.run_id, case_no=cell.case_no, repeat=cell.repeat,
-                question_digest=cell.question_digest, run_status=cell.run_status,
+            added = db.execute(sql["cell"], dict(
+                key, question_digest=cell.question_digest, run_status=cell.run_status,
                 error=text_of(cell.error), text=text_of(cap_text(cell.text)[0]),
                 status=text_of(cell.status), truncated=int(cell.truncated),
                 steps=None if cell.steps is None else text_of(
@@ -647,26 +695,21 @@ class Store:
                 attempts=cell.attempts, model_calls=cell.model_calls, tokens=cell.tokens,
                 latency_ms=cell.latency_ms, completed_at=cell.completed_at,
                 tokens_estimated=int(cell.tokens_estimated), usage_note=text_of(cell.usage_note),
-            ).on_conflict_do_nothing().returning(cells.c.run_id)).first()
+            )).first()
             if added is None:  # (rowcount is no help: RETURNING makes it -1 on psycopg)
                 return False
             if attempts:
-                db.execute(insert(_attempts), [dict(
-                    run_id=cell.run_id, case_no=cell.case_no, repeat=cell.repeat, n=a.n,
-                    started_at=a.started_at, http_status=a.http_status, latency_ms=a.latency_ms,
-                    error=text_of(a.error), content_type=text_of(a.content_type),
-                    body=text_of(a.body), body_bytes=a.body_bytes, body_cut=int(a.body_cut))
-                    for a in attempts])
+                db.execute(sql["attempts"], [dict(
+                    key, n=a.n, started_at=a.started_at, http_status=a.http_status,
+                    latency_ms=a.latency_ms, error=text_of(a.error),
+                    content_type=text_of(a.content_type), body=text_of(a.body),
+                    body_bytes=a.body_bytes, body_cut=int(a.body_cut)) for a in attempts])
             if grade is not None:
                 version, verdict, checks = grade
-                row = dict(run_id=cell.run_id, case_no=cell.case_no, repeat=cell.repeat,
-                           grader_version=version, question_digest=cell.question_digest,
-                           verdict=verdict, checks=text_of(json.dumps(checks, ensure_ascii=False)),
-                           graded_at=time.time())
-                db.execute(self._insert(grades).values(**row).on_conflict_do_update(
-                    index_elements=["run_id", "case_no", "repeat", "grader_version"],
-                    set_={k: row[k] for k in ("question_digest", "verdict", "checks",
-                                              "graded_at")}))
+                db.execute(sql["grade"], dict(
+                    key, grader_version=version, question_digest=cell.question_digest,
+                    verdict=verdict, checks=text_of(json.dumps(checks, ensure_ascii=False)),
+                    graded_at=time.time()))
         return True
 
     def done_cells(self, run_id: int) -> set[tuple[str, int]]:
