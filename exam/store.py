@@ -411,7 +411,8 @@ class Store:
 
     def __init__(self, path: str | Path):
         target = str(path)
-        self.path = shown(target)
+        self.path = shown(target)  # for messages and logs: a URL's password masked
+        self.target = target  # to open the same store again (another process); never shown
         self.backend = "postgresql" if is_postgres(target) else "sqlite"
         self._leases: dict[int, int] = {}  # run id → the lease token this Store holds
         self._lease_s: dict[int, float] = {}
@@ -609,9 +610,13 @@ class Store:
         return len(keys)
 
     def earlier_cells(self, run_id: int) -> list[dict[str, Any]]:
-        return [dict(r._mapping) for r in self._rows(
-            select(earlier_cells).where(earlier_cells.c.run_id == run_id).order_by(
-                earlier_cells.c.retried_at, earlier_cells.c.case_no, earlier_cells.c.repeat))]
+        e = earlier_cells.c
+        return [dict(r._mapping) for r in self._rows(select(earlier_cells).where(
+            e.run_id == run_id).order_by(e.retried_at, self._by_code_point(e.case_no), e.repeat))]
+
+    def _by_code_point(self, column: Any) -> Any:
+        """Text ordered by code point on both backends (PostgreSQL's collation would not)."""
+        return column.collate("C") if self.backend == "postgresql" else column
 
     # -- claiming and leases ------------------------------------------------------------
 
@@ -731,10 +736,8 @@ class Store:
         stmt = select(cells).where(cells.c.run_id.in_(list(run_ids)))
         if rowids is not None:
             stmt = stmt.where(self._cell_order >= rowids[0], self._cell_order < rowids[1])
-        # case numbers sort by code point on both backends (PostgreSQL's collation would not)
-        case_order = cells.c.case_no.collate("C") if self.backend == "postgresql" \
-            else cells.c.case_no
-        rows = self._rows(stmt.order_by(cells.c.run_id, case_order, cells.c.repeat))
+        rows = self._rows(stmt.order_by(cells.c.run_id, self._by_code_point(cells.c.case_no),
+                                        cells.c.repeat))
         out = []
         for row in rows:
             r = row._mapping

@@ -8,6 +8,7 @@ deadlock), a read is a plain deferred ``BEGIN``. PostgreSQL connections come fro
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -24,6 +25,17 @@ WRITE = "exam_write"  # Connection.info flag: the next BEGIN takes SQLite's writ
 
 _engines: dict[str, Engine] = {}
 _engines_lock = threading.Lock()
+
+
+def _forget_engines_in_child() -> None:
+    """A forked child (the parallel re-grade) must not use its parent's pooled connections:
+    it drops them without closing them (they are the parent's) and makes its own."""
+    for engine in _engines.values():
+        engine.dispose(close=False)
+    _engines.clear()
+
+
+os.register_at_fork(after_in_child=_forget_engines_in_child)
 
 
 def is_postgres(target: str | Path) -> bool:
