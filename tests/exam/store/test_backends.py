@@ -198,3 +198,10 @@ def test_timestamps_keep_their_precision(store):
     before = time.time()
     store.set_run_status(run_id, "done")
     assert before <= store.get_run(run_id).finished_at <= time.time()  # 64-bit, sub-second
+
+
+def test_a_urls_password_never_appears_in_a_message():
+    with pytest.raises(StoreError) as caught:
+        Store("postgresql://exam:s3cret-pw@127.0.0.1:1/exam")
+    assert "s3cret-pw" not in str(caught.value)
+    assert str(caught.value).startswith("postgresql://exam:***@127.0.0.1:1/exam: cannot open")
