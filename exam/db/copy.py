@@ -90,6 +90,13 @@ def counts(conn: Connection) -> dict[str, int]:
     return {t.name: conn.execute(select(func.count()).select_from(t)).scalar_one() for t in TABLES}
 
 
+def _snapshot(conn: Connection) -> None:
+    """Read every table as of one moment. SQLite's write transaction already does (and keeps
+    writers out); PostgreSQL's default READ COMMITTED would let each table move on."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+
+
 def copy_store(src: str, dst: str, *, replace: bool = False) -> list[TableCopy]:
     """Copy every table of ``src`` into ``dst`` (both brought to today's schema first).
 
@@ -103,6 +110,7 @@ def copy_store(src: str, dst: str, *, replace: bool = False) -> list[TableCopy]:
         if source.backend == target.backend and source.path == target.path:
             raise StoreError(f"{source.path}: SRC and DST are the same store")
         with source.tx() as s, target.tx() as d:
+            _snapshot(s)
             there = {t: n for t, n in counts(d).items() if n}
             if there and not replace:
                 listed = ", ".join(f"{n} in {t}" for t, n in there.items())
@@ -126,6 +134,7 @@ def copy_store(src: str, dst: str, *, replace: bool = False) -> list[TableCopy]:
                                        f" COALESCE((SELECT MAX(id) FROM {table.name}), 0) + 1,"
                                        f" false)"))
         with source.tx() as s, target.tx() as d:
+            _snapshot(s)
             out = []
             for table in TABLES:
                 (sn, sd), (dn, dd) = digest(s, table), digest(d, table)
