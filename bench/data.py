@@ -52,6 +52,7 @@ def build_store(dir: Path, *, agents: int = 3, questions: int = 20, versions: in
                 replies: int = 100_000, seed: int = 7) -> Path:
     """A store of ``replies`` cells spread evenly over agents × versions × questions."""
     from exam.bank import load_bank
+    from exam.db.schema import cells
     from exam.pipeline.registry import Agent
     from exam.pipeline.runner import create_run
     from exam.store import Store
@@ -71,14 +72,14 @@ def build_store(dir: Path, *, agents: int = 3, questions: int = 20, versions: in
             rows = []
             for case_no, digest in digests.items():
                 for r in range(1, repeats + 1):
-                    rows.append((run_id, case_no, r, digest, "ok", "", reply(rng), "ok", 0, None,
-                                 1, rng.randint(1, 4), rng.randint(800, 2500),
-                                 rng.uniform(200, 3000), time.time()))
-            with store.tx() as con:
-                con.executemany(
-                    "INSERT INTO cells (run_id, case_no, repeat, question_digest, run_status,"
-                    " error, text, status, truncated, steps, attempts, model_calls, tokens,"
-                    " latency_ms, completed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+                    rows.append(dict(
+                        run_id=run_id, case_no=case_no, repeat=r, question_digest=digest,
+                        run_status="ok", error="", text=reply(rng), status="ok", truncated=0,
+                        steps=None, attempts=1, model_calls=rng.randint(1, 4),
+                        tokens=rng.randint(800, 2500), latency_ms=rng.uniform(200, 3000),
+                        completed_at=time.time()))
+            with store.tx() as con:  # one INSERT of many rows: this builds the store, not a run
+                con.execute(cells.insert(), rows)
             store.set_run_status(run_id, "done")
     store.close()
     return db

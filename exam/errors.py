@@ -37,6 +37,10 @@ class StoreError(ExamError):
     pass
 
 
+class LeaseLost(StoreError):
+    """A worker's lease on a run was taken over by another worker: it must stop writing."""
+
+
 def unknown_keys(obj: Mapping[str, object], known: Iterable[str]) -> list[tuple[str, str]]:
     """(key, message) for every key not in ``known``, with a did-you-mean when one is close."""
     known = tuple(known)

@@ -1,9 +1,13 @@
-"""The SQLite store: runs, cells (question × repeat), attempts with raw bodies, grades.
+"""The store: runs, cells (question × repeat), attempts with raw bodies, grades.
 
-WAL mode so readers never block the runner; every finished cell is one transaction,
-so a run killed with ``kill -9`` loses only the cells in flight, and ``exam resume``
-redoes exactly those (the primary key makes a duplicate impossible). The schema is
-versioned with ``PRAGMA user_version`` and migrated forward on open.
+One schema on two backends (``exam.db``): a SQLite file (the embedded default, WAL mode so
+readers never block the runner) or a PostgreSQL database (``postgresql://`` URL, for a team's
+service instances and workers on several hosts). Every finished cell is one transaction, so a
+run killed with ``kill -9`` loses only the cells in flight, and ``exam resume`` or the next
+worker redoes exactly those (the primary key makes a duplicate impossible). Workers hold the
+runs they claim by a lease (``claim_run``, ``heartbeat``); a worker whose lease was taken over
+is fenced out (``LeaseLost``). The schema is migrated forward on open (Alembic; SQLite stores of
+schema 1..7 go through ``MIGRATIONS`` first).
 """
 
 from __future__ import annotations
@@ -21,7 +25,44 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from exam.errors import StoreError
+from sqlalchemy import (
+    Connection,
+    Double,
+    Row,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    literal,
+    literal_column,
+    or_,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from exam.db.engine import WRITE, engine_for, is_postgres, migrate, schema_version, shown
+from exam.db.schema import (
+    SCHEMA_VERSION,
+    TABLES,
+    adjudications,
+    cells,
+    earlier_attempts,
+    earlier_cells,
+    grade_cache,
+    grades,
+    line_events,
+    line_groups,
+    notifications,
+    rebalance_snapshots,
+    runs,
+)
+from exam.db.schema import attempts as _attempts
+from exam.errors import LeaseLost, StoreError
 from exam.records import RETRY_STATUSES, AttemptRow, CellRow, cap_text
 
 DEFAULT_DB = "results/exam.db"
@@ -178,6 +219,8 @@ MIGRATIONS: tuple[str, ...] = (
 )
 GRADE_CACHE_CHUNK = 500  # keys per lookup query (SQLite's bound-variable limit is far above)
 
+LEASE_S = 30.0  # how long a worker's claim holds a run without a heartbeat
+
 
 def owner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -218,6 +261,8 @@ class Run:
     error: str | None
     source: str
     excluded_reason: str | None = None  # set: left out of every report, still listed
+    lease_until: float | None = None  # a worker's claim holds the run until then
+    lease_token: int = 0  # raised by every claim; only the holder of the current one writes
 
     @property
     def total_cells(self) -> int:
@@ -225,119 +270,179 @@ class Run:
 
     @property
     def shown_status(self) -> str:
-        """'running' whose process is gone reads 'interrupted': resumable."""
-        if self.status == "running" and not owner_alive(self.owner):
-            return "interrupted"
-        return self.status
+        """'running' whose worker's lease ran out, or whose CLI process is gone, reads
+        'interrupted': resumable (a worker takes the former over by itself)."""
+        if self.status != "running":
+            return self.status
+        if self.source != "cli" and self.lease_until is not None:
+            return "running" if self.lease_until > time.time() else "interrupted"
+        return "running" if owner_alive(self.owner) else "interrupted"
 
 
-def _select(table: str, **equal: Any) -> tuple[str, list[Any]]:
-    """SELECT * with an equality condition for each filter that is set (None/"" = any)."""
-    sql, args = f"SELECT * FROM {table} WHERE 1=1", []
-    for column, value in equal.items():
-        if value:
-            sql += f" AND {column}=?"
-            args.append(value)
-    return sql, args
-
-
-def damaged(exc: sqlite3.Error) -> bool:
+def damaged(exc: BaseException) -> bool:
     """SQLite says the file is corrupt or not a database (overwritten pages, a truncated copy)."""
+    exc = getattr(exc, "orig", None) or exc  # SQLAlchemy wraps the driver's error
+    if not isinstance(exc, sqlite3.Error):
+        return False
     name = getattr(exc, "sqlite_errorname", "")
     return name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or any(
         s in str(exc) for s in ("malformed", "not a database"))
 
 
-def damage_message(path: str, exc: sqlite3.Error) -> str:
+def damage_message(path: str, exc: BaseException) -> str:
+    exc = getattr(exc, "orig", None) or exc
     return (f"{path}: the store is damaged ({exc}): restore it from a backup, or save what can "
             f"be read with: sqlite3 {path} .recover | sqlite3 recovered.db")
 
 
 def _named_damage(method: Callable[..., Any]) -> Callable[..., Any]:
-    """A damaged file raises StoreError naming the store, not a bare sqlite3.DatabaseError."""
+    """A database error raises StoreError naming the store: a damaged SQLite file says so and
+    how to recover it; anything else (PostgreSQL unreachable, a full disk) says what it was."""
 
     @functools.wraps(method)
     def wrapper(self: Store, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
-        except sqlite3.DatabaseError as exc:
+        except (DBAPIError, sqlite3.DatabaseError) as exc:
             if damaged(exc):
                 raise StoreError(damage_message(self.path, exc)) from None
-            raise
+            raise StoreError(f"{self.path}: {_reason(exc)}") from exc
 
     return wrapper
+
+
+def _reason(exc: BaseException) -> str:
+    """The driver's first line, without SQLAlchemy's statement dump."""
+    orig = getattr(exc, "orig", None) or exc
+    return (str(orig).strip().splitlines() or [type(orig).__name__])[0]
+
+
+def _no_nul(value: str | None) -> str | None:
+    """PostgreSQL text cannot hold NUL; a reply's NUL is stored as U+FFFD there (and only there)."""
+    return value.replace("\x00", "\ufffd") if value and "\x00" in value else value
+
+
+def _same(value: str | None) -> str | None:
+    return value
+
+
+@functools.cache
+def _cell_sql(backend: str) -> dict[str, Any]:
+    """record_cell's statements, built once per backend: a run stores thousands of cells, and
+    building a statement costs more than SQLite takes to run it."""
+    ins = sqlite_insert if backend == "sqlite" else pg_insert
+    r = runs.c
+    grade = ins(grades)
+    return {
+        "beat": update(runs).where(r.id == bindparam("rid")).values(heartbeat_at=bindparam("now")),
+        "beat_lease": update(runs).where(r.id == bindparam("rid"),
+                                         r.lease_token == bindparam("token")).values(
+            heartbeat_at=bindparam("now"), lease_until=bindparam("until")),
+        "fence": select(r.lease_token).where(r.id == bindparam("rid")).with_for_update(
+            read=True),
+        "cell": ins(cells).on_conflict_do_nothing().returning(cells.c.run_id),
+        "attempts": insert(_attempts),
+        "grade": grade.on_conflict_do_update(
+            index_elements=["run_id", "case_no", "repeat", "grader_version"],
+            set_={k: grade.excluded[k] for k in ("question_digest", "verdict", "checks",
+                                                 "graded_at")}),
+    }
 
 
 class Store:
     """One connection per Store, shared by the runner's threads under a lock.
 
-    Every public method turns a damaged file's errors into one StoreError naming the store
+    ``path`` is a SQLite file or a ``postgresql://`` URL (shown with its password masked).
+    Every public method turns database errors into one StoreError naming the store
     (see ``_named_damage``, applied below the class).
     """
 
     def __init__(self, path: str | Path):
-        self.path = str(path)
+        target = str(path)
+        self.path = shown(target)  # for messages and logs: a URL's password masked
+        self.target = target  # to open the same store again (another process); never shown
+        self.backend = "postgresql" if is_postgres(target) else "sqlite"
+        self._leases: dict[int, int] = {}  # run id → the lease token this Store holds
+        self._lease_s: dict[int, float] = {}
         try:
-            if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            if self.backend == "sqlite" and target != ":memory:":
+                Path(target).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"{self.path}: cannot create its folder: {exc.strerror or exc}"
                              ) from None
-        try:
-            self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False,
-                                       isolation_level=None)
-            self._db.row_factory = sqlite3.Row
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA busy_timeout=60000")
-            self._db.execute("PRAGMA foreign_keys=ON")
-        except sqlite3.Error as exc:
-            if damaged(exc):
-                raise StoreError(damage_message(self.path, exc)) from None
-            raise StoreError(f"{self.path}: cannot open the store: {exc}") from None
         self._lock = threading.RLock()
+        self._engine = engine_for(target)
+        # SQLite: one connection, shared by the runner's threads under the lock (SQLite has one
+        # writer anyway). PostgreSQL: a connection from the process's pool per transaction, so
+        # a run's threads store their cells concurrently.
+        self._conn: Connection | None = None
         try:
+            if self.backend == "sqlite":
+                self._conn = self._engine.connect()
             self._migrate()
-        except sqlite3.DatabaseError as exc:
+        except (DBAPIError, sqlite3.Error) as exc:
+            self.close()
             if damaged(exc):
-                self._db.close()
                 raise StoreError(damage_message(self.path, exc)) from None
+            raise StoreError(f"{self.path}: cannot open the store: {_reason(exc)}") from None
+        except BaseException:
+            self.close()
             raise
+        self._insert = sqlite_insert if self.backend == "sqlite" else pg_insert
+        # cells in the order they were stored: SQLite's rowid, PostgreSQL's identity column
+        self._cell_order = literal_column("cells.rowid" if self.backend == "sqlite" else "cells.seq")
 
     @classmethod
     def open(cls, path: str | Path | None = None) -> Store:
         return cls(path or os.environ.get("EXAM_DB") or DEFAULT_DB)
 
     def close(self) -> None:
+        """Close SQLite's connection (a PostgreSQL pool lives as long as the process)."""
         with self._lock:
-            self._db.close()
+            if self._conn is not None:
+                self._conn.close()
 
     @contextmanager
-    def tx(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction taken up front (BEGIN IMMEDIATE), so it never deadlocks."""
+    def _begin(self, write: bool = False) -> Iterator[Connection]:
+        """A transaction: a write one on SQLite is taken up front (BEGIN IMMEDIATE), so two
+        writers never deadlock; a read is a consistent snapshot, ended at once."""
+        if self._conn is None:
+            with self._engine.begin() as conn:
+                yield conn
+            return
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            self._conn.info[WRITE] = write
             try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+                with self._conn.begin():
+                    self._conn.info[WRITE] = False
+                    yield self._conn
+            finally:
+                self._conn.info[WRITE] = False
+
+    @contextmanager
+    def tx(self) -> Iterator[Connection]:
+        """A write transaction."""
+        with self._begin(write=True) as conn:
+            yield conn
+
+    def _rows(self, stmt: Any) -> list[Row]:
+        with self._begin() as conn:
+            return list(conn.execute(stmt).all())
+
+    def _value(self, stmt: Any) -> Any:
+        with self._begin() as conn:
+            return conn.execute(stmt).scalar()
 
     def _migrate(self) -> None:
-        with self.tx() as db:
-            current = db.execute("PRAGMA user_version").fetchone()[0]
-            if current > len(MIGRATIONS):
-                raise StoreError(f"{self.path}: schema version {current} is newer than this "
-                                 f"agent-exam understands ({len(MIGRATIONS)}): upgrade agent-exam")
-            for version, script in enumerate(MIGRATIONS[current:], start=current + 1):
-                for statement in script.split(";"):
-                    if statement.strip():
-                        db.execute(statement)
-                db.execute(f"PRAGMA user_version={version}")
+        with self._begin() as conn:
+            if schema_version(conn) == SCHEMA_VERSION:
+                return
+        with self.tx() as conn:
+            migrate(conn, self.path)
 
     def schema_version(self) -> int:
-        return self._db.execute("PRAGMA user_version").fetchone()[0]
+        with self._begin() as conn:
+            return schema_version(conn)
 
     # -- runs ---------------------------------------------------------------------------
 
@@ -345,131 +450,165 @@ class Store:
                    repeats: int, plan: Sequence[tuple[str, str]], settings: dict[str, Any],
                    status: str = "running", source: str = "cli") -> int:
         now = time.time()
+        running = status == "running"
         with self.tx() as db:
-            cur = db.execute(
-                "INSERT INTO runs (agent, version, bank_path, bank_digest, repeats, plan, settings,"
-                " status, created_at, started_at, owner, heartbeat_at, source)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (agent, version, bank_path, bank_digest, repeats,
-                 json.dumps([list(p) for p in plan], ensure_ascii=False),
-                 json.dumps(settings, ensure_ascii=False), status, now,
-                 now if status == "running" else None,
-                 owner_id() if status == "running" else None,
-                 now if status == "running" else None, source))
-            return int(cur.lastrowid)
+            return int(db.execute(insert(runs).values(
+                agent=agent, version=version, bank_path=bank_path, bank_digest=bank_digest,
+                repeats=repeats, plan=json.dumps([list(p) for p in plan], ensure_ascii=False),
+                settings=json.dumps(settings, ensure_ascii=False), status=status,
+                created_at=now, started_at=now if running else None,
+                owner=owner_id() if running else None, heartbeat_at=now if running else None,
+                source=source).returning(runs.c.id)).scalar_one())
 
-    def _run(self, row: sqlite3.Row) -> Run:
+    def _run(self, row: Row) -> Run:
+        r = row._mapping
         return Run(
-            id=row["id"], agent=row["agent"], version=row["version"], bank_path=row["bank_path"],
-            bank_digest=row["bank_digest"], repeats=row["repeats"],
-            plan=tuple((c, d) for c, d in json.loads(row["plan"])),
-            settings=json.loads(row["settings"]), status=row["status"],
-            created_at=row["created_at"], started_at=row["started_at"],
-            finished_at=row["finished_at"], owner=row["owner"], heartbeat_at=row["heartbeat_at"],
-            error=row["error"], source=row["source"], excluded_reason=row["excluded_reason"],
+            id=r["id"], agent=r["agent"], version=r["version"], bank_path=r["bank_path"],
+            bank_digest=r["bank_digest"], repeats=r["repeats"],
+            plan=tuple((c, d) for c, d in json.loads(r["plan"])),
+            settings=json.loads(r["settings"]), status=r["status"],
+            created_at=r["created_at"], started_at=r["started_at"],
+            finished_at=r["finished_at"], owner=r["owner"], heartbeat_at=r["heartbeat_at"],
+            error=r["error"], source=r["source"], excluded_reason=r["excluded_reason"],
+            lease_until=r["lease_until"], lease_token=r["lease_token"],
         )
 
     def get_run(self, run_id: int) -> Run:
-        with self._lock:
-            row = self._db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
-        if row is None:
+        rows = self._rows(select(runs).where(runs.c.id == run_id))
+        if not rows:
             raise StoreError(f"{self.path}: no run {run_id}")
-        return self._run(row)
+        return self._run(rows[0])
 
     def list_runs(self, agent: str | None = None, version: str | None = None,
                   limit: int | None = None) -> list[Run]:
-        sql, args = _select("runs", agent=agent, version=version)
-        sql += " ORDER BY id DESC"
+        stmt = select(runs).order_by(runs.c.id.desc())
+        if agent:
+            stmt = stmt.where(runs.c.agent == agent)
+        if version:
+            stmt = stmt.where(runs.c.version == version)
         if limit:
-            sql += f" LIMIT {int(limit)}"
-        with self._lock:
-            return [self._run(r) for r in self._db.execute(sql, args)]
+            stmt = stmt.limit(int(limit))
+        return [self._run(r) for r in self._rows(stmt)]
+
+    def _fenced(self, stmt: Any, run_id: int) -> Any:
+        """Limit an UPDATE of a run to this Store's lease on it, if it holds one."""
+        token = self._leases.get(run_id)
+        return stmt if token is None else stmt.where(runs.c.lease_token == token)
+
+    def _lost(self, run_id: int) -> LeaseLost:
+        # the outdated token stays: everything this Store still tries on the run is refused
+        return LeaseLost(f"{self.path}: run {run_id}: this worker's lease was taken over by "
+                         f"another worker; it stores nothing more for this run")
 
     def set_run_status(self, run_id: int, status: str, error: str | None = None) -> None:
+        """Set a run's status. A worker holding the run's lease keeps it while ``running`` and
+        gives it up with a final status; one whose lease was taken gets LeaseLost."""
         now = time.time()
+        held = run_id in self._leases
+        stmt = self._fenced(update(runs).where(runs.c.id == run_id), run_id)
+        if status == "running":
+            values: dict[str, Any] = dict(status=status, heartbeat_at=now, error=None,
+                                          started_at=func.coalesce(runs.c.started_at, now),
+                                          finished_at=None)
+            if not held:
+                values["owner"] = owner_id()
+        elif status in ("done", "failed", "interrupted"):
+            values = dict(status=status, finished_at=now, error=error, lease_until=None)
+        else:
+            values = dict(status=status, error=error)
         with self.tx() as db:
-            if status == "running":
-                db.execute("UPDATE runs SET status=?, owner=?, heartbeat_at=?, error=NULL,"
-                           " started_at=COALESCE(started_at, ?), finished_at=NULL WHERE id=?",
-                           (status, owner_id(), now, now, run_id))
-            elif status in ("done", "failed", "interrupted"):
-                db.execute("UPDATE runs SET status=?, finished_at=?, error=? WHERE id=?",
-                           (status, now, error, run_id))
-            else:
-                db.execute("UPDATE runs SET status=?, error=? WHERE id=?", (status, error, run_id))
+            changed = db.execute(stmt.values(**values)).rowcount
+        if held and not changed:
+            raise self._lost(run_id)
+        if status in ("done", "failed", "interrupted"):
+            self._leases.pop(run_id, None)
 
     def set_excluded(self, run_id: int, reason: str | None) -> None:
         """Exclude a run from every report (``reason``), or include it again (None)."""
         self.get_run(run_id)
         with self.tx() as db:
-            db.execute("UPDATE runs SET excluded_reason=?, excluded_at=? WHERE id=?",
-                       (reason, time.time() if reason else None, run_id))
+            db.execute(update(runs).where(runs.c.id == run_id).values(
+                excluded_reason=reason, excluded_at=time.time() if reason else None))
 
     def status_counts(self, run_id: int) -> dict[str, int]:
         """run status → cells of this run."""
-        with self._lock:
-            rows = self._db.execute("SELECT run_status, COUNT(*) FROM cells WHERE run_id=?"
-                                    " GROUP BY run_status", (run_id,)).fetchall()
+        rows = self._rows(select(cells.c.run_status, func.count()).where(
+            cells.c.run_id == run_id).group_by(cells.c.run_status))
         return {r[0]: r[1] for r in rows}
 
     def retire_failed_cells(self, run_id: int, statuses: Sequence[str] = RETRY_STATUSES) -> int:
         """Move cells that did not arrive (and their attempts) to the earlier_* tables, so a
         resume runs them again; returns how many. Nothing is deleted from the record."""
-        marks = ",".join("?" * len(statuses))
         now = time.time()
         with self.tx() as db:
-            keys = db.execute(f"SELECT case_no, repeat FROM cells WHERE run_id=? AND run_status"
-                              f" IN ({marks})", (run_id, *statuses)).fetchall()
-            # the columns both tables have, so a later migration of cells cannot break this
-            shared = {}
-            for table in ("cells", "attempts"):
-                mine = [r[1] for r in db.execute(f"PRAGMA table_info({table})")]
-                theirs = {r[1] for r in db.execute(f"PRAGMA table_info(earlier_{table})")}
-                shared[table] = ", ".join(c for c in mine if c in theirs)
+            keys = db.execute(select(cells.c.case_no, cells.c.repeat).where(
+                cells.c.run_id == run_id, cells.c.run_status.in_(statuses))).all()
             for case_no, repeat in keys:
-                where = "run_id=? AND case_no=? AND repeat=?"
-                args = (run_id, case_no, repeat)
-                for table in ("cells", "attempts"):
-                    cols = shared[table]
-                    db.execute(f"INSERT INTO earlier_{table} ({cols}, retried_at)"
-                               f" SELECT {cols}, ? FROM {table} WHERE {where}", (now, *args))
-                db.execute(f"DELETE FROM attempts WHERE {where}", args)
-                db.execute(f"DELETE FROM cells WHERE {where}", args)
+                for live, earlier in ((cells, earlier_cells), (_attempts, earlier_attempts)):
+                    where = (live.c.run_id == run_id, live.c.case_no == case_no,
+                             live.c.repeat == repeat)
+                    names = [c.name for c in live.columns]
+                    db.execute(insert(earlier).from_select(
+                        [*names, "retried_at"],
+                        select(*live.columns, literal(now, Double)).where(*where)))
+                for live in (_attempts, cells):
+                    db.execute(delete(live).where(live.c.run_id == run_id,
+                                                  live.c.case_no == case_no,
+                                                  live.c.repeat == repeat))
         return len(keys)
 
     def earlier_cells(self, run_id: int) -> list[dict[str, Any]]:
-        with self._lock:
-            return [dict(r) for r in self._db.execute(
-                "SELECT * FROM earlier_cells WHERE run_id=? ORDER BY retried_at, case_no, repeat",
-                (run_id,))]
+        e = earlier_cells.c
+        return [dict(r._mapping) for r in self._rows(select(earlier_cells).where(
+            e.run_id == run_id).order_by(e.retried_at, self._by_code_point(e.case_no), e.repeat))]
 
-    def claim_run(self, worker: str, stale_after_s: float = 30.0) -> Run | None:
-        """Take the oldest queued run, or a running one whose worker is gone.
+    def _by_code_point(self, column: Any) -> Any:
+        """Text ordered by code point on both backends (PostgreSQL's collation would not)."""
+        return column.collate("C") if self.backend == "postgresql" else column
 
-        A worker is gone when its process no longer exists on this host, or (elsewhere) when
-        its heartbeat is older than ``stale_after_s``.
+    # -- claiming and leases ------------------------------------------------------------
+
+    def claim_run(self, worker: str, stale_after_s: float = LEASE_S) -> Run | None:
+        """Take the oldest queued run, or a worker's run whose lease has run out.
+
+        The claim holds the run for ``stale_after_s`` (the lease, renewed by ``heartbeat``)
+        and raises its lease token, which fences out the worker that held it before. Rows are
+        locked as they are read (PostgreSQL: FOR UPDATE SKIP LOCKED, so concurrent claimers
+        take different runs; SQLite: the BEGIN IMMEDIATE transaction).
         """
         now = time.time()
+        # a run started from the CLI belongs to its user (`exam resume`), not to workers
+        stmt = select(runs.c.id).where(or_(
+            runs.c.status == "queued",
+            and_(runs.c.status == "running", runs.c.source != "cli",
+                 or_(runs.c.lease_until.is_(None), runs.c.lease_until <= now)),
+        )).order_by(runs.c.id).limit(1)
+        if self.backend == "postgresql":
+            stmt = stmt.with_for_update(skip_locked=True)
         with self.tx() as db:
-            # a run started from the CLI belongs to its user (`exam resume`), not to workers
-            rows = db.execute("SELECT * FROM runs WHERE status='queued' OR (status='running'"
-                              " AND source != 'cli') ORDER BY id").fetchall()
-            for row in rows:
-                if row["status"] == "running":
-                    fresh = row["heartbeat_at"] is not None and \
-                        row["heartbeat_at"] >= now - stale_after_s
-                    if fresh and owner_alive(row["owner"]):
-                        continue
-                db.execute("UPDATE runs SET status='running', owner=?, heartbeat_at=?,"
-                           " started_at=COALESCE(started_at, ?), finished_at=NULL WHERE id=?",
-                           (worker, now, now, row["id"]))
-                return self._run(db.execute("SELECT * FROM runs WHERE id=?",
-                                            (row["id"],)).fetchone())
-        return None
+            run_id = db.execute(stmt).scalar()
+            if run_id is None:
+                return None
+            db.execute(update(runs).where(runs.c.id == run_id).values(
+                status="running", owner=worker, heartbeat_at=now, lease_until=now + stale_after_s,
+                lease_token=runs.c.lease_token + 1,
+                started_at=func.coalesce(runs.c.started_at, now), finished_at=None))
+            run = self._run(db.execute(select(runs).where(runs.c.id == run_id)).one())
+        self._leases[run.id] = run.lease_token
+        self._lease_s[run.id] = stale_after_s
+        return run
 
-    def heartbeat(self, run_id: int) -> None:
+    def heartbeat(self, run_id: int) -> bool:
+        """Renew this Store's lease on a run (or, without one, mark the run alive).
+        False when the lease was taken over: the caller should stop working on the run."""
+        now = time.time()
+        values: dict[str, Any] = {"heartbeat_at": now}
+        if run_id in self._leases:
+            values["lease_until"] = now + self._lease_s.get(run_id, LEASE_S)
         with self.tx() as db:
-            db.execute("UPDATE runs SET heartbeat_at=? WHERE id=?", (time.time(), run_id))
+            changed = db.execute(self._fenced(update(runs).where(runs.c.id == run_id), run_id)
+                                 .values(**values)).rowcount
+        return changed == 1 or run_id not in self._leases
 
     # -- cells --------------------------------------------------------------------------
 
@@ -478,72 +617,87 @@ class Store:
         """Store a finished cell, its attempts and (optionally) its grade in one transaction.
 
         ``grade`` is (grader version, verdict, checks). Returns False if the cell was there.
+        Raises LeaseLost when this Store held the run's lease and another worker took it.
         """
+        sql = _cell_sql(self.backend)
+        text_of = _no_nul if self.backend == "postgresql" else _same
+        now = time.time()
+        token = self._leases.get(cell.run_id)
+        key = dict(run_id=cell.run_id, case_no=cell.case_no, repeat=cell.repeat)
         with self.tx() as db:
-            cur = db.execute(
-                "INSERT OR IGNORE INTO cells (run_id, case_no, repeat, question_digest, run_status,"
-                " error, text, status, truncated, steps, attempts, model_calls, tokens, latency_ms,"
-                " completed_at, tokens_estimated, usage_note)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (cell.run_id, cell.case_no, cell.repeat, cell.question_digest, cell.run_status,
-                 cell.error, cap_text(cell.text)[0], cell.status, int(cell.truncated),
-                 None if cell.steps is None else json.dumps(cell.steps, ensure_ascii=False),
-                 cell.attempts, cell.model_calls, cell.tokens, cell.latency_ms,
-                 cell.completed_at, int(cell.tokens_estimated), cell.usage_note))
-            if cur.rowcount == 0:
+            # fencing first. PostgreSQL: a shared lock on the run's row, which a claim's UPDATE
+            # waits for (and which sees a committed claim's new token), while the run's other
+            # threads store their cells alongside; the lease is renewed by the heartbeat.
+            # SQLite (one writer at a time anyway): the UPDATE renews the lease as it checks.
+            if self.backend == "postgresql":
+                if token is not None and db.execute(sql["fence"], {"rid": cell.run_id}
+                                                    ).scalar() != token:
+                    raise self._lost(cell.run_id)
+            elif token is None:
+                db.execute(sql["beat"], {"rid": cell.run_id, "now": now})
+            elif db.execute(sql["beat_lease"], {
+                    "rid": cell.run_id, "now": now, "token": token,
+                    "until": now + self._lease_s.get(cell.run_id, LEASE_S)}).rowcount == 0:
+                raise self._lost(cell.run_id)
+            added = db.execute(sql["cell"], dict(
+                key, question_digest=cell.question_digest, run_status=cell.run_status,
+                error=text_of(cell.error), text=text_of(cap_text(cell.text)[0]),
+                status=text_of(cell.status), truncated=int(cell.truncated),
+                steps=None if cell.steps is None else text_of(
+                    json.dumps(cell.steps, ensure_ascii=False)),
+                attempts=cell.attempts, model_calls=cell.model_calls, tokens=cell.tokens,
+                latency_ms=cell.latency_ms, completed_at=cell.completed_at,
+                tokens_estimated=int(cell.tokens_estimated), usage_note=text_of(cell.usage_note),
+            )).first()
+            if added is None:  # (rowcount is no help: RETURNING makes it -1 on psycopg)
                 return False
-            db.executemany(
-                "INSERT INTO attempts (run_id, case_no, repeat, n, started_at, http_status,"
-                " latency_ms, error, content_type, body, body_bytes, body_cut)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(cell.run_id, cell.case_no, cell.repeat, a.n, a.started_at, a.http_status,
-                  a.latency_ms, a.error, a.content_type, a.body, a.body_bytes, int(a.body_cut))
-                 for a in attempts])
+            if attempts:
+                db.execute(sql["attempts"], [dict(
+                    key, n=a.n, started_at=a.started_at, http_status=a.http_status,
+                    latency_ms=a.latency_ms, error=text_of(a.error),
+                    content_type=text_of(a.content_type), body=text_of(a.body),
+                    body_bytes=a.body_bytes, body_cut=int(a.body_cut)) for a in attempts])
             if grade is not None:
                 version, verdict, checks = grade
-                db.execute("INSERT OR REPLACE INTO grades VALUES (?,?,?,?,?,?,?,?)",
-                           (cell.run_id, cell.case_no, cell.repeat, version,
-                            cell.question_digest, verdict, json.dumps(checks, ensure_ascii=False),
-                            time.time()))
-            db.execute("UPDATE runs SET heartbeat_at=? WHERE id=?", (time.time(), cell.run_id))
+                db.execute(sql["grade"], dict(
+                    key, grader_version=version, question_digest=cell.question_digest,
+                    verdict=verdict, checks=text_of(json.dumps(checks, ensure_ascii=False)),
+                    graded_at=time.time()))
         return True
 
     def done_cells(self, run_id: int) -> set[tuple[str, int]]:
-        with self._lock:
-            rows = self._db.execute("SELECT case_no, repeat FROM cells WHERE run_id=?", (run_id,))
-            return {(r[0], r[1]) for r in rows}
+        rows = self._rows(select(cells.c.case_no, cells.c.repeat).where(cells.c.run_id == run_id))
+        return {(r[0], r[1]) for r in rows}
 
     def cell_rowids(self, run_ids: Sequence[int]) -> tuple[int, int, int]:
-        """(count, lowest rowid, highest rowid) of the cells of these runs."""
-        marks = ",".join("?" * len(run_ids))
-        with self._lock:
-            n, lo, hi = self._db.execute(
-                f"SELECT COUNT(*), MIN(rowid), MAX(rowid) FROM cells WHERE run_id IN ({marks})",
-                list(run_ids)).fetchone()
+        """(count, lowest rowid, highest rowid) of the cells of these runs (on PostgreSQL the
+        ``seq`` column stands in for SQLite's rowid)."""
+        n, lo, hi = self._rows(select(func.count(), func.min(self._cell_order),
+                                      func.max(self._cell_order)).select_from(cells).where(
+            cells.c.run_id.in_(list(run_ids))))[0]
         return n, lo or 0, hi or 0
 
     def cells(self, run_ids: Sequence[int], rowids: tuple[int, int] | None = None) -> list[CellRow]:
         """Cells of these runs (optionally only rowids in [lo, hi)), by run, case and repeat."""
         if not run_ids:
             return []
-        marks = ",".join("?" * len(run_ids))
-        where, args = f"run_id IN ({marks})", list(run_ids)
+        stmt = select(cells).where(cells.c.run_id.in_(list(run_ids)))
         if rowids is not None:
-            where += " AND rowid >= ? AND rowid < ?"
-            args += list(rowids)
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT * FROM cells WHERE {where} ORDER BY run_id, case_no, repeat",
-                args).fetchall()
-        return [CellRow(
-            run_id=r["run_id"], case_no=r["case_no"], repeat=r["repeat"],
-            question_digest=r["question_digest"], run_status=r["run_status"], error=r["error"],
-            text=r["text"], status=r["status"], truncated=bool(r["truncated"]),
-            steps=None if r["steps"] is None else json.loads(r["steps"]),
-            attempts=r["attempts"], model_calls=r["model_calls"], tokens=r["tokens"],
-            latency_ms=r["latency_ms"], completed_at=r["completed_at"],
-            tokens_estimated=bool(r["tokens_estimated"]), usage_note=r["usage_note"])
-            for r in rows]
+            stmt = stmt.where(self._cell_order >= rowids[0], self._cell_order < rowids[1])
+        rows = self._rows(stmt.order_by(cells.c.run_id, self._by_code_point(cells.c.case_no),
+                                        cells.c.repeat))
+        out = []
+        for row in rows:
+            r = row._mapping
+            out.append(CellRow(
+                run_id=r["run_id"], case_no=r["case_no"], repeat=r["repeat"],
+                question_digest=r["question_digest"], run_status=r["run_status"],
+                error=r["error"], text=r["text"], status=r["status"], truncated=bool(r["truncated"]),
+                steps=None if r["steps"] is None else json.loads(r["steps"]),
+                attempts=r["attempts"], model_calls=r["model_calls"], tokens=r["tokens"],
+                latency_ms=r["latency_ms"], completed_at=r["completed_at"],
+                tokens_estimated=bool(r["tokens_estimated"]), usage_note=r["usage_note"]))
+        return out
 
     # -- the grade cache ----------------------------------------------------------------
 
@@ -553,17 +707,14 @@ class Store:
         wanted = set(keys)
         replies = sorted({r for r, _ in wanted})
         found: dict[tuple[str, str], tuple[str, str]] = {}
-        with self._lock:
-            for i in range(0, len(replies), GRADE_CACHE_CHUNK):
-                part = replies[i:i + GRADE_CACHE_CHUNK]
-                rows = self._db.execute(
-                    "SELECT reply_key, question_key, verdict, checks FROM grade_cache"
-                    f" WHERE rules=? AND reply_key IN ({','.join('?' * len(part))})",
-                    [rules, *part]).fetchall()
-                for r in rows:
-                    key = (r[0], r[1])
-                    if key in wanted:
-                        found[key] = (r[2], r[3])
+        gc = grade_cache.c
+        for i in range(0, len(replies), GRADE_CACHE_CHUNK):
+            part = replies[i:i + GRADE_CACHE_CHUNK]
+            for r in self._rows(select(gc.reply_key, gc.question_key, gc.verdict, gc.checks)
+                                .where(gc.rules == rules, gc.reply_key.in_(part))):
+                key = (r[0], r[1])
+                if key in wanted:
+                    found[key] = (r[2], r[3])
         return found
 
     def cache_grades(self, rules: str, rows: Sequence[tuple[str, str, str, str]]) -> bool:
@@ -574,9 +725,10 @@ class Store:
             return True
         try:
             with self.tx() as db:
-                db.executemany("INSERT OR IGNORE INTO grade_cache VALUES (?,?,?,?,?)",
-                               [(rules, *r) for r in rows])
-        except sqlite3.OperationalError as exc:
+                db.execute(self._insert(grade_cache).on_conflict_do_nothing(), [
+                    dict(rules=rules, reply_key=r[0], question_key=r[1], verdict=r[2],
+                         checks=r[3]) for r in rows])
+        except OperationalError as exc:
             if damaged(exc):
                 raise
             return False
@@ -585,87 +737,93 @@ class Store:
     def prune_grade_cache(self, rules: str) -> int:
         """Drop the cached grades of every other set of rules; how many rows went."""
         with self.tx() as db:
-            return db.execute("DELETE FROM grade_cache WHERE rules != ?", (rules,)).rowcount
+            return db.execute(delete(grade_cache).where(grade_cache.c.rules != rules)).rowcount
 
     def grade_cache_counts(self) -> dict[str, int]:
-        with self._lock:
-            return {r[0]: r[1] for r in self._db.execute(
-                "SELECT rules, COUNT(*) FROM grade_cache GROUP BY rules")}
+        return {r[0]: r[1] for r in self._rows(
+            select(grade_cache.c.rules, func.count()).group_by(grade_cache.c.rules))}
 
     def attempts(self, run_id: int, case_no: str, repeat: int) -> list[AttemptRow]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT * FROM attempts WHERE run_id=? AND case_no=? AND repeat=? ORDER BY n",
-                (run_id, case_no, repeat)).fetchall()
-        return [AttemptRow(r["n"], r["started_at"], r["http_status"], r["latency_ms"], r["error"],
-                           r["content_type"], r["body"], r["body_bytes"], bool(r["body_cut"]))
+        a = _attempts.c
+        rows = self._rows(select(_attempts).where(a.run_id == run_id, a.case_no == case_no,
+                                                  a.repeat == repeat).order_by(a.n))
+        return [AttemptRow(r.n, r.started_at, r.http_status, r.latency_ms, r.error,
+                           r.content_type, r.body, r.body_bytes, bool(r.body_cut))
                 for r in rows]
 
     def count_cells(self, run_id: int, run_status: str | None = None) -> int:
-        sql, args = "SELECT COUNT(*) FROM cells WHERE run_id=?", [run_id]
+        stmt = select(func.count()).select_from(cells).where(cells.c.run_id == run_id)
         if run_status is not None:
-            sql, args = sql + " AND run_status=?", args + [run_status]
-        with self._lock:
-            return self._db.execute(sql, args).fetchone()[0]
+            stmt = stmt.where(cells.c.run_status == run_status)
+        return self._value(stmt)
 
     # -- notifications and LINE events ------------------------------------------------
 
     def add_notification(self, *, batch: str, channel: str, target: str, run_ids: Sequence[int],
                          retry_key: str, payload: list[dict[str, Any]]) -> int:
         with self.tx() as db:
-            cur = db.execute(
-                "INSERT INTO notifications (batch, channel, target, run_ids, retry_key, payload,"
-                " status, created_at) VALUES (?,?,?,?,?,?, 'pending', ?)",
-                (batch, channel, target, json.dumps(list(run_ids)), retry_key,
-                 json.dumps(payload, ensure_ascii=False), time.time()))
-            return int(cur.lastrowid)
+            return int(db.execute(insert(notifications).values(
+                batch=batch, channel=channel, target=target, run_ids=json.dumps(list(run_ids)),
+                retry_key=retry_key, payload=json.dumps(payload, ensure_ascii=False),
+                status="pending", created_at=time.time()).returning(notifications.c.id)
+            ).scalar_one())
 
     def update_notification(self, nid: int, status: str, attempts: int,
                             error: str | None = None) -> None:
+        n = notifications.c
+        values: dict[str, Any] = dict(status=status, attempts=n.attempts + attempts,
+                                      last_error=error)
+        if status == "delivered":
+            values["delivered_at"] = time.time()
         with self.tx() as db:
-            db.execute("UPDATE notifications SET status=?, attempts=attempts+?, last_error=?,"
-                       " delivered_at=CASE WHEN ?='delivered' THEN ? ELSE delivered_at END"
-                       " WHERE id=?", (status, attempts, error, status, time.time(), nid))
+            db.execute(update(notifications).where(n.id == nid).values(**values))
 
     def notifications(self, status: str | None = None, batch: str | None = None,
                       ids: Sequence[int] = ()) -> list[dict[str, Any]]:
-        sql, args = _select("notifications", status=status, batch=batch)
+        n = notifications.c
+        stmt = select(notifications).order_by(n.id)
+        if status:
+            stmt = stmt.where(n.status == status)
+        if batch:
+            stmt = stmt.where(n.batch == batch)
         if ids:
-            sql += f" AND id IN ({','.join('?' * len(ids))})"
-            args.extend(ids)
-        with self._lock:
-            rows = self._db.execute(sql + " ORDER BY id", args).fetchall()
-        return [{**dict(r), "run_ids": json.loads(r["run_ids"]), "payload": json.loads(r["payload"])}
-                for r in rows]
+            stmt = stmt.where(n.id.in_(list(ids)))
+        return [{**dict(r._mapping), "run_ids": json.loads(r.run_ids),
+                 "payload": json.loads(r.payload)} for r in self._rows(stmt)]
 
     def first_sight_of_event(self, event_id: str, kind: str) -> bool:
-        """Record a LINE webhook event id; False when it was seen before (a redelivery)."""
+        """Record a LINE webhook event id; False when it was seen before (a redelivery, or the
+        same event handled by another service instance sharing this store)."""
         with self.tx() as db:
-            cur = db.execute("INSERT OR IGNORE INTO line_events VALUES (?,?,?)",
-                             (event_id, kind, time.time()))
-            return cur.rowcount == 1
+            return db.execute(self._insert(line_events).values(
+                webhook_event_id=event_id, type=kind, received_at=time.time()
+            ).on_conflict_do_nothing().returning(line_events.c.webhook_event_id)).first() is not None
 
     def add_group(self, group_id: str) -> None:
         with self.tx() as db:
-            db.execute("INSERT OR IGNORE INTO line_groups VALUES (?,?)", (group_id, time.time()))
+            db.execute(self._insert(line_groups).values(group_id=group_id, joined_at=time.time())
+                       .on_conflict_do_nothing())
 
     # -- adjudications ------------------------------------------------------------------
 
     def add_adjudication(self, *, reply_digest: str, check_name: str, question_digest: str,
                          rule_version: str, decision: str, reason: str, reviewer: str,
                          agent: str, case_no: str) -> None:
-        """Record (or replace) a person's decision on what was judged."""
+        """Record (or replace) a person's decision on what was judged (a replaced decision
+        is a new row, the newest)."""
+        a = adjudications.c
         with self.tx() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO adjudications (reply_digest, check_name, question_digest,"
-                " rule_version, decision, reason, reviewer, decided_at, agent, case_no)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (reply_digest, check_name, question_digest, rule_version, decision, reason,
-                 reviewer, time.time(), agent, case_no))
+            db.execute(delete(adjudications).where(
+                a.reply_digest == reply_digest, a.check_name == check_name,
+                a.question_digest == question_digest, a.rule_version == rule_version))
+            db.execute(insert(adjudications).values(
+                reply_digest=reply_digest, check_name=check_name, question_digest=question_digest,
+                rule_version=rule_version, decision=decision, reason=reason, reviewer=reviewer,
+                decided_at=time.time(), agent=agent, case_no=case_no))
 
     def adjudications(self) -> list[dict[str, Any]]:
-        with self._lock:
-            return [dict(r) for r in self._db.execute("SELECT * FROM adjudications ORDER BY id")]
+        return [dict(r._mapping) for r in self._rows(
+            select(adjudications).order_by(adjudications.c.id))]
 
     # -- rebalance snapshots ------------------------------------------------------------
 
@@ -673,22 +831,25 @@ class Store:
                                snapshot: dict[str, Any]) -> int:
         """Keep one agent's rebalance; returns its id."""
         with self.tx() as db:
-            cur = db.execute(
-                "INSERT INTO rebalance_snapshots (agent, created_at, since, snapshot)"
-                " VALUES (?,?,?,?)",
-                (agent, time.time(), since, json.dumps(snapshot, ensure_ascii=False)))
-            return int(cur.lastrowid)
+            return int(db.execute(insert(rebalance_snapshots).values(
+                agent=agent, created_at=time.time(), since=since,
+                snapshot=json.dumps(snapshot, ensure_ascii=False),
+            ).returning(rebalance_snapshots.c.id)).scalar_one())
 
     def rebalance_snapshots(self, agent: str) -> list[dict[str, Any]]:
         """An agent's saved rebalances, oldest first."""
-        with self._lock:
-            rows = self._db.execute("SELECT * FROM rebalance_snapshots WHERE agent=? ORDER BY id",
-                                    (agent,)).fetchall()
-        return [{**dict(r), "snapshot": json.loads(r["snapshot"])} for r in rows]
+        s = rebalance_snapshots.c
+        rows = self._rows(select(rebalance_snapshots).where(s.agent == agent).order_by(s.id))
+        return [{**dict(r._mapping), "snapshot": json.loads(r.snapshot)} for r in rows]
 
     def integrity_check(self) -> str:
-        with self._lock:
-            return self._db.execute("PRAGMA integrity_check").fetchone()[0]
+        """SQLite's integrity check; on PostgreSQL (which checks its pages itself) "ok" when
+        every table can be read."""
+        if self.backend == "sqlite":
+            return self._value(text("PRAGMA integrity_check"))
+        for table in TABLES:
+            self._value(select(func.count()).select_from(table))
+        return "ok"
 
 
 for _name, _method in list(vars(Store).items()):

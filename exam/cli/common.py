@@ -44,7 +44,8 @@ class ExamGroup(click.Group):
 
 
 db_option = click.option("--db", envvar="EXAM_DB", type=click.Path(dir_okay=False),
-                         help="SQLite store (default results/exam.db, or $EXAM_DB).")
+                         help="The store: a SQLite path or a postgresql:// URL"
+                              " (default results/exam.db, or $EXAM_DB).")
 agents_option = click.option("--agents", envvar="EXAM_AGENTS", type=click.Path(dir_okay=False),
                              help="Agent registry (default webhooks/agents.yaml, or $EXAM_AGENTS).")
 format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",

@@ -1,4 +1,4 @@
-"""`exam store`: look after the store file."""
+"""`exam store`: look after the store (prune the grade cache, copy between backends)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from exam.cli.common import db_option, open_store
 
 @click.group("store")
 def store_cmd() -> None:
-    """Look after the store file."""
+    """Look after the store (a SQLite file or a PostgreSQL database)."""
 
 
 @store_cmd.command("prune")
@@ -27,3 +27,24 @@ def store_prune(db) -> None:
     gone = store.prune_grade_cache(rules)
     kept = store.grade_cache_counts().get(rules, 0)
     click.echo(f"dropped {gone} cached grade(s) of older grader rules; kept {kept} of today's")
+
+
+@store_cmd.command("copy")
+@click.argument("src")
+@click.argument("dst")
+@click.option("--replace", is_flag=True, help="Delete what DST holds first (refused otherwise).")
+def store_copy(src, dst, replace) -> None:
+    """Copy every table of the store SRC into DST (a SQLite path or a postgresql:// URL), then
+    compare each table's row count and content digest.
+
+    \b
+    Exit status: 0 copied and equal · 2 bad input (DST not empty, unreadable, a difference).
+    """
+    from exam.db.copy import copy_store
+
+    tables = copy_store(src, dst, replace=replace)
+    for t in tables:
+        click.echo(f"{t.table:<20} {t.src_rows:>9} rows  {t.src_digest[:16]}  = "
+                   f"{t.dst_rows:>9} rows  {t.dst_digest[:16]}")
+    click.echo(f"copied {sum(t.src_rows for t in tables)} row(s) in {len(tables)} tables; "
+               f"every count and digest equal")

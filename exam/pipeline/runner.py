@@ -17,7 +17,7 @@ from pathlib import Path
 
 from exam import names
 from exam.bank import Bank, Item, load_bank
-from exam.errors import ExamError
+from exam.errors import ExamError, LeaseLost
 from exam.pipeline import n8n_usage
 from exam.pipeline.gate import RequestGate
 from exam.pipeline.reading import to_reply
@@ -109,6 +109,8 @@ def run_cell(store: Store, job: Job, case_no: str, repeat: int, gate: RequestGat
     outcomes: list[Outcome] = []
     try:
         return _run_cell(store, job, case_no, repeat, gate, outcomes)
+    except LeaseLost:  # another worker holds the run now: not a cell's error
+        raise
     except Exception as exc:
         log.debug("run %s %s #%s: harness error", job.run.id, case_no, repeat, exc_info=True)
         return _harness_error(store, job, case_no, repeat, exc, outcomes)

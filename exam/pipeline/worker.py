@@ -1,8 +1,10 @@
 """``exam worker``: execute runs queued in the database (by the API or LINE), one at a time.
 
-A run is claimed in a transaction; while it runs, a heartbeat is written every few
-seconds. A worker that dies (kill -9, a crash, a deploy) leaves its run ``running`` with
-a stale heartbeat; the next worker to look claims it and finishes only the missing cells.
+A run is claimed with a row lock and held by a lease that a heartbeat renews every few
+seconds. A worker that dies (kill -9, a crash, a deploy, a lost host) leaves its run
+``running`` with a lease that runs out; the next worker to look, on any host, claims it and
+finishes only the missing cells. A worker that only stalled and comes back finds its lease
+token outdated: the store refuses its cells (LeaseLost) and it lets the run go.
 """
 
 from __future__ import annotations
@@ -10,20 +12,22 @@ from __future__ import annotations
 import logging
 import threading
 
-from exam.errors import ExamError
+from exam.errors import ExamError, LeaseLost
 from exam.pipeline.registry import load_registry
 from exam.pipeline.runner import execute, job_for
-from exam.store import Store, owner_id
+from exam.store import LEASE_S, Store, owner_id
 
 log = logging.getLogger("exam.pipeline.worker")
 HEARTBEAT_S = 5.0
-STALE_AFTER_S = 30.0
+STALE_AFTER_S = LEASE_S  # the lease: a run not renewed for this long is taken over
 
 
 def _beat(store: Store, run_id: int, stop: threading.Event) -> None:
     while not stop.wait(HEARTBEAT_S):
         try:
-            store.heartbeat(run_id)
+            if not store.heartbeat(run_id):
+                log.warning("run %s: the lease was taken over by another worker", run_id)
+                return
         except Exception:  # a missed beat is not worth killing the run for
             log.exception("heartbeat for run %s failed", run_id)
 
@@ -44,6 +48,8 @@ def work_once(store: Store, agents_path: str | None = None,
             log.warning("run %s: %s: %s", run.id, agent.name, warning)
         final = execute(store, [job_for(store, run.id, agent)])
         log.info("run %s: %s", run.id, final.get(run.id))
+    except LeaseLost as exc:  # another worker holds the run now: leave it to them
+        log.warning("run %s: %s", run.id, exc)
     except ExamError as exc:
         store.set_run_status(run.id, "failed", str(exc))
         log.error("run %s failed: %s", run.id, exc)

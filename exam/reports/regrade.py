@@ -247,7 +247,7 @@ def _graded_parallel(store: Store, run_ids: list[int], use_cache: bool = True):
             "fork" not in multiprocessing.get_all_start_methods():
         return None
     step = -(-(hi + 1 - lo) // (cores * 2))
-    parts = [(store.path, run_ids, (a, min(a + step, hi + 1)), use_cache)
+    parts = [(store.target, run_ids, (a, min(a + step, hi + 1)), use_cache)
              for a in range(lo, hi + 1, step)]
     with ProcessPoolExecutor(max_workers=cores,
                              mp_context=multiprocessing.get_context("fork")) as pool:

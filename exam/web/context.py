@@ -10,7 +10,8 @@ from flask import Flask, current_app, g
 
 
 def store():
-    """The request's store (one SQLite connection per request, closed when it ends)."""
+    """The request's store (one connection per request: a SQLite file, or one from the
+    process's PostgreSQL pool), closed when the request ends."""
     from exam.store import Store
 
     if "store" not in g:

@@ -13,6 +13,7 @@ import sqlite3
 import pytest
 
 from exam.bank import load_bank
+from exam.db.schema import SCHEMA_VERSION
 from exam.reports.regrade import regrade
 from exam.store import MIGRATIONS, Store
 from tests.exam.helpers import write_bank
@@ -99,7 +100,7 @@ def test_an_older_store_is_migrated_with_its_data_intact(tmp_path, version):
 
     store = Store(db)
     try:
-        assert store.schema_version() == len(MIGRATIONS)
+        assert store.schema_version() == SCHEMA_VERSION
         run = store.get_run(1)
         assert (run.agent, run.version, run.status, run.total_cells) == ("T", "v1", "done", 1)
         assert run.settings == {"header_names": ["X-Exam-Token"]}
@@ -146,5 +147,30 @@ def test_opening_a_migrated_store_again_changes_nothing(tmp_path):
     con = sqlite3.connect(db)
     try:
         assert snapshot(con) == once
+    finally:
+        con.close()
+
+
+def test_a_workers_run_keeps_its_old_heartbeat_grace_as_its_lease(tmp_path):
+    """Schema 8 gives a run a worker was running 30 s from its last heartbeat, as before."""
+    db, _ = old_store(tmp_path, 7)
+    con = sqlite3.connect(db)
+    try:
+        con.execute("UPDATE runs SET status='running', source='api', heartbeat_at=?", (NOW,))
+        con.commit()
+    finally:
+        con.close()
+    store = Store(db)
+    try:
+        run = store.get_run(1)
+        assert (run.lease_until, run.lease_token, run.shown_status) == (NOW + 30, 0, "interrupted")
+        assert store.claim_run("host-b:1", 30.0).lease_token == 1  # long expired: taken over
+    finally:
+        store.close()
+    con = sqlite3.connect(db)
+    try:
+        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert con.execute("SELECT version_num FROM alembic_version").fetchall() == [
+            (str(SCHEMA_VERSION),)]
     finally:
         con.close()

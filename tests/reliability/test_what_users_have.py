@@ -187,9 +187,9 @@ def damaged(history):
     for v in ("v1", "v2", "v3"):
         history.run("A", v, {"Q-01": "p", "Q-02": "h"})
     db = history.tmp / "exam.db"
-    history.store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    page = history.store._db.execute("PRAGMA page_size").fetchone()[0]
-    root = history.store._db.execute(
+    history.store._conn.connection.dbapi_connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page = history.store._conn.connection.dbapi_connection.execute("PRAGMA page_size").fetchone()[0]
+    root = history.store._conn.connection.dbapi_connection.execute(
         "SELECT rootpage FROM sqlite_master WHERE name = 'runs'").fetchone()[0]
     history.store.close()
     with open(db, "r+b") as f:  # the runs table's page, overwritten as a bad disk would

@@ -340,9 +340,10 @@ def test_a_store_that_cannot_be_written_still_gets_right_grades(tmp_path):
     history = random_history(tmp_path, 3)
     store, runs = history.store, select_runs(history.store)
     fresh = regrade(store, runs, cache=False)
-    store._db.execute("PRAGMA query_only=ON")  # SQLite refuses every write, as on a read-only file
+    raw = store._conn.connection.dbapi_connection  # the SQLite connection under the store
+    raw.execute("PRAGMA query_only=ON")  # SQLite refuses every write, as on a read-only file
     try:
         assert_same(regrade(store, runs), fresh)
     finally:
-        store._db.execute("PRAGMA query_only=OFF")
+        raw.execute("PRAGMA query_only=OFF")
     assert cache_rows(store) == 0  # nothing kept, nothing wrong

@@ -141,10 +141,10 @@ def test_a_dead_workers_run_is_resumed_by_the_next(client, auth, app, fake_agent
     run_cell(store, job, "T-01", 1, RequestGate(1))
     run_cell(store, job, "T-02", 1, RequestGate(1))
     before = len(fake_agent.requests)
-    # while its heartbeat is fresh, nobody takes the run over
+    # while its lease holds, nobody takes the run over; once it ran out, any worker does
     assert work_once(store, app.config["AGENTS"]) is None
     with sqlite3.connect(app.config["DB"]) as db:
-        db.execute("UPDATE runs SET heartbeat_at=? WHERE id=?", (time.time() - 120, run_id))
+        db.execute("UPDATE runs SET lease_until=? WHERE id=?", (time.time() - 1, run_id))
     assert work_once(store, app.config["AGENTS"]) == run_id
     assert len(fake_agent.requests) - before == 4  # only the missing cells
     run = client.get(f"/api/runs/{run_id}", headers=auth).json

@@ -1,0 +1,12 @@
+"""${message}"""
+
+from __future__ import annotations
+
+from alembic import op
+
+revision = ${repr(up_revision)}
+down_revision = ${repr(down_revision)}
+
+
+def upgrade() -> None:
+    ${upgrades if upgrades else "pass"}

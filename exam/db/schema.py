@@ -1,0 +1,196 @@
+"""The store's tables as they are today (schema ``SCHEMA_VERSION``), for queries and copies.
+
+The migrations under ``exam/db/migrations/versions`` are frozen snapshots of how each schema was
+reached; this module is the current shape they lead to, on both backends. SQLite's implicit
+``rowid`` orders cells; PostgreSQL has no rowid, so its ``cells`` table carries a ``seq``
+identity column instead (not part of this metadata: see ``Store._cell_order``).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+
+SCHEMA_VERSION = 8  # the newest Alembic revision's number; SQLite also keeps it in user_version
+
+metadata = MetaData()
+
+
+def _cell_columns() -> list[Column]:
+    return [
+        Column("run_id", Integer, nullable=False),
+        Column("case_no", Text, nullable=False),
+        Column("repeat", Integer, nullable=False),
+        Column("question_digest", Text, nullable=False),
+        Column("run_status", Text, nullable=False),
+        Column("error", Text, nullable=False, server_default=""),
+        Column("text", Text),
+        Column("status", Text),
+        Column("truncated", Integer, nullable=False, server_default="0"),
+        Column("steps", Text),
+        Column("attempts", Integer, nullable=False),
+        Column("model_calls", Integer),
+        Column("tokens", BigInteger),
+        Column("latency_ms", Double),
+        Column("completed_at", Double, nullable=False),
+        Column("tokens_estimated", Integer, nullable=False, server_default="0"),
+        Column("usage_note", Text, nullable=False, server_default=""),
+    ]
+
+
+def _attempt_columns() -> list[Column]:
+    return [
+        Column("run_id", Integer, nullable=False),
+        Column("case_no", Text, nullable=False),
+        Column("repeat", Integer, nullable=False),
+        Column("n", Integer, nullable=False),
+        Column("started_at", Double, nullable=False),
+        Column("http_status", Integer),
+        Column("latency_ms", Double, nullable=False),
+        Column("error", Text, nullable=False, server_default=""),
+        Column("content_type", Text),
+        Column("body", Text),
+        Column("body_bytes", BigInteger),
+        Column("body_cut", Integer, nullable=False, server_default="0"),
+    ]
+
+
+runs = Table(
+    "runs", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("agent", Text, nullable=False),
+    Column("version", Text, nullable=False),
+    Column("bank_path", Text, nullable=False),
+    Column("bank_digest", Text, nullable=False),
+    Column("repeats", Integer, nullable=False),
+    Column("plan", Text, nullable=False),
+    Column("settings", Text, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("created_at", Double, nullable=False),
+    Column("started_at", Double),
+    Column("finished_at", Double),
+    Column("owner", Text),
+    Column("heartbeat_at", Double),
+    Column("error", Text),
+    Column("source", Text, nullable=False, server_default="cli"),
+    Column("excluded_reason", Text),
+    Column("excluded_at", Double),
+    Column("lease_until", Double),  # 8: the claiming worker holds the run until then
+    Column("lease_token", Integer, nullable=False, server_default=text("0")),  # 8: +1 per claim
+    Index("runs_agent_version", "agent", "version"),
+)
+
+# one live cell per (run, case, repeat): the primary key is the store's promise that no cell
+# is stored twice; cells retried by --retry-failed move to earlier_cells first
+cells = Table("cells", metadata,
+              *[c if c.name != "run_id" else Column("run_id", Integer, ForeignKey("runs.id"),
+                                                    nullable=False) for c in _cell_columns()],
+              PrimaryKeyConstraint("run_id", "case_no", "repeat"))
+
+attempts = Table("attempts", metadata, *_attempt_columns(),
+                 PrimaryKeyConstraint("run_id", "case_no", "repeat", "n"))
+
+grades = Table(
+    "grades", metadata,
+    Column("run_id", Integer, nullable=False),
+    Column("case_no", Text, nullable=False),
+    Column("repeat", Integer, nullable=False),
+    Column("grader_version", Text, nullable=False),
+    Column("question_digest", Text, nullable=False),
+    Column("verdict", Text),
+    Column("checks", Text, nullable=False),
+    Column("graded_at", Double, nullable=False),
+    PrimaryKeyConstraint("run_id", "case_no", "repeat", "grader_version"),
+)
+
+notifications = Table(
+    "notifications", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("batch", Text, nullable=False),
+    Column("channel", Text, nullable=False),
+    Column("target", Text, nullable=False),
+    Column("run_ids", Text, nullable=False),
+    Column("retry_key", Text, nullable=False, unique=True),
+    Column("payload", Text, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("last_error", Text),
+    Column("created_at", Double, nullable=False),
+    Column("delivered_at", Double),
+)
+
+line_events = Table(
+    "line_events", metadata,
+    Column("webhook_event_id", Text, primary_key=True),
+    Column("type", Text, nullable=False),
+    Column("received_at", Double, nullable=False),
+)
+
+line_groups = Table(
+    "line_groups", metadata,
+    Column("group_id", Text, primary_key=True),
+    Column("joined_at", Double, nullable=False),
+)
+
+adjudications = Table(
+    "adjudications", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("reply_digest", Text, nullable=False),
+    Column("check_name", Text, nullable=False),
+    Column("question_digest", Text, nullable=False),
+    Column("rule_version", Text, nullable=False),
+    Column("decision", Text, nullable=False),
+    Column("reason", Text, nullable=False, server_default=""),
+    Column("reviewer", Text, nullable=False),
+    Column("decided_at", Double, nullable=False),
+    Column("agent", Text, nullable=False),
+    Column("case_no", Text, nullable=False),
+    UniqueConstraint("reply_digest", "check_name", "question_digest", "rule_version"),
+)
+
+rebalance_snapshots = Table(
+    "rebalance_snapshots", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("agent", Text, nullable=False),
+    Column("created_at", Double, nullable=False),
+    Column("since", Text),
+    Column("snapshot", Text, nullable=False),
+    Index("rebalance_snapshots_agent", "agent", "id"),
+)
+
+# SQLite made these with CREATE TABLE AS (schema 6): same columns, no constraints
+earlier_cells = Table(
+    "earlier_cells", metadata,
+    *[Column(c.name, c.type) for c in _cell_columns()], Column("retried_at", Double),
+    Index("earlier_cells_run", "run_id", "case_no", "repeat"),
+)
+earlier_attempts = Table("earlier_attempts", metadata,
+                         *[Column(c.name, c.type) for c in _attempt_columns()],
+                         Column("retried_at", Double))
+
+grade_cache = Table(
+    "grade_cache", metadata,
+    Column("rules", Text, nullable=False),
+    Column("reply_key", Text, nullable=False),
+    Column("question_key", Text, nullable=False),
+    Column("verdict", Text, nullable=False),
+    Column("checks", Text, nullable=False),
+    PrimaryKeyConstraint("rules", "reply_key", "question_key"),
+)
+
+# every table, parents first (the order a copy writes them in)
+TABLES: tuple[Table, ...] = (runs, cells, attempts, grades, notifications, line_events,
+                             line_groups, adjudications, rebalance_snapshots, earlier_cells,
+                             earlier_attempts, grade_cache)

@@ -1,0 +1,207 @@
+"""The same store behaviour on SQLite and PostgreSQL: each test runs on both backends."""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+
+import pytest
+
+from exam.db.schema import SCHEMA_VERSION
+from exam.errors import StoreError
+from exam.store import AttemptRow, CellRow, Store
+
+PLAN = [("Q-01", "d1"), ("Q-02", "d2"), ("Q-10", "d3")]
+
+
+def cell(run_id: int, case_no: str, repeat: int = 1, status: str = "ok",
+         text: str | None = "答案：備貨中") -> CellRow:
+    return CellRow(run_id, case_no, repeat, "d", status, "" if status == "ok" else "no reply",
+                   text, "ok", False, [{"tool": "search", "args": {"q": "A10302"}}], 1, 2, 1000,
+                   210.5, 1764400000.25, tokens_estimated=True, usage_note="n8n execution 7")
+
+
+def attempt(n: int = 1, body: str | None = '{"answer": "答案：備貨中"}') -> AttemptRow:
+    return AttemptRow(n, 1764400000.0 + n, 200, 210.5, "", "application/json", body,
+                      len(body or ""), False)
+
+
+def new_run(store: Store, **kw) -> int:
+    return store.create_run(agent="T", version=kw.pop("version", "v1"), bank_path="bank/T.json",
+                            bank_digest="b" * 64, repeats=2, plan=PLAN,
+                            settings={"header_names": ["X-Exam-Token"]}, **kw)
+
+
+def test_a_new_store_is_at_todays_schema(store):
+    assert store.schema_version() == SCHEMA_VERSION
+    assert store.integrity_check() == "ok"
+
+
+def test_runs_and_cells_read_back_as_written(store):
+    run_id = new_run(store)
+    other = new_run(store, version="v2", status="queued", source="api")
+    assert store.record_cell(cell(run_id, "Q-10"), [attempt(1), attempt(2)],
+                             ("1.0.0", "pass", [{"name": "fact[0]", "outcome": "pass"}]))
+    assert store.record_cell(cell(run_id, "Q-02", text="零\x00寬"), [attempt(1, body="\x00")])
+    assert store.record_cell(cell(run_id, "Q-01", 2, status="timeout", text=None), [])
+    assert not store.record_cell(cell(run_id, "Q-10"), [attempt(1)])  # there already
+
+    run = store.get_run(run_id)
+    assert (run.agent, run.version, run.plan, run.repeats, run.total_cells, run.status) == (
+        "T", "v1", tuple(PLAN), 2, 6, "running")
+    assert run.settings == {"header_names": ["X-Exam-Token"]}
+    assert [r.id for r in store.list_runs()] == [other, run_id]
+    assert [r.id for r in store.list_runs("T", "v2")] == [other]
+    assert [r.id for r in store.list_runs(limit=1)] == [other]
+    got = store.cells([run_id])
+    assert [(c.case_no, c.repeat) for c in got] == [("Q-01", 2), ("Q-02", 1), ("Q-10", 1)]
+    assert got[2] == cell(run_id, "Q-10")  # every field, floats and flags included
+    # PostgreSQL text cannot hold NUL: it keeps U+FFFD in its place, SQLite keeps the NUL
+    assert got[1].text in ("零\x00寬", "零\ufffd寬")
+    assert store.attempts(run_id, "Q-10", 1) == [attempt(1), attempt(2)]
+    assert store.done_cells(run_id) == {("Q-01", 2), ("Q-02", 1), ("Q-10", 1)}
+    assert store.count_cells(run_id) == 3 and store.count_cells(run_id, "timeout") == 1
+    assert store.status_counts(run_id) == {"ok": 2, "timeout": 1}
+    n, lo, hi = store.cell_rowids([run_id])
+    assert (n, hi - lo) == (3, 2)
+    assert [c.case_no for c in store.cells([run_id], (lo, lo + 2))] == ["Q-02", "Q-10"]
+
+
+def test_retried_cells_are_kept_apart_and_run_again(store):
+    run_id = new_run(store)
+    store.record_cell(cell(run_id, "Q-01", status="timeout", text=None), [attempt(1)])
+    store.record_cell(cell(run_id, "Q-02"), [attempt(1)])
+    assert store.retire_failed_cells(run_id) == 1
+    assert store.done_cells(run_id) == {("Q-02", 1)}
+    (earlier,) = store.earlier_cells(run_id)
+    assert (earlier["case_no"], earlier["run_status"]) == ("Q-01", "timeout")
+    assert earlier["retried_at"] is not None
+    assert store.record_cell(cell(run_id, "Q-01"), [attempt(1)])  # the live cell, once more
+
+
+def test_run_status_and_exclusion(store):
+    run_id = new_run(store)
+    store.set_run_status(run_id, "done", "2 cell(s) hit a harness error")
+    run = store.get_run(run_id)
+    assert (run.status, run.error, run.shown_status) == ("done", "2 cell(s) hit a harness error",
+                                                         "done")
+    store.set_excluded(run_id, "the agent was down")
+    assert store.get_run(run_id).excluded_reason == "the agent was down"
+    store.set_excluded(run_id, None)
+    assert store.get_run(run_id).excluded_reason is None
+    with pytest.raises(StoreError, match="no run 999"):
+        store.get_run(999)
+
+
+def test_cached_grades(store):
+    rows = [(f"r{i}", "q", "pass" if i % 2 else "fail", "[]") for i in range(1200)]
+    assert store.cache_grades("rules-1", rows)
+    assert store.cache_grades("rules-1", [("r0", "q", "pass", "[]")])  # kept, not replaced
+    assert store.cache_grades("rules-0", [("r0", "q", "pass", "[]")])
+    found = store.cached_grades("rules-1", [(f"r{i}", "q") for i in range(1300)])
+    assert len(found) == 1200 and found[("r0", "q")] == ("fail", "[]")
+    assert store.grade_cache_counts() == {"rules-0": 1, "rules-1": 1200}
+    assert store.prune_grade_cache("rules-1") == 1
+    assert store.grade_cache_counts() == {"rules-1": 1200}
+
+
+def test_notifications(store):
+    a = store.add_notification(batch="b1", channel="line", target="Cgroup", run_ids=[1, 2],
+                               retry_key="k1", payload=[{"type": "text", "text": "T v1 ✓"}])
+    b = store.add_notification(batch="b1", channel="line", target="Cgroup", run_ids=[3],
+                               retry_key="k2", payload=[])
+    store.update_notification(a, "failed", 2, "HTTP 500")
+    store.update_notification(a, "delivered", 1)
+    (na,) = store.notifications(status="delivered")
+    assert (na["id"], na["attempts"], na["run_ids"], na["payload"]) == (
+        a, 3, [1, 2], [{"type": "text", "text": "T v1 ✓"}])
+    assert na["delivered_at"] is not None
+    assert [n["id"] for n in store.notifications(batch="b1")] == [a, b]
+    assert [n["id"] for n in store.notifications(ids=[b])] == [b]
+    with pytest.raises(StoreError):  # one retry key, one push
+        store.add_notification(batch="b2", channel="line", target="C", run_ids=[],
+                               retry_key="k1", payload=[])
+
+
+def test_adjudications_replace_the_earlier_decision(store):
+    judged = dict(reply_digest="d" * 64, check_name="forbidden[0]", question_digest="q",
+                  rule_version="1", agent="T", case_no="Q-01")
+    store.add_adjudication(decision="fail", reason="", reviewer="Mei", **judged)
+    store.add_adjudication(**{**judged, "check_name": "*"}, decision="pass", reason="",
+                           reviewer="Mei")
+    store.add_adjudication(decision="pass", reason="a disclaimer", reviewer="Ken", **judged)
+    got = store.adjudications()
+    assert [(a["check_name"], a["decision"], a["reviewer"]) for a in got] == [
+        ("*", "pass", "Mei"), ("forbidden[0]", "pass", "Ken")]
+
+
+def test_rebalance_snapshots(store):
+    first = store.add_rebalance_snapshot("T", None, {"roles": {"Q-01": "guard"}})
+    second = store.add_rebalance_snapshot("T", "2026-09-01", {"roles": {}})
+    store.add_rebalance_snapshot("U", None, {})
+    got = store.rebalance_snapshots("T")
+    assert [(s["id"], s["since"], s["snapshot"]) for s in got] == [
+        (first, None, {"roles": {"Q-01": "guard"}}), (second, "2026-09-01", {"roles": {}})]
+
+
+def at_once(calls: list) -> list:
+    """Run each call on its own thread, released together; their results in order."""
+    start, out = threading.Barrier(len(calls)), [None] * len(calls)
+
+    def go(i: int) -> None:
+        start.wait()
+        out[i] = calls[i]()
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(len(calls))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def test_a_line_event_is_handled_once_across_connections(store_target):
+    """Four service instances (four connections) receive the same redelivered event at once."""
+    stores = [Store(store_target) for _ in range(4)]
+    try:
+        for n in range(10):
+            seen = at_once([functools.partial(s.first_sight_of_event, f"01EVENT{n}", "Message")
+                            for s in stores])
+            assert sorted(seen) == [False, False, False, True], n
+        stores[0].add_group("Cgroup")
+        stores[1].add_group("Cgroup")  # a second join event changes nothing
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_a_store_newer_than_this_code_is_refused(store_target, store):
+    with store.tx() as db:
+        if store.backend == "sqlite":
+            db.exec_driver_sql(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+        else:
+            db.exec_driver_sql(f"UPDATE alembic_version SET version_num='{SCHEMA_VERSION + 1}'")
+    try:
+        with pytest.raises(StoreError, match=f"schema version {SCHEMA_VERSION + 1} is newer"):
+            Store(store_target)
+    finally:
+        with store.tx() as db:
+            if store.backend == "sqlite":
+                db.exec_driver_sql(f"PRAGMA user_version={SCHEMA_VERSION}")
+            else:
+                db.exec_driver_sql(f"UPDATE alembic_version SET version_num='{SCHEMA_VERSION}'")
+
+
+def test_timestamps_keep_their_precision(store):
+    run_id = new_run(store)
+    before = time.time()
+    store.set_run_status(run_id, "done")
+    assert before <= store.get_run(run_id).finished_at <= time.time()  # 64-bit, sub-second
+
+
+def test_a_urls_password_never_appears_in_a_message():
+    with pytest.raises(StoreError) as caught:
+        Store("postgresql://exam:s3cret-pw@127.0.0.1:1/exam")
+    assert "s3cret-pw" not in str(caught.value)
+    assert str(caught.value).startswith("postgresql://exam:***@127.0.0.1:1/exam: cannot open")

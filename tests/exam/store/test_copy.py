@@ -1,0 +1,95 @@
+"""``exam store copy``: SQLite → PostgreSQL → SQLite keeps every row of every table."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+
+from exam.cli.main import main
+from exam.db.copy import copy_store
+from exam.db.schema import TABLES
+from exam.errors import StoreError
+from exam.store import Store
+from tests.exam.store.conftest import empty_postgres
+from tests.exam.store.test_backends import attempt, cell, new_run
+
+
+def filled(path) -> str:
+    """A SQLite store with rows in every table."""
+    s = Store(path)
+    try:
+        run_id = new_run(s)
+        queued = new_run(s, version="v2", status="queued", source="api")
+        s.claim_run("host-a:1", 30.0)
+        for repeat in (1, 2):
+            for case_no in ("Q-01", "Q-02", "Q-10"):
+                s.record_cell(cell(run_id, case_no, repeat, "timeout" if case_no == "Q-02"
+                                   else "ok"), [attempt(1), attempt(2, body=None)],
+                              ("1.0.0", "pass", [{"name": "fact[0]"}]))
+        s.record_cell(cell(queued, "Q-01"), [attempt(1, body="長" * 3000)])
+        s.retire_failed_cells(run_id)
+        s.record_cell(cell(run_id, "Q-02"), [attempt(3)])
+        s.add_notification(batch="b", channel="line", target="C", run_ids=[run_id],
+                           retry_key="k", payload=[{"type": "text", "text": "✓"}])
+        s.first_sight_of_event("01E", "MessageEvent")
+        s.add_group("C")
+        s.add_adjudication(reply_digest="d", check_name="*", question_digest="q",
+                           rule_version="1", decision="pass", reason="", reviewer="Mei",
+                           agent="T", case_no="Q-01")
+        s.add_rebalance_snapshot("T", None, {"roles": {}})
+        s.cache_grades("rules", [(f"r{i}", "q", "pass", "[]") for i in range(1200)])
+        s.set_excluded(queued, "a test")
+    finally:
+        s.close()
+    return str(path)
+
+
+def rows(path) -> dict[str, list[tuple]]:
+    con = sqlite3.connect(path)
+    try:
+        return {t.name: con.execute(f"SELECT * FROM {t.name} ORDER BY rowid").fetchall()
+                for t in TABLES}
+    finally:
+        con.close()
+
+
+def test_a_store_goes_to_postgresql_and_back_with_nothing_lost(tmp_path, postgres_url):
+    src = filled(tmp_path / "src.db")
+    url = empty_postgres(postgres_url)
+    there = copy_store(src, url)
+    assert {t.table for t in there} == {t.name for t in TABLES}
+    assert all(t.same for t in there) and sum(t.src_rows for t in there) > 1200
+    back = copy_store(url, str(tmp_path / "back.db"))
+    assert [(t.src_rows, t.src_digest) for t in back] == [(t.src_rows, t.src_digest) for t in there]
+    assert rows(tmp_path / "back.db") == rows(src)  # byte for byte, in the same order
+    # PostgreSQL's ids go on after the copied ones
+    s = Store(url)
+    try:
+        assert new_run(s) == 3
+    finally:
+        s.close()
+
+
+def test_a_store_that_is_not_empty_is_not_overwritten(tmp_path, postgres_url):
+    src = filled(tmp_path / "src.db")
+    url = empty_postgres(postgres_url)
+    copy_store(src, url)
+    with pytest.raises(StoreError, match=r"DST is not empty \(2 in runs.*--replace"):
+        copy_store(src, url)
+    assert all(t.same for t in copy_store(src, url, replace=True))
+
+
+def test_the_cli_copies_and_prints_each_tables_counts_and_digests(tmp_path, postgres_url):
+    src = filled(tmp_path / "src.db")
+    url = empty_postgres(postgres_url)
+    result = CliRunner().invoke(main, ["store", "copy", src, url])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    words = next(line for line in lines if line.startswith("runs ")).split()
+    # runs  2 rows  <digest>  =  2 rows  <digest>
+    assert (words[1], words[5]) == ("2", "2") and words[3] == words[7] and len(words[3]) == 16
+    assert "every count and digest equal" in lines[-1]
+    again = CliRunner().invoke(main, ["store", "copy", src, url])
+    assert again.exit_code == 2 and "DST is not empty" in again.output

@@ -1,0 +1,148 @@
+"""Workers on several hosts: claims take row locks, leases expire and are taken over, a worker
+whose lease was taken is fenced out, and no cell is stored twice. On both backends."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from exam.errors import LeaseLost
+from exam.pipeline.runner import missing_cells
+from exam.store import Store
+from tests.exam.store.test_backends import at_once, attempt, cell, new_run
+
+
+@pytest.fixture
+def hosts(store_target):
+    """Two workers' stores (two connections, as on two hosts)."""
+    a, b = Store(store_target), Store(store_target)
+    yield a, b
+    a.close()
+    b.close()
+
+
+def queued(store: Store, n: int = 1) -> list[int]:
+    return [new_run(store, status="queued", source="api") for _ in range(n)]
+
+
+def test_a_claim_takes_the_oldest_queued_run_and_holds_it(store, hosts):
+    first, second = queued(store, 2)
+    a, b = hosts
+    run = a.claim_run("host-a:1", 30.0)
+    assert (run.id, run.status, run.owner, run.lease_token) == (first, "running", "host-a:1", 1)
+    assert run.lease_until > run.heartbeat_at and run.shown_status == "running"
+    assert b.claim_run("host-b:1", 30.0).id == second
+    assert a.claim_run("host-a:1", 30.0) is None  # both held: nothing to take
+
+
+def test_a_run_started_from_the_cli_is_never_taken_by_a_worker(store, hosts):
+    new_run(store)  # `exam run`: running, its user's
+    assert hosts[0].claim_run("host-a:1", 0.0) is None
+
+
+def test_an_expired_lease_is_taken_over_and_the_old_holder_is_fenced_out(store, hosts):
+    (run_id,) = queued(store)
+    a, b = hosts
+    assert a.claim_run("host-a:1", 0.0).lease_token == 1  # a lease that runs out at once
+    assert a.record_cell(cell(run_id, "Q-01"), [attempt()])
+    assert store.get_run(run_id).shown_status == "interrupted"  # nobody renewed it
+
+    taken = b.claim_run("host-b:7", 30.0)  # another host takes it over
+    assert (taken.id, taken.owner, taken.lease_token) == (run_id, "host-b:7", 2)
+    # the old holder comes back from a stall: nothing it sends is stored
+    with pytest.raises(LeaseLost, match="taken over"):
+        a.record_cell(cell(run_id, "Q-02"), [attempt()])
+    assert not a.heartbeat(run_id)
+    with pytest.raises(LeaseLost):
+        a.set_run_status(run_id, "failed", "it thought the run was its own")
+    # the new holder finishes only the missing cells, and closes the run
+    assert missing_cells(b, taken) == [("Q-02", 1), ("Q-10", 1), ("Q-01", 2), ("Q-02", 2),
+                                       ("Q-10", 2)]
+    for case_no, repeat in missing_cells(b, taken):
+        assert b.record_cell(cell(run_id, case_no, repeat), [attempt()])
+    assert b.heartbeat(run_id)
+    b.set_run_status(run_id, "done")
+    run = store.get_run(run_id)
+    assert (run.status, run.owner, run.lease_until, run.error) == ("done", "host-b:7", None, None)
+    assert store.count_cells(run_id) == 6
+
+
+def test_a_renewed_lease_is_not_taken(store, hosts):
+    (run_id,) = queued(store)
+    a, b = hosts
+    a.claim_run("host-a:1", 30.0)
+    assert a.heartbeat(run_id)
+    assert b.claim_run("host-b:1", 30.0) is None
+
+
+def test_concurrent_claimers_each_take_different_runs(store_target, store):
+    runs = queued(store, 12)
+    workers = [Store(store_target) for _ in range(4)]
+    try:
+        def claim_all(s: Store, name: str) -> list[int]:
+            got = []
+            while (run := s.claim_run(name, 30.0)) is not None:
+                got.append(run.id)
+            return got
+
+        taken = at_once([functools.partial(claim_all, s, f"host-{i}:1")
+                         for i, s in enumerate(workers)])
+    finally:
+        for s in workers:
+            s.close()
+    flat = [r for got in taken for r in got]
+    assert sorted(flat) == runs  # every run claimed, none twice
+    assert {store.get_run(r).lease_token for r in runs} == {1}
+
+
+def test_a_cell_is_stored_once_when_two_workers_send_it_at_once(store_target, store):
+    """The store's unique key decides, not a hope: one insert wins, the other is told so."""
+    (run_id,) = queued(store)
+    writers = [Store(store_target) for _ in range(4)]
+    try:
+        for repeat in (1, 2):
+            for case_no in ("Q-01", "Q-02", "Q-10"):
+                stored = at_once([functools.partial(s.record_cell, cell(run_id, case_no, repeat),
+                                                    [attempt(1), attempt(2)]) for s in writers])
+                assert sorted(stored) == [False, False, False, True]
+    finally:
+        for s in writers:
+            s.close()
+    assert store.count_cells(run_id) == 6
+    assert len(store.attempts(run_id, "Q-01", 1)) == 2
+
+
+def test_a_takeover_racing_the_old_holders_write_stores_the_cell_at_most_once(store_target, store):
+    (run_id,) = queued(store)
+    for repeat in range(1, 7):
+        a, b = Store(store_target), Store(store_target)
+        try:
+            assert a.claim_run("host-a:1", 0.0).id == run_id  # runs out at once
+            stored, claimed = at_once([
+                functools.partial(_try, a.record_cell, cell(run_id, "Q-10", repeat), []),
+                functools.partial(_try, claim_when_free, b),
+            ])
+        finally:
+            a.close()
+            b.close()
+        assert claimed.id == run_id
+        # the write came first (stored, then the run was taken) or the claim did (refused):
+        # never a refused cell in the store, never a stored one missing
+        assert stored in (True, "LeaseLost")
+        assert (("Q-10", repeat) in store.done_cells(run_id)) == (stored is True)
+
+
+def claim_when_free(s: Store):
+    """Claim like a polling worker: PostgreSQL's SKIP LOCKED passes over a run whose row a
+    write holds at this instant; the next poll takes it."""
+    while (run := s.claim_run("host-b:1", 0.0)) is None:
+        pass
+    return run
+
+
+def _try(fn, *args):
+    try:
+        return fn(*args)
+    except LeaseLost:
+        return "LeaseLost"

@@ -1,0 +1,60 @@
+"""The service and the worker on each backend: a queued run is executed by a worker, a dead
+worker's run is taken over and only its missing cells are asked again, /healthz reads the store."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from exam.app import create_app
+from exam.pipeline.gate import RequestGate
+from exam.pipeline.registry import load_registry
+from exam.pipeline.runner import job_for, run_cell
+from exam.pipeline.worker import work_once
+from exam.store import Store
+from tests.exam.helpers import write_bank
+from tests.fakes.agent import FakeAgent
+
+TOKEN = "test-token-5f3a"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def agent_and_app(tmp_path, store_target):
+    with FakeAgent() as fake:
+        bank = write_bank(tmp_path, ["ok", "ok", "ok"])
+        agents = tmp_path / "agents.yaml"
+        agents.write_text(yaml.safe_dump({"agents": {"T": {"url": fake.url, "bank": str(bank),
+                                                           "timeout_s": 30}}}))
+        app = create_app({"API_TOKEN": TOKEN, "DB": store_target, "AGENTS": str(agents),
+                          "TESTING": True})
+        yield fake, app, str(agents)
+
+
+def test_healthz_reads_the_store(agent_and_app):
+    _, app, _ = agent_and_app
+    resp = app.test_client().get("/healthz")
+    assert resp.status_code == 200 and resp.json == {"ok": True, "schema": 8}
+
+
+def test_a_dead_workers_run_is_finished_by_a_worker_on_another_host(agent_and_app, store_target):
+    fake, app, agents = agent_and_app
+    client = app.test_client()
+    run_id = client.post("/api/runs", json={"agent": "T", "version": "v1", "repeats": 2},
+                         headers=AUTH).json["run_id"]
+    dead, alive = Store(store_target), Store(store_target)
+    try:
+        # worker A claims the run (a lease that runs out at once), stores two cells, dies
+        assert dead.claim_run("host-a:4242", 0.0).id == run_id
+        job = job_for(dead, run_id, load_registry(agents).get("T"))
+        run_cell(dead, job, "T-01", 1, RequestGate(1))
+        run_cell(dead, job, "T-02", 1, RequestGate(1))
+        before = len(fake.requests)
+        assert work_once(alive, agents) == run_id  # worker B, on another host
+        assert work_once(alive, agents) is None  # nothing left
+    finally:
+        dead.close()
+        alive.close()
+    assert len(fake.requests) - before == 4  # only the missing cells
+    run = client.get(f"/api/runs/{run_id}", headers=AUTH).json
+    assert run["status"] == "done" and run["progress"]["done"] == 6
