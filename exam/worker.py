@@ -2,7 +2,9 @@
 
 A run is claimed in a transaction; while it runs, a heartbeat is written every few
 seconds. A worker that dies (kill -9, a crash, a deploy) leaves its run ``running`` with
-a stale heartbeat; the next worker to look claims it and finishes only the missing cells.
+a stale heartbeat; the next worker to look claims it and finishes only the missing cells:
+at once on the same host (its pid is gone), after ``lease_s`` without a heartbeat from
+any other host (EXAM_HOST_ID names the host).
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ from exam.store import Store, owner_id
 
 log = logging.getLogger("exam.worker")
 HEARTBEAT_S = 5.0
-STALE_AFTER_S = 30.0
+STALE_AFTER_S = 30.0  # the lease: a run without a heartbeat for this long is taken over
 
 
-def _beat(store: Store, run_id: int, stop: threading.Event) -> None:
-    while not stop.wait(HEARTBEAT_S):
+def _beat(store: Store, run_id: int, stop: threading.Event, every_s: float) -> None:
+    while not stop.wait(every_s):
         try:
             store.heartbeat(run_id)
         except Exception:  # a missed beat is not worth killing the run for
@@ -36,7 +38,8 @@ def work_once(store: Store, agents_path: str | None = None,
         return None
     log.info("run %s: %s %s claimed", run.id, run.agent, run.version)
     stop = threading.Event()
-    beat = threading.Thread(target=_beat, args=(store, run.id, stop), daemon=True)
+    every_s = min(HEARTBEAT_S, stale_after_s / 5)  # several beats per lease, however busy
+    beat = threading.Thread(target=_beat, args=(store, run.id, stop, every_s), daemon=True)
     beat.start()
     try:
         agent = load_registry(agents_path).get(run.agent)
@@ -60,13 +63,14 @@ def work_once(store: Store, agents_path: str | None = None,
 
 
 def work_forever(db: str | None, agents_path: str | None, poll_s: float = 1.0,
-                 stop: threading.Event | None = None) -> None:
+                 stop: threading.Event | None = None,
+                 stale_after_s: float = STALE_AFTER_S) -> None:
     stop = stop or threading.Event()
     store = Store.open(db)
     log.info("worker %s watching %s", owner_id(), store.path)
     try:
         while not stop.is_set():
-            if work_once(store, agents_path) is None:
+            if work_once(store, agents_path, stale_after_s) is None:
                 stop.wait(poll_s)
     finally:
         store.close()
