@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from exam.cli import InputError, _store, agents_option, db_option, fail_input, main
+from exam.cli import InputError, _store, agents_option, db_option, fail_input, main, store_cmd
 from exam.errors import ExamError
 
 
@@ -111,6 +111,28 @@ def _preview(run_ids, compare_to, out_path, db) -> None:
     Path(out_path).write_text(json.dumps(messages, ensure_ascii=False, indent=2), encoding="utf-8")
     click.echo(f"{len(messages)} message(s), nothing sent; the Flex JSON is in {out_path} "
                f"(paste it into LINE's Flex Message Simulator to see it)")
+
+
+@store_cmd.command("migrate")
+@db_option
+def store_migrate(db) -> None:
+    """Bring the store's schema up to date, then exit (an upgrade's step between stopping the
+    workers and starting the new version; any process that opens the store does it too).
+
+    \b
+    Exit status: 0 up to date · 2 the store cannot be opened or is newer than this version.
+    """
+    from exam.errors import StoreError
+    from exam.store import Store
+
+    try:
+        store = Store.open(db)
+    except StoreError as exc:
+        raise fail_input(exc) from None
+    try:  # the target is not echoed: a PostgreSQL URL may carry a password
+        click.echo(f"the store is at schema version {store.schema_version()}")
+    finally:
+        store.close()
 
 
 @main.command("worker")
