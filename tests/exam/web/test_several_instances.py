@@ -183,3 +183,27 @@ def test_a_line_event_delivered_to_both_instances_is_answered_once(pair):
                  "both instances to answer their own event")
         assert tokens().count(f"reply-{shared['webhookEventId']}") == 1
     assert len(line.replies()) == 3 * events
+
+
+@pytest.mark.parametrize("env", [{"EXAM_API_TOKEN": "tok-1", "EXAM_SECRET_KEY": "key-1"},
+                                 {"EXAM_API_TOKEN": "tok-1"}], ids=["secret-key", "from-token"])
+def test_apps_built_from_the_same_settings_accept_each_others_sessions(env, monkeypatch,
+                                                                       tmp_path):
+    """The signing key comes from the environment (EXAM_SECRET_KEY, else derived from
+    EXAM_API_TOKEN), never from the process: a third app with another key refuses it."""
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("EXAM_DB", str(tmp_path / "exam.db"))
+    first, second = create_app(), create_app()
+    browser = first.test_client()
+    form = browser.get("/login").get_data(as_text=True)
+    assert browser.post("/login", data={"token": "tok-1", "csrf_token": csrf_in(form)}
+                        ).status_code == 302
+    cookie = browser.get_cookie("session").value
+    other = second.test_client()
+    other.set_cookie("session", cookie)
+    assert other.get("/runs").status_code == 200
+    monkeypatch.setenv("EXAM_SECRET_KEY", "another-key")
+    stranger = create_app().test_client()
+    stranger.set_cookie("session", cookie)
+    assert stranger.get("/runs").status_code == 302  # to the login page
