@@ -117,9 +117,13 @@ def test_workers_on_two_hosts_killed_at_random_points(tmp_path, store_url, table
         for run_id, case_no, repeat in per_cell:
             attempts[run_id, case_no] += len(store.attempts(run_id, case_no, repeat))
         asked: Counter[tuple[int, str]] = Counter()
+        cut = 0  # a body the kill cut short: it reached the agent, its question is unknown
         for req in fake.requests:
             agent = req["path"].rsplit("/", 1)[1]
-            asked[queued[int(agent[1:])], json.loads(req["raw"])["task_id"]] += 1
+            try:
+                asked[queued[int(agent[1:])], json.loads(req["raw"])["task_id"]] += 1
+            except ValueError:
+                cut += 1
         store.close()
 
     total = QUESTIONS * REPEATS
@@ -129,7 +133,7 @@ def test_workers_on_two_hosts_killed_at_random_points(tmp_path, store_url, table
     extra = {key: asked[key] - attempts[key] for key in asked if asked[key] > attempts[key]}
     # a killed worker wastes at most the requests it had in flight: one per cell, at most
     # CONCURRENCY per kill, and only on runs it held when it was killed
-    assert sum(extra.values()) <= CONCURRENCY * kill_count, extra
+    assert sum(extra.values()) + cut <= CONCURRENCY * kill_count, (extra, cut)
     for (run_id, case_no), n in extra.items():
         assert n <= kills[run_id] * min(REPEATS, CONCURRENCY), (run_id, case_no, n, kills)
     assert len(queued) > TRIALS // 2
@@ -142,8 +146,8 @@ def test_workers_on_two_hosts_killed_at_random_points(tmp_path, store_url, table
           f"{min(cells_at_kill)}–{max(cells_at_kill)} of {total} cells stored "
           f"({len(cells_at_kill)} of {TRIALS} kills while it held a run); {across} time(s) "
           f"the killed worker stayed down until the other host took its run over after the "
-          f"{LEASE_S:g} s lease, otherwise it was restarted at once; {sum(extra.values())} "
-          f"agent request(s) repeated for cells in flight at a kill",
+          f"{LEASE_S:g} s lease, otherwise it was restarted at once; {sum(extra.values()) + cut} "
+          f"agent request(s) repeated for cells in flight at a kill ({cut} cut mid-body)",
           "nothing (no cell lost or stored twice)")
 
 
