@@ -34,7 +34,7 @@ class Proc:
 
     def start(self) -> Proc:
         with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "exam.cli", *self.args],
+            self.proc = subprocess.Popen([sys.executable, "-m", "exam", *self.args],
                                          env=self.env, cwd=ROOT, stdout=out,
                                          stderr=subprocess.STDOUT)
         return self
