@@ -222,8 +222,14 @@ GRADE_CACHE_CHUNK = 500  # keys per lookup query (SQLite's bound-variable limit 
 LEASE_S = 30.0  # how long a worker's claim holds a run without a heartbeat
 
 
+def host_id() -> str:
+    """This machine's name in run owners: EXAM_HOST_ID (``exam worker --host-id``), else the
+    host name. Two machines must never share one: a pid is only checked on its own host."""
+    return os.environ.get("EXAM_HOST_ID") or socket.gethostname()
+
+
 def owner_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+    return f"{host_id()}:{os.getpid()}"
 
 
 def owner_alive(owner: str | None) -> bool:
@@ -231,7 +237,7 @@ def owner_alive(owner: str | None) -> bool:
     if not owner or ":" not in owner:
         return False
     host, pid = owner.rsplit(":", 1)
-    if host != socket.gethostname():
+    if host != host_id():
         return True  # another machine: assume alive, the heartbeat tells
     try:
         os.kill(int(pid), 0)

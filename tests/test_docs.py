@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import click
 import pytest
 
@@ -32,6 +34,34 @@ def test_every_command_is_documented(command):
 @pytest.mark.parametrize("key", list(DEFAULTS))
 def test_every_config_key_is_documented(key):
     assert f"`{key}`" in DOCS["service.md"]
+
+
+# how code reads a variable: os.environ.get("X"), env["X"], envvar="X", "X" in os.environ, or a
+# literal EXAM_/LINE_ name handed to one of those (LineSettings lists the ones it needs)
+ENV_READ = re.compile(r'(?:environ(?:\.get)?\(|environ\[|\benv(?:\.get)?\(|\benv\[|envvar=|'
+                      r'getenv\()\s*"([A-Z][A-Z0-9_]+)"|"([A-Z][A-Z0-9_]+)"\s+(?:not\s+)?in\s+'
+                      r'(?:os\.)?environ|"((?:EXAM|LINE)_[A-Z0-9_]+)"')
+NOT_SETTINGS = {"WERKZEUG_RUN_MAIN"}  # set by werkzeug's reloader for its child, not by people
+
+
+def env_vars_read() -> list[str]:
+    found = {f"EXAM_{key}" for key in DEFAULTS} | {"EXAM_CONFIG"}  # from_prefixed_env("EXAM")
+    for path in [*(ROOT / "exam").rglob("*.py"), *(ROOT / "graders").rglob("*.py")]:
+        for groups in ENV_READ.findall(path.read_text(encoding="utf-8")):
+            found.update(g for g in groups if g and g not in DEFAULTS)  # not config keys
+    return sorted(found - NOT_SETTINGS)
+
+
+def test_the_env_var_scan_finds_what_each_part_reads():
+    """The scan is not empty-handed: the variables of the service, the worker and LINE."""
+    assert {"EXAM_DB", "EXAM_HOST_ID", "LINE_CHANNEL_SECRET", "LINE_GROUP_ID", "NO_COLOR",
+            "EXAM_REVIEWER", "EXAM_TRUSTED_PROXIES"} <= set(env_vars_read())
+
+
+@pytest.mark.parametrize("var", env_vars_read())
+def test_every_env_var_is_in_the_deployment_settings_table(var):
+    section = DOCS["deployment.md"].split("## 9. Every setting", 1)[1]
+    assert f"| `{var}` |" in section, f"{var} is read by the code but not in deployment.md's table"
 
 
 @pytest.mark.parametrize("key", question_keys() + FILE_KEYS)  # registered check kinds' too

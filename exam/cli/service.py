@@ -9,26 +9,38 @@ from exam.cli.common import agents_option, db_option, open_store
 
 @click.command("worker")
 @click.option("--once", is_flag=True, help="Finish at most one queued run, then exit.")
+@click.option("--host-id", envvar="EXAM_HOST_ID", metavar="NAME",
+              help="This machine's name in run owners (default: the host name, or "
+                   "$EXAM_HOST_ID); unique per machine.")
+@click.option("--lease", "lease_s", envvar="EXAM_LEASE_SECONDS", type=click.FloatRange(min=1.0),
+              metavar="SECONDS",
+              help="How long a claim holds a run without a renewal before any worker may take "
+                   "it over (default: the store's lease, 30 s; $EXAM_LEASE_SECONDS).")
 @agents_option
 @db_option
-def worker_cmd(once, agents, db) -> None:
+def worker_cmd(once, host_id, lease_s, agents, db) -> None:
     """Execute runs queued by the API or LINE; resumes runs whose worker died.
 
     \b
     Exit status: 0 stopped (Ctrl-C, or --once done) · 2 bad input (settings, the store).
     """
     import logging
+    import os
 
     from exam.pipeline.worker import work_forever, work_once
+    from exam.store import LEASE_S
 
+    lease_s = lease_s or LEASE_S
+    if host_id:  # the store names run owners by it (exam.store.host_id)
+        os.environ["EXAM_HOST_ID"] = host_id
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     if once:
         store = open_store(db)
-        run_id = work_once(store, agents)
+        run_id = work_once(store, agents, lease_s)
         click.echo(f"run {run_id} finished" if run_id else "nothing queued")
         return
     try:
-        work_forever(db, agents)
+        work_forever(db, agents, stale_after_s=lease_s)
     except KeyboardInterrupt:
         click.echo("worker stopped; an unfinished run will be resumed by the next worker", err=True)
 

@@ -48,3 +48,19 @@ def store_copy(src, dst, replace) -> None:
                    f"{t.dst_rows:>9} rows  {t.dst_digest[:16]}")
     click.echo(f"copied {sum(t.src_rows for t in tables)} row(s) in {len(tables)} tables; "
                f"every count and digest equal")
+
+
+@store_cmd.command("migrate")
+@db_option
+def store_migrate(db) -> None:
+    """Bring the store's schema up to date, then exit (an upgrade's step between stopping the
+    workers and starting the new version; any process that opens the store does it too).
+
+    \b
+    Exit status: 0 up to date · 2 the store cannot be opened or is newer than this version.
+    """
+    store = open_store(db)
+    try:  # the target is not echoed: a PostgreSQL URL may carry a password
+        click.echo(f"the store is at schema version {store.schema_version()}")
+    finally:
+        store.close()

@@ -3,7 +3,8 @@
 A run is claimed with a row lock and held by a lease that a heartbeat renews every few
 seconds. A worker that dies (kill -9, a crash, a deploy, a lost host) leaves its run
 ``running`` with a lease that runs out; the next worker to look, on any host, claims it and
-finishes only the missing cells. A worker that only stalled and comes back finds its lease
+finishes only the missing cells (EXAM_HOST_ID, ``exam worker --host-id``, names the host in
+run owners). A worker that only stalled and comes back finds its lease
 token outdated: the store refuses its cells (LeaseLost) and it lets the run go.
 """
 
@@ -22,8 +23,8 @@ HEARTBEAT_S = 5.0
 STALE_AFTER_S = LEASE_S  # the lease: a run not renewed for this long is taken over
 
 
-def _beat(store: Store, run_id: int, stop: threading.Event) -> None:
-    while not stop.wait(HEARTBEAT_S):
+def _beat(store: Store, run_id: int, stop: threading.Event, every_s: float) -> None:
+    while not stop.wait(every_s):
         try:
             if not store.heartbeat(run_id):
                 log.warning("run %s: the lease was taken over by another worker", run_id)
@@ -40,7 +41,8 @@ def work_once(store: Store, agents_path: str | None = None,
         return None
     log.info("run %s: %s %s claimed", run.id, run.agent, run.version)
     stop = threading.Event()
-    beat = threading.Thread(target=_beat, args=(store, run.id, stop), daemon=True)
+    every_s = min(HEARTBEAT_S, stale_after_s / 5)  # several beats per lease, however busy
+    beat = threading.Thread(target=_beat, args=(store, run.id, stop, every_s), daemon=True)
     beat.start()
     try:
         agent = load_registry(agents_path).get(run.agent)
@@ -66,13 +68,14 @@ def work_once(store: Store, agents_path: str | None = None,
 
 
 def work_forever(db: str | None, agents_path: str | None, poll_s: float = 1.0,
-                 stop: threading.Event | None = None) -> None:
+                 stop: threading.Event | None = None,
+                 stale_after_s: float = STALE_AFTER_S) -> None:
     stop = stop or threading.Event()
     store = Store.open(db)
     log.info("worker %s watching %s", owner_id(), store.path)
     try:
         while not stop.is_set():
-            if work_once(store, agents_path) is None:
+            if work_once(store, agents_path, stale_after_s) is None:
                 stop.wait(poll_s)
     finally:
         store.close()
