@@ -85,6 +85,12 @@ def names() -> list[str]:
     return list(_KINDS)
 
 
+def charts(name: str, report: Report | None) -> dict[str, Any]:
+    """The charts of a report of kind ``name`` (the dashboard's pages and the HTML file)."""
+    kind = get(name)
+    return kind.charts(report) if kind.charts and report else {}
+
+
 def templates() -> dict[str, str]:
     """Template sources registered in code, for the HTML environment's loader."""
     _load()
