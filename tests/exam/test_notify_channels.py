@@ -156,3 +156,41 @@ def test_exam_run_checks_the_channels_settings_before_calling_any_agent(pigeon, 
         assert result.exit_code == 2 and "PIGEON_LOFT not set" in result.output
         assert fake.requests == []  # no work order was sent
     assert pigeon.sent == []
+
+
+@dataclass
+class NoSleep(Pigeon):
+    name: str = "nosleep"
+
+    def send(self, settings, target, payload, retry_key):  # no sleep=: deliver passes it
+        return 1
+
+
+@dataclass
+class NoDryRun(Pigeon):
+    name: str = "nodryrun"
+
+    def settings(self, env):  # no sending=: a dry run passes it
+        return {}
+
+
+@dataclass
+class NoPreview(Pigeon):
+    name: str = "nopreview"
+    preview = None
+
+
+@pytest.mark.parametrize("channel,message", [
+    (NoSleep(), "channel 'nosleep': send must be callable as send(settings, target, payload, "
+                "retry_key, sleep=None) (the Channel protocol): got an unexpected keyword "
+                "argument 'sleep'"),
+    (NoDryRun(), "channel 'nodryrun': settings must be callable as settings(env, *, "
+                 "sending=True) (the Channel protocol): got an unexpected keyword argument "
+                 "'sending'"),
+    (NoPreview(), "channel 'nopreview': preview must be callable as preview(payloads, out_path)"),
+])
+def test_a_channel_that_does_not_keep_the_protocol_is_refused_when_registered(channel, message):
+    with pytest.raises(TypeError) as refused:
+        notify.register(channel)
+    assert str(refused.value).startswith(message)
+    assert channel.name not in notify.names()
