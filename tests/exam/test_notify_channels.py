@@ -14,7 +14,7 @@ from exam import notify
 from exam.cli.main import main
 from exam.errors import ExamError
 from exam.store import Store
-from tests.exam.test_cli_run import setup
+from tests.exam.cli.test_run import setup
 from tests.fakes.agent import FakeAgent
 
 
