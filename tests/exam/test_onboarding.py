@@ -4,13 +4,13 @@ described, `exam init`, `exam agents check`, a YAML bank, `exam bank check`, two
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import yaml
 from click.testing import CliRunner
 
 from exam.cli.main import main
+from tests.fakes.server import serve
 
 
 class ShapedAgent:
@@ -42,16 +42,15 @@ class ShapedAgent:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hook/shop"
+        self.served = serve(Handler)
+        self.url = self.served.url + "/hook/shop"
 
     def __enter__(self):
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.served.start()
         return self
 
     def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()  # else the listening socket is left to the GC's warning
+        self.served.close()
 
 
 def invoke(*args, env=None):

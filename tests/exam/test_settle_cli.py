@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 from click.testing import CliRunner
 
 from exam.cli.main import main
 from tests.exam.helpers import registry_env, write_bank
+from tests.fakes.server import serve
 
 PASS, FAIL = "答案：備貨中", "答案：已出貨"
 
@@ -42,13 +43,11 @@ class Scripted:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.served = serve(Handler).start()
+        self.url = self.served.url + "/hook"
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.served.close()
 
 
 def test_settle_reruns_only_the_undecided_question_until_it_holds(tmp_path):

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.fakes.server import serve
 
 
 class FakeLineApi:
@@ -44,11 +46,8 @@ class FakeLineApi:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.host = f"http://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever,
-                                       kwargs={"poll_interval": 0.05}, daemon=True)
+        self.served = serve(Handler)
+        self.host = self.served.url
 
     def answer(self, *responses: tuple[int, dict[str, str], dict[str, Any]] | int) -> None:
         """Queue answers: a status, or (status, headers, body)."""
@@ -62,9 +61,8 @@ class FakeLineApi:
         return [r for r in self.requests if r["path"] == "/v2/bot/message/reply"]
 
     def __enter__(self) -> FakeLineApi:
-        self.thread.start()
+        self.served.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.served.close()
