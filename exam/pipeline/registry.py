@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from exam import names
-from exam.errors import RegistryError, unknown_keys
+from exam.errors import RegistryError, is_placeholder, unknown_keys
 from exam.pipeline.reading import DEFAULT_MAPPING, ReplyMapping, StepsMapping
 from exam.redact import MIN_SECRET_CHARS, NO_SECRETS, Redactor
 from graders.model import BUDGET_KEYS
@@ -282,6 +282,23 @@ def resolve_bank(registry_path: str, name: str, bank: str | None) -> str:
     return next((c for c in candidates if os.path.isfile(c)), candidates[0])
 
 
+def _placeholders(path: str, where: str, raw: Any) -> list[str]:
+    """A line per field of a reply mapping still holding `exam init`'s TODO: nothing read
+    through it could ever be graded, so the agent is blocked until a person fills it in."""
+    out = []
+    for key, value in (raw or {}).items():
+        values = value.items() if isinstance(value, Mapping) else (
+            enumerate(value) if isinstance(value, list) else [(None, value)])
+        for sub, v in values:
+            field = f"{where}.{key}" + ("" if sub is None else
+                                        f"[{sub}]" if isinstance(sub, int) else f".{sub}")
+            if is_placeholder(v):
+                out.append(f"{path}: {field} is still a placeholder ({str(v).strip()!r}): "
+                           f"write the dot path there (exam init showed the reply, and "
+                           f"`format: text` reads a plain-text reply)")
+    return out
+
+
 def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent:
     where = f"agents.{name}"
     if not isinstance(raw, Mapping):
@@ -319,6 +336,7 @@ def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent
         raise RegistryError(f"{path}: {where}.bank: expected a path, found {bank!r}")
     bank = resolve_bank(path, name, bank)
     mapping, fmt = _reply_mapping(path, f"{where}.reply", raw.get("reply"))
+    missing += _placeholders(path, f"{where}.reply", raw.get("reply"))
     n8n = _n8n_usage(path, f"{where}.n8n", raw.get("n8n"), env, missing, found)
     return Agent(
         name=name, url=url, bank=bank, headers=headers,
