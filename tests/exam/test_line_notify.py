@@ -11,6 +11,7 @@ from exam import notify
 from exam.cli.main import main
 from exam.notify import line
 from exam.notify.line import CHANNEL, LineSettings, build_messages
+from exam.notify.summary import Summary
 from tests.fakes.line_api import FakeLineApi
 
 SECRET_TOKEN = "line-access-token-SECRET-9f1c"
@@ -89,11 +90,11 @@ def test_the_share_key_comes_from_the_services_settings():
 
 
 def test_the_review_queue_is_counted_in_replies_and_cells(runs):
-    from exam.notify.summary import summary_text
+    from exam.notify.summary import Summary, summary_text
 
-    text = summary_text({"agent": "W1", "version": "v2", "pass": 1, "needs_human": 3, "fail": 0,
-                         "not_answered": 0, "critical": [], "previous": None, "regressions": [],
-                         "fixes": [], "review_queue": 3, "review_replies": 1})
+    text = summary_text(Summary(agent="W1", version="v2", passed=1, needs_human=3, fail=0,
+                                pass_rate=0.25, not_answered=0, cost={}, review_queue=3,
+                                review_replies=1))
     assert "review queue: 1 distinct reply in 3 cells waiting" in text
 
 
@@ -156,13 +157,12 @@ def test_cannot_reach_line_is_recorded(runs):
     assert results[0]["status"] == "failed" and "cannot reach LINE" in results[0]["outcome"]
 
 
-def _summary(i: int, regressions: int = 0) -> dict:
+def _summary(i: int, regressions: int = 0) -> Summary:
     cost = {k: {"p50": 2.0, "p95": 3.0, "total": 10.0}
             for k in ("attempts", "model_calls", "tokens", "latency_ms")}
-    return {"agent": f"W{i}", "version": "v2", "pass": 18, "needs_human": 1, "fail": 1,
-            "not_answered": 0, "critical": [], "cost": cost, "previous": "v1",
-            "regressions": [f"W{i}-{n:03d}" for n in range(regressions)], "fixes": [],
-            "review_queue": 0}
+    return Summary(agent=f"W{i}", version="v2", passed=18, needs_human=1, fail=1,
+                   pass_rate=0.9, not_answered=0, cost=cost, previous="v1",
+                   regressions=tuple(f"W{i}-{n:03d}" for n in range(regressions)))
 
 
 def test_more_than_12_bubbles_are_split_into_carousels():

@@ -39,7 +39,7 @@ class Pigeon:
     def payloads(self, summaries, settings):
         from exam.notify.summary import summary_text
 
-        return [{"text": summary_text(s), "pass_rate": s["pass_rate"]} for s in summaries]
+        return [{"text": summary_text(s), "pass_rate": s.pass_rate} for s in summaries]
 
     def preview(self, payloads, out_path):
         return [f"bird {i}: {p['text'].splitlines()[0]}" for i, p in enumerate(payloads, 1)], \
@@ -194,3 +194,21 @@ def test_a_channel_that_does_not_keep_the_protocol_is_refused_when_registered(ch
         notify.register(channel)
     assert str(refused.value).startswith(message)
     assert channel.name not in notify.names()
+
+
+def test_a_summary_is_data_with_a_json_form(stored):
+    from exam.notify.summary import summaries_for
+
+    history, run_id = stored
+    (s,) = summaries_for(history.store, [run_id])
+    assert (s.agent, s.version, s.previous, s.verdict) == ("W1", "v2", "v1", "hold")
+    assert (s.counts, s.pass_rate, s.regressions, s.fixes) == (
+        {"pass": 3, "needs_human": 0, "fail": 3}, 0.5, ("Q-01",), ("Q-02",))
+    as_json = json.loads(json.dumps(s.as_dict()))
+    assert list(as_json) == ["agent", "version", "pass", "needs_human", "fail", "pass_rate",
+                             "not_answered", "cost", "critical", "previous", "verdict",
+                             "verdict_reason", "regressions", "fixes", "review_queue",
+                             "review_replies"]
+    assert as_json["pass"] == 3 and as_json["regressions"] == ["Q-01"]
+    assert as_json["critical"] == ["Q-01"] and as_json["cost"]["tokens"]["p50"] == s.cost[
+        "tokens"]["p50"]
