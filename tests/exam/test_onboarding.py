@@ -10,7 +10,7 @@ import yaml
 from click.testing import CliRunner
 
 from exam.cli.main import main
-from tests.fakes.server import serve
+from tests.fakes.server import send_json, serve
 
 
 class ShapedAgent:
@@ -32,15 +32,9 @@ class ShapedAgent:
                 agent.seen_headers.append(dict(self.headers))
                 answer = ("本店不提供貨到付款，可以使用信用卡付款。" if agent.version == "v1"
                           else "可以的，我們提供貨到付款。")
-                body = json.dumps({"data": {"reply": answer, "meta": {
+                send_json(self, 200, {"data": {"reply": answer, "meta": {
                     "state": "ok", "task": order.get("task_id"),
-                    "usage": {"prompt_tokens": 120, "completion_tokens": 30}}}},
-                    ensure_ascii=False).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                    "usage": {"prompt_tokens": 120, "completion_tokens": 30}}}})
 
         self.served = serve(Handler)
         self.url = self.served.url + "/hook/shop"
@@ -265,12 +259,7 @@ class NumbersOnly(BaseHTTPRequestHandler):
     def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         type(self).posts += 1
-        body = b'{"code": 7}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, 200, {"code": 7})
 
 
 def test_a_todo_left_in_the_reply_mapping_blocks_the_agent_naming_file_agent_and_field(

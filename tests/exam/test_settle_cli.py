@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from exam.cli.main import main
 from tests.exam.helpers import registry_env, write_bank
-from tests.fakes.server import serve
+from tests.fakes.server import send_json, serve
 
 PASS, FAIL = "答案：備貨中", "答案：已出貨"
 
@@ -36,12 +36,7 @@ class Scripted:
                     owner.calls[task] = n + 1
                     answers = owner.script.get(task, [PASS])
                     text = answers[min(n, len(answers) - 1)]
-                data = json.dumps({"answer": text}, ensure_ascii=False).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, 200, {"answer": text})
 
         self.served = serve(Handler).start()
         self.url = self.served.url + "/hook"

@@ -11,7 +11,7 @@ import threading
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.fakes.server import serve
+from tests.fakes.server import send_json, serve
 
 
 class FakeLineApi:
@@ -37,14 +37,7 @@ class FakeLineApi:
                     sent = fake.requests[-1]["body"].get("messages", [])
                     body = {"sentMessages": [{"id": str(461230966842064897 + i),
                                               "quoteToken": f"q{i}"} for i in range(len(sent))]}
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, body, headers)
 
         self.served = serve(Handler)
         self.host = self.served.url

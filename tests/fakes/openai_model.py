@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.fakes.server import serve
+from tests.fakes.server import send_json, serve
 
 FAIL_MESSAGE = "fake model: this request is refused on purpose"
 
@@ -67,12 +67,7 @@ class FakeModel:
                     status, body = fake.responses(request)
                 else:
                     status, body = 404, {"error": {"message": f"no route {self.path}"}}
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, body)
 
         self.served = serve(Handler)
         self.base_url = self.served.url + "/v1"

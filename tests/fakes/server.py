@@ -3,6 +3,7 @@ it serves), served in a thread inside ``with``, shut down and closed when the bl
 
 from __future__ import annotations
 
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
 
@@ -40,3 +41,16 @@ def serve(handler: type[BaseHTTPRequestHandler],
     server = server_class(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     return Served(server)
+
+
+def send_json(handler: BaseHTTPRequestHandler, status: int, body: object,
+              headers: dict[str, str] | None = None) -> None:
+    """Answer a request with ``body`` as JSON (UTF-8, with its length)."""
+    data = json.dumps(body, ensure_ascii=False).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    for k, v in (headers or {}).items():
+        handler.send_header(k, v)
+    handler.end_headers()
+    handler.wfile.write(data)

@@ -15,7 +15,7 @@ import pytest
 
 from exam.pipeline.n8n_usage import measure, usage_of_execution
 from exam.pipeline.registry import N8nUsage
-from tests.fakes.server import serve
+from tests.fakes.server import send_json, serve
 
 DATA = Path(__file__).parent.parent / "data"
 KEY = "n8n-api-key-for-tests-0123456789"
@@ -82,12 +82,7 @@ class FakeN8nApi:
                 self._send(200, executions[exec_id])
 
             def _send(self, status, obj):
-                data = json.dumps(obj).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, obj)
 
         self.served = serve(Handler).start()
         self.url = self.served.url
