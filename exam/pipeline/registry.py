@@ -17,12 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from exam import names
 from exam.errors import RegistryError, is_placeholder, unknown_keys
 from exam.pipeline.reading import DEFAULT_MAPPING, ReplyMapping, StepsMapping
-from exam.redact import MIN_SECRET_CHARS, NO_SECRETS, Redactor
+from exam.redact import MIN_SECRET_CHARS, NO_SECRETS, Redactor, safe_url, url_secrets
 from graders.model import BUDGET_KEYS
 
 DEFAULT_PATH = "webhooks/agents.yaml"
@@ -45,11 +45,7 @@ class N8nUsage:
 
     @property
     def safe_url(self) -> str:
-        parts = urlsplit(self.api_url)
-        host = parts.hostname or ""
-        if parts.port:
-            host = f"{host}:{parts.port}"
-        return urlunsplit((parts.scheme, host, parts.path, "", ""))
+        return safe_url(self.api_url)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,17 +73,7 @@ class Agent:
     @property
     def safe_url(self) -> str:
         """The URL without credentials or query string, secrets in it redacted: safe to show."""
-        parts = urlsplit(self.url)
-        host = parts.hostname or ""
-        if ":" in host:  # IPv6
-            host = f"[{host}]"
-        try:
-            port = parts.port
-        except ValueError:
-            port = None
-        if port:
-            host = f"{host}:{port}"
-        return self.redactor.text(urlunsplit((parts.scheme, host, parts.path, "", ""))) or ""
+        return safe_url(self.url, self.redactor)
 
     def settings(self) -> dict[str, Any]:
         """What a run records about the agent: everything but the secrets."""
@@ -160,20 +146,6 @@ def _expand(value: str, where: str, env: Mapping[str, str], missing: list[str],
         return secret
 
     return ENV_VAR.sub(sub, value)
-
-
-def _url_secrets(url: str) -> list[str]:
-    """Userinfo and query values: never stored or shown, whether from ``${VAR}`` or not."""
-    parts = urlsplit(url)
-    out = []
-    if parts.username is not None or parts.password is not None:
-        user, password = parts.username or "", parts.password or ""
-        out += [user, password, unquote(user), unquote(password),
-                f"{unquote(user)}:{unquote(password)}"]  # what Basic auth encodes
-    for _, value in parse_qsl(parts.query, keep_blank_values=True):
-        out.append(value)
-    out += [v for _, _, v in (p.partition("=") for p in parts.query.split("&"))]
-    return [v for v in out if v]
 
 
 def _bounded_number(path: str, where: str, value: Any, *, minimum: float, integer: bool,
@@ -350,8 +322,8 @@ def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent
                                minimum=0, integer=False),
         reply=mapping, reply_format=fmt, budget=dict(budget), n8n=n8n,
         blocked="; ".join(missing),
-        redactor=Redactor.of([*found.values, *_url_secrets(url),
-                              *(_url_secrets(n8n.api_url) if n8n else ())]),
+        redactor=Redactor.of([*found.values, *url_secrets(url),
+                              *(url_secrets(n8n.api_url) if n8n else ())]),
         warnings=tuple(dict.fromkeys(found.warnings)),
     )
 
