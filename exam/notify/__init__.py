@@ -20,7 +20,7 @@ from exam.errors import ExamError
 from exam.store import Store
 
 # the shipped channels, imported on first use (their SDKs are heavy): name → "module:attribute"
-BUILT_IN = {"line": "exam.notify.line:CHANNEL"}
+BUILT_IN = {"line": "exam.notify.line:CHANNEL", "webhook": "exam.notify.webhook:CHANNEL"}
 
 
 class DeliveryError(ExamError):
