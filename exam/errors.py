@@ -6,6 +6,13 @@ import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+PLACEHOLDER = "TODO"  # what `exam init` writes where only a person can fill in
+
+
+def is_placeholder(value: object) -> bool:
+    """A value still holding the ``TODO`` placeholder `exam init` wrote."""
+    return isinstance(value, str) and value.strip().startswith(PLACEHOLDER)
+
 
 class ExamError(Exception):
     """Base: something the user can fix; the CLI prints it as one line, exit 2."""

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from exam.bank import Bank, Item, bank_files, read_bank
-from exam.errors import Problem
+from exam.errors import PLACEHOLDER, Problem, is_placeholder
 from exam.pipeline.reading import read_body, to_reply
 from graders import Grade, Reply, grade
 
@@ -60,16 +60,13 @@ class CheckReport:
         return 2 if self.unreadable else (1 if self.problems else 0)
 
 
-PLACEHOLDER = "TODO"
-
-
 def placeholders(file: str, item: Item) -> list[Problem]:
     """Every field still holding a ``TODO`` placeholder (``exam init`` writes them)."""
     out = []
     for key in ("expect_facts", "expect_forbidden", "golden", "counterexamples"):
         values = item.raw.get(key) or []
         for i, value in enumerate(values if isinstance(values, list) else []):
-            if isinstance(value, str) and value.strip().startswith(PLACEHOLDER):
+            if is_placeholder(value):
                 out.append(Problem(file, f"{item.case_no}.{key}[{i}]",
                                    f"still a placeholder: {value.strip()[len(PLACEHOLDER):].strip(' :')}"))
     return out

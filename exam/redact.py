@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 REDACTED = "[redacted]"
 MIN_SECRET_CHARS = 8
@@ -143,6 +144,36 @@ NO_SECRETS = Redactor()
 
 _QUERY = re.compile(r"\?[^\s'\"()<>]+")
 _USERINFO = re.compile(r"(?<=://)[^\s/@'\"]+@")
+
+
+def url_secrets(url: str) -> list[str]:
+    """Userinfo and query values: never stored or shown, whether from ``${VAR}`` or not."""
+    parts = urlsplit(url)
+    out = []
+    if parts.username is not None or parts.password is not None:
+        user, password = parts.username or "", parts.password or ""
+        out += [user, password, unquote(user), unquote(password),
+                f"{unquote(user)}:{unquote(password)}"]  # what Basic auth encodes
+    for _, value in parse_qsl(parts.query, keep_blank_values=True):
+        out.append(value)
+    out += [v for _, _, v in (p.partition("=") for p in parts.query.split("&"))]
+    return [v for v in out if v]
+
+
+def safe_url(url: str, redactor: Redactor = NO_SECRETS) -> str:
+    """``url`` without credentials or query string, other secrets in it redacted: safe to
+    show and to store."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port:
+        host = f"{host}:{port}"
+    return redactor.text(urlunsplit((parts.scheme, host, parts.path, "", ""))) or ""
 
 
 def scrub_urls(text: str) -> str:

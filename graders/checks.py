@@ -77,7 +77,9 @@ def check_status(expected: str, reply: Reply) -> CheckResult:
     )
 
 
-def _lookup(body: Any, path: str) -> tuple[bool, Any]:
+def lookup(body: Any, path: str) -> tuple[bool, Any]:
+    """Follow a dot path (``usage.total_tokens``, ``items.0.name``): (found, value). The one
+    walker of dot paths: field checks here, reply mappings in exam/pipeline/reading.py."""
     cur = body
     for part in path.split("."):
         if isinstance(cur, Mapping) and part in cur:
@@ -101,7 +103,7 @@ def check_field(spec: FieldSpec, reply: Reply, *, fold: bool = False) -> CheckRe
     name = f"field.{spec.path}"
     if spec.mode == "ignore":
         return CheckResult(name, "not_graded", evidence=spec.note or "ignored by the bank")
-    found, value = _lookup(reply.body, spec.path)
+    found, value = lookup(reply.body, spec.path)
     if not found:
         return CheckResult(
             name, "fail", missing=spec.values or spec.keywords,

@@ -145,6 +145,16 @@ def warn_missing_banks(report: dict, fmt: str = "") -> None:
             click.echo(f"warning: {m['message']}", err=True)
 
 
+def print_report(kind: str, report: dict, fmt: str) -> None:
+    """Print ``report`` (of this registered kind) in ``fmt``; runs left out for a missing bank
+    are warned about on stderr. A format the kind does not render is bad input (exit 2)."""
+    from exam.marks import use_colour
+    from exam.reports.formats import render
+
+    emit(render(kind, report, fmt, use_colour()))
+    warn_missing_banks(report, fmt)
+
+
 def print_scorecards(store, runs, fmt: str, details: bool = True) -> dict:
     """Re-grade ``runs``, print their scorecards in ``fmt``, return the report."""
     from exam.marks import use_colour

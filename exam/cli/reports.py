@@ -14,13 +14,13 @@ from exam.cli.common import (
     emit,
     open_registry,
     open_store,
+    print_report,
     print_scorecards,
     report_format,
     stored_runs,
     verdict_options,
     verdict_settings,
     version_filter,
-    warn_missing_banks,
 )
 
 
@@ -63,7 +63,6 @@ def report_discrimination(agent, k, details, fmt, db) -> None:
     """
     from exam.marks import use_colour
     from exam.reports import discrimination
-    from exam.reports.formats import render
     from exam.reports.regrade import regrade
 
     store = open_store(db)
@@ -74,8 +73,7 @@ def report_discrimination(agent, k, details, fmt, db) -> None:
 
         emit("\n".join([*missing_notes(result), text(result, use_colour(), True)]))
     else:
-        emit(render("discrimination", result, fmt, use_colour()))
-    warn_missing_banks(result, fmt)
+        print_report("discrimination", result, fmt)
 
 
 @report.command("rebalance")
@@ -107,9 +105,7 @@ def report_rebalance(since, agent, band, min_versions, min_repeats, keep_guards,
     \b
     Exit status: 0 printed · 2 bad input (settings, no matching runs, an unreadable store).
     """
-    from exam.marks import use_colour
     from exam.reports import rebalance
-    from exam.reports.formats import render
     from exam.reports.regrade import regrade
 
     settings = rebalance.Settings(band=tuple(band), min_versions=min_versions,
@@ -125,8 +121,7 @@ def report_rebalance(since, agent, band, min_versions, min_repeats, keep_guards,
     regraded = regrade(store, runs)
     result = rebalance.build(regraded, since.strftime("%Y-%m-%d") if since else None,
                              settings, store, [r.id for r in matching if r not in runs])
-    emit(render("rebalance", result, fmt, use_colour()))
-    warn_missing_banks(result, fmt)
+    print_report("rebalance", result, fmt)
     if save:
         for agent_report, sid in zip(result["agents"], rebalance.save(store, result), strict=True):
             click.echo(f"snapshot #{sid} saved for {agent_report['agent']}", err=True)
@@ -168,9 +163,7 @@ def compare_cmd(agent, old, new, fail_on, alpha, min_effect, min_answered, cover
       4  undecided (too few repeats: which questions, how many more)
       5  pending (needs_human cells decide it: exam review)
     """
-    from exam.marks import use_colour
     from exam.reports import compare
-    from exam.reports.formats import render
     from exam.reports.regrade import regrade
     from exam.reports.selection import compare_runs
 
@@ -185,6 +178,5 @@ def compare_cmd(agent, old, new, fail_on, alpha, min_effect, min_answered, cover
                             echo=lambda m: click.echo(m, err=True))
     else:
         result = compare.build(regrade(store, every), agent, old, new, settings)
-    emit(render("compare", result, fmt, use_colour()))
-    warn_missing_banks(result, fmt)
+    print_report("compare", result, fmt)
     sys.exit(compare.exit_code(result, fail_on))

@@ -11,6 +11,7 @@ A failed send never touches stored results: it is recorded, and ``exam notify CH
 from __future__ import annotations
 
 import importlib
+import inspect
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
@@ -19,7 +20,7 @@ from exam.errors import ExamError
 from exam.store import Store
 
 # the shipped channels, imported on first use (their SDKs are heavy): name → "module:attribute"
-BUILT_IN = {"line": "exam.notify.line:CHANNEL"}
+BUILT_IN = {"line": "exam.notify.line:CHANNEL", "webhook": "exam.notify.webhook:CHANNEL"}
 
 
 class DeliveryError(ExamError):
@@ -56,8 +57,36 @@ class Channel(Protocol):
 _CHANNELS: dict[str, Channel] = {}
 
 
+# how the rest of the system calls a channel: method → (positional, keyword) arguments
+_CALLS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
+    "settings": (({},), {"sending": False}),
+    "target": ((None,), {}),
+    "payloads": (([], None), {}),
+    "preview": (([], ""), {}),
+    "send": ((None, "", None, ""), {"sleep": None}),
+}
+
+
+def _protocol(method: str) -> inspect.Signature:
+    """The protocol's signature of ``method``, as a channel's bound method shows it."""
+    empty = inspect.Parameter.empty
+    params = list(inspect.signature(getattr(Channel, method)).parameters.values())[1:]
+    return inspect.Signature([p.replace(annotation=empty) for p in params])
+
+
 def register(channel: Channel) -> Channel:
-    """Add (or replace) a channel under its name."""
+    """Add (or replace) a channel under its name. A channel missing an attribute of the
+    ``Channel`` protocol, or with a method that cannot take the protocol's arguments, is a
+    TypeError naming both, here rather than halfway through a send."""
+    for attr in ("name", "label", "help"):
+        if not isinstance(getattr(channel, attr, None), str):
+            raise TypeError(f"channel {channel!r}: {attr} must be a string (the Channel protocol)")
+    for method, (args, kwargs) in _CALLS.items():
+        try:
+            inspect.signature(getattr(channel, method)).bind(*args, **kwargs)
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise TypeError(f"channel {channel.name!r}: {method} must be callable as "
+                            f"{method}{_protocol(method)} (the Channel protocol): {exc}") from None
     _CHANNELS[channel.name] = channel
     return channel
 

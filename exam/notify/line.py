@@ -24,7 +24,13 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from exam import notify
 from exam.backoff import backoff_s
 from exam.errors import ExamError
-from exam.notify.summary import SHOW_REGRESSIONS, queue_text, scorecard_link, summary_text
+from exam.notify.summary import (
+    SHOW_REGRESSIONS,
+    Summary,
+    queue_text,
+    scorecard_link,
+    summary_text,
+)
 from exam.web.share import secret_from_env
 
 DEFAULT_HOST = "https://api.line.me"
@@ -76,47 +82,47 @@ def _fmt(v: float | None, unit: str = "") -> str:
     return (f"{v:,.0f}" if v >= 10 else f"{v:g}") + unit
 
 
-def bubble(s: dict[str, Any], link: str | None, regressions_shown: int = SHOW_REGRESSIONS) -> dict:
+def bubble(s: Summary, link: str | None, regressions_shown: int = SHOW_REGRESSIONS) -> dict:
     counts = {"type": "box", "layout": "horizontal", "contents": [
         {"type": "box", "layout": "vertical", "contents": [
-            _text(str(s[k]), size="xl", weight="bold", color=COLOURS[k], align="center"),
+            _text(str(s.counts[k]), size="xl", weight="bold", color=COLOURS[k], align="center"),
             _text(k.replace("_", " "), size="xxs", color=COLOURS["muted"], align="center")]}
         for k in ("pass", "needs_human", "fail")]}
     body: list[dict[str, Any]] = [counts]
-    if s["not_answered"]:
-        body.append(_text(f"not answered: {s['not_answered']} (timeouts, errors)",
+    if s.not_answered:
+        body.append(_text(f"not answered: {s.not_answered} (timeouts, errors)",
                           color=COLOURS["muted"]))
-    if s["critical"]:
-        body.append(_text("CRITICAL failing: " + ", ".join(s["critical"][:5]), weight="bold",
+    if s.critical:
+        body.append(_text("CRITICAL failing: " + ", ".join(s.critical[:5]), weight="bold",
                           color=COLOURS["fail"]))
-    if s["previous"]:
+    if s.previous:
         body.append({"type": "separator", "margin": "md"})
-        if s.get("verdict"):
-            tone = {"ship": "pass", "hold": "fail", "incomplete": "fail"}.get(s["verdict"],
+        if s.verdict:
+            tone = {"ship": "pass", "hold": "fail", "incomplete": "fail"}.get(s.verdict,
                                                                               "needs_human")
-            body.append(_text(f"verdict: {s['verdict'].upper()}", weight="bold",
+            body.append(_text(f"verdict: {s.verdict.upper()}", weight="bold",
                               color=COLOURS[tone], margin="md"))
-            body.append(_text(s["verdict_reason"][:300], size="xs", color=COLOURS["muted"]))
-        body.append(_text(f"vs {s['previous']}: {len(s['regressions'])} regression(s), "
-                          f"{len(s['fixes'])} fix(es)", margin="md"))
-        shown = s["regressions"][:regressions_shown]
+            body.append(_text(s.verdict_reason[:300], size="xs", color=COLOURS["muted"]))
+        body.append(_text(f"vs {s.previous}: {len(s.regressions)} regression(s), "
+                          f"{len(s.fixes)} fix(es)", margin="md"))
+        shown = s.regressions[:regressions_shown]
         for case_no in shown:
             body.append(_text(f"✗ {case_no}", color=COLOURS["fail"]))
-        more = len(s["regressions"]) - len(shown)
+        more = len(s.regressions) - len(shown)
         if more:
             body.append(_text(f"… and {more} more", color=COLOURS["muted"]))
-    cost = s["cost"]
+    cost = s.cost
     body.append({"type": "separator", "margin": "md"})
     body.append(_text(f"p50: {_fmt(cost['model_calls']['p50'])} model calls · "
                       f"{_fmt(cost['tokens']['p50'])} tokens · "
                       f"{_fmt(cost['latency_ms']['p50'], ' ms')}", color=COLOURS["muted"],
                       margin="md"))
-    if s["review_queue"]:
+    if s.review_queue:
         body.append(_text(f"review queue: {queue_text(s)} waiting", color=COLOURS["needs_human"]))
     out: dict[str, Any] = {
         "type": "bubble", "size": "kilo",
         "header": {"type": "box", "layout": "vertical", "contents": [
-            _text(f"{s['agent']} · {s['version']}", weight="bold", size="md")]},
+            _text(f"{s.agent} · {s.version}", weight="bold", size="md")]},
         "body": {"type": "box", "layout": "vertical", "spacing": "sm", "contents": body},
     }
     if link:
@@ -126,30 +132,30 @@ def bubble(s: dict[str, Any], link: str | None, regressions_shown: int = SHOW_RE
     return out
 
 
-def _fit_bubble(s: dict[str, Any], link: str | None) -> dict[str, Any]:
+def _fit_bubble(s: Summary, link: str | None) -> dict[str, Any]:
     shown = SHOW_REGRESSIONS
     b = bubble(s, link, shown)
     while _size(b) > MAX_BUBBLE_BYTES and shown > 0:
         shown -= 1
         b = bubble(s, link, shown)
     if _size(b) > MAX_BUBBLE_BYTES:
-        raise ExamError(f"{s['agent']}: the scorecard bubble exceeds LINE's 30 KB limit")
+        raise ExamError(f"{s.agent}: the scorecard bubble exceeds LINE's 30 KB limit")
     return b
 
 
-def _alt(summaries: Sequence[dict[str, Any]]) -> str:
+def _alt(summaries: Sequence[Summary]) -> str:
     text = "agent-exam\n" + "\n".join(summary_text(s) for s in summaries)
     return text if len(text) <= MAX_ALT_TEXT else text[:MAX_ALT_TEXT - 1] + "…"
 
 
-def build_messages(summaries: Sequence[dict[str, Any]], public_url: str = "",
+def build_messages(summaries: Sequence[Summary], public_url: str = "",
                    share_secret: str | None = None) -> list[dict]:
     """Flex carousels (≤ 12 bubbles, ≤ 50 KB each), altText as the plain-text fallback."""
     bubbles = []
     for s in summaries:
         bubbles.append((s, _fit_bubble(s, scorecard_link(s, public_url, share_secret))))
     messages: list[dict[str, Any]] = []
-    group: list[tuple[dict, dict]] = []
+    group: list[tuple[Summary, dict]] = []
 
     def flush() -> None:
         if group:
@@ -288,7 +294,7 @@ class LineChannel:
     def target(self, settings: LineSettings) -> str:
         return settings.group_id
 
-    def payloads(self, summaries: Sequence[dict[str, Any]],
+    def payloads(self, summaries: Sequence[Summary],
                  settings: LineSettings) -> list[list[dict[str, Any]]]:
         return pushes(build_messages(summaries, settings.public_url, settings.share_secret))
 

@@ -1,18 +1,14 @@
 """What a notification says, whatever the channel: per agent version, as data.
 
-A summary is a dict: ``agent``, ``version``, the verdict counts (``pass``, ``needs_human``,
-``fail``), ``pass_rate`` (of graded cells; None when none was graded), ``not_answered``,
-``critical`` (critical questions failing), ``cost`` (p50/p95 per cost key), and against the
-previous version (``previous``, None without one): ``verdict`` and ``verdict_reason``,
-``regressions`` and ``fixes`` (case numbers); then ``review_queue`` (cells waiting for a
-person) and ``review_replies`` (distinct replies among them). ``scorecard_link`` gives the
-dashboard page a channel links to. ``summary_text`` is the plain-text form every channel can
-fall back on.
+A ``Summary`` per agent version; ``as_dict()`` is its JSON form (the verdict counts under
+``pass``, ``needs_human``, ``fail``). ``scorecard_link`` gives the dashboard page a channel
+links to. ``summary_text`` is the plain-text form every channel can fall back on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import quote
 
@@ -24,70 +20,102 @@ SHOW_REGRESSIONS = 3  # regressions named before "and N more"
 SHARE_DAYS = 7.0  # how long a Scorecard link works
 
 
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """One agent version, as every channel tells it."""
+
+    agent: str
+    version: str
+    passed: int  # verdict counts (``pass`` in ``as_dict``)
+    needs_human: int
+    fail: int
+    pass_rate: float | None  # of graded cells; None when none was graded
+    not_answered: int  # cells whose reply never arrived as ok
+    cost: Mapping[str, Mapping[str, float | None]]  # p50/p95 per cost key (cost_summary)
+    critical: tuple[str, ...] = ()  # critical questions failing
+    previous: str | None = None  # the version compared against; None without one
+    verdict: str | None = None  # the verdict of the change from ``previous``
+    verdict_reason: str | None = None
+    regressions: tuple[str, ...] = ()  # case numbers
+    fixes: tuple[str, ...] = ()
+    review_queue: int = 0  # cells waiting for a person
+    review_replies: int = 0  # distinct replies among them
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {"pass": self.passed, "needs_human": self.needs_human, "fail": self.fail}
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out["pass" if f.name == "passed" else f.name] = \
+                list(value) if isinstance(value, tuple) else value
+        return out
+
+
 def agent_summary(card: dict[str, Any], change: dict[str, Any] | None,
-                  review_queue: int = 0) -> dict[str, Any]:
+                  review_queue: int = 0) -> Summary:
     """One agent version's summary from its scorecard and its compare (None: no previous)."""
     v = card["verdicts"]
     graded = v["pass"] + v["needs_human"] + v["fail"]
-    return {
-        "agent": card["agent"], "version": card["version"], "pass": v["pass"],
-        "needs_human": v["needs_human"], "fail": v["fail"],
-        "pass_rate": v["pass"] / graded if graded else None,
-        "not_answered": sum(n for k, n in card["run_status"].items() if k != "ok"),
-        "critical": card["critical_failures"], "cost": card["cost"],
-        "previous": change and change["old"],
-        "regressions": [r["case_no"] for r in (change or {}).get("regressions", [])],
-        "verdict": change and change["verdict"],
-        "verdict_reason": change and change["decision"]["reason"],
-        "fixes": [r["case_no"] for r in (change or {}).get("fixes", [])],
-        "review_queue": review_queue,
-        "review_replies": card.get("review_replies", review_queue),
-    }
+    change = change or {}
+    return Summary(
+        agent=card["agent"], version=card["version"], passed=v["pass"],
+        needs_human=v["needs_human"], fail=v["fail"],
+        pass_rate=v["pass"] / graded if graded else None,
+        not_answered=sum(n for k, n in card["run_status"].items() if k != "ok"),
+        critical=tuple(card["critical_failures"]), cost=card["cost"],
+        previous=change.get("old"), verdict=change.get("verdict"),
+        verdict_reason=change["decision"]["reason"] if change else None,
+        regressions=tuple(r["case_no"] for r in change.get("regressions", [])),
+        fixes=tuple(r["case_no"] for r in change.get("fixes", [])),
+        review_queue=review_queue, review_replies=card.get("review_replies", review_queue),
+    )
 
 
-def queue_text(s: dict[str, Any]) -> str:
+def queue_text(s: Summary) -> str:
     from exam.reports.scorecard import queue_words
 
-    return queue_words({"review_queue": s["review_queue"],
-                        "review_replies": s.get("review_replies", s["review_queue"])})
+    return queue_words({"review_queue": s.review_queue, "review_replies": s.review_replies})
 
 
-def summary_text(s: dict[str, Any]) -> str:
-    line = (f"{s['agent']} {s['version']}: pass {s['pass']} · needs_human {s['needs_human']} · "
-            f"fail {s['fail']}")
-    if s["not_answered"]:
-        line += f" · not answered {s['not_answered']}"
-    if s["critical"]:
-        line += f"\n  CRITICAL failing: {', '.join(s['critical'][:5])}"
-    if s["previous"]:
-        if s.get("verdict"):
-            line += f"\n  verdict vs {s['previous']}: {s['verdict'].upper()}"
-            line += f"\n  {s['verdict_reason']}"
-        line += (f"\n  vs {s['previous']}: {len(s['regressions'])} regression(s), "
-                 f"{len(s['fixes'])} fix(es)")
-        if s["regressions"]:
-            shown = s["regressions"][:SHOW_REGRESSIONS]
-            more = len(s["regressions"]) - len(shown)
+def summary_text(s: Summary) -> str:
+    line = (f"{s.agent} {s.version}: pass {s.passed} · needs_human {s.needs_human} · "
+            f"fail {s.fail}")
+    if s.not_answered:
+        line += f" · not answered {s.not_answered}"
+    if s.critical:
+        line += f"\n  CRITICAL failing: {', '.join(s.critical[:5])}"
+    if s.previous:
+        if s.verdict:
+            line += f"\n  verdict vs {s.previous}: {s.verdict.upper()}"
+            line += f"\n  {s.verdict_reason}"
+        line += (f"\n  vs {s.previous}: {len(s.regressions)} regression(s), "
+                 f"{len(s.fixes)} fix(es)")
+        if s.regressions:
+            shown = s.regressions[:SHOW_REGRESSIONS]
+            more = len(s.regressions) - len(shown)
             line += f": {', '.join(shown)}" + (f" and {more} more" if more else "")
-    if s["review_queue"]:
+    if s.review_queue:
         line += f"\n  review queue: {queue_text(s)} waiting"
     return line
 
 
-def scorecard_link(s: dict[str, Any], public_url: str, share_secret: str | None) -> str | None:
+def scorecard_link(s: Summary, public_url: str, share_secret: str | None) -> str | None:
     """The scorecard page of a summary: a signed, expiring read-only share link when the
     signing key is known (a phone has no admin token, and must never need one); else the
     plain page; None without a public URL."""
     if not public_url:
         return None
-    path = f"/scorecard/{quote(s['agent'], safe='')}/{quote(s['version'], safe='')}"
+    path = f"/scorecard/{quote(s.agent, safe='')}/{quote(s.version, safe='')}"
     if not share_secret:
         return public_url + path
     return make_link(share_secret, public_url, path, SHARE_DAYS)
 
 
 def summaries_for(store: Store, run_ids: Sequence[int],
-                  compare_to: str | None = None) -> list[dict[str, Any]]:
+                  compare_to: str | None = None) -> list[Summary]:
     """A summary per agent version of these runs, each against ``compare_to`` or, by
     default, the version run before it."""
     from exam.reports import compare, scorecard

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from exam.errors import PLACEHOLDER
 from exam.pipeline.gate import RequestGate
 from exam.pipeline.reading import MISSING, ReplyMapping, keys_present, unwrap
 from exam.pipeline.registry import Agent
@@ -86,7 +87,7 @@ def propose_mapping(body: Any) -> tuple[dict[str, Any], list[str]]:
         text = max(strings, key=lambda pv: len(pv[1]))[0] if strings else None
         if text:
             notes.append(f"text: {text} is the longest string in the reply; check it is the answer")
-    mapping["text"] = text or "TODO: the dot path of the answer text"
+    mapping["text"] = text or f"{PLACEHOLDER}: the dot path of the answer text"
     if text is None:
         notes.append(f"text: no string found ({keys_present(body)})")
     status = _find(paths, STATUS_KEYS, str)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from exam.records import AttemptRow, CellRow
 from graders import Reply, Step
+from graders.checks import lookup as find_path
 
 if TYPE_CHECKING:
     from exam.bank import Item
@@ -122,15 +123,8 @@ def mapping_from_dict(d: Mapping[str, Any]) -> ReplyMapping:
 
 def lookup(obj: Any, path: str) -> Any:
     """Follow a dot path (``usage.total_tokens``, ``items.0.name``); MISSING when absent."""
-    cur = obj
-    for part in path.split("."):
-        if isinstance(cur, Mapping) and part in cur:
-            cur = cur[part]
-        elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
-            cur = cur[int(part)]
-        else:
-            return MISSING
-    return cur
+    found, value = find_path(obj, path)
+    return value if found else MISSING
 
 
 def unwrap(body: Any) -> Any:

@@ -17,12 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from exam import names
-from exam.errors import RegistryError, unknown_keys
+from exam.errors import RegistryError, is_placeholder, unknown_keys
 from exam.pipeline.reading import DEFAULT_MAPPING, ReplyMapping, StepsMapping
-from exam.redact import MIN_SECRET_CHARS, NO_SECRETS, Redactor
+from exam.redact import MIN_SECRET_CHARS, NO_SECRETS, Redactor, safe_url, url_secrets
 from graders.model import BUDGET_KEYS
 
 DEFAULT_PATH = "webhooks/agents.yaml"
@@ -45,11 +45,7 @@ class N8nUsage:
 
     @property
     def safe_url(self) -> str:
-        parts = urlsplit(self.api_url)
-        host = parts.hostname or ""
-        if parts.port:
-            host = f"{host}:{parts.port}"
-        return urlunsplit((parts.scheme, host, parts.path, "", ""))
+        return safe_url(self.api_url)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,17 +73,7 @@ class Agent:
     @property
     def safe_url(self) -> str:
         """The URL without credentials or query string, secrets in it redacted: safe to show."""
-        parts = urlsplit(self.url)
-        host = parts.hostname or ""
-        if ":" in host:  # IPv6
-            host = f"[{host}]"
-        try:
-            port = parts.port
-        except ValueError:
-            port = None
-        if port:
-            host = f"{host}:{port}"
-        return self.redactor.text(urlunsplit((parts.scheme, host, parts.path, "", ""))) or ""
+        return safe_url(self.url, self.redactor)
 
     def settings(self) -> dict[str, Any]:
         """What a run records about the agent: everything but the secrets."""
@@ -160,20 +146,6 @@ def _expand(value: str, where: str, env: Mapping[str, str], missing: list[str],
         return secret
 
     return ENV_VAR.sub(sub, value)
-
-
-def _url_secrets(url: str) -> list[str]:
-    """Userinfo and query values: never stored or shown, whether from ``${VAR}`` or not."""
-    parts = urlsplit(url)
-    out = []
-    if parts.username is not None or parts.password is not None:
-        user, password = parts.username or "", parts.password or ""
-        out += [user, password, unquote(user), unquote(password),
-                f"{unquote(user)}:{unquote(password)}"]  # what Basic auth encodes
-    for _, value in parse_qsl(parts.query, keep_blank_values=True):
-        out.append(value)
-    out += [v for _, _, v in (p.partition("=") for p in parts.query.split("&"))]
-    return [v for v in out if v]
 
 
 def _bounded_number(path: str, where: str, value: Any, *, minimum: float, integer: bool,
@@ -282,6 +254,23 @@ def resolve_bank(registry_path: str, name: str, bank: str | None) -> str:
     return next((c for c in candidates if os.path.isfile(c)), candidates[0])
 
 
+def _placeholders(path: str, where: str, raw: Any) -> list[str]:
+    """A line per field of a reply mapping still holding `exam init`'s TODO: nothing read
+    through it could ever be graded, so the agent is blocked until a person fills it in."""
+    out = []
+    for key, value in (raw or {}).items():
+        values = value.items() if isinstance(value, Mapping) else (
+            enumerate(value) if isinstance(value, list) else [(None, value)])
+        for sub, v in values:
+            field = f"{where}.{key}" + ("" if sub is None else
+                                        f"[{sub}]" if isinstance(sub, int) else f".{sub}")
+            if is_placeholder(v):
+                out.append(f"{path}: {field} is still a placeholder ({str(v).strip()!r}): "
+                           f"write the dot path there (exam init showed the reply, and "
+                           f"`format: text` reads a plain-text reply)")
+    return out
+
+
 def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent:
     where = f"agents.{name}"
     if not isinstance(raw, Mapping):
@@ -319,6 +308,7 @@ def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent
         raise RegistryError(f"{path}: {where}.bank: expected a path, found {bank!r}")
     bank = resolve_bank(path, name, bank)
     mapping, fmt = _reply_mapping(path, f"{where}.reply", raw.get("reply"))
+    missing += _placeholders(path, f"{where}.reply", raw.get("reply"))
     n8n = _n8n_usage(path, f"{where}.n8n", raw.get("n8n"), env, missing, found)
     return Agent(
         name=name, url=url, bank=bank, headers=headers,
@@ -332,8 +322,8 @@ def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent
                                minimum=0, integer=False),
         reply=mapping, reply_format=fmt, budget=dict(budget), n8n=n8n,
         blocked="; ".join(missing),
-        redactor=Redactor.of([*found.values, *_url_secrets(url),
-                              *(_url_secrets(n8n.api_url) if n8n else ())]),
+        redactor=Redactor.of([*found.values, *url_secrets(url),
+                              *(url_secrets(n8n.api_url) if n8n else ())]),
         warnings=tuple(dict.fromkeys(found.warnings)),
     )
 

@@ -170,24 +170,3 @@ def roles(agent: dict[str, Any]) -> Markup:
     chart.x_labels = order
     chart.add("questions", [counts[r] for r in order])
     return _svg(chart, f"{agent['agent']}: questions by role")
-
-
-def for_report(kind: str, report: dict[str, Any]) -> dict[str, Any]:
-    """The charts a report's page (and its HTML file) shows."""
-    if kind == "scorecard":
-        return {"verdicts": verdict_counts(report["scorecards"])} if report["scorecards"] else {}
-    if kind == "compare":
-        return {"rates": compare_rates(report)}
-    if kind == "discrimination":
-        return {a["agent"]: discrimination(a) for a in report["agents"]}
-    if kind == "rebalance":
-        return {a["agent"]: roles(a) for a in report["agents"] if a["questions"]}
-    if kind == "overview":
-        out = {}
-        for a in report["agents"]:
-            rows = a["versions"]
-            out[a["agent"]] = {"pass": pass_rate(rows), "coverage": coverage(rows),
-                               "latency": cost(rows, "latency_ms", "latency ms"),
-                               "tokens": cost(rows, "tokens", "tokens per reply")}
-        return out
-    return {}

@@ -14,8 +14,8 @@ from exam.errors import ExamError
 from exam.reports import kinds, verdict
 from exam.reports.discrimination import version_order
 from exam.reports.regrade import GradedCell, Regraded
-from exam.reports.scorecard import COST_KEYS, SEVERITY_ORDER
-from exam.reports.stats import fisher_worse, percentile
+from exam.reports.scorecard import COST_KEYS, SEVERITY_ORDER, cost_summary
+from exam.reports.stats import fisher_worse
 from exam.textsafe import terminal_data
 from graders import GRADER_VERSION
 
@@ -60,12 +60,6 @@ def moved_checks(old: list[GradedCell], new: list[GradedCell]) -> list[dict[str,
                         "direction": "worse" if b > a else "better",
                         "evidence": (new_e if b > a else old_e).get(name)})
     return out
-
-
-def cost(cells: list[GradedCell]) -> dict[str, dict[str, float | None]]:
-    return {k: {"p50": percentile([getattr(c, k) for c in cells if getattr(c, k) is not None], 50),
-                "p95": percentile([getattr(c, k) for c in cells if getattr(c, k) is not None], 95)}
-            for k in COST_KEYS}
 
 
 def build(regraded: Regraded, agent: str, old: str, new: str,
@@ -137,7 +131,7 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
         rows.sort(key=lambda r: (SEVERITY_ORDER.get(r["severity"], 1), r["case_no"]))
     old_cells = [c for c in cells if c.version == old]
     new_cells = [c for c in cells if c.version == new]
-    co, cn = cost(old_cells), cost(new_cells)
+    co, cn = (cost_summary(cs, total=False) for cs in (old_cells, new_cells))
     cost_delta = {k: {"old": co[k], "new": cn[k],
                       "delta_p50": None if co[k]["p50"] is None or cn[k]["p50"] is None
                       else cn[k]["p50"] - co[k]["p50"]} for k in COST_KEYS}
@@ -330,7 +324,7 @@ def verdict_lines(report: dict[str, Any], colour: bool = False) -> list[str]:
 def _charts(report: dict[str, Any]) -> dict[str, Any]:
     from exam.reports import charts
 
-    return charts.for_report("compare", report)
+    return {"rates": charts.compare_rates(report)}
 
 
 KIND = kinds.register(kinds.ReportKind(

@@ -334,7 +334,7 @@ def text(report: dict[str, Any], colour: bool = False,
 def _charts(report: dict[str, Any]) -> dict[str, Any]:
     from exam.reports import charts
 
-    return charts.for_report("discrimination", report)
+    return {a["agent"]: charts.discrimination(a) for a in report["agents"]}
 
 
 KIND = kinds.register(kinds.ReportKind(

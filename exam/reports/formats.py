@@ -24,7 +24,7 @@ __all__ = ["FORMATS", "digests", "missing_notes", "render", "to_csv", "to_junit"
 
 def _claimed(kind: kinds.ReportKind, fmt: str) -> None:
     if fmt not in kind.formats:
-        raise ValueError(f"the {kind.name} report has no {fmt} format "
+        raise kinds.ReportError(f"the {kind.name} report has no {fmt} format "
                          f"(formats: {', '.join(kind.formats)})")
 
 
@@ -80,7 +80,8 @@ def to_junit(kind: str, report: dict[str, Any]) -> str:
 
 
 def render(kind: str, report: dict[str, Any], fmt: str, colour: bool = False) -> str:
-    """``report`` (of this kind) in ``fmt``; ValueError for a format the kind does not offer."""
+    """``report`` (of this kind) in ``fmt``; ``kinds.ReportError`` (an ExamError: one line and
+    exit 2 on the CLI) for a format the kind does not offer."""
     k = kinds.get(kind)
     _claimed(k, fmt)
     if fmt == "json":

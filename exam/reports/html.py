@@ -123,6 +123,6 @@ def render(kind: str, report: dict[str, Any]) -> str:
     made = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return environment().get_template("report.html").render(
         kind=kind, body=k.html_template, heading=k.html_heading, report=report,
-        charts=k.charts(report) if k.charts else {},
+        charts=kinds.charts(kind, report),
         title=k.html_title(report) if k.html_title else kind.capitalize(),
         made=made, missing_banks=report.get("missing_banks", []))

@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from exam.errors import ExamError
+
 Report = dict[str, Any]
 Table = tuple[list[str], list[list[Any]]]
 # (suite, name, failure message or None, skipped message or None)
@@ -47,6 +49,10 @@ class ReportKind:
         return tuple(f for f, ok in has.items() if ok)
 
 
+class ReportError(ExamError, ValueError):
+    """No such report kind, or a format the kind does not render: bad input (exit 2)."""
+
+
 _KINDS: dict[str, ReportKind] = {}
 _loaded = False
 
@@ -77,12 +83,18 @@ def get(name: str) -> ReportKind:
     try:
         return _KINDS[name]
     except KeyError:
-        raise ValueError(f"no report kind {name!r} (kinds: {', '.join(names())})") from None
+        raise ReportError(f"no report kind {name!r} (kinds: {', '.join(names())})") from None
 
 
 def names() -> list[str]:
     _load()
     return list(_KINDS)
+
+
+def charts(name: str, report: Report | None) -> dict[str, Any]:
+    """The charts of a report of kind ``name`` (the dashboard's pages and the HTML file)."""
+    kind = get(name)
+    return kind.charts(report) if kind.charts and report else {}
 
 
 def templates() -> dict[str, str]:

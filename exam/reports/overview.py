@@ -14,7 +14,8 @@ from exam.errors import ExamError
 from exam.reports import compare
 from exam.reports.discrimination import version_order
 from exam.reports.regrade import GradedCell, Regraded
-from exam.reports.stats import percentile, wilson
+from exam.reports.scorecard import cost_summary
+from exam.reports.stats import wilson
 
 GRADED = ("pass", "fail", "needs_human")
 VERDICT_WORDS = ("ship", "hold", "incomplete", "undecided", "pending")
@@ -38,10 +39,7 @@ def figures(cells: Sequence[GradedCell], planned: int) -> dict[str, Any]:
     passes = sum(1 for c in graded if c.verdict == "pass")
     lo, hi = wilson(passes, len(graded)) if graded else (None, None)
     answered = sum(1 for c in cells if c.run_status == "ok")
-    cost = {}
-    for key in COST:
-        values = [getattr(c, key) for c in cells if getattr(c, key) is not None]
-        cost[key] = {"p50": percentile(values, 50), "p95": percentile(values, 95)}
+    cost = cost_summary(cells, COST, total=False)
     return {"passes": passes, "graded": len(graded),
             "pass_rate": passes / len(graded) if graded else None, "wilson": [lo, hi],
             "fail": sum(1 for c in graded if c.verdict == "fail"),
@@ -94,3 +92,16 @@ def run_rows(regraded: Regraded, runs: Sequence[Any], overview: dict[str, Any]) 
              **figures(by_run.get(r.id, []), r.total_cells),
              "change": change.get((r.agent, r.version),
                                   {"previous": None, "verdict": "—"})} for r in runs]
+
+
+def charts(report: dict[str, Any]) -> dict[str, Any]:
+    """The overview page's charts, per agent: pass rate, coverage, latency, tokens."""
+    from exam.reports import charts as draw
+
+    out = {}
+    for a in report["agents"]:
+        rows = a["versions"]
+        out[a["agent"]] = {"pass": draw.pass_rate(rows), "coverage": draw.coverage(rows),
+                           "latency": draw.cost(rows, "latency_ms", "latency ms"),
+                           "tokens": draw.cost(rows, "tokens", "tokens per reply")}
+    return out

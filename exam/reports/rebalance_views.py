@@ -176,7 +176,7 @@ def junit_cases(report: dict[str, Any]) -> list[kinds.JunitCase]:
 def _charts(report: dict[str, Any]) -> dict[str, Any]:
     from exam.reports import charts
 
-    return charts.for_report("rebalance", report)
+    return {a["agent"]: charts.roles(a) for a in report["agents"] if a["questions"]}
 
 
 KIND = kinds.register(kinds.ReportKind(

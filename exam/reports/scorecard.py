@@ -18,12 +18,16 @@ SEVERITY_ORDER = {"critical": 0, "major": 1, "minor": 2}
 COST_KEYS = ("attempts", "model_calls", "tokens", "latency_ms")
 
 
-def cost_summary(cells: Sequence[GradedCell]) -> dict[str, dict[str, float | None]]:
+def cost_summary(cells: Sequence[GradedCell], keys: Sequence[str] = COST_KEYS, *,
+                 total: bool = True) -> dict[str, dict[str, float | None]]:
+    """p50 and p95 (and, with ``total``, the sum) of each cost key over the cells that report
+    it: the one place the scorecard, the compare and the overview take cost figures from."""
     out = {}
-    for key in COST_KEYS:
+    for key in keys:
         values = [getattr(c, key) for c in cells if getattr(c, key) is not None]
-        out[key] = {"p50": percentile(values, 50), "p95": percentile(values, 95),
-                    "total": sum(values) if values else None}
+        out[key] = {"p50": percentile(values, 50), "p95": percentile(values, 95)}
+        if total:
+            out[key]["total"] = sum(values) if values else None
     return out
 
 
@@ -320,7 +324,7 @@ def html_title(report: dict[str, Any]) -> str:
 def _charts(report: dict[str, Any]) -> dict[str, Any]:
     from exam.reports import charts
 
-    return charts.for_report("scorecard", report)
+    return {"verdicts": charts.verdict_counts(report["scorecards"])} if report["scorecards"] else {}
 
 
 KIND = kinds.register(kinds.ReportKind(

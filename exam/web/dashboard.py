@@ -21,7 +21,7 @@ from flask import (
 )
 
 from exam.errors import ExamError
-from exam.reports import charts
+from exam.reports import kinds
 from exam.reports.html import FILTERS, _globals
 from exam.reports.selection import (
     SelectionError,
@@ -134,7 +134,7 @@ def overview():
     runs = select_runs(store(), agent)
     report = ov.build(regrade(store(), runs)) if runs else {"agents": [], "missing_banks": []}
     return render_template("overview.html", report=report,
-                           charts=charts.for_report("overview", report), agent=agent,
+                           charts=ov.charts(report), agent=agent,
                            agents=sorted(_versions()), missing_banks=report["missing_banks"])
 
 
@@ -236,7 +236,7 @@ def scorecard(agent: str, version: str):
         base = current_app.config.get("PUBLIC_URL") or request.host_url
         link = make_link(current_app.config["SECRET_KEY"], base, request.path, days)
     return render_template("scorecard.html", report=report,
-                           charts=charts.for_report("scorecard", report), agent=agent,
+                           charts=kinds.charts("scorecard", report), agent=agent,
                            version=version, missing_banks=report["missing_banks"],
                            share_link=link, share_days=days)
 
@@ -286,7 +286,7 @@ def compare():
         except ExamError as exc:
             error = str(exc)
     return render_template("compare.html", report=report, error=error, versions=versions,
-                           charts=charts.for_report("compare", report) if report else {},
+                           charts=kinds.charts("compare", report),
                            agent=agent, old=old, new=new,
                            missing_banks=report["missing_banks"] if report else [])
 
@@ -303,7 +303,7 @@ def discrimination():
     except SelectionError as exc:
         error = str(exc) if agent else None  # no runs at all: the page says "No runs yet."
     return render_template("discrimination.html", report=report, agent=agent, error=error,
-                           charts=charts.for_report("discrimination", report) if report else {},
+                           charts=kinds.charts("discrimination", report),
                            agents=sorted(_versions()),
                            missing_banks=report["missing_banks"] if report else [])
 

@@ -79,3 +79,12 @@ def history(tmp_path):
     h = History(tmp_path)
     yield h
     h.store.close()
+
+
+@pytest.fixture
+def regressed(history):
+    """W1 run as v1, then v2: Q-01 (critical) regresses, Q-02 is fixed; (history, v2's run id).
+    What a notification about a change is tested on."""
+    history.bank("W1", [("Q-01", "c", "critical"), ("Q-02", "c", "major")])
+    history.run("W1", "v1", {"Q-01": "ppp", "Q-02": "fff"})
+    return history, history.run("W1", "v2", {"Q-01": "fff", "Q-02": "ppp"})

@@ -248,10 +248,11 @@ def test_a_bad_label_in_a_line_command_is_refused_with_the_reason(tmp_path):
 
 
 def test_line_flex_uris_are_percent_encoded():
-    summary = {"agent": "W1", "version": "新版+1", "pass": 1, "needs_human": 0, "fail": 0,
-               "not_answered": 0, "critical": [], "previous": None,
-               "cost": {k: {"p50": 1} for k in ("model_calls", "tokens", "latency_ms")},
-               "regressions": [], "fixes": [], "review_queue": 0}
+    from exam.notify.summary import Summary
+
+    summary = Summary(agent="W1", version="新版+1", passed=1, needs_human=0, fail=0,
+                      pass_rate=1.0, not_answered=0,
+                      cost={k: {"p50": 1} for k in ("model_calls", "tokens", "latency_ms")})
     messages = build_messages([summary], "https://exam.example")
     uris = [a["uri"] for a in _find(messages, "uri")]
     assert uris == ["https://exam.example/scorecard/W1/%E6%96%B0%E7%89%88%2B1"]

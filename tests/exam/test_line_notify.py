@@ -11,6 +11,7 @@ from exam import notify
 from exam.cli.main import main
 from exam.notify import line
 from exam.notify.line import CHANNEL, LineSettings, build_messages
+from exam.notify.summary import Summary
 from tests.fakes.line_api import FakeLineApi
 
 SECRET_TOKEN = "line-access-token-SECRET-9f1c"
@@ -28,14 +29,6 @@ def settings(fake_line):
                         host=fake_line.host, public_url="https://exam.example.com")
 
 
-@pytest.fixture
-def runs(history):
-    history.bank("W1", [("Q-01", "c", "critical"), ("Q-02", "c", "major")])
-    history.run("W1", "v1", {"Q-01": "ppp", "Q-02": "fff"})
-    new = history.run("W1", "v2", {"Q-01": "fff", "Q-02": "ppp"})
-    return history, new
-
-
 def no_sleep(_s):
     return None
 
@@ -44,8 +37,8 @@ def notify_runs(store, settings, run_ids, **kw):
     return notify.notify_runs(store, CHANNEL, settings, run_ids, **kw)
 
 
-def test_push_is_a_flex_carousel_with_change_and_link(runs, settings, fake_line):
-    history, run_id = runs
+def test_push_is_a_flex_carousel_with_change_and_link(regressed, settings, fake_line):
+    history, run_id = regressed
     results = notify_runs(history.store, settings, [run_id], sleep=no_sleep)
     assert [r["status"] for r in results] == ["delivered"]
     (req,) = fake_line.pushes()
@@ -61,12 +54,12 @@ def test_push_is_a_flex_carousel_with_change_and_link(runs, settings, fake_line)
     assert "pass 3 · needs_human 0 · fail 3" in flex["altText"]  # the plain-text fallback
 
 
-def test_the_scorecard_button_is_a_signed_read_only_share_link(runs, settings, fake_line):
+def test_the_scorecard_button_is_a_signed_read_only_share_link(regressed, settings, fake_line):
     from dataclasses import replace
 
     from exam.web.share import read_token
 
-    history, run_id = runs
+    history, run_id = regressed
     signed = replace(settings, share_secret="service-secret-key")
     notify_runs(history.store, signed, [run_id], sleep=no_sleep)
     (req,) = fake_line.pushes()
@@ -88,17 +81,17 @@ def test_the_share_key_comes_from_the_services_settings():
                                   "LINE_GROUP_ID": "C1"}).share_secret is None
 
 
-def test_the_review_queue_is_counted_in_replies_and_cells(runs):
-    from exam.notify.summary import summary_text
+def test_the_review_queue_is_counted_in_replies_and_cells(regressed):
+    from exam.notify.summary import Summary, summary_text
 
-    text = summary_text({"agent": "W1", "version": "v2", "pass": 1, "needs_human": 3, "fail": 0,
-                         "not_answered": 0, "critical": [], "previous": None, "regressions": [],
-                         "fixes": [], "review_queue": 3, "review_replies": 1})
+    text = summary_text(Summary(agent="W1", version="v2", passed=1, needs_human=3, fail=0,
+                                pass_rate=0.25, not_answered=0, cost={}, review_queue=3,
+                                review_replies=1))
     assert "review queue: 1 distinct reply in 3 cells waiting" in text
 
 
-def test_500_then_success_reuses_the_retry_key(runs, settings, fake_line):
-    history, run_id = runs
+def test_500_then_success_reuses_the_retry_key(regressed, settings, fake_line):
+    history, run_id = regressed
     fake_line.answer(500, 500, 200)
     results = notify_runs(history.store, settings, [run_id], sleep=no_sleep)
     assert results[0]["status"] == "delivered"
@@ -108,23 +101,23 @@ def test_500_then_success_reuses_the_retry_key(runs, settings, fake_line):
     assert stored["retry_key"] == keys[0] and stored["attempts"] == 3
 
 
-def test_429_honours_retry_after(runs, settings, fake_line):
-    history, run_id = runs
+def test_429_honours_retry_after(regressed, settings, fake_line):
+    history, run_id = regressed
     waits = []
     fake_line.answer((429, {"Retry-After": "7"}, {"message": "Too many requests"}), 200)
     notify_runs(history.store, settings, [run_id], sleep=waits.append)
     assert waits == [7.0]
 
 
-def test_409_means_already_accepted(runs, settings, fake_line):
-    history, run_id = runs
+def test_409_means_already_accepted(regressed, settings, fake_line):
+    history, run_id = regressed
     fake_line.answer(500, (409, {}, {"message": "The retry key is already accepted"}))
     results = notify_runs(history.store, settings, [run_id], sleep=no_sleep)
     assert results[0]["status"] == "delivered" and len(fake_line.pushes()) == 2
 
 
-def test_400_is_reported_with_lines_message_not_retried_and_resendable(runs, settings, fake_line):
-    history, run_id = runs
+def test_400_is_reported_with_lines_message_not_retried_and_resendable(regressed, settings, fake_line):
+    history, run_id = regressed
     fake_line.answer((400, {}, {"message": "The request body has 1 error(s)",
                                 "details": [{"message": "must be specified", "property": "to"}]}))
     results = notify_runs(history.store, settings, [run_id], sleep=no_sleep)
@@ -141,28 +134,27 @@ def test_400_is_reported_with_lines_message_not_retried_and_resendable(runs, set
     assert len(keys) == 1
 
 
-def test_sdk_does_not_retry_on_its_own(runs, settings, fake_line):
-    history, run_id = runs
+def test_sdk_does_not_retry_on_its_own(regressed, settings, fake_line):
+    history, run_id = regressed
     fake_line.answer(503, 503, 503, 503)
     results = notify_runs(history.store, settings, [run_id], sleep=no_sleep)
     assert results[0]["status"] == "failed"
     assert len(fake_line.pushes()) == 4  # exactly our 4 attempts, no urllib3 retries stacked
 
 
-def test_cannot_reach_line_is_recorded(runs):
-    history, run_id = runs
+def test_cannot_reach_line_is_recorded(regressed):
+    history, run_id = regressed
     dead = LineSettings(access_token=SECRET_TOKEN, group_id="C1", host="http://127.0.0.1:9")
     results = notify_runs(history.store, dead, [run_id], sleep=no_sleep)
     assert results[0]["status"] == "failed" and "cannot reach LINE" in results[0]["outcome"]
 
 
-def _summary(i: int, regressions: int = 0) -> dict:
+def _summary(i: int, regressions: int = 0) -> Summary:
     cost = {k: {"p50": 2.0, "p95": 3.0, "total": 10.0}
             for k in ("attempts", "model_calls", "tokens", "latency_ms")}
-    return {"agent": f"W{i}", "version": "v2", "pass": 18, "needs_human": 1, "fail": 1,
-            "not_answered": 0, "critical": [], "cost": cost, "previous": "v1",
-            "regressions": [f"W{i}-{n:03d}" for n in range(regressions)], "fixes": [],
-            "review_queue": 0}
+    return Summary(agent=f"W{i}", version="v2", passed=18, needs_human=1, fail=1,
+                   pass_rate=0.9, not_answered=0, cost=cost, previous="v1",
+                   regressions=tuple(f"W{i}-{n:03d}" for n in range(regressions)))
 
 
 def test_more_than_12_bubbles_are_split_into_carousels():
@@ -198,8 +190,8 @@ def test_text_is_split_within_5000_characters():
     assert all(len(c["text"]) <= 5000 for c in chunks) and len(chunks) == 3
 
 
-def test_cli_notify_and_token_never_stored(runs, fake_line, monkeypatch):
-    history, run_id = runs
+def test_cli_notify_and_token_never_stored(regressed, fake_line, monkeypatch):
+    history, run_id = regressed
     monkeypatch.setenv("LINE_CHANNEL_ACCESS_TOKEN", SECRET_TOKEN)
     monkeypatch.setenv("LINE_GROUP_ID", "Cgroup123")
     monkeypatch.setenv("LINE_API_HOST", fake_line.host)
@@ -213,8 +205,8 @@ def test_cli_notify_and_token_never_stored(runs, fake_line, monkeypatch):
     assert SECRET_TOKEN.encode() not in raw
 
 
-def test_cli_notify_without_settings_is_a_clear_error(runs):
-    history, run_id = runs
+def test_cli_notify_without_settings_is_a_clear_error(regressed):
+    history, run_id = regressed
     result = CliRunner().invoke(main, ["notify", "line", "--run", str(run_id), "--db",
                                        str(history.tmp / "exam.db")])
     assert result.exit_code == 2

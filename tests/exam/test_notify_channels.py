@@ -14,7 +14,7 @@ from exam import notify
 from exam.cli.main import main
 from exam.errors import ExamError
 from exam.store import Store
-from tests.exam.test_cli_run import setup
+from tests.exam.cli.test_run import setup
 from tests.fakes.agent import FakeAgent
 
 
@@ -39,7 +39,7 @@ class Pigeon:
     def payloads(self, summaries, settings):
         from exam.notify.summary import summary_text
 
-        return [{"text": summary_text(s), "pass_rate": s["pass_rate"]} for s in summaries]
+        return [{"text": summary_text(s), "pass_rate": s.pass_rate} for s in summaries]
 
     def preview(self, payloads, out_path):
         return [f"bird {i}: {p['text'].splitlines()[0]}" for i, p in enumerate(payloads, 1)], \
@@ -60,14 +60,6 @@ def pigeon():
     notify.unregister("pigeon")
 
 
-@pytest.fixture
-def stored(history):
-    history.bank("W1", [("Q-01", "c", "critical"), ("Q-02", "c", "major")])
-    history.run("W1", "v1", {"Q-01": "ppp", "Q-02": "fff"})
-    run_id = history.run("W1", "v2", {"Q-01": "fff", "Q-02": "ppp"})
-    return history, run_id
-
-
 def exam(*args, env=None):
     return CliRunner().invoke(main, list(args), env=env)
 
@@ -81,8 +73,8 @@ def test_a_registered_channel_is_offered_by_the_cli(pigeon):
     assert wrong.exit_code == 2 and "'line'" in wrong.output and "'pigeon'" in wrong.output
 
 
-def test_exam_notify_delivers_on_the_channel_and_records_it(pigeon, stored):
-    history, run_id = stored
+def test_exam_notify_delivers_on_the_channel_and_records_it(pigeon, regressed):
+    history, run_id = regressed
     result = exam("notify", "pigeon", "--run", str(run_id), "--db", history.store.path,
                   env={"PIGEON_LOFT": "roof-3"})
     assert result.exit_code == 0, result.output
@@ -97,8 +89,8 @@ def test_exam_notify_delivers_on_the_channel_and_records_it(pigeon, stored):
         == ("pigeon", "roof-3", "delivered", [run_id], key, payload)
 
 
-def test_a_failed_send_is_recorded_and_resent_with_its_key(pigeon, stored):
-    history, run_id = stored
+def test_a_failed_send_is_recorded_and_resent_with_its_key(pigeon, regressed):
+    history, run_id = regressed
     pigeon.fail = 1
     env = {"PIGEON_LOFT": "roof-3"}
     failed = exam("notify", "pigeon", "--run", str(run_id), "--db", history.store.path, env=env)
@@ -118,15 +110,15 @@ def test_a_failed_send_is_recorded_and_resent_with_its_key(pigeon, stored):
         in wrong.output
 
 
-def test_missing_channel_settings_are_bad_input(pigeon, stored):
-    history, run_id = stored
+def test_missing_channel_settings_are_bad_input(pigeon, regressed):
+    history, run_id = regressed
     result = exam("notify", "pigeon", "--run", str(run_id), "--db", history.store.path, env={})
     assert result.exit_code == 2 and "PIGEON_LOFT not set" in result.output
     assert history.store.notifications() == [] and pigeon.sent == []
 
 
-def test_a_dry_run_sends_nothing_and_writes_the_preview(pigeon, stored, tmp_path):
-    history, run_id = stored
+def test_a_dry_run_sends_nothing_and_writes_the_preview(pigeon, regressed, tmp_path):
+    history, run_id = regressed
     out = tmp_path / "preview.json"
     result = exam("notify", "pigeon", "--run", str(run_id), "--dry-run", "--out", str(out),
                   "--db", history.store.path, env={})
@@ -156,3 +148,59 @@ def test_exam_run_checks_the_channels_settings_before_calling_any_agent(pigeon, 
         assert result.exit_code == 2 and "PIGEON_LOFT not set" in result.output
         assert fake.requests == []  # no work order was sent
     assert pigeon.sent == []
+
+
+@dataclass
+class NoSleep(Pigeon):
+    name: str = "nosleep"
+
+    def send(self, settings, target, payload, retry_key):  # no sleep=: deliver passes it
+        return 1
+
+
+@dataclass
+class NoDryRun(Pigeon):
+    name: str = "nodryrun"
+
+    def settings(self, env):  # no sending=: a dry run passes it
+        return {}
+
+
+@dataclass
+class NoPreview(Pigeon):
+    name: str = "nopreview"
+    preview = None
+
+
+@pytest.mark.parametrize("channel,message", [
+    (NoSleep(), "channel 'nosleep': send must be callable as send(settings, target, payload, "
+                "retry_key, sleep=None) (the Channel protocol): got an unexpected keyword "
+                "argument 'sleep'"),
+    (NoDryRun(), "channel 'nodryrun': settings must be callable as settings(env, *, "
+                 "sending=True) (the Channel protocol): got an unexpected keyword argument "
+                 "'sending'"),
+    (NoPreview(), "channel 'nopreview': preview must be callable as preview(payloads, out_path)"),
+])
+def test_a_channel_that_does_not_keep_the_protocol_is_refused_when_registered(channel, message):
+    with pytest.raises(TypeError) as refused:
+        notify.register(channel)
+    assert str(refused.value).startswith(message)
+    assert channel.name not in notify.names()
+
+
+def test_a_summary_is_data_with_a_json_form(regressed):
+    from exam.notify.summary import summaries_for
+
+    history, run_id = regressed
+    (s,) = summaries_for(history.store, [run_id])
+    assert (s.agent, s.version, s.previous, s.verdict) == ("W1", "v2", "v1", "hold")
+    assert (s.counts, s.pass_rate, s.regressions, s.fixes) == (
+        {"pass": 3, "needs_human": 0, "fail": 3}, 0.5, ("Q-01",), ("Q-02",))
+    as_json = json.loads(json.dumps(s.as_dict()))
+    assert list(as_json) == ["agent", "version", "pass", "needs_human", "fail", "pass_rate",
+                             "not_answered", "cost", "critical", "previous", "verdict",
+                             "verdict_reason", "regressions", "fixes", "review_queue",
+                             "review_replies"]
+    assert as_json["pass"] == 3 and as_json["regressions"] == ["Q-01"]
+    assert as_json["critical"] == ["Q-01"] and as_json["cost"]["tokens"]["p50"] == s.cost[
+        "tokens"]["p50"]

@@ -4,13 +4,13 @@ described, `exam init`, `exam agents check`, a YAML bank, `exam bank check`, two
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import yaml
 from click.testing import CliRunner
 
 from exam.cli.main import main
+from tests.fakes.server import send_json, serve
 
 
 class ShapedAgent:
@@ -32,26 +32,19 @@ class ShapedAgent:
                 agent.seen_headers.append(dict(self.headers))
                 answer = ("本店不提供貨到付款，可以使用信用卡付款。" if agent.version == "v1"
                           else "可以的，我們提供貨到付款。")
-                body = json.dumps({"data": {"reply": answer, "meta": {
+                send_json(self, 200, {"data": {"reply": answer, "meta": {
                     "state": "ok", "task": order.get("task_id"),
-                    "usage": {"prompt_tokens": 120, "completion_tokens": 30}}}},
-                    ensure_ascii=False).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                    "usage": {"prompt_tokens": 120, "completion_tokens": 30}}}})
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hook/shop"
+        self.served = serve(Handler)
+        self.url = self.served.url + "/hook/shop"
 
     def __enter__(self):
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.served.start()
         return self
 
     def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()  # else the listening socket is left to the GC's warning
+        self.served.close()
 
 
 def invoke(*args, env=None):
@@ -253,3 +246,50 @@ def test_init_guesses_token_counts_under_other_names():
                                                                                "out": 5}}})
     assert mapping["tokens"] == ["result.cost.in", "result.cost.out"]
     assert any("check they are token counts" in n for n in notes)
+
+
+class NumbersOnly(BaseHTTPRequestHandler):
+    """A reply with no string in it: `exam init` cannot guess the text and writes a TODO."""
+
+    posts = 0
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        type(self).posts += 1
+        send_json(self, 200, {"code": 7})
+
+
+def test_a_todo_left_in_the_reply_mapping_blocks_the_agent_naming_file_agent_and_field(
+        tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    registry = tmp_path / "agents.yaml"
+    env = {"EXAM_AGENTS": str(registry), "EXAM_DB": str(tmp_path / "exam.db")}
+    with serve(NumbersOnly) as url:
+        r = invoke("init", url + "/hook", "--name", "NUM", env=env)
+        assert r.exit_code == 0, r.output
+        assert yaml.safe_load(registry.read_text())["agents"]["NUM"]["reply"]["text"] == \
+            "TODO: the dot path of the answer text"
+        said = (f"{registry}: agents.NUM.reply.text is still a placeholder "
+                f"('TODO: the dot path of the answer text'): write the dot path there")
+        posts = NumbersOnly.posts
+        checked = invoke("agents", "check", "NUM", env=env)
+        assert checked.exit_code == 3 and f"blocked, nothing sent: {said}" in checked.output
+        ran = CliRunner().invoke(main, ["run", "NUM", "--version", "v1"], env=env)
+        assert ran.exit_code == 3
+        assert f"warning: NUM: blocked, nothing will be sent: {said}" in ran.stderr
+        assert NumbersOnly.posts == posts  # neither sent a work order
+
+
+def test_a_todo_anywhere_in_the_reply_mapping_is_named_by_its_field(tmp_path):
+    from exam.pipeline.registry import parse_registry
+
+    reply = {"text": ["answer", "TODO: where"], "tokens": "TODO",
+             "steps": {"path": "steps", "tool": " TODO tool key"}}
+    agent = parse_registry({"agents": {"A": {"url": "http://127.0.0.1:9/", "reply": reply}}},
+                           "reg.yaml", {}).get("A")
+    assert [line.split(" is still")[0] for line in agent.blocked.split("; ")] == [
+        "reg.yaml: agents.A.reply.text[1]", "reg.yaml: agents.A.reply.tokens",
+        "reg.yaml: agents.A.reply.steps.tool"]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 from click.testing import CliRunner
 
 from exam.cli.main import main
 from tests.exam.helpers import registry_env, write_bank
+from tests.fakes.server import send_json, serve
 
 PASS, FAIL = "答案：備貨中", "答案：已出貨"
 
@@ -35,20 +36,13 @@ class Scripted:
                     owner.calls[task] = n + 1
                     answers = owner.script.get(task, [PASS])
                     text = answers[min(n, len(answers) - 1)]
-                data = json.dumps({"answer": text}, ensure_ascii=False).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, 200, {"answer": text})
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.served = serve(Handler).start()
+        self.url = self.served.url + "/hook"
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.served.close()
 
 
 def test_settle_reruns_only_the_undecided_question_until_it_holds(tmp_path):

@@ -21,6 +21,8 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.fakes.server import serve
+
 OK_BODY = {"answer": "訂單 A10302 目前備貨中，預計 2026-09-16 到貨。", "status": "ok",
            "usage": {"model_calls": 2, "total_tokens": 1000}}
 # an n8n AI Agent reply: with its intermediateSteps it is well over n8n's 1 KB gzip threshold
@@ -102,20 +104,16 @@ class FakeAgent:
                 if not isinstance(sys.exc_info()[1], ConnectionError):
                     super().handle_error(request, client_address)
 
-        self.server = Server(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_port}/webhook/test"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
-                                       daemon=True)
+        self.served = serve(Handler, Server)
+        self.url = self.served.url + "/webhook/test"
 
     def __enter__(self) -> FakeAgent:
-        self.thread.start()
+        self.served.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self.release()
-        self.server.shutdown()
-        self.server.server_close()
+        self.served.close()
 
     def wait_held(self, n: int = 1, timeout: float = 60) -> None:
         """Block until at least ``n`` requests are being held (see ``hold_after``)."""

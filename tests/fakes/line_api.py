@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.fakes.server import send_json, serve
 
 
 class FakeLineApi:
@@ -35,20 +37,10 @@ class FakeLineApi:
                     sent = fake.requests[-1]["body"].get("messages", [])
                     body = {"sentMessages": [{"id": str(461230966842064897 + i),
                                               "quoteToken": f"q{i}"} for i in range(len(sent))]}
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, body, headers)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.host = f"http://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever,
-                                       kwargs={"poll_interval": 0.05}, daemon=True)
+        self.served = serve(Handler)
+        self.host = self.served.url
 
     def answer(self, *responses: tuple[int, dict[str, str], dict[str, Any]] | int) -> None:
         """Queue answers: a status, or (status, headers, body)."""
@@ -62,9 +54,8 @@ class FakeLineApi:
         return [r for r in self.requests if r["path"] == "/v2/bot/message/reply"]
 
     def __enter__(self) -> FakeLineApi:
-        self.thread.start()
+        self.served.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.served.close()

@@ -16,8 +16,10 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.fakes.server import send_json, serve
 
 FAIL_MESSAGE = "fake model: this request is refused on purpose"
 
@@ -65,26 +67,17 @@ class FakeModel:
                     status, body = fake.responses(request)
                 else:
                     status, body = 404, {"error": {"message": f"no route {self.path}"}}
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, body)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self.server.server_port}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever,
-                                       kwargs={"poll_interval": 0.05}, daemon=True)
+        self.served = serve(Handler)
+        self.base_url = self.served.url + "/v1"
 
     def __enter__(self) -> FakeModel:
-        self.thread.start()
+        self.served.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.served.close()
 
     # -- what a test reads -------------------------------------------------------------------
 

@@ -8,14 +8,14 @@ HTTP server on 127.0.0.1 that answers as n8n's public API does.
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from exam.pipeline.n8n_usage import measure, usage_of_execution
 from exam.pipeline.registry import N8nUsage
+from tests.fakes.server import send_json, serve
 
 DATA = Path(__file__).parent.parent / "data"
 KEY = "n8n-api-key-for-tests-0123456789"
@@ -82,20 +82,13 @@ class FakeN8nApi:
                 self._send(200, executions[exec_id])
 
             def _send(self, status, obj):
-                data = json.dumps(obj).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, obj)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.served = serve(Handler).start()
+        self.url = self.served.url
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.served.close()
 
 
 @pytest.fixture

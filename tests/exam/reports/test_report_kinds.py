@@ -12,8 +12,12 @@ import re
 from pathlib import Path
 from xml.etree import ElementTree
 
+import click
 import pytest
+from click.testing import CliRunner
 
+from exam.cli.common import ExamGroup, print_report
+from exam.errors import ExamError
 from exam.reports import compare, discrimination, kinds, rebalance, scorecard
 from exam.reports.formats import FORMATS, render
 from exam.reports.regrade import regrade
@@ -95,15 +99,40 @@ def test_a_kind_offers_only_the_formats_it_renders():
         assert kind.formats == ("text", "json")
         assert render("bare", {}, "text") == "bare"
         for fmt in ("csv", "markdown", "junit", "html"):
-            with pytest.raises(ValueError, match=f"the bare report has no {fmt} format "
-                                                 r"\(formats: text, json\)"):
+            with pytest.raises(ExamError, match=f"the bare report has no {fmt} format "
+                                                r"\(formats: text, json\)"):
                 render("bare", {}, fmt)
     finally:
         kinds.unregister("bare")
 
 
+def test_a_format_a_kind_does_not_render_is_one_line_and_exit_2_on_the_cli():
+    """A report command prints through ``print_report``; ExamGroup turns the refusal into
+    bad input, not a traceback."""
+
+    @click.group(cls=ExamGroup)
+    def cli():
+        pass
+
+    @cli.command("bare")
+    @click.option("--format", "fmt")
+    def bare(fmt):
+        print_report("bare", {}, fmt)
+
+    kinds.register(kinds.ReportKind(name="bare", text=lambda r, c=False: "bare"))
+    try:
+        ok = CliRunner().invoke(cli, ["bare", "--format", "text"])
+        refused = CliRunner().invoke(cli, ["bare", "--format", "junit"])
+    finally:
+        kinds.unregister("bare")
+    assert ok.exit_code == 0 and ok.output == "bare\n"
+    assert refused.exit_code == 2 and refused.exception.__class__ is SystemExit
+    assert refused.output == ("Error: the bare report has no junit format "
+                              "(formats: text, json)\n")
+
+
 def test_an_unknown_kind_names_the_known_ones():
-    with pytest.raises(ValueError, match=r"no report kind 'nope' \(kinds: .*scorecard"):
+    with pytest.raises(ExamError, match=r"no report kind 'nope' \(kinds: .*scorecard"):
         render("nope", {}, "text")
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
 
 import pytest
 from werkzeug.serving import make_server
@@ -18,6 +17,7 @@ from werkzeug.serving import make_server
 from exam.app import create_app
 from exam.demo.main import run_demo
 from tests.conftest import BANK_DIR, ROOT
+from tests.fakes.server import Served
 
 TOKEN = "browser-token"
 VIEWER = "browser-viewer-token"
@@ -48,13 +48,8 @@ def site(tmp_path_factory):
     DB["path"] = str(db)
     app = create_app({"API_TOKEN": TOKEN, "VIEWER_TOKEN": VIEWER, "DB": str(db),
                       "AGENTS": str(registry)})
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
+    with Served(make_server("127.0.0.1", 0, app, threaded=True)) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

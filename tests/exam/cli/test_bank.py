@@ -5,6 +5,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 from click.testing import CliRunner
 
 from exam.cli.main import main
@@ -99,12 +100,18 @@ def test_grade_exit_0_when_nothing_failed(tmp_path):
     assert result.exit_code == 0
 
 
-def test_grade_bad_line_is_one_message(tmp_path):
+@pytest.mark.parametrize("lines,message", [
+    ('{"case_no": "W2-06", "reply": "x"}\n{"case_no": "W2-99", "reply": "x"}\n',
+     "r.jsonl: line 2: case_no 'W2-99' is not in"),
+    ('{"case_no": "W2-06", "reply": "x", "repeat": "2"}\n',  # not a silent repeat 1
+     "r.jsonl: line 1: W2-06.repeat: expected a whole number ≥ 1, found '2'"),
+])
+def test_grade_bad_line_is_one_message(tmp_path, lines, message):
     path = tmp_path / "r.jsonl"
-    path.write_text('{"case_no": "W2-06", "reply": "x"}\n{"case_no": "W2-99", "reply": "x"}\n')
+    path.write_text(lines, encoding="utf-8")
     result = run("grade", str(BANK_DIR / "W2.json"), str(path))
     assert result.exit_code == 2
-    assert "r.jsonl: line 2: case_no 'W2-99' is not in" in result.output
+    assert message in result.output
     assert "Traceback" not in result.output
 
 
@@ -118,9 +125,3 @@ def test_console_script_runs_without_traceback(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
-def test_grade_bad_repeat_is_an_error_not_a_silent_1(tmp_path):
-    path = tmp_path / "r.jsonl"
-    path.write_text('{"case_no": "W2-06", "reply": "x", "repeat": "2"}\n')
-    result = run("grade", str(BANK_DIR / "W2.json"), str(path))
-    assert result.exit_code == 2
-    assert "r.jsonl: line 1: W2-06.repeat: expected a whole number ≥ 1, found '2'" in result.output

@@ -1,0 +1,178 @@
+"""The webhook channel against a real receiver on 127.0.0.1: what is POSTed, retries with one
+idempotency key, failures recorded and resent, and the URL's token kept out of everything."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from exam import notify
+from exam.cli.main import main
+from tests.fakes.server import send_json, serve
+
+TOKEN = "q-token-5e6f7a8b"  # in the URL's query
+PASSWORD = "pw-1a2b3c4d5e"  # in the URL's userinfo
+AUTH = "Bearer auth-9f8e7d6c5b"  # EXAM_WEBHOOK_AUTH
+SECRETS = (TOKEN, PASSWORD, "auth-9f8e7d6c5b")
+
+
+class Receiver:
+    """Records every POST; answers from a script of (status, headers, body), then 200."""
+
+    def __init__(self):
+        self.posts: list[dict] = []
+        self.script: list[tuple[int, dict, object]] = []
+        self.lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with receiver.lock:
+                    receiver.posts.append({"path": self.path, "headers": dict(self.headers),
+                                           "body": body})
+                    status, headers, answer = (receiver.script.pop(0) if receiver.script
+                                               else (200, {}, {"ok": True}))
+                send_json(self, status, answer, headers)
+
+        self.served = serve(Handler)
+        base = self.served.url.replace("http://", f"http://team:{PASSWORD}@")
+        self.url = f"{base}/hooks/exam?token={TOKEN}"
+        self.safe_url = f"{self.served.url}/hooks/exam"
+
+    def __enter__(self) -> Receiver:
+        self.served.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.served.close()
+
+
+@pytest.fixture
+def receiver():
+    with Receiver() as r:
+        yield r
+
+
+@pytest.fixture
+def env(receiver):
+    return {"EXAM_WEBHOOK_URL": receiver.url, "EXAM_WEBHOOK_AUTH": AUTH,
+            "EXAM_PUBLIC_URL": "https://exam.example.com", "EXAM_SECRET_KEY": "k" * 32}
+
+
+def exam(*args, env=None):
+    return CliRunner().invoke(main, list(args), env=env)
+
+
+def assert_no_secret(*texts: str) -> None:
+    for text in texts:
+        for secret in SECRETS:
+            assert secret not in text
+
+
+def store_bytes(path: str) -> str:
+    return "".join(Path(p).read_bytes().decode("latin-1")
+                   for p in (path, path + "-wal") if Path(p).exists())
+
+
+def test_exam_notify_webhook_posts_the_summaries_as_json(regressed, receiver, env):
+    history, run_id = regressed
+    result = exam("notify", "webhook", "--run", str(run_id), "--db", history.store.path, env=env)
+    assert result.exit_code == 0, result.output
+    assert "Webhook notification 1: delivered in 1 attempt(s)" in result.output
+    (post,) = receiver.posts
+    assert post["path"] == f"/hooks/exam?token={TOKEN}"  # the URL as given, token and all
+    assert post["headers"]["Authorization"] == AUTH
+    assert post["headers"]["Content-Type"] == "application/json"
+    (summary,) = post["body"]["summaries"]
+    assert (summary["agent"], summary["version"], summary["previous"], summary["verdict"]) == \
+        ("W1", "v2", "v1", "hold")
+    assert (summary["pass"], summary["fail"], summary["regressions"], summary["fixes"]) == \
+        (3, 3, ["Q-01"], ["Q-02"])
+    assert summary["scorecard_link"].startswith("https://exam.example.com/share/")
+    assert post["body"]["text"].startswith("W1 v2: pass 3 · needs_human 0 · fail 3")
+    (n,) = history.store.notifications()
+    assert (n["channel"], n["target"], n["status"], n["payload"]) == \
+        ("webhook", receiver.safe_url, "delivered", post["body"])
+    assert post["headers"]["Idempotency-Key"] == n["retry_key"]
+    history.store.close()
+    assert_no_secret(result.output, json.dumps(n), store_bytes(history.store.path))
+
+
+def test_trouble_is_retried_with_one_idempotency_key(regressed, receiver, env):
+    history, run_id = regressed
+    receiver.script = [(500, {}, {}), (429, {"Retry-After": "7"}, {}), (503, {}, {})]
+    waits = []
+    channel = notify.get("webhook")
+    (result,) = notify.notify_runs(history.store, channel, channel.settings(env), [run_id],
+                                   sleep=waits.append)
+    assert result["status"] == "delivered" and result["outcome"] == "delivered in 4 attempt(s)"
+    keys = {p["headers"]["Idempotency-Key"] for p in receiver.posts}
+    assert len(receiver.posts) == 4 and keys == {history.store.notifications()[0]["retry_key"]}
+    assert waits == [0.5, 7.0, 2.0]  # doubling, except where the receiver said Retry-After
+
+
+def test_a_refusal_is_not_retried_is_recorded_redacted_and_resent_with_its_key(
+        regressed, receiver, env):
+    history, run_id = regressed
+    receiver.script = [(400, {}, {"error": f"bad token {TOKEN} for team:{PASSWORD}"})]
+    failed = exam("notify", "webhook", "--run", str(run_id), "--db", history.store.path, env=env)
+    assert failed.exit_code == 1 and len(receiver.posts) == 1
+    assert "the webhook answered 400: " in failed.output and "[redacted]" in failed.output
+    assert "resend with: exam notify webhook --resend 1" in failed.output
+    (n,) = history.store.notifications()
+    assert n["status"] == "failed" and n["last_error"].startswith("the webhook answered 400")
+    assert_no_secret(failed.output, json.dumps(n))
+    again = exam("notify", "webhook", "--resend", "1", "--db", history.store.path, env=env)
+    assert again.exit_code == 0, again.output
+    assert [p["headers"]["Idempotency-Key"] for p in receiver.posts] == [n["retry_key"]] * 2
+    assert history.store.notifications()[0]["status"] == "delivered"
+
+
+def test_a_receiver_that_cannot_be_reached_is_a_recorded_failure(regressed, env):
+    history, run_id = regressed
+    with Receiver() as gone:
+        url = gone.url
+    channel = notify.get("webhook")
+    (result,) = notify.notify_runs(history.store, channel,
+                                   channel.settings({**env, "EXAM_WEBHOOK_URL": url}), [run_id],
+                                   sleep=lambda _s: None)
+    assert result["status"] == "failed"
+    assert result["outcome"] == "cannot reach the webhook: ConnectionError"
+    assert history.store.notifications()[0]["attempts"] == 1  # recorded as one failed send
+    assert_no_secret(json.dumps(history.store.notifications()))
+
+
+@pytest.mark.parametrize("settings,message", [
+    ({}, "EXAM_WEBHOOK_URL not set: the URL the summaries are POSTed to (docs/webhook.md)"),
+    ({"EXAM_WEBHOOK_URL": f"ftp://team:{PASSWORD}@example.com/x?token={TOKEN}"},
+     "EXAM_WEBHOOK_URL: expected an http(s) URL, found 'ftp://example.com/x'"),
+])
+def test_missing_or_bad_settings_are_bad_input(regressed, receiver, settings, message):
+    history, run_id = regressed
+    result = exam("notify", "webhook", "--run", str(run_id), "--db", history.store.path,
+                  env={"EXAM_WEBHOOK_URL": "", **settings})
+    assert result.exit_code == 2 and message in result.output
+    assert_no_secret(result.output)
+    assert receiver.posts == [] and history.store.notifications() == []
+
+
+def test_a_dry_run_posts_nothing_and_writes_the_json(regressed, receiver, tmp_path):
+    history, run_id = regressed
+    out = tmp_path / "preview.json"
+    result = exam("notify", "webhook", "--run", str(run_id), "--dry-run", "--out", str(out),
+                  "--db", history.store.path, env={"EXAM_WEBHOOK_URL": ""})
+    assert result.exit_code == 0, result.output
+    assert "W1 v2: pass 3 · needs_human 0 · fail 3" in result.output
+    assert f"1 POST(s), nothing sent; the JSON is in {out}" in result.output
+    (payload,) = json.loads(out.read_text(encoding="utf-8"))
+    assert payload["summaries"][0]["agent"] == "W1"
+    assert receiver.posts == [] and history.store.notifications() == []
