@@ -176,6 +176,16 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (rules, reply_key, question_key)
     )
     """,
+    # 8: each finished run's graded cells as one row, so a report over many runs reads one row
+    # per run instead of every cell (exam/reports/regrade.py makes the key and the JSON)
+    """
+    CREATE TABLE graded_runs (
+        run_id INTEGER PRIMARY KEY,
+        rules TEXT NOT NULL,              -- the grade cache's rules key (prune drops the others)
+        key TEXT NOT NULL,                -- rules, today's questions, the run's cells mark
+        cells TEXT NOT NULL               -- JSON: the graded cells before any review decision
+    )
+    """,
 )
 GRADE_CACHE_CHUNK = 500  # keys per lookup query (SQLite's bound-variable limit is far above)
 
@@ -636,9 +646,59 @@ class Store:
         return True
 
     def prune_grade_cache(self, rules: str) -> int:
-        """Drop the cached grades of every other set of rules; how many rows went."""
+        """Drop the cached grades (and graded runs) of every other set of rules; how many
+        cached grades went."""
         with self.tx() as db:
+            db.execute("DELETE FROM graded_runs WHERE rules != ?", (rules,))
             return db.execute("DELETE FROM grade_cache WHERE rules != ?", (rules,)).rowcount
+
+    def cell_marks(self, run_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
+        """{run id: (its cells, its earlier cells)}: a mark that changes whenever a run's cells
+        do. Cells are only ever added, or moved to earlier_cells (never updated, never deleted
+        from there), so no change can bring back a mark seen before."""
+        if not run_ids:
+            return {}
+        marks = ",".join("?" * len(run_ids))
+        out = {i: [0, 0] for i in run_ids}
+        with self._lock:
+            for n, table in enumerate(("cells", "earlier_cells")):
+                for run_id, count in self._db.execute(
+                        f"SELECT run_id, COUNT(*) FROM {table} WHERE run_id IN ({marks})"
+                        " GROUP BY run_id", list(run_ids)):
+                    out[run_id][n] = count
+        return {i: (a, b) for i, (a, b) in out.items()}
+
+    def graded_runs(self, keys: dict[int, str]) -> dict[int, str]:
+        """{run id: cells JSON} of the graded runs kept under exactly these keys."""
+        if not keys:
+            return {}
+        marks = ",".join("?" * len(keys))
+        with self._lock:
+            rows = self._db.execute(f"SELECT run_id, key, cells FROM graded_runs"
+                                    f" WHERE run_id IN ({marks})", list(keys)).fetchall()
+        return {r[0]: r[2] for r in rows if keys[r[0]] == r[1]}
+
+    def keep_graded_run(self, run_id: int, rules: str, key: str, cells: str) -> bool:
+        """Keep (or replace) a run's graded cells; False when the store cannot be written."""
+        try:
+            with self.tx() as db:
+                db.execute("INSERT OR REPLACE INTO graded_runs VALUES (?,?,?,?)",
+                           (run_id, rules, key, cells))
+        except sqlite3.OperationalError as exc:
+            if damaged(exc):
+                raise
+            return False
+        return True
+
+    def cell_texts(self, run_ids: Sequence[int]) -> dict[tuple[int, str, int], str | None]:
+        """{(run id, case, repeat): reply text} of these runs' cells."""
+        if not run_ids:
+            return {}
+        marks = ",".join("?" * len(run_ids))
+        with self._lock:
+            return {(r[0], r[1], r[2]): r[3] for r in self._db.execute(
+                f"SELECT run_id, case_no, repeat, text FROM cells WHERE run_id IN ({marks})",
+                list(run_ids))}
 
     def grade_cache_counts(self) -> dict[str, int]:
         with self._lock:

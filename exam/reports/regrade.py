@@ -305,6 +305,19 @@ def _merged(results: list[tuple[list[GradedCell], dict[int, list[str]]]]):
     return cells, removed
 
 
+def _with_served(served: Mapping[int, tuple[list[GradedCell], list[str]]],
+                 cells: list[GradedCell], removed: dict[int, list[str]]):
+    """Kept runs' cells merged with freshly graded ones, in run, case and repeat order."""
+    by_run: dict[int, list[GradedCell]] = {i: part for i, (part, _) in served.items()}
+    for c in cells:  # already in order within each run
+        by_run.setdefault(c.run_id, []).append(c)
+    removed = dict(removed)
+    for i, (_, gone) in served.items():
+        if gone:
+            removed[i] = list(gone)
+    return [c for i in sorted(by_run) for c in by_run[i]], removed
+
+
 PROBE_WINDOWS, PROBE_CELLS = 4, 64  # cells sampled, evenly over the store, before going parallel
 
 
@@ -340,21 +353,35 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
     every reply afresh and leaves the grade cache alone (the tests compare the two).
     """
     from exam import review
+    from exam.reports import graded_runs
 
     banks, missing = load_banks(store, runs)
     runs = [r for r in runs if r.bank_path in banks]
     by_id = {r.id: r for r in runs}
     items = {path: bank.by_case() for path, bank in banks.items()}
+    rules = rules_key()
+    served: dict[int, tuple[list[GradedCell], list[str]]] = {}
+    keys: dict[int, str] = {}
+    if cache and by_id:
+        # finished runs whose graded cells are kept under today's key: one row each
+        served, keys = graded_runs.read(store, by_id, banks, items, rules,
+                                        keep_text=not parallel)
+    rest = {i: r for i, r in by_id.items() if i not in served}
     done = None
-    if parallel and by_id:
+    if parallel and rest:
         # with (nearly) every grade cached, there is too little grading left to share out
-        if cache and _mostly_cached(store, by_id, items):
-            done = _graded_chunked(store, by_id, items, cache)
+        if cache and _mostly_cached(store, rest, items):
+            done = _graded_chunked(store, rest, items, cache)
         else:
-            done = _graded_parallel(store, list(by_id), cache)
+            done = _graded_parallel(store, list(rest), cache)
     if done is None:
-        done = _graded(store, by_id, items, store.cells(list(by_id)), use_cache=cache)
+        done = _graded(store, rest, items, store.cells(list(rest)), use_cache=cache) \
+            if rest else ([], {})
     cells, removed = done
+    if cache and rest:
+        graded_runs.keep(store, rest, keys, rules, cells, removed)
+    if served:
+        cells, removed = _with_served(served, cells, removed)
     decisions = review.index(store.adjudications())
     if decisions:
         digests = {(path, i.case_no): i.digest for path, b in banks.items() for i in b.items}

@@ -1,0 +1,129 @@
+"""Graded runs: each finished run's graded cells kept as one row, read back in one query.
+
+The grade cache (``grade_cache``) saves grading, but a report over 100,000 cells still loaded
+every cell, built every reply and its key and looked each one up. A finished run's cells do
+not change, so its graded cells (before any review decision) are kept whole, under a key of
+everything they were made from:
+
+- the rules (``rules_key``: grader and rule versions);
+- today's questions of the run's bank (each case's question key and digest: an edited
+  rubric, a bank option, a removed or added question gives another key);
+- the run's settings (the agent's budget and reply mapping, which grading reads);
+- the run's cells mark (``Store.cell_marks``: how many cells and earlier cells it has; it
+  changes whenever a cell arrives or is retried, and is read from the store, so every
+  process and every service instance sees the same).
+
+A row whose key differs is never read: the run is graded as before (from the grade cache)
+and its row replaced. Review decisions are applied on top afterwards, as on fresh grades.
+Runs still running or queued are not kept (their cells change with every reply), only read
+through the grade cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+
+from exam.bank import Bank, Item
+from exam.reports.regrade import GradedCell
+from exam.store import Run, Store
+from graders import CheckResult
+
+LAYOUT = 1  # bump when the row layout below changes
+WRITABLE = frozenset({"running", "queued"})  # runs in these states are not kept
+
+
+def questions_key(bank: Bank) -> str:
+    """Every question of today's bank as grading and the reports read it."""
+    from exam.reports.regrade import question_key
+
+    parts = [(i.case_no, question_key(i), i.digest) for i in bank.items]
+    return hashlib.blake2b(repr(parts).encode(), digest_size=16).hexdigest()
+
+
+def run_key(rules: str, questions: str, run: Run, mark: tuple[int, int]) -> str:
+    settings = json.dumps(run.settings, sort_keys=True, ensure_ascii=False)
+    setting_key = hashlib.blake2b(settings.encode(), digest_size=16).hexdigest()
+    return f"{rules}|layout={LAYOUT}|q={questions}|s={setting_key}|cells={mark[0]}/{mark[1]}"
+
+
+def encode(cells: Sequence[GradedCell], removed: Sequence[str]) -> str:
+    """One run's graded cells as compact JSON: each distinct list of checks once, reply
+    texts only where a person must read them (needs_human), as the parallel path keeps."""
+    groups: dict[tuple, int] = {}
+    rows = []
+    for c in cells:
+        checks = tuple((k.name, k.outcome, k.missing, k.unexpected, k.evidence) for k in c.checks)
+        n = groups.setdefault(checks, len(groups))
+        rows.append((c.case_no, c.repeat, c.run_status, c.verdict, n, c.attempts, c.model_calls,
+                     c.tokens, c.latency_ms, c.error, c.changed, c.reply_digest,
+                     c.tokens_estimated, c.usage_note,
+                     c.text if c.verdict == "needs_human" else None))
+    return json.dumps({"checks": list(groups), "cells": rows, "removed": list(removed)},
+                      ensure_ascii=False, separators=(",", ":"))
+
+
+def decode(raw: str, run: Run, items: Mapping[str, Item]) -> tuple[list[GradedCell], list[str]]:
+    data = json.loads(raw)
+    groups = [tuple(CheckResult(n, o, tuple(m), tuple(u), e) for n, o, m, u, e in g)
+              for g in data["checks"]]
+    cells = []
+    rid, agent, version = run.id, run.agent, run.version
+    for (case_no, repeat, run_status, verdict, n, attempts, model_calls, tokens, latency_ms,
+         error, changed, reply_digest, tokens_estimated, usage_note, text) in data["cells"]:
+        item = items[case_no]
+        cells.append(GradedCell(rid, agent, version, case_no, item.category,
+                                item.question.severity, repeat, run_status, verdict, groups[n],
+                                attempts, model_calls, tokens, latency_ms, error, changed, text,
+                                False, reply_digest, tokens_estimated, usage_note))
+    return cells, data["removed"]
+
+
+def read(store: Store, by_id: Mapping[int, Run], banks: Mapping[str, Bank],
+         items: Mapping[str, Mapping[str, Item]], rules: str, keep_text: bool
+         ) -> tuple[dict[int, tuple[list[GradedCell], list[str]]], dict[int, str]]:
+    """The runs whose kept cells are current, decoded; and the key each other run's cells
+    are to be kept under once graded (made from the mark read before they are loaded)."""
+    marks = store.cell_marks(list(by_id))
+    questions = {path: questions_key(bank) for path, bank in banks.items()}
+    keys = {i: run_key(rules, questions[r.bank_path], r, marks[i]) for i, r in by_id.items()}
+    raw = store.graded_runs(keys)
+    texts = store.cell_texts(list(raw)) if keep_text and raw else {}
+    # read again: a cell that arrived or was retried while these were read is not in them
+    after = store.cell_marks(list(by_id))
+    served = {}
+    for i, data in raw.items():
+        if after[i] != marks[i]:
+            continue
+        cells, removed = decode(data, by_id[i], items[by_id[i].bank_path])
+        if keep_text:
+            cells = [c if c.text is not None else _with_text(c, texts) for c in cells]
+        served[i] = cells, removed
+    rest = {i: run_key(rules, questions[r.bank_path], r, after[i])
+            for i, r in by_id.items() if i not in served}
+    return served, rest
+
+
+def _with_text(c: GradedCell, texts: Mapping[tuple[int, str, int], str | None]) -> GradedCell:
+    from dataclasses import replace
+
+    text = texts.get((c.run_id, c.case_no, c.repeat))
+    return c if text is None else replace(c, text=text)
+
+
+def keep(store: Store, runs: Mapping[int, Run], keys: Mapping[int, str], rules: str,
+         cells: Sequence[GradedCell], removed: Mapping[int, list[str]]) -> None:
+    """Keep the graded cells of each finished run whose cells did not move while graded."""
+    wanted = [i for i, r in runs.items() if r.status not in WRITABLE and i in keys]
+    if not wanted:
+        return
+    now = store.cell_marks(wanted)
+    by_run: dict[int, list[GradedCell]] = {i: [] for i in wanted}
+    for c in cells:
+        if c.run_id in by_run:
+            by_run[c.run_id].append(c)
+    for i in wanted:
+        if keys[i].endswith(f"|cells={now[i][0]}/{now[i][1]}"):
+            if not store.keep_graded_run(i, rules, keys[i], encode(by_run[i], removed.get(i, []))):
+                return  # a store that cannot be written: nothing kept, nothing wrong
