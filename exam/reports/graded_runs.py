@@ -49,30 +49,39 @@ def run_key(rules: str, questions: str, run: Run, mark: tuple[int, int]) -> str:
 
 
 def encode(cells: Sequence[GradedCell], removed: Sequence[str]) -> str:
-    """One run's graded cells as compact JSON: each distinct list of checks once, reply
-    texts only where a person must read them (needs_human), as the parallel path keeps."""
-    groups: dict[tuple, int] = {}
+    """One run's graded cells as compact JSON: each distinct check once, each distinct list
+    of checks once (the same sentence decides the same check in many replies); reply texts
+    only where a person must read them (needs_human), as the parallel path keeps them."""
+    checks: dict[CheckResult, int] = {}
+    groups: dict[tuple[int, ...], int] = {}
     rows = []
     for c in cells:
-        checks = tuple((k.name, k.outcome, k.missing, k.unexpected, k.evidence) for k in c.checks)
-        n = groups.setdefault(checks, len(groups))
+        ids = tuple(checks.setdefault(k, len(checks)) for k in c.checks)
+        n = groups.setdefault(ids, len(groups))
         rows.append((c.case_no, c.repeat, c.run_status, c.verdict, n, c.attempts, c.model_calls,
                      c.tokens, c.latency_ms, c.error, c.changed, c.reply_digest,
                      c.tokens_estimated, c.usage_note,
                      c.text if c.verdict == "needs_human" else None))
-    return json.dumps({"checks": list(groups), "cells": rows, "removed": list(removed)},
+    return json.dumps({"checks": [(k.name, k.outcome, k.missing, k.unexpected, k.evidence)
+                                  for k in checks],
+                       "groups": list(groups), "cells": rows, "removed": list(removed)},
                       ensure_ascii=False, separators=(",", ":"))
 
 
-def decode(raw: str, run: Run, items: Mapping[str, Item]) -> tuple[list[GradedCell], list[str]]:
+def decode(raw: str, run: Run, items: Mapping[str, Item],
+           texts: Mapping[tuple[int, str, int], str | None] | None = None
+           ) -> tuple[list[GradedCell], list[str]]:
+    """The run's graded cells; with ``texts``, every reply's text (else needs_human ones)."""
     data = json.loads(raw)
-    groups = [tuple(CheckResult(n, o, tuple(m), tuple(u), e) for n, o, m, u, e in g)
-              for g in data["checks"]]
+    checks = [CheckResult(n, o, tuple(m), tuple(u), e) for n, o, m, u, e in data["checks"]]
+    groups = [tuple([checks[i] for i in g]) for g in data["groups"]]
     cells = []
     rid, agent, version = run.id, run.agent, run.version
     for (case_no, repeat, run_status, verdict, n, attempts, model_calls, tokens, latency_ms,
          error, changed, reply_digest, tokens_estimated, usage_note, text) in data["cells"]:
         item = items[case_no]
+        if texts is not None:
+            text = texts.get((rid, case_no, repeat))
         cells.append(GradedCell(rid, agent, version, case_no, item.category,
                                 item.question.severity, repeat, run_status, verdict, groups[n],
                                 attempts, model_calls, tokens, latency_ms, error, changed, text,
@@ -96,20 +105,11 @@ def read(store: Store, by_id: Mapping[int, Run], banks: Mapping[str, Bank],
     for i, data in raw.items():
         if after[i] != marks[i]:
             continue
-        cells, removed = decode(data, by_id[i], items[by_id[i].bank_path])
-        if keep_text:
-            cells = [c if c.text is not None else _with_text(c, texts) for c in cells]
-        served[i] = cells, removed
+        served[i] = decode(data, by_id[i], items[by_id[i].bank_path],
+                           texts if keep_text else None)
     rest = {i: run_key(rules, questions[r.bank_path], r, after[i])
             for i, r in by_id.items() if i not in served}
     return served, rest
-
-
-def _with_text(c: GradedCell, texts: Mapping[tuple[int, str, int], str | None]) -> GradedCell:
-    from dataclasses import replace
-
-    text = texts.get((c.run_id, c.case_no, c.repeat))
-    return c if text is None else replace(c, text=text)
 
 
 def keep(store: Store, runs: Mapping[int, Run], keys: Mapping[int, str], rules: str,

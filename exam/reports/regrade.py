@@ -8,6 +8,7 @@ loads is left out and listed in ``missing_banks``: every report says so and show
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import multiprocessing
@@ -17,8 +18,9 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 
-from exam.bank import Bank, Item, load_bank
+from exam.bank import Bank, Item, bank_from_text, load_bank
 from exam.errors import BankError
 from exam.registry import mapping_from_dict
 from exam.replies import read_body
@@ -394,13 +396,33 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
     return Regraded(cells, banks, list(runs), removed, missing)
 
 
+def _todays_bank(path: str) -> Bank:
+    """The bank file as it is now: read every time, parsed and validated once per content
+    (a service answers many reports from the same bank; validation is most of a small
+    report's time)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return load_bank(path)  # raises the BankError that says why
+    return _parsed_bank(path, text)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_bank(path: str, text: str) -> Bank:
+    bank, problems = bank_from_text(text, path)
+    if problems:
+        raise BankError(problems)
+    assert bank is not None
+    return bank
+
+
 def load_banks(store: Store, runs: Sequence[Run]) -> tuple[dict[str, Bank], list[dict]]:
     """Today's bank of every run, by path; and a note for each run whose bank won't load."""
     banks: dict[str, Bank] = {}
     problems: dict[str, BankError] = {}
     for path in dict.fromkeys(r.bank_path for r in runs):
         try:
-            banks[path] = load_bank(path)
+            banks[path] = _todays_bank(path)
         except BankError as exc:
             problems[path] = exc
     missing = []
