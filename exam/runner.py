@@ -212,7 +212,7 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
             except queue.Empty:
                 continue
             left -= 1
-            job = futures[fut]
+            job = futures.pop(fut)  # a finished cell is let go: memory stays flat however many
             try:
                 cell = fut.result()
             except Exception as exc:  # a bug, not the agent: keep the run resumable
