@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from exam.bank import Bank, Item
 from exam.reports.regrade import GradedCell
@@ -48,33 +48,70 @@ def run_key(rules: str, questions: str, run: Run, mark: tuple[int, int]) -> str:
     return f"{rules}|layout={LAYOUT}|q={questions}|s={setting_key}|cells={mark[0]}/{mark[1]}"
 
 
+class LazyChecks(Sequence[CheckResult]):
+    """A kept cell's checks, decoded from their JSON on first use (a report over 100,000
+    cells reads the checks of the few it shows); equal to, and hashed as, the tuple."""
+
+    __slots__ = ("_raw", "_checks")
+
+    def __init__(self, raw: str):
+        self._raw = raw
+        self._checks: tuple[CheckResult, ...] | None = None
+
+    def _value(self) -> tuple[CheckResult, ...]:
+        if self._checks is None:  # two threads may both decode: they make equal tuples
+            self._checks = tuple(CheckResult(n, o, tuple(m), tuple(u), e)
+                                 for n, o, m, u, e in json.loads(self._raw))
+        return self._checks
+
+    def __getitem__(self, i):  # type: ignore[override]
+        return self._value()[i]
+
+    def __len__(self) -> int:
+        return len(self._value())
+
+    def __iter__(self) -> Iterator[CheckResult]:
+        return iter(self._value())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LazyChecks):
+            other = other._value()
+        return self._value() == other if isinstance(other, tuple) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._value())
+
+    def __repr__(self) -> str:
+        return repr(self._value())
+
+
 def encode(cells: Sequence[GradedCell], removed: Sequence[str]) -> str:
-    """One run's graded cells as compact JSON: each distinct check once, each distinct list
-    of checks once (the same sentence decides the same check in many replies); reply texts
-    only where a person must read them (needs_human), as the parallel path keeps them."""
-    checks: dict[CheckResult, int] = {}
-    groups: dict[tuple[int, ...], int] = {}
+    """One run's graded cells: a line of JSON for the cells, then one line of JSON for each
+    distinct list of checks (JSON never holds a raw newline, so the lines split without
+    being parsed and each list is decoded only when read). Reply texts are kept only where
+    a person must read them (needs_human), as the parallel path keeps them."""
+    groups: dict[tuple[CheckResult, ...], int] = {}
     rows = []
     for c in cells:
-        ids = tuple(checks.setdefault(k, len(checks)) for k in c.checks)
-        n = groups.setdefault(ids, len(groups))
+        n = groups.setdefault(tuple(c.checks), len(groups))
         rows.append((c.case_no, c.repeat, c.run_status, c.verdict, n, c.attempts, c.model_calls,
                      c.tokens, c.latency_ms, c.error, c.changed, c.reply_digest,
                      c.tokens_estimated, c.usage_note,
                      c.text if c.verdict == "needs_human" else None))
-    return json.dumps({"checks": [(k.name, k.outcome, k.missing, k.unexpected, k.evidence)
-                                  for k in checks],
-                       "groups": list(groups), "cells": rows, "removed": list(removed)},
-                      ensure_ascii=False, separators=(",", ":"))
+    lines = [json.dumps({"cells": rows, "removed": list(removed)}, ensure_ascii=False,
+                        separators=(",", ":"))]
+    lines += [json.dumps([(k.name, k.outcome, k.missing, k.unexpected, k.evidence) for k in g],
+                         ensure_ascii=False, separators=(",", ":")) for g in groups]
+    return "\n".join(lines)
 
 
 def decode(raw: str, run: Run, items: Mapping[str, Item],
            texts: Mapping[tuple[int, str, int], str | None] | None = None
            ) -> tuple[list[GradedCell], list[str]]:
     """The run's graded cells; with ``texts``, every reply's text (else needs_human ones)."""
-    data = json.loads(raw)
-    checks = [CheckResult(n, o, tuple(m), tuple(u), e) for n, o, m, u, e in data["checks"]]
-    groups = [tuple([checks[i] for i in g]) for g in data["groups"]]
+    head, *lines = raw.split("\n")
+    data = json.loads(head)
+    groups = [LazyChecks(line) for line in lines]
     cells = []
     rid, agent, version = run.id, run.agent, run.version
     for (case_no, repeat, run_status, verdict, n, attempts, model_calls, tokens, latency_ms,

@@ -387,7 +387,10 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
     decisions = review.index(store.adjudications())
     if decisions:
         digests = {(path, i.case_no): i.digest for path, b in banks.items() for i in b.items}
+        decided = {key[0] for key in decisions}  # reply digests: the other cells stay as they are
         for n, c in enumerate(cells):
+            if c.reply_digest not in decided:
+                continue
             checks, verdict, reviewed = review.apply(
                 c.checks, c.verdict, c.reply_digest,
                 digests[(by_id[c.run_id].bank_path, c.case_no)], decisions)

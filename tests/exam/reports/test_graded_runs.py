@@ -84,12 +84,13 @@ def test_a_kept_row_is_what_the_report_reads_and_a_stale_one_is_never_read(tmp_p
     regrade(store, runs)
     with sqlite3.connect(store.path) as con:  # change what the rows say, not their keys
         for run_id, cells in con.execute("SELECT run_id, cells FROM graded_runs").fetchall():
-            data = json.loads(cells)
+            head, *checks = cells.split("\n")  # the cells' line, then the lists of checks
+            data = json.loads(head)
             for row in data["cells"]:
                 if row[3] is not None:
                     row[3] = "fail"
             con.execute("UPDATE graded_runs SET cells=? WHERE run_id=?",
-                        (json.dumps(data, ensure_ascii=False), run_id))
+                        ("\n".join([json.dumps(data, ensure_ascii=False), *checks]), run_id))
     poisoned = regrade(store, runs)
     assert {c.verdict for c in poisoned.cells if c.run_status == "ok"} == {"fail"}
     # another process (another Store) adds a cell to run 1: its mark changes, its row is stale
@@ -204,3 +205,22 @@ def test_a_kept_run_is_not_read_when_its_bank_is_gone(tmp_path):
     got = regrade(store, runs)
     assert got.cells == [] and [m["run_id"] for m in got.missing_banks] == sorted(r.id for r in runs)
     assert regrade_mod.load_banks(store, runs)[0] == {}
+
+
+def test_checks_whose_evidence_holds_line_breaks_come_back_whole(tmp_path):
+    history = History(tmp_path)
+    history.bank("A", [("A-01", "c1", "critical"), ("A-02", "c2", "major")])
+    prefix = "第一行\n第二行\r\n\u2028\u2029\x85"
+    history.run("A", "v1", {"A-01": "pfh", "A-02": "hp"}, texts={"A-01": prefix, "A-02": prefix})
+    store, runs = history.store, select_runs(history.store)
+    fresh = regrade(store, runs, cache=False)
+    regrade(store, runs)
+    got = regrade(store, runs)
+    assert_same(got, fresh)
+    # the parallel path reads needs_human texts from the row itself
+    kept_texts = [c.text for c in regrade(store, runs, parallel=True).cells
+                  if c.verdict == "needs_human"]
+    assert kept_texts and all(t.startswith(prefix) for t in kept_texts)
+    for mine, theirs in zip(got.cells, fresh.cells, strict=True):
+        assert mine.checks == theirs.checks and theirs.checks == mine.checks
+        assert hash(mine.checks) == hash(theirs.checks) and list(mine.checks) == list(theirs.checks)
