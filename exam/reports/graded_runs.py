@@ -114,13 +114,14 @@ def decode(raw: str, run: Run, items: Mapping[str, Item],
     groups = [LazyChecks(line) for line in lines]
     cells = []
     rid, agent, version = run.id, run.agent, run.version
+    shown = {case_no: (i.category, i.question.severity) for case_no, i in items.items()}
     for (case_no, repeat, run_status, verdict, n, attempts, model_calls, tokens, latency_ms,
          error, changed, reply_digest, tokens_estimated, usage_note, text) in data["cells"]:
-        item = items[case_no]
+        category, severity = shown[case_no]
         if texts is not None:
             text = texts.get((rid, case_no, repeat))
-        cells.append(GradedCell(rid, agent, version, case_no, item.category,
-                                item.question.severity, repeat, run_status, verdict, groups[n],
+        cells.append(GradedCell(rid, agent, version, case_no, category,
+                                severity, repeat, run_status, verdict, groups[n],
                                 attempts, model_calls, tokens, latency_ms, error, changed, text,
                                 False, reply_digest, tokens_estimated, usage_note))
     return cells, data["removed"]
