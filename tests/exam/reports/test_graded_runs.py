@@ -8,6 +8,7 @@ fresh re-grade (``cache=False``, which reads neither the grade cache nor the kep
 from __future__ import annotations
 
 import json
+import os
 import random
 import sqlite3
 import sys
@@ -224,3 +225,28 @@ def test_checks_whose_evidence_holds_line_breaks_come_back_whole(tmp_path):
     for mine, theirs in zip(got.cells, fresh.cells, strict=True):
         assert mine.checks == theirs.checks and theirs.checks == mine.checks
         assert hash(mine.checks) == hash(theirs.checks) and list(mine.checks) == list(theirs.checks)
+
+
+def test_a_bank_edit_is_seen_at_once_even_with_the_same_size_and_time(tmp_path, monkeypatch):
+    history = small_history(tmp_path)
+    store, runs = history.store, select_runs(history.store)
+    path = Path(history.banks["A"])
+    parses = []
+    original = regrade_mod.bank_from_text
+    monkeypatch.setattr(regrade_mod, "bank_from_text",
+                        lambda *a: parses.append(1) or original(*a))
+    regrade_mod._parsed_bank.cache_clear()
+    before = regrade(store, runs)
+    regrade(store, runs)
+    assert len(parses) == 1  # parsed and validated once per content
+    stat = path.stat()
+    text = path.read_text(encoding="utf-8")
+    assert '"c1"' in text
+    path.write_text(text.replace('"c1"', '"c9"'), encoding="utf-8")  # the same length
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert path.stat().st_size == stat.st_size and path.stat().st_mtime_ns == stat.st_mtime_ns
+    after = regrade(store, runs)
+    assert len(parses) == 2
+    assert {c.category for c in before.cells} == {"c1", "c2"}
+    assert {c.category for c in after.cells} == {"c9", "c2"}
+    assert_same(after, regrade(store, runs, cache=False))
