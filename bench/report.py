@@ -59,7 +59,8 @@ def table(r: dict) -> str:
             continue
         if not suffix:
             rows.append(_row(f"re-grading on one core ({g['checks_per_reply']} checks per reply, "
-                             "100–400 Chinese characters)", f"{g['replies_per_s']:,} replies/s",
+                             "100–400 Chinese characters)",
+                             f"{g['replies_per_s']:,} replies/s{_load(g)}",
                              f"≥ {t['regrade_per_s']:,}", g["replies_per_s"] >= t["regrade_per_s"]))
         cpu = (f", {g['discrimination_cpu_s']:.2f} s CPU" if "discrimination_cpu_s" in g else "")
         rows.append(_row(f"{backend}: discrimination report over {g['stored_replies']:,} stored "
