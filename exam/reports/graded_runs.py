@@ -11,7 +11,9 @@ everything they were made from:
 - the run's settings (the agent's budget and reply mapping, which grading reads);
 - the run's cells mark (``Store.cell_marks``: how many cells and earlier cells it has; it
   changes whenever a cell arrives or is retried, and is read from the store, so every
-  process and every service instance sees the same).
+  process and every service instance sees the same). It holds because the store only ever
+  inserts cells or moves them to ``earlier_cells``; a store that updated a cell in place
+  would need a change counter in the mark.
 
 A row whose key differs is never read: the run is graded as before (from the grade cache)
 and its row replaced. Review decisions are applied on top afterwards, as on fresh grades.
@@ -26,18 +28,16 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 
 from exam.bank import Bank, Item
-from exam.reports.regrade import GradedCell
+from exam.reports.regrade import GradedCell, question_key
 from exam.store import Run, Store
 from graders import CheckResult
 
 LAYOUT = 1  # bump when the row layout below changes
-WRITABLE = frozenset({"running", "queued"})  # runs in these states are not kept
+NOT_KEPT = frozenset({"running", "queued"})  # their cells change with every reply
 
 
 def questions_key(bank: Bank) -> str:
     """Every question of today's bank as grading and the reports read it."""
-    from exam.reports.regrade import question_key
-
     parts = [(i.case_no, question_key(i), i.digest) for i in bank.items]
     return hashlib.blake2b(repr(parts).encode(), digest_size=16).hexdigest()
 
@@ -153,7 +153,7 @@ def read(store: Store, by_id: Mapping[int, Run], banks: Mapping[str, Bank],
 def keep(store: Store, runs: Mapping[int, Run], keys: Mapping[int, str], rules: str,
          cells: Sequence[GradedCell], removed: Mapping[int, list[str]]) -> None:
     """Keep the graded cells of each finished run whose cells did not move while graded."""
-    wanted = [i for i, r in runs.items() if r.status not in WRITABLE and i in keys]
+    wanted = [i for i, r in runs.items() if r.status not in NOT_KEPT and i in keys]
     if not wanted:
         return
     now = store.cell_marks(wanted)

@@ -41,7 +41,7 @@ class GradedCell:
     repeat: int
     run_status: str
     verdict: str | None  # None when the reply never arrived as ok
-    checks: tuple[CheckResult, ...]
+    checks: tuple[CheckResult, ...]  # from a kept run: a LazyChecks, equal to the tuple
     attempts: int
     model_calls: int | None
     tokens: int | None
