@@ -26,20 +26,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
-from exam.bank import Bank, Item
-from exam.reports.regrade import GradedCell, question_key
+from exam.bank import Item
 from exam.store import Run, Store
 from graders import CheckResult
 
 LAYOUT = 1  # bump when the row layout below changes
 NOT_KEPT = frozenset({"running", "queued"})  # their cells change with every reply
-
-
-def questions_key(bank: Bank) -> str:
-    """Every question of today's bank as grading and the reports read it."""
-    parts = [(i.case_no, question_key(i), i.digest) for i in bank.items]
-    return hashlib.blake2b(repr(parts).encode(), digest_size=16).hexdigest()
 
 
 def run_key(rules: str, questions: str, run: Run, mark: tuple[int, int]) -> str:
@@ -85,7 +79,7 @@ class LazyChecks(Sequence[CheckResult]):
         return repr(self._value())
 
 
-def encode(cells: Sequence[GradedCell], removed: Sequence[str]) -> str:
+def encode(cells: Sequence[Any], removed: Sequence[str]) -> str:
     """One run's graded cells: a line of JSON for the cells, then one line of JSON for each
     distinct list of checks (JSON never holds a raw newline, so the lines split without
     being parsed and each list is decoded only when read). Reply texts are kept only where
@@ -107,8 +101,9 @@ def encode(cells: Sequence[GradedCell], removed: Sequence[str]) -> str:
 
 def decode(raw: str, run: Run, items: Mapping[str, Item],
            texts: Mapping[tuple[int, str, int], str | None] | None = None
-           ) -> tuple[list[GradedCell], list[str]]:
-    """The run's graded cells; with ``texts``, every reply's text (else needs_human ones)."""
+           ) -> tuple[list[tuple], list[str]]:
+    """The run's graded cells, each as the fields of a ``GradedCell`` in order (regrade makes
+    them); with ``texts``, every reply's text (else needs_human ones)."""
     head, *lines = raw.split("\n")
     data = json.loads(head)
     groups = [LazyChecks(line) for line in lines]
@@ -120,20 +115,18 @@ def decode(raw: str, run: Run, items: Mapping[str, Item],
         category, severity = shown[case_no]
         if texts is not None:
             text = texts.get((rid, case_no, repeat))
-        cells.append(GradedCell(rid, agent, version, case_no, category,
-                                severity, repeat, run_status, verdict, groups[n],
-                                attempts, model_calls, tokens, latency_ms, error, changed, text,
-                                False, reply_digest, tokens_estimated, usage_note))
+        cells.append((rid, agent, version, case_no, category, severity, repeat, run_status,
+                      verdict, groups[n], attempts, model_calls, tokens, latency_ms, error,
+                      changed, text, False, reply_digest, tokens_estimated, usage_note))
     return cells, data["removed"]
 
 
-def read(store: Store, by_id: Mapping[int, Run], banks: Mapping[str, Bank],
+def read(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, str],
          items: Mapping[str, Mapping[str, Item]], rules: str, keep_text: bool
-         ) -> tuple[dict[int, tuple[list[GradedCell], list[str]]], dict[int, str]]:
+         ) -> tuple[dict[int, tuple[list[tuple], list[str]]], dict[int, str]]:
     """The runs whose kept cells are current, decoded; and the key each other run's cells
     are to be kept under once graded (made from the mark read before they are loaded)."""
     marks = store.cell_marks(list(by_id))
-    questions = {path: questions_key(bank) for path, bank in banks.items()}
     keys = {i: run_key(rules, questions[r.bank_path], r, marks[i]) for i, r in by_id.items()}
     raw = store.graded_runs(keys)
     texts = store.cell_texts(list(raw)) if keep_text and raw else {}
@@ -151,13 +144,13 @@ def read(store: Store, by_id: Mapping[int, Run], banks: Mapping[str, Bank],
 
 
 def keep(store: Store, runs: Mapping[int, Run], keys: Mapping[int, str], rules: str,
-         cells: Sequence[GradedCell], removed: Mapping[int, list[str]]) -> None:
+         cells: Sequence[Any], removed: Mapping[int, list[str]]) -> None:
     """Keep the graded cells of each finished run whose cells did not move while graded."""
     wanted = [i for i, r in runs.items() if r.status not in NOT_KEPT and i in keys]
     if not wanted:
         return
     now = store.cell_marks(wanted)
-    by_run: dict[int, list[GradedCell]] = {i: [] for i in wanted}
+    by_run: dict[int, list[Any]] = {i: [] for i in wanted}
     for c in cells:
         if c.run_id in by_run:
             by_run[c.run_id].append(c)

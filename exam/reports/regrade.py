@@ -24,6 +24,7 @@ from exam.bank import Bank, Item, bank_from_text, load_bank
 from exam.errors import BankError
 from exam.registry import mapping_from_dict
 from exam.replies import read_body
+from exam.reports import graded_runs
 from exam.store import CellRow, Run, Store
 from graders import CheckResult, Question, Reply, Step, grade
 
@@ -115,6 +116,12 @@ def rules_key() -> str:
     """
     rules = ",".join(f"{k}={v}" for k, v in sorted(grading.RULE_VERSIONS.items()))
     return f"{grading.GRADER_VERSION};{rules};keys={CACHE_KEYS}"
+
+
+def questions_key(bank: Bank) -> str:
+    """Every question of a bank as grading and the reports read it (kept runs' key)."""
+    parts = [(i.case_no, question_key(i), i.digest) for i in bank.items]
+    return hashlib.blake2b(repr(parts).encode(), digest_size=16).hexdigest()
 
 
 def question_key(item: Item) -> str:
@@ -355,7 +362,6 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
     every reply afresh and leaves the grade cache alone (the tests compare the two).
     """
     from exam import review
-    from exam.reports import graded_runs
 
     banks, missing = load_banks(store, runs)
     runs = [r for r in runs if r.bank_path in banks]
@@ -366,8 +372,9 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
     keys: dict[int, str] = {}
     if cache and by_id:
         # finished runs whose graded cells are kept under today's key: one row each
-        served, keys = graded_runs.read(store, by_id, banks, items, rules,
-                                        keep_text=not parallel)
+        kept, keys = graded_runs.read(store, by_id, {p: questions_key(b) for p, b in banks.items()},
+                                      items, rules, keep_text=not parallel)
+        served = {i: ([GradedCell(*t) for t in rows], gone) for i, (rows, gone) in kept.items()}
     rest = {i: r for i, r in by_id.items() if i not in served}
     done = None
     if parallel and rest:
