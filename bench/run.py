@@ -7,6 +7,12 @@ to 127.0.0.1 only.
     python bench/run.py             # everything (a few minutes)
     python bench/run.py --quick     # fewer repetitions, no concurrency-1 runs at 200/500 ms
     python bench/run.py --only regrade startup
+    python bench/run.py --db postgresql://127.0.0.1:5432/postgres --only run10k regrade service
+
+``--db`` says where the stores live: SQLite files in a temporary folder (the default), or
+databases on one PostgreSQL server (each section creates its own, ``bench_<name>``, dropped
+first; SQLite-built stores are moved there with ``exam store copy``). Every figure records the
+backend and the load average it was measured under.
 """
 
 from __future__ import annotations
@@ -35,8 +41,59 @@ TARGETS = {
     "overhead_c8_50ms": 1.25, "overhead_c8_200ms": 1.10, "overhead_c8_500ms": 1.05,
     "cpu_s_180_calls": 1.0, "peak_mb": 80, "pacing_rate_error": 0.05, "regrade_per_s": 20_000,
     "discrimination_s": 5.0, "discrimination_cached_s": 1.0, "discrimination_mb": 300,
-    "help_s": 0.3, "bank_check_s": 0.6,
+    "help_s": 0.3, "bank_check_s": 0.6, "run10k_ratio": 1.2, "run10k_mb": 100,
+    "scorecard_p99_ms": 50,
 }
+
+
+class Stores:
+    """Where each section's store lives: a SQLite file in a temporary folder, or a database
+    of its own on the PostgreSQL server of ``url`` (``bench_<name>``, made afresh)."""
+
+    def __init__(self, url: str | None):
+        self.url = url
+        self.backend = "postgresql" if url and url.startswith("postgresql") else "sqlite"
+        self.tmp = Path(tempfile.mkdtemp(prefix="bench-db-"))
+
+    def fresh(self, name: str) -> str:
+        if self.backend == "sqlite":
+            path = self.tmp / f"{name}.db"
+            for p in self.tmp.glob(f"{name}.db*"):
+                p.unlink()
+            return str(path)
+        return self._database(name)
+
+    def copy(self, src: str, name: str) -> str:
+        """A copy of the store ``src`` (made by this object) named ``name``."""
+        if self.backend == "sqlite":
+            dst = self.fresh(name)
+            shutil.copyfile(src, dst)
+            return dst
+        return self._database(name, template=src.rsplit("/", 1)[1].split("?")[0])
+
+    def from_sqlite(self, path: str, name: str) -> str:
+        """A store built as a SQLite file, where this bench keeps its stores."""
+        if self.backend == "sqlite":
+            return path
+        dst = self._database(name)
+        subprocess.run([*EXAM, "store", "copy", path, dst], check=True)
+        return dst
+
+    def _database(self, name: str, template: str | None = None) -> str:
+        import psycopg  # comes with the PostgreSQL backend
+
+        db = f"bench_{name}"
+        base, _, rest = self.url.partition("://")
+        server = rest.split("/", 1)[0]
+        with psycopg.connect(self.url, autocommit=True) as con:
+            con.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+            con.execute(f'CREATE DATABASE "{db}"' + (f' TEMPLATE "{template}"' if template else ""))
+        return f"{base}://{server}/{db}"
+
+
+def load() -> float:
+    """The 1-minute load average when a figure is taken (the machine may be shared)."""
+    return round(os.getloadavg()[0], 2)
 
 
 def start_agent(latency_ms: int, arrivals: Path | None = None) -> tuple[subprocess.Popen, int]:
@@ -65,12 +122,16 @@ def write_bank(path: Path, n: int = 60) -> None:
     path.write_text(json.dumps({"agent": "B", "questions": qs}, ensure_ascii=False), "utf-8")
 
 
-def timed_child(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float, int]:
-    """(wall s, cpu s, peak MB, exit code) of one child process, measured from outside it.
+def timed_child(cmd: list[str], env: dict[str, str], rss: list[tuple[float, float]] | None = None
+                ) -> tuple[float, float, float, int]:
+    """(wall s, cpu s, peak MB, exit code) of one child process, measured from outside it;
+    with ``rss``, its resident memory (s since start, MB) is appended every 0.25 s.
 
     Bytecode caching is left on, as on any normal install (some sandboxes set
     PYTHONDONTWRITEBYTECODE, which makes every start recompile every module).
     """
+    import threading
+
     t0 = time.perf_counter()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
@@ -80,12 +141,27 @@ def timed_child(cmd: list[str], env: dict[str, str]) -> tuple[float, float, floa
         os.dup2(fd, 1)
         os.dup2(fd, 2)
         os.execv(cmd[0], cmd)
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.25):
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    kb = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+            except (OSError, StopIteration):
+                continue
+            rss.append((time.perf_counter() - t0, kb / 1024))
+
+    sampler = threading.Thread(target=sample, daemon=True) if rss is not None else None
+    if sampler:
+        sampler.start()
     _, status, usage = os.wait4(pid, 0)
+    done.set()
     wall = time.perf_counter() - t0
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
 
 
-def overhead(quick: bool) -> dict:
+def overhead(quick: bool, stores: Stores) -> dict:
     """60 questions × 3 repeats: wall time of `exam run` ÷ (calls × latency ÷ concurrency)."""
     out = {}
     tmp = Path(tempfile.mkdtemp(prefix="bench-"))
@@ -104,8 +180,8 @@ def overhead(quick: bool) -> dict:
                     reg.write_text(json.dumps({"agents": {"B": {
                         "url": f"http://127.0.0.1:{port}/x", "bank": str(tmp / "B.json"),
                         "concurrency": conc, "timeout_s": 30}}}))
-                    db = tmp / f"o-{latency}-{conc}-{rep}.db"
-                    env = {"EXAM_DB": str(db), "EXAM_AGENTS": str(reg), "NO_COLOR": "1"}
+                    db = stores.fresh(f"o_{latency}_{conc}_{rep}")
+                    env = {"EXAM_DB": db, "EXAM_AGENTS": str(reg), "NO_COLOR": "1"}
                     wall, cpu, mem, code = timed_child(
                         [*EXAM, "run", "B", "--version", "v1", "--repeats", "3"], env)
                     assert code == 0, f"exam run exited {code}"
@@ -114,7 +190,8 @@ def overhead(quick: bool) -> dict:
                     mems.append(mem)
                 ideal = calls * latency / 1000 / conc
                 key = f"c{conc}_{latency}ms"
-                out[key] = {"ratio": round(statistics.median(walls) / ideal, 3),
+                out[key] = {"load": load(),
+                            "ratio": round(statistics.median(walls) / ideal, 3),
                             "wall_s": round(statistics.median(walls), 3), "ideal_s": ideal,
                             "cpu_s": round(statistics.median(cpus), 3),
                             "peak_mb": round(max(mems), 1), "repetitions": reps}
@@ -124,7 +201,7 @@ def overhead(quick: bool) -> dict:
     return out
 
 
-def pacing(quick: bool) -> dict:
+def pacing(quick: bool, stores: Stores) -> dict:
     """min_interval_s 0.1, concurrency 8: achieved start rate, and the closest two starts."""
     tmp = Path(tempfile.mkdtemp(prefix="bench-"))
     write_bank(tmp / "B.json", 40)
@@ -137,26 +214,32 @@ def pacing(quick: bool) -> dict:
             reg.write_text(json.dumps({"agents": {"B": {
                 "url": f"http://127.0.0.1:{port}/x", "bank": str(tmp / "B.json"),
                 "concurrency": 8, "min_interval_s": 0.1, "timeout_s": 30}}}))
-            env = {"EXAM_DB": str(tmp / f"p{rep}.db"), "EXAM_AGENTS": str(reg)}
+            db = stores.fresh(f"p{rep}")
+            env = {"EXAM_DB": db, "EXAM_AGENTS": str(reg)}
             timed_child([*EXAM, "run", "B", "--version", "v1"], env)
         finally:
             stop(agent)
         t = sorted(float(x) for x in arrivals.read_text().split())
         rates.append((len(t) - 1) / (t[-1] - t[0]))
         gaps.append(min(b - a for a, b in zip(t, t[1:], strict=False)))
-        import sqlite3
+        from exam.store import Store
 
-        with sqlite3.connect(tmp / f"p{rep}.db") as con:
-            c = sorted(r[0] for r in con.execute("SELECT started_at FROM attempts"))
+        store = Store(db)
+        try:
+            (run,) = store.list_runs()
+            c = sorted(a.started_at for cell in store.cells([run.id])
+                       for a in store.attempts(run.id, cell.case_no, cell.repeat))
+        finally:
+            store.close()
         client_gaps.append(min(b - a for a, b in zip(c, c[1:], strict=False)))
     rate = statistics.median(rates)
-    return {"target_rate": 10.0, "achieved_rate": round(rate, 3),
+    return {"load": load(), "target_rate": 10.0, "achieved_rate": round(rate, 3),
             "rate_error": round(abs(rate - 10) / 10, 4),
             "min_gap_s": round(min(client_gaps), 4), "min_arrival_gap_s": round(min(gaps), 4),
             "requests": 40, "repetitions": len(rates)}
 
 
-def regrade(quick: bool) -> dict:
+def regrade(quick: bool, stores: Stores) -> dict:
     """Grading throughput on one core, and the discrimination report over 100,000 replies."""
     import random
 
@@ -178,44 +261,48 @@ def regrade(quick: bool) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="bench-"))
     n = 20_000 if quick else 100_000
     build_store(tmp, replies=n)
-    walls, mems, cached = [], [], []
+    built = stores.from_sqlite(str(tmp / "regrade.db"), "regrade")
+    walls, cpus, mems, cached, cached_cpus, loads = [], [], [], [], [], []
     for _ in range(1 if quick else 3):
         # cold: a copy of the store whose grade cache is empty; then the same report again,
-        # reading the grades the first one cached
-        db = tmp / "cold.db"
-        shutil.copyfile(tmp / "regrade.db", db)
-        for times in (walls, cached):
-            wall, _, mem, code = timed_child(
-                [*EXAM, "report", "discrimination", "--format", "json", "--db", str(db)],
+        # reading the grades (and graded runs) the first one kept
+        db = stores.copy(built, "cold")
+        for times, cpu_times in ((walls, cpus), (cached, cached_cpus)):
+            loads.append(load())
+            wall, cpu, mem, code = timed_child(
+                [*EXAM, "report", "discrimination", "--format", "json", "--db", db],
                 {"PYTHONPATH": str(ROOT)})
             assert code == 0
             times.append(wall)
+            cpu_times.append(cpu)
             mems.append(mem)
-        for path in tmp.glob("cold.db*"):
-            path.unlink()
-    return {"replies_per_s": round(statistics.median(rates)), "checks_per_reply": round(checks, 1),
+    return {"backend": stores.backend, "load": max(loads),
+            "replies_per_s": round(statistics.median(rates)), "checks_per_reply": round(checks, 1),
             "stored_replies": n, "discrimination_s": round(statistics.median(walls), 2),
+            "discrimination_cpu_s": round(statistics.median(cpus), 2),
             "discrimination_cached_s": round(statistics.median(cached), 2),
+            "discrimination_cached_cpu_s": round(statistics.median(cached_cpus), 2),
             "discrimination_peak_mb": round(max(mems), 1)}
 
 
-def startup(quick: bool) -> dict:
+def startup(quick: bool, stores: Stores) -> dict:
     out = {}
     for name, cmd in (("help_s", [*EXAM, "--help"]),
                       ("bank_check_s", [*EXAM, "bank", "check", str(ROOT / "bank")])):
         walls = [timed_child(cmd, {})[0] for _ in range(5 if quick else 11)]
         out[name] = round(statistics.median(walls), 3)
+    out["load"] = load()
     return out
 
 
-def service(quick: bool) -> dict:
+def service(quick: bool, stores: Stores) -> dict:
     from loadgen import run_load
 
     from exam.demo.main import run_demo
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-"))
-    db = tmp / "demo.db"
-    run_demo(str(db), repeats=3, bank_dir=ROOT / "bank", echo=lambda *_: None)
+    run_demo(str(tmp / "demo.db"), repeats=3, bank_dir=ROOT / "bank", echo=lambda *_: None)
+    db = stores.from_sqlite(str(tmp / "demo.db"), "demo")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -231,7 +318,7 @@ def service(quick: bool) -> dict:
         try:
             requests.get(f"{base}/healthz", timeout=1)
             break
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # a busy machine starts slowly
             time.sleep(0.1)
     out = {}
     try:
@@ -242,7 +329,8 @@ def service(quick: bool) -> dict:
         for name, path in pages.items():
             r = run_load([base + path], {"Authorization": "Bearer bench"},
                          total=100 if quick else 300, concurrency=8)
-            out[name] = {"req_per_s": round(r.rate, 1), "p99_ms": round(r.p99_ms, 1),
+            out[name] = {"backend": stores.backend, "load": load(),
+                         "req_per_s": round(r.rate, 1), "p99_ms": round(r.p99_ms, 1),
                          "errors": r.errors, "requests": r.requests}
             print(f"  service {name}: {out[name]}", flush=True)
     finally:
@@ -250,8 +338,50 @@ def service(quick: bool) -> dict:
     return out
 
 
+def run10k(quick: bool, stores: Stores) -> dict:
+    """10,000 cells (100 questions × 100 repeats) against a 50 ms agent at concurrency 64:
+    wall time of `exam run` against the ideal (cells × 50 ms ÷ 64), and its memory over the
+    run (peak, and the peak of each half: flat means the second half needs no more)."""
+    tmp = Path(tempfile.mkdtemp(prefix="bench-"))
+    questions, repeats, latency, conc = 100, 20 if quick else 100, 50, 64
+    write_bank(tmp / "B.json", questions)
+    agent, port = start_agent(latency)
+    try:
+        reg = tmp / "agents.yaml"
+        reg.write_text(json.dumps({"agents": {"B": {
+            "url": f"http://127.0.0.1:{port}/x", "bank": str(tmp / "B.json"),
+            "concurrency": conc, "timeout_s": 30}}}))
+        db = stores.fresh("run10k")
+        rss: list[tuple[float, float]] = []
+        before = load()
+        wall, cpu, mem, code = timed_child(
+            [*EXAM, "run", "B", "--version", "v1", "--repeats", str(repeats)],
+            {"EXAM_DB": db, "EXAM_AGENTS": str(reg), "NO_COLOR": "1"}, rss)
+        assert code == 0, f"exam run exited {code}"
+    finally:
+        stop(agent)
+    from exam.store import Store
+
+    store = Store(db)
+    try:
+        (run,) = store.list_runs()
+        counts = store.status_counts(run.id)
+    finally:
+        store.close()
+    cells = questions * repeats
+    ideal = cells * latency / 1000 / conc
+    half = wall / 2
+    return {"backend": stores.backend, "load": max(before, load()), "cells": cells,
+            "stored": sum(counts.values()), "ok": counts.get("ok", 0),
+            "latency_ms": latency, "concurrency": conc, "wall_s": round(wall, 2),
+            "ideal_s": round(ideal, 2), "ratio": round(wall / ideal, 3), "cpu_s": round(cpu, 2),
+            "peak_mb": round(mem, 1),
+            "first_half_peak_mb": round(max((m for t, m in rss if t <= half), default=0), 1),
+            "second_half_peak_mb": round(max((m for t, m in rss if t > half), default=0), 1)}
+
+
 SECTIONS = {"overhead": overhead, "pacing": pacing, "regrade": regrade, "startup": startup,
-            "service": service}
+            "service": service, "run10k": run10k}
 
 
 def machine() -> dict:
@@ -267,7 +397,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", nargs="*", choices=sorted(SECTIONS))
+    parser.add_argument("--db", default=None, help="where the stores live: SQLite files in a "
+                        "temporary folder (default) or a postgresql:// URL")
     args = parser.parse_args()
+    stores = Stores(args.db)
     path = BENCH / "results.json"
     results = json.loads(path.read_text()) if path.exists() else {}
     results["machine"] = machine()
@@ -275,10 +408,12 @@ def main() -> None:
     for name in args.only or SECTIONS:
         print(f"{name} …", flush=True)
         t0 = time.perf_counter()
-        results[name] = SECTIONS[name](args.quick)
-        print(f"{name}: {json.dumps(results[name])} ({time.perf_counter() - t0:.0f} s)", flush=True)
-    results["targets"] = TARGETS
-    path.write_text(json.dumps(results, indent=2) + "\n")
+        # each backend's figures side by side: "regrade", "regrade_postgresql"
+        key = name if stores.backend == "sqlite" else f"{name}_{stores.backend}"
+        results[key] = SECTIONS[name](args.quick, stores)
+        print(f"{name}: {json.dumps(results[key])} ({time.perf_counter() - t0:.0f} s)", flush=True)
+        results["targets"] = TARGETS
+        path.write_text(json.dumps(results, indent=2) + "\n")  # each section kept as it ends
     from report import write_performance_md
 
     write_performance_md(results)

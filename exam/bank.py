@@ -394,7 +394,12 @@ def read_bank(path: str | Path) -> tuple[Bank | None, list[Problem]]:
         return None, [Problem(file, "", "no such file")]
     except (OSError, UnicodeDecodeError) as exc:
         return None, [Problem(file, "", f"cannot read: {exc}")]
-    if Path(path).suffix.lower() in YAML_SUFFIXES:
+    return bank_from_text(text, file)
+
+
+def bank_from_text(text: str, file: str) -> tuple[Bank | None, list[Problem]]:
+    """A bank file's text, parsed as ``file`` (its suffix says JSON or YAML) and validated."""
+    if Path(file).suffix.lower() in YAML_SUFFIXES:
         return _read_yaml(text, file)
     try:
         data = json.loads(text)

@@ -54,6 +54,7 @@ from exam.db.schema import (
     earlier_attempts,
     earlier_cells,
     grade_cache,
+    graded_runs,
     grades,
     line_events,
     line_groups,
@@ -741,9 +742,57 @@ class Store:
         return True
 
     def prune_grade_cache(self, rules: str) -> int:
-        """Drop the cached grades of every other set of rules; how many rows went."""
+        """Drop the cached grades (and graded runs) of every other set of rules; how many
+        cached grades went."""
         with self.tx() as db:
+            db.execute(delete(graded_runs).where(graded_runs.c.rules != rules))
             return db.execute(delete(grade_cache).where(grade_cache.c.rules != rules)).rowcount
+
+    def cell_marks(self, run_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
+        """{run id: (its cells, its earlier cells)}: a mark that changes whenever a run's cells
+        do. Cells are only ever added, or moved to earlier_cells (never updated, never deleted
+        from there), so no change can bring back a mark seen before."""
+        out = {i: [0, 0] for i in run_ids}
+        if not out:
+            return {}
+        with self._begin() as conn:
+            for n, table in enumerate((cells, earlier_cells)):
+                for run_id, count in conn.execute(
+                        select(table.c.run_id, func.count()).where(
+                            table.c.run_id.in_(list(out))).group_by(table.c.run_id)):
+                    out[run_id][n] = count
+        return {i: (a, b) for i, (a, b) in out.items()}
+
+    def graded_runs(self, keys: dict[int, str]) -> dict[int, str]:
+        """{run id: cells JSON} of the graded runs kept under exactly these keys."""
+        if not keys:
+            return {}
+        g = graded_runs.c
+        rows = self._rows(select(g.run_id, g.key, g.cells).where(g.run_id.in_(list(keys))))
+        return {r[0]: r[2] for r in rows if keys[r[0]] == r[1]}
+
+    def keep_graded_run(self, run_id: int, rules: str, key: str, cells_json: str) -> bool:
+        """Keep (or replace) a run's graded cells; False when the store cannot be written."""
+        stmt = self._insert(graded_runs).values(run_id=run_id, rules=rules, key=key,
+                                                cells=cells_json)
+        stmt = stmt.on_conflict_do_update(index_elements=[graded_runs.c.run_id],
+                                          set_={"rules": rules, "key": key, "cells": cells_json})
+        try:
+            with self.tx() as db:
+                db.execute(stmt)
+        except OperationalError as exc:
+            if damaged(exc):
+                raise
+            return False
+        return True
+
+    def cell_texts(self, run_ids: Sequence[int]) -> dict[tuple[int, str, int], str | None]:
+        """{(run id, case, repeat): reply text} of these runs' cells."""
+        if not run_ids:
+            return {}
+        c = cells.c
+        return {(r[0], r[1], r[2]): r[3] for r in self._rows(
+            select(c.run_id, c.case_no, c.repeat, c.text).where(c.run_id.in_(list(run_ids))))}
 
     def grade_cache_counts(self) -> dict[str, int]:
         return {r[0]: r[1] for r in self._rows(

@@ -15,7 +15,7 @@ def store_cmd() -> None:
 @store_cmd.command("prune")
 @db_option
 def store_prune(db) -> None:
-    """Drop cached grades made under other grader rules (never read again by this version).
+    """Drop cached grades and graded runs made under other grader rules (never read again).
 
     \b
     Exit status: 0 pruned · 2 bad input (an unreadable store).

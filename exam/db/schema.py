@@ -23,7 +23,7 @@ from sqlalchemy import (
     text,
 )
 
-SCHEMA_VERSION = 8  # the newest Alembic revision's number; SQLite also keeps it in user_version
+SCHEMA_VERSION = 9  # the newest Alembic revision's number; SQLite also keeps it in user_version
 
 metadata = MetaData()
 
@@ -190,7 +190,15 @@ grade_cache = Table(
     PrimaryKeyConstraint("rules", "reply_key", "question_key"),
 )
 
+graded_runs = Table(  # schema 9: each finished run's graded cells (exam.reports.graded_runs)
+    "graded_runs", metadata,
+    Column("run_id", Integer, primary_key=True, autoincrement=False),
+    Column("rules", Text, nullable=False),
+    Column("key", Text, nullable=False),
+    Column("cells", Text, nullable=False),
+)
+
 # every table, parents first (the order a copy writes them in)
 TABLES: tuple[Table, ...] = (runs, cells, attempts, grades, notifications, line_events,
                              line_groups, adjudications, rebalance_snapshots, earlier_cells,
-                             earlier_attempts, grade_cache)
+                             earlier_attempts, grade_cache, graded_runs)

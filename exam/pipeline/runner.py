@@ -8,10 +8,11 @@ cell that arrived, and leaves the run resumable with ``exam resume``.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -188,6 +189,7 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
     pools: list[ThreadPoolExecutor] = []
     futures: dict[Future, Job] = {}
     errors: dict[int, str] = {}
+    finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
 
     def guarded(job: Job, case_no: str, repeat: int, gate: RequestGate) -> CellRow | None:
         if stop.is_set():
@@ -201,22 +203,29 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
                                   thread_name_prefix=f"exam-{job.agent.name}")
         pools.append(pool)
         for case_no, repeat in missing_cells(store, job.run):
-            futures[pool.submit(guarded, job, case_no, repeat, gate)] = job
-    pending = set(futures)
+            fut = pool.submit(guarded, job, case_no, repeat, gate)
+            futures[fut] = job
+            fut.add_done_callback(finished.put)
+    # each finished cell is handed over once: waiting on the set of pending futures would
+    # walk all of them at every completion (10,000 cells: seconds of the main thread's CPU)
+    left = len(futures)
     try:
-        while pending:
-            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-            for fut in done:
-                job = futures[fut]
-                try:
-                    cell = fut.result()
-                except Exception as exc:  # a bug, not the agent: keep the run resumable
-                    errors.setdefault(job.run.id,
-                                      clean_error(job.agent, f"{type(exc).__name__}: {exc}"))
-                    stop.set()
-                    continue
-                if cell is not None and progress:
-                    progress(job.run.id, cell)
+        while left:
+            try:
+                fut = finished.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            left -= 1
+            job = futures.pop(fut)  # a finished cell is let go: memory stays flat however many
+            try:
+                cell = fut.result()
+            except Exception as exc:  # a bug, not the agent: keep the run resumable
+                errors.setdefault(job.run.id,
+                                  clean_error(job.agent, f"{type(exc).__name__}: {exc}"))
+                stop.set()
+                continue
+            if cell is not None and progress:
+                progress(job.run.id, cell)
     except KeyboardInterrupt:
         stop.set()
         for pool in pools:

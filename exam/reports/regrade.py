@@ -8,6 +8,7 @@ loads is left out and listed in ``missing_banks``: every report says so and show
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import multiprocessing
@@ -17,11 +18,13 @@ import sys
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 
-from exam.bank import Bank, Item, load_bank
+from exam.bank import Bank, Item, bank_from_text, load_bank
 from exam.errors import BankError
 from exam.pipeline.reading import reply_of
 from exam.records import CellRow
+from exam.reports import graded_runs
 from exam.store import Run, Store
 from graders import CheckResult, Question, Reply, grade
 
@@ -39,7 +42,7 @@ class GradedCell:
     repeat: int
     run_status: str
     verdict: str | None  # None when the reply never arrived as ok
-    checks: tuple[CheckResult, ...]
+    checks: tuple[CheckResult, ...]  # from a kept run: a LazyChecks, equal to the tuple
     attempts: int
     model_calls: int | None
     tokens: int | None
@@ -89,6 +92,12 @@ def rules_key() -> str:
     """
     rules = ",".join(f"{k}={v}" for k, v in sorted(grading.RULE_VERSIONS.items()))
     return f"{grading.GRADER_VERSION};{rules};keys={CACHE_KEYS}"
+
+
+def questions_key(bank: Bank) -> str:
+    """Every question of a bank as grading and the reports read it (kept runs' key)."""
+    parts = [(i.case_no, question_key(i), i.digest) for i in bank.items]
+    return hashlib.blake2b(repr(parts).encode(), digest_size=16).hexdigest()
 
 
 def question_key(item: Item) -> str:
@@ -281,6 +290,19 @@ def _merged(results: list[tuple[list[GradedCell], dict[int, list[str]]]]):
     return cells, removed
 
 
+def _with_served(served: Mapping[int, tuple[list[GradedCell], list[str]]],
+                 cells: list[GradedCell], removed: dict[int, list[str]]):
+    """Kept runs' cells merged with freshly graded ones, in run, case and repeat order."""
+    by_run: dict[int, list[GradedCell]] = {i: part for i, (part, _) in served.items()}
+    for c in cells:  # already in order within each run
+        by_run.setdefault(c.run_id, []).append(c)
+    removed = dict(removed)
+    for i, (_, gone) in served.items():
+        if gone:
+            removed[i] = list(gone)
+    return [c for i in sorted(by_run) for c in by_run[i]], removed
+
+
 PROBE_WINDOWS, PROBE_CELLS = 4, 64  # cells sampled, evenly over the store, before going parallel
 
 
@@ -321,20 +343,37 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
     runs = [r for r in runs if r.bank_path in banks]
     by_id = {r.id: r for r in runs}
     items = {path: bank.by_case() for path, bank in banks.items()}
+    rules = rules_key()
+    served: dict[int, tuple[list[GradedCell], list[str]]] = {}
+    keys: dict[int, str] = {}
+    if cache and by_id:
+        # finished runs whose graded cells are kept under today's key: one row each
+        kept, keys = graded_runs.read(store, by_id, {p: questions_key(b) for p, b in banks.items()},
+                                      items, rules, keep_text=not parallel)
+        served = {i: ([GradedCell(*t) for t in rows], gone) for i, (rows, gone) in kept.items()}
+    rest = {i: r for i, r in by_id.items() if i not in served}
     done = None
-    if parallel and by_id:
+    if parallel and rest:
         # with (nearly) every grade cached, there is too little grading left to share out
-        if cache and _mostly_cached(store, by_id, items):
-            done = _graded_chunked(store, by_id, items, cache)
+        if cache and _mostly_cached(store, rest, items):
+            done = _graded_chunked(store, rest, items, cache)
         else:
-            done = _graded_parallel(store, list(by_id), cache)
+            done = _graded_parallel(store, list(rest), cache)
     if done is None:
-        done = _graded(store, by_id, items, store.cells(list(by_id)), use_cache=cache)
+        done = _graded(store, rest, items, store.cells(list(rest)), use_cache=cache) \
+            if rest else ([], {})
     cells, removed = done
+    if cache and rest:
+        graded_runs.keep(store, rest, keys, rules, cells, removed)
+    if served:
+        cells, removed = _with_served(served, cells, removed)
     decisions = review.index(store.adjudications())
     if decisions:
         digests = {(path, i.case_no): i.digest for path, b in banks.items() for i in b.items}
+        decided = {key[0] for key in decisions}  # reply digests: the other cells stay as they are
         for n, c in enumerate(cells):
+            if c.reply_digest not in decided:
+                continue
             checks, verdict, reviewed = review.apply(
                 c.checks, c.verdict, c.reply_digest,
                 digests[(by_id[c.run_id].bank_path, c.case_no)], decisions)
@@ -343,13 +382,33 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
     return Regraded(cells, banks, list(runs), removed, missing)
 
 
+def _todays_bank(path: str) -> Bank:
+    """The bank file as it is now: read every time, parsed and validated once per content
+    (a service answers many reports from the same bank; validation is most of a small
+    report's time)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return load_bank(path)  # raises the BankError that says why
+    return _parsed_bank(path, text)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_bank(path: str, text: str) -> Bank:
+    bank, problems = bank_from_text(text, path)
+    if problems:
+        raise BankError(problems)
+    assert bank is not None
+    return bank
+
+
 def load_banks(store: Store, runs: Sequence[Run]) -> tuple[dict[str, Bank], list[dict]]:
     """Today's bank of every run, by path; and a note for each run whose bank won't load."""
     banks: dict[str, Bank] = {}
     problems: dict[str, BankError] = {}
     for path in dict.fromkeys(r.bank_path for r in runs):
         try:
-            banks[path] = load_bank(path)
+            banks[path] = _todays_bank(path)
         except BankError as exc:
             problems[path] = exc
     missing = []

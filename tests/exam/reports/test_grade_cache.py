@@ -2,7 +2,9 @@
 
 Correctness first: on seeded random stores, the cached grades equal fresh ones (``cache=False``)
 after bank edits, bank option changes, rule-version bumps with a changed rule, and review
-decisions; the parallel path reads and fills the same cache and still equals the serial one.
+decisions, with and without the graded runs kept on top of it (tests/exam/reports/
+test_graded_runs.py tests those on their own); the parallel path reads and fills the same cache
+and still equals the serial one.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pytest
 
 from exam import review
 from exam.bank import load_bank
+from exam.reports import graded_runs
 from exam.reports import regrade as regrade_mod
 from exam.reports.regrade import question_key, regrade, reply_key, rules_key
 from exam.reports.selection import select_runs
@@ -98,9 +101,17 @@ def cache_rows(store: Store) -> int:
     return sum(store.grade_cache_counts().values())
 
 
+def without_kept_runs(monkeypatch) -> None:
+    """Only the grade cache: no graded run is kept, so none is read."""
+    monkeypatch.setattr(graded_runs, "keep", lambda *args: None)
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["kept-runs", "grade-cache-only"])
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
 def test_cached_grades_equal_fresh_ones_through_edits_bumps_and_reviews(tmp_path, monkeypatch,
-                                                                        seed):
+                                                                        seed, kept):
+    if not kept:
+        without_kept_runs(monkeypatch)
     rng = random.Random(seed * 101)
     history = random_history(tmp_path, seed)
     store, runs = history.store, select_runs(history.store)
@@ -166,6 +177,7 @@ def test_cached_grades_equal_fresh_ones_through_edits_bumps_and_reviews(tmp_path
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_parallel_path_reads_and_fills_the_cache_and_equals_the_serial_one(
         tmp_path, monkeypatch, seed):
+    without_kept_runs(monkeypatch)
     history = random_history(tmp_path, seed)
     store, runs = history.store, select_runs(history.store)
     for item in review.queue(regrade(store, runs, cache=False))[:1]:
@@ -214,6 +226,7 @@ def test_the_parallel_path_reads_and_fills_the_cache_and_equals_the_serial_one(
 
 
 def test_a_new_run_on_a_cached_store_takes_the_parallel_path_again(tmp_path, monkeypatch):
+    without_kept_runs(monkeypatch)
     history = random_history(tmp_path, 4)
     store = history.store
     monkeypatch.setattr(regrade_mod, "PARALLEL_MIN", 1)
@@ -301,6 +314,7 @@ def test_two_processes_fill_the_cache_at_once_and_it_keeps_one_row_per_key(tmp_p
 
 
 def test_prune_drops_the_rows_of_other_rules_only(tmp_path, monkeypatch):
+    without_kept_runs(monkeypatch)
     history = random_history(tmp_path, 1)
     store, runs = history.store, select_runs(history.store)
     regrade(store, runs)

@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from exam.app import create_app
+from exam.db.schema import SCHEMA_VERSION
 from exam.pipeline.gate import RequestGate
 from exam.pipeline.registry import load_registry
 from exam.pipeline.runner import job_for, run_cell
@@ -34,7 +35,7 @@ def agent_and_app(tmp_path, store_target):
 def test_healthz_reads_the_store(agent_and_app):
     _, app, _ = agent_and_app
     resp = app.test_client().get("/healthz")
-    assert resp.status_code == 200 and resp.json == {"ok": True, "schema": 8}
+    assert resp.status_code == 200 and resp.json == {"ok": True, "schema": SCHEMA_VERSION}
 
 
 def test_a_dead_workers_run_is_finished_by_a_worker_on_another_host(agent_and_app, store_target):
