@@ -164,8 +164,21 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         return jsonify(error="internal error (logged by the service)"), 500
 
     context.init_app(app)
-    logging.getLogger("exam").setLevel(logging.INFO)
+    _log_like_gunicorn()
     return app
+
+
+def _log_like_gunicorn() -> None:
+    """The service's own lines (a LINE command from a group not allowed, a redelivery, store
+    trouble) at INFO and up; under gunicorn through its error log's handlers, in its format.
+    Without a handler Python would print warnings only, without a time, and drop the rest."""
+    ours = logging.getLogger("exam")
+    ours.setLevel(logging.INFO)
+    gunicorn = logging.getLogger("gunicorn.error")
+    if gunicorn.handlers and not ours.handlers:
+        for handler in gunicorn.handlers:
+            ours.addHandler(handler)
+        ours.propagate = False  # a root handler someone added would print every line twice
 
 
 class _Sessions(SecureCookieSessionInterface):

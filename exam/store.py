@@ -45,7 +45,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from exam.db.engine import WRITE, engine_for, is_postgres, migrate, schema_version, shown
+from exam.db.engine import WRITE, engine_for, is_postgres, migrate, schema_version, shown, url_of
 from exam.db.schema import (
     SCHEMA_VERSION,
     TABLES,
@@ -371,6 +371,7 @@ class Store:
         self.backend = "postgresql" if is_postgres(target) else "sqlite"
         self._leases: dict[int, int] = {}  # run id → the lease token this Store holds
         self._lease_s: dict[int, float] = {}
+        url_of(target)  # a malformed URL is refused before anything is created
         try:
             if self.backend == "sqlite" and target != ":memory:":
                 Path(target).parent.mkdir(parents=True, exist_ok=True)

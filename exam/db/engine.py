@@ -9,17 +9,21 @@ deadlock), a read is a plain deferred ``BEGIN``. PostgreSQL connections come fro
 from __future__ import annotations
 
 import os
+import re
 import threading
 from pathlib import Path
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import NullPool
 
 from exam.db.schema import SCHEMA_VERSION
 from exam.errors import StoreError
 
 PG_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://")
+# a scheme and a slash: what a URL looks like, so never taken for a SQLite file's path
+URL_LIKE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+:/+)(.*)$", re.DOTALL)
 MIGRATION_LOCK = 7_311_019  # pg_advisory_xact_lock key: one process migrates at a time
 WRITE = "exam_write"  # Connection.info flag: the next BEGIN takes SQLite's write lock
 
@@ -43,19 +47,38 @@ def is_postgres(target: str | Path) -> bool:
 
 
 def url_of(target: str | Path) -> URL:
-    """The SQLAlchemy URL of a store target (psycopg 3 for PostgreSQL)."""
+    """The SQLAlchemy URL of a store target (psycopg 3 for PostgreSQL); StoreError, naming
+    the target with its password masked, for a URL that cannot be one."""
     target = str(target)
     if is_postgres(target):
-        url = make_url(target)
+        if target.partition("://")[2].count("@") > 1:  # else the password's tail is read as the host
+            raise StoreError(f"{shown(target)}: an '@' in the user name or password must be "
+                             f"written %40 (percent-encode what is not a letter, digit, "
+                             f"'-', '_', '.' or '~')")
+        try:
+            url = make_url(target)
+        except (ValueError, ArgumentError) as exc:  # a port that is not a number, …
+            reason = str(exc).replace(target, shown(target)).split("\n")[0]
+            raise StoreError(f"{shown(target)}: not a usable PostgreSQL URL "
+                             f"(postgresql://user:password@host:5432/dbname): {reason}") from None
         return url.set(drivername="postgresql+psycopg")
+    if URL_LIKE.match(target):  # postgresql:/… or mysql://… would be a file named like that
+        raise StoreError(f"{shown(target)}: not a SQLite path nor a PostgreSQL URL "
+                         f"(postgresql://user:password@host:5432/dbname)")
     return URL.create("sqlite", database=target)
 
 
 def shown(target: str | Path) -> str:
-    """The target as messages show it: a URL's password is masked."""
-    if is_postgres(target):
-        return make_url(str(target)).render_as_string(hide_password=True)
-    return str(target)
+    """The target as messages show it: a URL's password masked, whatever else is wrong
+    with the URL (everything between the user name and the last '@' is the password)."""
+    target = str(target)
+    found = URL_LIKE.match(target)
+    if not found or "@" not in found.group(2):
+        return target
+    scheme, rest = found.groups()
+    at = rest.rindex("@")
+    user, colon, _password = rest[:at].partition(":")
+    return f"{scheme}{user}{':***' if colon else ''}{rest[at:]}"
 
 
 def engine_for(target: str | Path) -> Engine:

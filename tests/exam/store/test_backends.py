@@ -205,3 +205,26 @@ def test_a_urls_password_never_appears_in_a_message():
         Store("postgresql://exam:s3cret-pw@127.0.0.1:1/exam")
     assert "s3cret-pw" not in str(caught.value)
     assert str(caught.value).startswith("postgresql://exam:***@127.0.0.1:1/exam: cannot open")
+
+
+@pytest.mark.parametrize(("target", "message"), [
+    # an unescaped '@': read as user:pass@host, the password's tail would be the host (and shown)
+    ("postgresql://exam:s3cret@pw@127.0.0.1:1/exam",
+     "postgresql://exam:***@127.0.0.1:1/exam: an '@' in the user name or password must be "
+     "written %40"),
+    ("postgresql://exam:s3cret-pw@127.0.0.1:port/exam",
+     "postgresql://exam:***@127.0.0.1:port/exam: not a usable PostgreSQL URL"),
+    # one slash short: not a SQLite file named "postgresql:/exam:s3cret-pw@…"
+    ("postgresql:/exam:s3cret-pw@127.0.0.1/exam",
+     "postgresql:/exam:***@127.0.0.1/exam: not a SQLite path nor a PostgreSQL URL"),
+    ("mysql://exam:s3cret-pw@127.0.0.1/exam",
+     "mysql://exam:***@127.0.0.1/exam: not a SQLite path nor a PostgreSQL URL"),
+])
+def test_a_malformed_url_is_one_message_without_its_password(tmp_path, monkeypatch, target,
+                                                              message):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StoreError) as caught:
+        Store(target)
+    assert str(caught.value).startswith(message)
+    assert "s3cret" not in str(caught.value) and "pw@" not in str(caught.value)
+    assert list(tmp_path.iterdir()) == []  # nothing created on the way

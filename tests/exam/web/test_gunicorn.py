@@ -77,3 +77,49 @@ def test_queue_a_run_over_http_and_read_the_scorecard(tmp_path, registry_path, f
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+def test_the_services_own_log_lines_reach_gunicorns_error_log(tmp_path):
+    """An operator looking for why LINE got no answer finds the reason in gunicorn's log."""
+    import base64
+    import hashlib
+    import hmac
+    import json
+
+    port, secret = free_port(), "line-channel-secret-for-the-test"
+    env = {**os.environ, "EXAM_API_TOKEN": TOKEN, "EXAM_DB": str(tmp_path / "exam.db"),
+           "LINE_CHANNEL_SECRET": secret, "EXAM_LINE_ALLOWED_GROUPS": "Callowed",
+           "LINE_GROUP_ID": "Callowed"}
+    gunicorn = shutil.which("gunicorn", path=str(ROOT / ".venv" / "bin")) or shutil.which(
+        "gunicorn")
+    log = tmp_path / "gunicorn.log"
+    server = subprocess.Popen([gunicorn, "--bind", f"127.0.0.1:{port}", "--workers", "1",
+                               "--threads", "2", "--error-logfile", str(log),
+                               "exam.app:create_app()"], env=env, cwd=tmp_path,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    body = json.dumps({"destination": "U0", "events": [{
+        "type": "message", "mode": "active", "timestamp": 1764400000000,
+        "webhookEventId": "01TESTGUNICORNLOG000000001",
+        "deliveryContext": {"isRedelivery": False},
+        "source": {"type": "group", "groupId": "Cstranger", "userId": "U1"},
+        "replyToken": "r1", "message": {"type": "text", "id": "1", "quoteToken": "q",
+                                        "text": "exam status"}}]}).encode()
+    signature = base64.b64encode(hmac.new(secret.encode(), body, hashlib.sha256).digest())
+    try:
+        wait_up(f"{base}/healthz", server, log)
+        resp = requests.post(f"{base}/line/webhook", data=body, timeout=30,
+                             headers={"Content-Type": "application/json",
+                                      "X-Line-Signature": signature.decode()})
+        assert resp.status_code == 200
+        deadline = time.monotonic() + 60  # handled on a thread after the 200
+        line = "[INFO] LINE command from a group that is not allowed; ignored"
+        while line not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert line in log.read_text(), log.read_text()
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
