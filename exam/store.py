@@ -618,6 +618,19 @@ class Store:
                                  .values(**values)).rowcount
         return changed == 1 or run_id not in self._leases
 
+    def release_run(self, run: Run) -> bool:
+        """Give a claimed run back to the queue at once (its worker was told to stop): the next
+        worker on any host claims it without waiting for the lease to run out, and runs only
+        the missing cells. Fenced by the claim's token: False when another worker took it."""
+        with self.tx() as db:
+            changed = db.execute(update(runs).where(
+                runs.c.id == run.id, runs.c.lease_token == run.lease_token,
+                runs.c.status.in_(("running", "interrupted")))
+                .values(status="queued", owner=None, lease_until=None, error=None,
+                        finished_at=None)).rowcount
+        self._leases.pop(run.id, None)
+        return changed == 1
+
     # -- cells --------------------------------------------------------------------------
 
     def record_cell(self, cell: CellRow, attempts: Sequence[AttemptRow],

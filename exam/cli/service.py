@@ -22,10 +22,12 @@ def worker_cmd(once, host_id, lease_s, agents, db) -> None:
     """Execute runs queued by the API or LINE; resumes runs whose worker died.
 
     \b
-    Exit status: 0 stopped (Ctrl-C, or --once done) · 2 bad input (settings, the store).
+    Exit status: 0 stopped (Ctrl-C or SIGTERM: its run goes back to the queue; --once done) ·
+    2 bad input (settings, the store).
     """
     import logging
     import os
+    import signal
 
     from exam.pipeline.worker import work_forever, work_once
     from exam.store import LEASE_S
@@ -39,10 +41,16 @@ def worker_cmd(once, host_id, lease_s, agents, db) -> None:
         run_id = work_once(store, agents, lease_s)
         click.echo(f"run {run_id} finished" if run_id else "nothing queued")
         return
+    signal.signal(signal.SIGTERM, _stop)  # systemd's stop, a deploy: like Ctrl-C
     try:
         work_forever(db, agents, stale_after_s=lease_s)
     except KeyboardInterrupt:
-        click.echo("worker stopped; an unfinished run will be resumed by the next worker", err=True)
+        click.echo("worker stopped; its unfinished run went back to the queue for the next "
+                   "worker", err=True)
+
+
+def _stop(_signum, _frame) -> None:
+    raise KeyboardInterrupt
 
 
 @click.command("serve")

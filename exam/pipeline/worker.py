@@ -15,7 +15,7 @@ import threading
 
 from exam.errors import ExamError, LeaseLost
 from exam.pipeline.registry import load_registry
-from exam.pipeline.runner import execute, job_for
+from exam.pipeline.runner import Interrupted, execute, job_for
 from exam.store import LEASE_S, Store, owner_id
 
 log = logging.getLogger("exam.pipeline.worker")
@@ -50,6 +50,10 @@ def work_once(store: Store, agents_path: str | None = None,
             log.warning("run %s: %s: %s", run.id, agent.name, warning)
         final = execute(store, [job_for(store, run.id, agent)])
         log.info("run %s: %s", run.id, final.get(run.id))
+    except (KeyboardInterrupt, Interrupted):  # told to stop (Ctrl-C, SIGTERM): hand it back
+        if store.release_run(run):
+            log.warning("run %s: given back to the queue; the next worker finishes it", run.id)
+        raise KeyboardInterrupt from None
     except LeaseLost as exc:  # another worker holds the run now: leave it to them
         log.warning("run %s: %s", run.id, exc)
     except ExamError as exc:

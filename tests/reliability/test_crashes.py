@@ -129,3 +129,37 @@ def test_worker_killed_mid_run_is_resumed_by_the_next_worker(tmp_path, table):
     table("crashes", "`exam worker` killed with kill -9 mid-run; the next worker started", trials,
           "the next worker claimed the run once the dead one's lease ran out (expired by the "
           "test) and ran only the missing cells; integrity_check ok", "nothing")
+
+
+def test_a_worker_told_to_stop_gives_its_run_back_at_once(tmp_path):
+    """SIGTERM (systemd's stop, a deploy) is not a crash: the run goes back to the queue, so the
+    next worker takes it without waiting out the lease, and nothing is lost or doubled."""
+    import signal
+
+    with FakeAgent(hold_after=8) as fake:
+        env = setup(tmp_path, fake.url)
+        store = Store(tmp_path / "exam.db")
+        agent = load_registry(env["EXAM_AGENTS"], env=env).get("T")
+        run_id = queue_run(store, agent, "v1", repeats=REPEATS)
+        first = subprocess.Popen(exam("worker"), env=env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True)
+        try:
+            fake.wait_held(4)
+            wait_for(lambda: store.count_cells(run_id) == 8, "8 cells to be stored")
+            first.send_signal(signal.SIGTERM)
+            fake.release()  # the held requests answer; the stopping worker stores what it may
+            _, err = first.communicate(timeout=60)
+        finally:
+            if first.poll() is None:
+                first.kill()
+                first.wait()
+        assert first.returncode == 0, err
+        assert "went back to the queue" in err
+        run = store.get_run(run_id)
+        assert (run.status, run.owner, run.lease_until) == ("queued", None, None)
+        # the lease was not left to run out: a worker claims the run at once
+        second = subprocess.run(exam("worker", "--once"), env=env, capture_output=True,
+                                text=True, timeout=60)
+        assert f"run {run_id} finished" in second.stdout, second.stderr
+    cells, bad, integrity, statuses = check_db(tmp_path / "exam.db")
+    assert (cells, bad, integrity, statuses) == (QUESTIONS * REPEATS, 0, "ok", ["done"])

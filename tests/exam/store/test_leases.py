@@ -146,3 +146,16 @@ def _try(fn, *args):
         return fn(*args)
     except LeaseLost:
         return "LeaseLost"
+
+
+def test_a_stopping_worker_gives_its_run_back_only_while_it_holds_it(store, hosts):
+    (run_id,) = queued(store)
+    a, b = hosts
+    stale = a.claim_run("host-a:1", 0.0)  # runs out at once
+    taken = b.claim_run("host-b:1", 30.0)
+    assert not a.release_run(stale)  # taken over since: the old claim gives nothing back
+    assert (store.get_run(run_id).status, store.get_run(run_id).owner) == ("running", "host-b:1")
+    assert b.release_run(taken)  # its holder, told to stop: back to the queue at once
+    back = store.get_run(run_id)
+    assert (back.status, back.owner, back.lease_until) == ("queued", None, None)
+    assert a.claim_run("host-a:2", 30.0).id == run_id  # no lease to wait out
