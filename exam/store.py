@@ -219,6 +219,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
 )
 GRADE_CACHE_CHUNK = 500  # keys per lookup query (SQLite's bound-variable limit is far above)
+GRADE_CACHE_WRITE_CHUNK = 2_000  # rows per INSERT execution when the cache is filled
 
 LEASE_S = 30.0  # how long a worker's claim holds a run without a heartbeat
 
@@ -733,10 +734,14 @@ class Store:
         if not rows:
             return True
         try:
+            stmt = self._insert(grade_cache).on_conflict_do_nothing()
             with self.tx() as db:
-                db.execute(self._insert(grade_cache).on_conflict_do_nothing(), [
-                    dict(rules=rules, reply_key=r[0], question_key=r[1], verdict=r[2],
-                         checks=r[3]) for r in rows])
+                # a few thousand rows per execute: SQLAlchemy's batching of 100,000 parameter
+                # sets at once held ~50 MB more than the rows themselves (100,000 rows)
+                for i in range(0, len(rows), GRADE_CACHE_WRITE_CHUNK):
+                    db.execute(stmt, [dict(rules=rules, reply_key=r[0], question_key=r[1],
+                                           verdict=r[2], checks=r[3])
+                                      for r in rows[i:i + GRADE_CACHE_WRITE_CHUNK]])
         except OperationalError as exc:
             if damaged(exc):
                 raise
