@@ -6,6 +6,7 @@ An unreachable PostgreSQL fails these tests with the command that starts it; nev
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 import subprocess
@@ -16,7 +17,8 @@ from pathlib import Path
 import pytest
 
 STORE_BACKENDS = ["sqlite", "postgresql"]
-PG_SERVER = "postgresql://postgres@127.0.0.1:5432"
+# the server the throwaway databases are made on (EXAM_TEST_POSTGRES points elsewhere)
+PG_SERVER = os.environ.get("EXAM_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432")
 PG_ADMIN_DB = "postgres"
 PG_START = "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start"
 

@@ -7,45 +7,21 @@ with a message saying how to start it; they are never skipped.
 
 from __future__ import annotations
 
-import os
-import uuid
-
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 
 from exam.db import engine as db_engine
 from exam.db.schema import TABLES
 from exam.store import Store
-
-ADMIN_URL = os.environ.get("EXAM_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
-START = "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start"
-
-
-def _admin():
-    return create_engine(db_engine.url_of(ADMIN_URL), isolation_level="AUTOCOMMIT")
+from tests.backends import postgres_database
 
 
 @pytest.fixture(scope="session")
 def postgres_url():
-    """A fresh database for this test session, dropped at the end."""
-    admin = _admin()
-    name = f"exam_test_{uuid.uuid4().hex[:12]}"
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    except Exception as exc:  # any reason it cannot be reached is the same failure
-        admin.dispose()
-        pytest.fail(f"PostgreSQL is required for the store tests and cannot be reached at "
-                    f"{db_engine.shown(ADMIN_URL)} ({type(exc).__name__}: "
-                    f"{str(getattr(exc, 'orig', exc)).strip().splitlines()[0]}). Start it with: "
-                    f"{START} (or point EXAM_TEST_POSTGRES at one)", pytrace=False)
-    url = db_engine.url_of(ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-    url = url.replace("postgresql+psycopg://", "postgresql://", 1)
-    yield url
-    db_engine.dispose(url)
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    """A fresh database for this test session, dropped at the end (tests/backends.py)."""
+    with postgres_database() as url:
+        yield url
+        db_engine.dispose(url)
 
 
 def empty_postgres(url: str) -> str:
