@@ -162,7 +162,8 @@ def print_scorecards(store, runs, fmt: str, details: bool = True) -> dict:
     from exam.reports.formats import render
     from exam.reports.regrade import regrade
 
-    report = scorecard.build(regrade(store, runs))
+    # a CLI process: large re-grades on every core, reply texts kept only where shown
+    report = scorecard.build(regrade(store, runs, parallel=True))
     if fmt == "text":
         emit(scorecard.render_text(report, use_colour(), details=details))
     else:

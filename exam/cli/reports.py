@@ -66,7 +66,8 @@ def report_discrimination(agent, k, details, fmt, db) -> None:
     from exam.reports.regrade import regrade
 
     store = open_store(db)
-    result = discrimination.build(regrade(store, stored_runs(store, agent)), agent, k)
+    result = discrimination.build(regrade(store, stored_runs(store, agent), parallel=True),
+                                  agent, k)
     if fmt == "text" and details:
         from exam.reports.discrimination import text
         from exam.reports.kinds import missing_notes
@@ -118,7 +119,7 @@ def report_rebalance(since, agent, band, min_versions, min_repeats, keep_guards,
     runs = rebalance.counted_runs(matching)
     if not runs:
         raise InputError("every matching run is excluded: nothing to rebalance")
-    regraded = regrade(store, runs)
+    regraded = regrade(store, runs, parallel=True)
     result = rebalance.build(regraded, since.strftime("%Y-%m-%d") if since else None,
                              settings, store, [r.id for r in matching if r not in runs])
     print_report("rebalance", result, fmt)
@@ -177,6 +178,6 @@ def compare_cmd(agent, old, new, fail_on, alpha, min_effect, min_answered, cover
                             budget=budget, step=step, max_repeats=max_repeats,
                             echo=lambda m: click.echo(m, err=True))
     else:
-        result = compare.build(regrade(store, every), agent, old, new, settings)
+        result = compare.build(regrade(store, every, parallel=True), agent, old, new, settings)
     print_report("compare", result, fmt)
     sys.exit(compare.exit_code(result, fail_on))
