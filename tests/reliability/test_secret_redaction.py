@@ -16,8 +16,7 @@ import logging
 import os
 import sqlite3
 import tempfile
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from unittest import mock
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
@@ -30,6 +29,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from exam.redact import MIN_SECRET_CHARS
+from tests.fakes.server import serve
 from tests.reliability.conftest import LONG
 
 UNRESERVED = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
@@ -108,16 +108,11 @@ class EchoAgent:
                 form = json.loads(raw).get("behaviour", "raw")
                 agent.respond(self, form)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_port
-        self.thread = threading.Thread(target=self.server.serve_forever,
-                                       kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+        self.served = serve(Handler).start()
+        self.port = self.served.server.server_port
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.served.close()
 
     @staticmethod
     def received(h) -> list[str]:
