@@ -176,7 +176,7 @@ def test_cached_grades_equal_fresh_ones_through_edits_bumps_and_reviews(tmp_path
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_parallel_path_reads_and_fills_the_cache_and_equals_the_serial_one(
-        tmp_path, monkeypatch, seed):
+        tmp_path, monkeypatch, seed, forced_parallel):
     without_kept_runs(monkeypatch)
     history = random_history(tmp_path, seed)
     store, runs = history.store, select_runs(history.store)
@@ -185,17 +185,7 @@ def test_the_parallel_path_reads_and_fills_the_cache_and_equals_the_serial_one(
     fresh = regrade(store, runs, cache=False)
     assert cache_rows(store) == 0
 
-    took_parallel = []
-    original = regrade_mod._graded_parallel
-
-    def spy(*args):
-        result = original(*args)
-        took_parallel.append(result is not None)
-        return result
-
-    monkeypatch.setattr(regrade_mod, "PARALLEL_MIN", 1)
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(regrade_mod, "_graded_parallel", spy)
+    took_parallel = forced_parallel
     cold = regrade(store, runs, parallel=True)  # the child processes fill the cache
     filled = cache_rows(store)
     assert filled > 0

@@ -8,7 +8,6 @@ decision. Only the reply texts of cells that need no human are left out in paral
 from __future__ import annotations
 
 import json
-import os
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -47,23 +46,13 @@ def random_history(tmp_path, seed: int) -> History:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
-def test_parallel_regrade_equals_the_serial_one(tmp_path, monkeypatch, seed):
+def test_parallel_regrade_equals_the_serial_one(tmp_path, monkeypatch, seed, forced_parallel):
     monkeypatch.setattr(graded_runs, "keep", lambda *args: None)  # the grading paths, not the rows
     history = random_history(tmp_path, seed)
     runs = select_runs(history.store)
     serial = regrade(history.store, runs)
 
-    took_parallel = []
-    original = regrade_mod._graded_parallel
-
-    def spy(*args):
-        result = original(*args)
-        took_parallel.append(result is not None)
-        return result
-
-    monkeypatch.setattr(regrade_mod, "PARALLEL_MIN", 1)  # small stores take the parallel path
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(regrade_mod, "_graded_parallel", spy)
+    took_parallel = forced_parallel
     monkeypatch.setattr(regrade_mod, "_mostly_cached", lambda *a: False)  # the grade cache is full
     parallel = regrade(history.store, runs, parallel=True)
 
