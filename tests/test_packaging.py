@@ -38,3 +38,22 @@ def test_every_data_file_of_the_package_is_installed(package):
 def test_the_dashboard_stylesheet_is_among_them():
     # the check above is only as good as its idea of a data file: the file that broke it once
     assert ROOT / "exam" / "templates" / "_style.css" in shipped("exam")
+
+
+def test_the_demo_bank_is_installed_where_exam_demo_looks_for_it(tmp_path, monkeypatch):
+    # a pip install has no repository root: `exam demo` reads the bank pip puts in
+    # <prefix>/share/agent-exam/bank (data-files), every file of bank/ included
+    import sysconfig
+
+    from exam.demo.main import SHARED_BANK, demo_bank_dir
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    data_files = config["tool"]["setuptools"]["data-files"]
+    shipped_banks = {p for pattern in data_files[str(SHARED_BANK)] for p in ROOT.glob(pattern)}
+    assert shipped_banks == set((ROOT / "bank").glob("*.json"))
+
+    assert demo_bank_dir(ROOT) == ROOT / "bank"
+    prefix = tmp_path / "venv"
+    (prefix / SHARED_BANK).mkdir(parents=True)
+    monkeypatch.setattr(sysconfig, "get_path", lambda name, scheme=None: str(prefix))
+    assert demo_bank_dir(tmp_path / "site-packages") == prefix / SHARED_BANK

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sysconfig
 import threading
 import time
 from collections.abc import Callable
@@ -18,8 +20,22 @@ from exam.store import Store
 
 AGENTS = ("W1", "W2", "W3")
 VERSIONS = ("v1", "v2")
-# the demo bank ships beside the package (repo root), so `exam demo` works from any directory
-BANK_DIR = Path(__file__).resolve().parents[2] / "bank"
+SHARED_BANK = Path("share") / "agent-exam" / "bank"  # where pip puts bank/*.json (pyproject data-files)
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def demo_bank_dir(checkout: Path = CHECKOUT) -> Path:
+    """The demo's bank: the repository's ``bank/`` in a checkout (or ``pip install -e``), else the
+    copy ``pip install`` puts under the environment's data folder, so ``exam demo`` works from any
+    directory either way."""
+    if (checkout / "bank").is_dir():
+        return checkout / "bank"
+    schemes = [sysconfig.get_default_scheme(), f"{os.name}_user"]
+    found = [Path(sysconfig.get_path("data", scheme)) / SHARED_BANK for scheme in schemes]
+    return next((p for p in found if p.is_dir()), found[0])
+
+
+BANK_DIR = demo_bank_dir()
 
 
 class QuietHandler(WSGIRequestHandler):
