@@ -867,13 +867,54 @@ class Store:
         return [{**dict(r._mapping), "run_ids": json.loads(r.run_ids),
                  "payload": json.loads(r.payload)} for r in self._rows(stmt)]
 
-    def first_sight_of_event(self, event_id: str, kind: str) -> bool:
-        """Record a LINE webhook event id; False when it was seen before (a redelivery, or the
-        same event handled by another service instance sharing this store)."""
+    def record_line_events(self, events: Sequence[tuple[str, str, str]], claim_s: float) -> set[str]:
+        """Record LINE webhook events, ``(webhookEventId, type, event JSON without its reply
+        token)``, before they are handled, each held by the caller for ``claim_s``; the ids
+        recorded now. An id seen before (a redelivery, or the same event posted to another
+        service instance sharing this store) is not recorded again and not returned."""
+        now = time.time()
+        new: set[str] = set()
         with self.tx() as db:
-            return db.execute(self._insert(line_events).values(
-                webhook_event_id=event_id, type=kind, received_at=time.time()
-            ).on_conflict_do_nothing().returning(line_events.c.webhook_event_id)).first() is not None
+            for event_id, kind, event in events:
+                if db.execute(self._insert(line_events).values(
+                        webhook_event_id=event_id, type=kind, received_at=now, event=event,
+                        claimed_until=now + claim_s).on_conflict_do_nothing()
+                        .returning(line_events.c.webhook_event_id)).first() is not None:
+                    new.add(event_id)
+        return new
+
+    def line_event_handled(self, event_id: str) -> None:
+        with self.tx() as db:
+            db.execute(update(line_events).where(line_events.c.webhook_event_id == event_id)
+                       .values(handled_at=time.time()))
+
+    def claim_unhandled_line_events(self, claim_s: float, limit: int = 20) -> list[tuple[str, str]]:
+        """Recorded events never marked handled whose claim ran out (the instance handling them
+        died after answering LINE), oldest first, as ``(id, event JSON)``; each is now held by
+        the caller for ``claim_s``. Concurrent claimers take different events (FOR UPDATE SKIP
+        LOCKED on PostgreSQL, BEGIN IMMEDIATE on SQLite)."""
+        e = line_events.c
+        now = time.time()
+        stmt = (select(e.webhook_event_id, e.event)
+                .where(e.handled_at.is_(None), e.event.is_not(None), e.claimed_until <= now)
+                .order_by(e.received_at).limit(limit))
+        if self.backend == "postgresql":
+            stmt = stmt.with_for_update(skip_locked=True)
+        with self.tx() as db:
+            found = [(r.webhook_event_id, r.event) for r in db.execute(stmt)]
+            if found:
+                db.execute(update(line_events)
+                           .where(e.webhook_event_id.in_([i for i, _ in found]))
+                           .values(claimed_until=now + claim_s))
+        return found
+
+    def line_event_state(self, event_id: str) -> str | None:
+        """``handled``, ``pending`` (recorded, not yet handled) or None (never recorded)."""
+        e = line_events.c
+        row = self._rows(select(e.handled_at).where(e.webhook_event_id == event_id))
+        if not row:
+            return None
+        return "pending" if row[0].handled_at is None else "handled"
 
     def add_group(self, group_id: str) -> None:
         with self.tx() as db:

@@ -23,7 +23,7 @@ from sqlalchemy import (
     text,
 )
 
-SCHEMA_VERSION = 9  # the newest Alembic revision's number; SQLite also keeps it in user_version
+SCHEMA_VERSION = 10  # the newest Alembic revision's number; SQLite also keeps it in user_version
 
 metadata = MetaData()
 
@@ -136,6 +136,11 @@ line_events = Table(
     Column("webhook_event_id", Text, primary_key=True),
     Column("type", Text, nullable=False),
     Column("received_at", Double, nullable=False),
+    # schema 10: kept until handled; an event whose handler died is claimed again after
+    # claimed_until (exam/web/line.py). ``event`` is LINE's JSON without its reply token.
+    Column("event", Text),
+    Column("claimed_until", Double),
+    Column("handled_at", Double),
 )
 
 line_groups = Table(

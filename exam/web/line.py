@@ -3,13 +3,22 @@
 The signature (``X-Line-Signature``, HMAC-SHA256 of the raw body with the channel secret)
 is checked before anything is read; a bad or missing one is 400 and nothing happens.
 LINE gives up after about two seconds, so the answer is 200 at once and the events are
-handled afterwards, each ``webhookEventId`` once (LINE redelivers).
+handled afterwards, each ``webhookEventId`` once (LINE redelivers; several instances share
+the store). Before the 200, each event is recorded in the store (``line_events``, without its
+reply token) and held by this instance for ``CLAIM_S``; it is marked handled afterwards. An
+instance that dies between the 200 and the end of the handling does not lose the event: once
+its claim has run out, the next webhook that any instance receives also handles the events
+left unhandled, and answers them in their group by a push (the reply token was never stored,
+and would have expired).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import quote
@@ -21,6 +30,10 @@ from exam.errors import ExamError
 bp = Blueprint("line", __name__, url_prefix="/line")
 log = logging.getLogger("exam.line")
 _executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="line-webhook")
+CLAIM_S = 120.0  # an instance handling an event holds it this long before another may take it
+SWEEP_EVERY_S = 10.0  # at most one look for events left unhandled per process and store
+_last_sweep: dict[str, float] = {}
+_sweep_lock = threading.Lock()
 HELP = ("agent-exam commands:\n"
         "exam status — the latest runs\n"
         "exam scorecard W1 — the latest scorecard of W1\n"
@@ -53,8 +66,51 @@ def webhook():
     if events:
         cfg = {k: current_app.config[k] for k in ("DB", "AGENTS", "LINE_ALLOWED_GROUPS",
                                                    "LINE_RUN_GROUPS", "PUBLIC_URL")}
-        _executor.submit(_handle_all, events, cfg)
+        try:
+            new = _record(events, body)
+        except Exception:  # the store is unreachable: not accepted, so LINE may redeliver
+            log.exception("LINE events could not be recorded; answered 503")
+            return jsonify(error="the events could not be recorded; try again"), 503
+        todo = [e for e in events if _event_id(e) is None or _event_id(e) in new]
+        for e in events:
+            if e not in todo:
+                log.info("LINE event %s already recorded (a redelivery, or another instance "
+                         "has it)", _event_id(e))
+        if todo:
+            _executor.submit(_handle_all, todo, cfg)
+        if _sweep_due(cfg["DB"]):
+            _executor.submit(_sweep, cfg)
     return jsonify(ok=True), 200
+
+
+def _event_id(event: Any) -> str | None:
+    return getattr(event, "webhook_event_id", None) or None
+
+
+def _record(events: list[Any], body: str) -> set[str]:
+    """Record the events that have an id (``exam.store.Store.record_line_events``); the ids
+    recorded now, each held by this instance for CLAIM_S."""
+    from exam.web.context import store
+
+    raw = {e.get("webhookEventId"): e for e in json.loads(body).get("events", [])
+           if isinstance(e, dict)}
+    records = []
+    for event in events:
+        event_id = _event_id(event)
+        if event_id is None:
+            continue
+        kept = {k: v for k, v in raw.get(event_id, {}).items() if k != "replyToken"}
+        records.append((event_id, type(event).__name__, json.dumps(kept, ensure_ascii=False)))
+    return store().record_line_events(records, CLAIM_S) if records else set()
+
+
+def _sweep_due(db: str) -> bool:
+    now = time.monotonic()
+    with _sweep_lock:
+        if now - _last_sweep.get(db, -SWEEP_EVERY_S) < SWEEP_EVERY_S:
+            return False
+        _last_sweep[db] = now
+        return True
 
 
 def _handle_all(events: list[Any], cfg: dict[str, Any]) -> None:
@@ -66,36 +122,82 @@ def _handle_all(events: list[Any], cfg: dict[str, Any]) -> None:
             try:
                 _handle(store, event, cfg)
             except Exception:
-                log.exception("LINE event %s failed", getattr(event, "webhook_event_id", "?"))
+                log.exception("LINE event %s failed", _event_id(event) or "?")
+            finally:
+                if _event_id(event):
+                    store.line_event_handled(_event_id(event))
     finally:
         store.close()
 
 
-def _reply(token: str | None, text: str) -> None:
-    from linebot.v3.messaging import ReplyMessageRequest
+def _sweep(cfg: dict[str, Any]) -> None:
+    """Handle the events another instance recorded and never finished (it died after the 200)."""
+    from linebot.v3.webhooks import Event
+
+    from exam.store import Store
+
+    store = Store(cfg["DB"])
+    try:
+        left = store.claim_unhandled_line_events(CLAIM_S)
+    except Exception:
+        log.exception("looking for LINE events left unhandled failed")
+        store.close()
+        return
+    store.close()
+    events = []
+    for event_id, kept in left:
+        try:
+            events.append(Event.from_dict(json.loads(kept)))
+            log.warning("LINE event %s was left unhandled (its instance stopped); handling it "
+                        "now, answering in its group", event_id)
+        except Exception:
+            log.exception("LINE event %s left unhandled cannot be read back; dropped", event_id)
+            _mark_handled(cfg["DB"], event_id)
+    if events:
+        _handle_all(events, cfg)
+
+
+def _mark_handled(db: str, event_id: str) -> None:
+    from exam.store import Store
+
+    store = Store(db)
+    try:
+        store.line_event_handled(event_id)
+    finally:
+        store.close()
+
+
+def _reply(event: Any, text: str) -> None:
+    """Answer an event: a reply with its token; without one (an event handled after its
+    instance died), a push to its group, with a retry key made from the event's id so LINE
+    delivers it once however often it is sent."""
+    import uuid
+
+    from linebot.v3.messaging import PushMessageRequest, ReplyMessageRequest
 
     from exam.notify.line import LineSettings, messaging_api, text_messages
 
-    if not token:
-        return
     settings = LineSettings.from_env(need_group=False)
     messages = text_messages(text)[:5]
-    messaging_api(settings).reply_message(
-        ReplyMessageRequest.from_dict({"replyToken": token, "messages": messages}),
-        _request_timeout=10)
+    group_id = getattr(getattr(event, "source", None), "group_id", None)
+    if event.reply_token:
+        messaging_api(settings).reply_message(
+            ReplyMessageRequest.from_dict({"replyToken": event.reply_token, "messages": messages}),
+            _request_timeout=10)
+    elif group_id:
+        retry_key = str(uuid.uuid5(uuid.NAMESPACE_URL, f"line-event:{_event_id(event)}"))
+        messaging_api(settings).push_message(
+            PushMessageRequest.from_dict({"to": group_id, "messages": messages}),
+            x_line_retry_key=retry_key, _request_timeout=10)
 
 
 def _handle(store, event, cfg: dict[str, Any]) -> None:
     from linebot.v3.webhooks import JoinEvent, MessageEvent, TextMessageContent
 
-    event_id = getattr(event, "webhook_event_id", None)
-    if event_id and not store.first_sight_of_event(event_id, type(event).__name__):
-        log.info("LINE event %s already handled (redelivery)", event_id)
-        return
     group_id = getattr(getattr(event, "source", None), "group_id", None)
     if isinstance(event, JoinEvent) and group_id:
         store.add_group(group_id)
-        _reply(event.reply_token,
+        _reply(event,
                f"agent-exam joined this group.\nGroup id: {group_id}\n"
                "Set LINE_GROUP_ID to it to receive scorecards here, and add it to "
                "EXAM_LINE_ALLOWED_GROUPS to use commands.")
@@ -109,7 +211,7 @@ def _handle(store, event, cfg: dict[str, Any]) -> None:
     if group_id not in allowed:
         log.info("LINE command from a group that is not allowed; ignored")
         return
-    _reply(event.reply_token, command(store, words[1:], group_id, cfg))
+    _reply(event, command(store, words[1:], group_id, cfg))
 
 
 def command(store, args: list[str], group_id: str | None, cfg: dict[str, Any]) -> str:

@@ -114,11 +114,12 @@ def test_an_older_store_is_migrated_with_its_data_intact(tmp_path, version):
         assert [r.id for r in store.list_runs()] == [1]
         if version >= 2:
             assert [n["run_ids"] for n in store.notifications()] == [[1]]
-            assert not store.first_sight_of_event("01JOLD", "MessageEvent")  # still remembered
+            assert store.line_event_state("01JOLD") == "handled"  # still remembered, never redone
+            assert not store.record_line_events([("01JOLD", "MessageEvent", "{}")], 60)
         if version >= 3:
             assert [a["reviewer"] for a in store.adjudications()] == ["Mei"]
         # new tables are there and usable
-        assert store.first_sight_of_event("01JNEW", "MessageEvent")
+        assert store.record_line_events([("01JNEW", "MessageEvent", "{}")], 60) == {"01JNEW"}
         assert store.integrity_check() == "ok"
     finally:
         store.close()

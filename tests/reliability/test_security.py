@@ -190,7 +190,7 @@ def test_line_webhook_rejects_bad_signatures(tmp_path, monkeypatch, table):
     assert codes == [400] * len(cases)
     from exam.store import Store
 
-    assert Store(tmp_path / "x.db").first_sight_of_event("01JSEC", "join")  # never processed
+    assert Store(tmp_path / "x.db").line_event_state("01JSEC") is None  # never recorded
     table("security", "LINE webhook bodies with a missing, malformed, wrong or truncated "
                       "signature", len(cases), "400, event not recorded or processed", "nothing")
 

@@ -166,9 +166,10 @@ def test_a_line_event_is_handled_once_across_connections(store_target):
     stores = [Store(store_target) for _ in range(4)]
     try:
         for n in range(10):
-            seen = at_once([functools.partial(s.first_sight_of_event, f"01EVENT{n}", "Message")
+            seen = at_once([functools.partial(s.record_line_events,
+                                              [(f"01EVENT{n}", "Message", "{}")], 60)
                             for s in stores])
-            assert sorted(seen) == [False, False, False, True], n
+            assert sorted(map(len, seen)) == [0, 0, 0, 1], n
         stores[0].add_group("Cgroup")
         stores[1].add_group("Cgroup")  # a second join event changes nothing
     finally:
@@ -228,3 +229,21 @@ def test_a_malformed_url_is_one_message_without_its_password(tmp_path, monkeypat
     assert str(caught.value).startswith(message)
     assert "s3cret" not in str(caught.value) and "pw@" not in str(caught.value)
     assert list(tmp_path.iterdir()) == []  # nothing created on the way
+
+
+def test_line_events_left_unhandled_are_claimed_by_one_instance_each(store_target):
+    """Four instances look for events left by a dead one at once: each event goes to one."""
+    stores = [Store(store_target) for _ in range(4)]
+    try:
+        ids = [f"01LEFT{n}" for n in range(12)]
+        assert stores[0].record_line_events([(i, "Message", "{}") for i in ids], 0) == set(ids)
+        taken = at_once([functools.partial(s.claim_unhandled_line_events, 60, 5) for s in stores])
+        claimed = [i for found in taken for i, _ in found]
+        assert sorted(claimed) == sorted(ids)  # all taken, none twice
+        assert all(s.claim_unhandled_line_events(60) == [] for s in stores)  # held now
+        stores[0].line_event_handled(ids[0])
+        assert stores[1].line_event_state(ids[0]) == "handled"
+        assert stores[1].line_event_state(ids[1]) == "pending"
+    finally:
+        for s in stores:
+            s.close()

@@ -33,7 +33,7 @@ def filled(path) -> str:
         s.record_cell(cell(run_id, "Q-02"), [attempt(3)])
         s.add_notification(batch="b", channel="line", target="C", run_ids=[run_id],
                            retry_key="k", payload=[{"type": "text", "text": "✓"}])
-        s.first_sight_of_event("01E", "MessageEvent")
+        s.record_line_events([("01E", "MessageEvent", '{"type": "message"}')], 60)
         s.add_group("C")
         s.add_adjudication(reply_digest="d", check_name="*", question_digest="q",
                            rule_version="1", decision="pass", reason="", reviewer="Mei",

@@ -100,14 +100,14 @@ def test_bad_signature_is_400_and_nothing_happens(line_app, fake_line, settle):
     assert resp.status_code == 400
     settle()
     assert fake_line.requests == []
-    assert Store(line_app.config["DB"]).first_sight_of_event("01J0BAD", "join")
+    assert Store(line_app.config["DB"]).line_event_state("01J0BAD") is None
 
 
 def test_missing_signature_is_400(line_app, fake_line, settle):
     assert post(line_app.test_client(), [event("join", "01J0X")], signature=None).status_code == 400
     settle()
     assert fake_line.requests == []
-    assert Store(line_app.config["DB"]).first_sight_of_event("01J0X", "join")  # never handled
+    assert Store(line_app.config["DB"]).line_event_state("01J0X") is None  # never recorded
 
 
 def test_body_signed_with_another_secret_is_400(line_app, fake_line):
@@ -153,7 +153,7 @@ def test_commands_from_unknown_groups_are_ignored(line_app, fake_line, settle):
     settle()
     assert fake_line.requests == []
     # it was handled (recorded as seen), and ignored
-    assert not Store(line_app.config["DB"]).first_sight_of_event("01J5X", "MessageEvent")
+    assert Store(line_app.config["DB"]).line_event_state("01J5X") == "handled"
 
 
 def test_scorecard_command(line_app, fake_line, fake_agent):
@@ -185,3 +185,70 @@ def test_webhook_without_channel_secret_is_503(tmp_path, monkeypatch):
     monkeypatch.delenv("LINE_CHANNEL_SECRET", raising=False)
     app = create_app({"API_TOKEN": "t", "DB": str(tmp_path / "x.db")})
     assert post(app.test_client(), []).status_code == 503
+
+
+def left_by_a_dead_instance(db: str, event_id: str, text: str, claim_s: float = 0.0) -> None:
+    """What an instance leaves when it dies after answering LINE's 200 but before handling the
+    event: the event recorded (without its reply token), held for ``claim_s``, not handled."""
+    kept = {k: v for k, v in event("message", event_id, text).items() if k != "replyToken"}
+    store = Store(db)
+    try:
+        assert store.record_line_events([(event_id, "MessageEvent", json.dumps(kept))],
+                                        claim_s) == {event_id}
+    finally:
+        store.close()
+
+
+def test_an_event_left_unhandled_by_a_dead_instance_is_answered_in_its_group(
+        line_app, fake_line, settle):
+    db = line_app.config["DB"]
+    left_by_a_dead_instance(db, "01J9DEAD", "exam status")
+    assert post(line_app.test_client(), [event("message", "01J9NEXT", "hello")]).status_code == 200
+    settle()
+    (push,) = fake_line.pushes()
+    assert push["body"]["to"] == GROUP
+    assert reply_text(push) == "No runs yet."
+    assert push["headers"].get("X-Line-Retry-Key")  # LINE delivers it once, however often sent
+    assert Store(db).line_event_state("01J9DEAD") == "handled"
+    assert fake_line.replies() == []  # "hello" is not a command: nothing to answer
+
+    import exam.web.line as line_bp
+
+    line_bp._last_sweep.clear()  # the next webhook looks again: nothing is left
+    post(line_app.test_client(), [event("message", "01J9NEXT2", "hello")])
+    settle()
+    assert len(fake_line.pushes()) == 1
+
+
+def test_an_event_still_held_by_its_instance_is_left_to_it(line_app, fake_line, settle):
+    db = line_app.config["DB"]
+    left_by_a_dead_instance(db, "01J9BUSY", "exam status", claim_s=600)
+    post(line_app.test_client(), [event("message", "01J9OTHER", "hello")])
+    settle()
+    assert fake_line.requests == []
+    assert Store(db).line_event_state("01J9BUSY") == "pending"
+
+
+def test_the_recorded_event_keeps_no_reply_token(line_app, fake_line, settle):
+    post(line_app.test_client(), [event("join", "01J9JOIN")])
+    settle()
+    import sqlite3
+
+    (kept,) = sqlite3.connect(line_app.config["DB"]).execute(
+        "SELECT event FROM line_events WHERE webhook_event_id = '01J9JOIN'").fetchone()
+    assert json.loads(kept)["webhookEventId"] == "01J9JOIN"
+    assert "reply-01J9JOIN" not in kept and "replyToken" not in kept
+
+
+def test_events_that_cannot_be_recorded_are_refused_so_line_may_redeliver(
+        line_app, fake_line, settle, monkeypatch):
+    from exam.errors import StoreError
+
+    def unreachable(*_a, **_k):
+        raise StoreError("the store is unreachable")
+
+    monkeypatch.setattr(Store, "record_line_events", unreachable)
+    resp = post(line_app.test_client(), [event("message", "01J9DOWN", "exam status")])
+    settle()
+    assert resp.status_code == 503
+    assert fake_line.requests == []
