@@ -39,7 +39,12 @@ def work_once(store: Store, agents_path: str | None = None,
     run = store.claim_run(owner_id(), stale_after_s)
     if run is None:
         return None
-    log.info("run %s: %s %s claimed", run.id, run.agent, run.version)
+    done = store.count_cells(run.id)
+    if done:  # taken over from a worker that died or stopped: only the missing cells are run
+        log.info("run %s: %s %s claimed, resuming: %d of %d cells already stored, %d to run",
+                 run.id, run.agent, run.version, done, run.total_cells, run.total_cells - done)
+    else:
+        log.info("run %s: %s %s claimed", run.id, run.agent, run.version)
     stop = threading.Event()
     every_s = min(HEARTBEAT_S, stale_after_s / 5)  # several beats per lease, however busy
     beat = threading.Thread(target=_beat, args=(store, run.id, stop, every_s), daemon=True)

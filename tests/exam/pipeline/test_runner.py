@@ -301,3 +301,30 @@ def test_a_worker_survives_an_unexpected_error_and_fails_only_that_run(store, tm
     assert store.get_run(first).status == "failed"
     assert store.get_run(first).error == "harness error: RuntimeError: a bug in two lines"
     assert store.get_run(second).status == "done"
+
+
+def test_a_worker_taking_over_a_run_says_how_much_was_done_and_runs_the_rest(store, tmp_path,
+                                                                            caplog):
+    import logging
+
+    from exam.pipeline.gate import RequestGate
+    from exam.pipeline.runner import queue_run, run_cell
+    from exam.pipeline.worker import work_once
+
+    with FakeAgent() as fake:
+        bank = write_bank(tmp_path, ["ok"] * 3)
+        registry = tmp_path / "agents.yaml"
+        registry.write_text(json.dumps({"agents": {"T": {"url": fake.url, "bank": str(bank)}}}))
+        agent = agent_for(fake.url, bank)
+        run_id = queue_run(store, agent, "v1")
+        # a worker on another host claimed it, stored one cell and died (its lease ran out)
+        dead = Store(store.path)
+        assert dead.claim_run("host-a:1", stale_after_s=0.0).id == run_id
+        run_cell(dead, job_for(dead, run_id, agent), "T-02", 1, RequestGate(1))
+        dead.close()
+        fake.requests.clear()
+        with caplog.at_level(logging.INFO, logger="exam.pipeline.worker"):
+            assert work_once(store, str(registry)) == run_id
+    assert "resuming: 1 of 3 cells already stored, 2 to run" in caplog.text
+    assert len(fake.requests) == 2
+    assert store.count_cells(run_id) == 3 and store.get_run(run_id).status == "done"
