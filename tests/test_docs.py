@@ -85,3 +85,13 @@ def test_every_check_kind_is_documented(kind):
     label = kind.replace("_", " ")
     assert label in names, f"no row for {label!r} in graders.md's checks table"
     assert names[label].startswith(f"`{kind}"), (kind, names[label])
+
+
+def test_deployment_md_states_the_current_schema_version():
+    """What an operator compares `exam store migrate` and `/healthz` with is today's version."""
+    from exam.db.schema import SCHEMA_VERSION
+
+    text = DOCS["deployment.md"]
+    stated = re.findall(r"schema version (\d+)", text) + re.findall(r'"schema": (\d+)', text)
+    assert stated, "deployment.md no longer shows the schema version migrate and /healthz print"
+    assert set(stated) == {str(SCHEMA_VERSION)}, (stated, SCHEMA_VERSION)
