@@ -44,9 +44,8 @@ def worker_cmd(once, host_id, lease_s, agents, db) -> None:
     signal.signal(signal.SIGTERM, _stop)  # systemd's stop, a deploy: like Ctrl-C
     try:
         work_forever(db, agents, stale_after_s=lease_s)
-    except KeyboardInterrupt:
-        click.echo("worker stopped; its unfinished run went back to the queue for the next "
-                   "worker", err=True)
+    except KeyboardInterrupt:  # a run it held is handed back and logged as such ("given back")
+        click.echo("worker stopped", err=True)
 
 
 def _stop(_signum, _frame) -> None:

@@ -154,7 +154,7 @@ def test_a_worker_told_to_stop_gives_its_run_back_at_once(tmp_path):
                 first.kill()
                 first.wait()
         assert first.returncode == 0, err
-        assert "went back to the queue" in err
+        assert f"run {run_id}: given back to the queue" in err
         run = store.get_run(run_id)
         assert (run.status, run.owner, run.lease_until) == ("queued", None, None)
         # the lease was not left to run out: a worker claims the run at once
@@ -163,3 +163,27 @@ def test_a_worker_told_to_stop_gives_its_run_back_at_once(tmp_path):
         assert f"run {run_id} finished" in second.stdout, second.stderr
     cells, bad, integrity, statuses = check_db(tmp_path / "exam.db")
     assert (cells, bad, integrity, statuses) == (QUESTIONS * REPEATS, 0, "ok", ["done"])
+
+
+def test_an_idle_worker_told_to_stop_does_not_claim_to_give_back_a_run(tmp_path):
+    """An idle worker stopped by a deploy says it stopped, not that a run went back to the queue
+    (operators read the line while checking which runs a deploy interrupted)."""
+    import signal
+
+    with FakeAgent() as fake:
+        env = setup(tmp_path, fake.url)
+        Store(tmp_path / "exam.db")  # an empty store: nothing to claim
+        idle = subprocess.Popen(exam("worker"), env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            line = idle.stderr.readline()  # "worker HOST:PID watching ..." once it is in its loop
+            assert "watching" in line, line
+            idle.send_signal(signal.SIGTERM)
+            _, err = idle.communicate(timeout=60)
+        finally:
+            if idle.poll() is None:
+                idle.kill()
+                idle.wait()
+    assert idle.returncode == 0, err
+    assert "worker stopped" in err
+    assert "queue" not in err, err
