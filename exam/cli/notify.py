@@ -119,7 +119,12 @@ def _preview(channel, run_ids, compare_to, out_path, db) -> None:
     settings = channel_settings(channel, sending=False)
     payloads = channel.payloads(summaries_for(store, list(run_ids), compare_to), settings)
     lines, document = channel.preview(payloads, out_path)
-    Path(out_path).parent.mkdir(parents=True, exist_ok=True)
-    Path(out_path).write_text(json.dumps(document, ensure_ascii=False, indent=2), encoding="utf-8")
+    try:  # the default is relative: a service user's cwd is often not theirs to write
+        Path(out_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(out_path).write_text(json.dumps(document, ensure_ascii=False, indent=2),
+                                  encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"--out {out_path}: cannot write the preview "
+                         f"({exc.strerror or exc}); give --out a path you may write") from None
     for line in lines:
         click.echo(line)

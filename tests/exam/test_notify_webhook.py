@@ -165,6 +165,22 @@ def test_missing_or_bad_settings_are_bad_input(regressed, receiver, settings, me
     assert receiver.posts == [] and history.store.notifications() == []
 
 
+def test_a_dry_run_that_cannot_write_its_preview_says_so_in_one_line(regressed, receiver,
+                                                                      tmp_path):
+    """`exam notify … --dry-run` from a folder the service user may not write (its default
+    --out is relative) is a message naming --out, not a traceback."""
+    history, run_id = regressed
+    not_a_folder = tmp_path / "results"
+    not_a_folder.write_text("a file where the folder would go", encoding="utf-8")
+    out = not_a_folder / "preview.json"
+    result = exam("notify", "webhook", "--run", str(run_id), "--dry-run", "--out", str(out),
+                  "--db", history.store.path, env={"EXAM_WEBHOOK_URL": ""})
+    assert result.exit_code == 2, result.output
+    assert f"--out {out}: cannot write the preview" in result.output
+    assert "Traceback" not in result.output and "nothing sent" not in result.output
+    assert receiver.posts == [] and history.store.notifications() == []
+
+
 def test_a_dry_run_posts_nothing_and_writes_the_json(regressed, receiver, tmp_path):
     history, run_id = regressed
     out = tmp_path / "preview.json"
