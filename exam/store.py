@@ -350,7 +350,8 @@ def _cell_sql(backend: str) -> dict[str, Any]:
             heartbeat_at=bindparam("now"), lease_until=bindparam("until")),
         "fence": select(r.lease_token).where(r.id == bindparam("rid")).with_for_update(
             read=True),
-        "cell": ins(cells).on_conflict_do_nothing().returning(cells.c.run_id),
+        "cell": ins(cells).on_conflict_do_nothing().returning(
+            cells.c.run_id, cells.c.case_no, cells.c.repeat),
         "attempts": insert(_attempts),
         "grade": grade.on_conflict_do_update(
             index_elements=["run_id", "case_no", "repeat", "grader_version"],
@@ -744,10 +745,11 @@ class Store:
                         "rid": run_id, "now": now, "token": token,
                         "until": now + self._lease_s.get(run_id, LEASE_S)}).rowcount == 0:
                     raise self._lost(run_id)
+            rows, attempts, grades = [], [], []
             for e in batch:
                 cell = e.cell
                 key = dict(run_id=cell.run_id, case_no=cell.case_no, repeat=cell.repeat)
-                row = db.execute(sql["cell"], dict(
+                rows.append(dict(
                     key, question_digest=cell.question_digest, run_status=cell.run_status,
                     error=text_of(cell.error), text=text_of(cap_text(cell.text)[0]),
                     status=text_of(cell.status), truncated=int(cell.truncated),
@@ -756,23 +758,33 @@ class Store:
                     attempts=cell.attempts, model_calls=cell.model_calls, tokens=cell.tokens,
                     latency_ms=cell.latency_ms, completed_at=cell.completed_at,
                     tokens_estimated=int(cell.tokens_estimated),
-                    usage_note=text_of(cell.usage_note),
-                )).first()
-                added.append(row is not None)  # (rowcount: -1 on psycopg with RETURNING)
-                if row is None:
+                    usage_note=text_of(cell.usage_note)))
+            # one statement for all the cells (a round trip each would serialise PostgreSQL's
+            # writers); RETURNING names the cells that were not there yet
+            new = {(r[0], r[1], r[2]) for r in db.execute(sql["cell"], rows)}
+            now = time.time()
+            for e in batch:
+                cell = e.cell
+                k = (cell.run_id, cell.case_no, cell.repeat)
+                added.append(k in new)
+                if k not in new:
                     continue
-                if e.attempts:
-                    db.execute(sql["attempts"], [dict(
-                        key, n=a.n, started_at=a.started_at, http_status=a.http_status,
-                        latency_ms=a.latency_ms, error=text_of(a.error),
-                        content_type=text_of(a.content_type), body=text_of(a.body),
-                        body_bytes=a.body_bytes, body_cut=int(a.body_cut)) for a in e.attempts])
+                key = dict(run_id=cell.run_id, case_no=cell.case_no, repeat=cell.repeat)
+                attempts += [dict(
+                    key, n=a.n, started_at=a.started_at, http_status=a.http_status,
+                    latency_ms=a.latency_ms, error=text_of(a.error),
+                    content_type=text_of(a.content_type), body=text_of(a.body),
+                    body_bytes=a.body_bytes, body_cut=int(a.body_cut)) for a in e.attempts]
                 if e.grade is not None:
                     version, verdict, checks = e.grade
-                    db.execute(sql["grade"], dict(
+                    grades.append(dict(
                         key, grader_version=version, question_digest=cell.question_digest,
                         verdict=verdict, checks=text_of(json.dumps(checks, ensure_ascii=False)),
-                        graded_at=time.time()))
+                        graded_at=now))
+            if attempts:
+                db.execute(sql["attempts"], attempts)
+            if grades:
+                db.execute(sql["grade"], grades)
         return added
 
     def done_cells(self, run_id: int) -> set[tuple[str, int]]:
