@@ -368,7 +368,8 @@ class _PendingCell:
     def __init__(self, cell: CellRow, attempts: Sequence[AttemptRow],
                  grade: tuple[str, str | None, list[dict]] | None) -> None:
         self.cell, self.attempts, self.grade = cell, attempts, grade
-        self.ready = threading.Event()
+        self.ready = threading.Lock()  # held until the cell is written or handed the writing
+        self.ready.acquire()
         self.lead = False  # handed the writing of the cells waiting
         self.added: bool | None = None
         self.error: BaseException | None = None
@@ -676,7 +677,7 @@ class Store:
             lead = not self._cells_writing
             self._cells_writing = True
         if not lead:
-            entry.ready.wait()  # written by another thread, or handed the writing
+            entry.ready.acquire()  # written by another thread, or handed the writing
         if entry.lead or lead:
             self._write_waiting()
         if entry.error is not None:
@@ -684,8 +685,8 @@ class Store:
         return bool(entry.added)
 
     def _write_waiting(self) -> None:
-        """The writing thread: store the cells waiting (its own first), then hand the writing
-        to the first cell that came in meanwhile, if any."""
+        """The writing thread: store the cells waiting (its own first: nobody else waits on
+        it), then hand the writing to the first cell that came in meanwhile, if any."""
         try:
             with self._cells_lock:
                 batch = self._cells_waiting[:CELL_BATCH]
@@ -709,15 +710,16 @@ class Store:
                     e.added = was_added
         finally:
             with self._cells_lock:
-                for e in batch:
+                for i, e in enumerate(batch):
                     if e.added is None and e.error is None:  # interrupted while writing
                         e.error = StoreError(f"{self.path}: run {e.cell.run_id}: cell "
                                              f"{e.cell.case_no} #{e.cell.repeat} was not stored")
-                    e.ready.set()
+                    if i:  # (a Lock, not an Event: waking 64 threads is cheaper so)
+                        e.ready.release()
                 if self._cells_waiting:
                     nxt = self._cells_waiting[0]
                     nxt.lead = True
-                    nxt.ready.set()
+                    nxt.ready.release()
                 else:
                     self._cells_writing = False
 
