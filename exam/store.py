@@ -2,8 +2,9 @@
 
 One schema on two backends (``exam.db``): a SQLite file (the embedded default, WAL mode so
 readers never block the runner) or a PostgreSQL database (``postgresql://`` URL, for a team's
-service instances and workers on several hosts). Every finished cell is one transaction, so a
-run killed with ``kill -9`` loses only the cells in flight, and ``exam resume`` or the next
+service instances and workers on several hosts). A finished cell is committed before its
+thread goes on (cells finished together share one transaction: ``record_cell``), so a run
+killed with ``kill -9`` loses only the cells in flight, and ``exam resume`` or the next
 worker redoes exactly those (the primary key makes a duplicate impossible). Workers hold the
 runs they claim by a lease (``claim_run``, ``heartbeat``); a worker whose lease was taken over
 is fenced out (``LeaseLost``). The schema is migrated forward on open (Alembic; SQLite stores of
@@ -221,6 +222,7 @@ MIGRATIONS: tuple[str, ...] = (
 GRADE_CACHE_CHUNK = 500  # keys per lookup query (SQLite's bound-variable limit is far above)
 GRADE_CACHE_WRITE_CHUNK = 2_000  # rows per INSERT execution when the cache is filled
 
+CELL_BATCH = 64  # cells written per transaction at most (group commit in record_cell)
 LEASE_S = 30.0  # how long a worker's claim holds a run without a heartbeat
 
 
@@ -348,13 +350,29 @@ def _cell_sql(backend: str) -> dict[str, Any]:
             heartbeat_at=bindparam("now"), lease_until=bindparam("until")),
         "fence": select(r.lease_token).where(r.id == bindparam("rid")).with_for_update(
             read=True),
-        "cell": ins(cells).on_conflict_do_nothing().returning(cells.c.run_id),
+        "cell": ins(cells).on_conflict_do_nothing().returning(
+            cells.c.run_id, cells.c.case_no, cells.c.repeat),
         "attempts": insert(_attempts),
         "grade": grade.on_conflict_do_update(
             index_elements=["run_id", "case_no", "repeat", "grader_version"],
             set_={k: grade.excluded[k] for k in ("question_digest", "verdict", "checks",
                                                  "graded_at")}),
     }
+
+
+class _PendingCell:
+    """A cell handed to ``Store.record_cell``, waiting to be written (group commit)."""
+
+    __slots__ = ("cell", "attempts", "grade", "ready", "lead", "added", "error")
+
+    def __init__(self, cell: CellRow, attempts: Sequence[AttemptRow],
+                 grade: tuple[str, str | None, list[dict]] | None) -> None:
+        self.cell, self.attempts, self.grade = cell, attempts, grade
+        self.ready = threading.Lock()  # held until the cell is written or handed the writing
+        self.ready.acquire()
+        self.lead = False  # handed the writing of the cells waiting
+        self.added: bool | None = None
+        self.error: BaseException | None = None
 
 
 class Store:
@@ -380,6 +398,11 @@ class Store:
             raise StoreError(f"{self.path}: cannot create its folder: {exc.strerror or exc}"
                              ) from None
         self._lock = threading.RLock()
+        # group commit of finished cells (record_cell): the cells waiting to be written, and
+        # whether a thread is writing them
+        self._cells_lock = threading.Lock()
+        self._cells_waiting: list[_PendingCell] = []
+        self._cells_writing = False
         self._engine = engine_for(target)
         # SQLite: one connection, shared by the runner's threads under the lock (SQLite has one
         # writer anyway). PostgreSQL: a connection from the process's pool per transaction, so
@@ -636,56 +659,135 @@ class Store:
 
     def record_cell(self, cell: CellRow, attempts: Sequence[AttemptRow],
                     grade: tuple[str, str | None, list[dict]] | None = None) -> bool:
-        """Store a finished cell, its attempts and (optionally) its grade in one transaction.
+        """Store a finished cell, its attempts and (optionally) its grade.
 
-        ``grade`` is (grader version, verdict, checks). Returns False if the cell was there.
-        Raises LeaseLost when this Store held the run's lease and another worker took it.
+        ``grade`` is (grader version, verdict, checks). Returns False if the cell was there,
+        once the cell is committed (never before). Raises LeaseLost when this Store held the
+        run's lease and another worker took it.
+
+        Group commit: the runner's threads finish cells faster than one transaction each can
+        be committed, so the cells that arrive while one thread writes wait and are written by
+        the next thread in one transaction (fenced like one cell: the lease is checked inside
+        it). If that transaction fails, each of its cells is tried again on its own, so one
+        cell that cannot be stored never costs the others theirs.
         """
+        entry = _PendingCell(cell, attempts, grade)
+        with self._cells_lock:
+            self._cells_waiting.append(entry)
+            lead = not self._cells_writing
+            self._cells_writing = True
+        if not lead:
+            entry.ready.acquire()  # written by another thread, or handed the writing
+        if entry.lead or lead:
+            self._write_waiting()
+        if entry.error is not None:
+            raise entry.error
+        return bool(entry.added)
+
+    def _write_waiting(self) -> None:
+        """The writing thread: store the cells waiting (its own first: nobody else waits on
+        it), then hand the writing to the first cell that came in meanwhile, if any."""
+        try:
+            with self._cells_lock:
+                batch = self._cells_waiting[:CELL_BATCH]
+                del self._cells_waiting[:CELL_BATCH]
+            try:
+                added = self._write_cells(batch)
+            except LeaseLost:
+                for e in batch:  # each thread gets its own exception object
+                    e.error = self._lost(e.cell.run_id)
+            except Exception as exc:
+                if len(batch) == 1:
+                    batch[0].error = exc
+                else:
+                    for e in batch:  # one bad cell must not lose the others: one at a time
+                        try:
+                            e.added = self._write_cells([e])[0]
+                        except Exception as each:
+                            e.error = each
+            else:
+                for e, was_added in zip(batch, added, strict=True):
+                    e.added = was_added
+        finally:
+            with self._cells_lock:
+                for i, e in enumerate(batch):
+                    if e.added is None and e.error is None:  # interrupted while writing
+                        e.error = StoreError(f"{self.path}: run {e.cell.run_id}: cell "
+                                             f"{e.cell.case_no} #{e.cell.repeat} was not stored")
+                    if i:  # (a Lock, not an Event: waking 64 threads is cheaper so)
+                        e.ready.release()
+                if self._cells_waiting:
+                    nxt = self._cells_waiting[0]
+                    nxt.lead = True
+                    nxt.ready.release()
+                else:
+                    self._cells_writing = False
+
+    def _write_cells(self, batch: Sequence[_PendingCell]) -> list[bool]:
+        """One transaction: the lease check of each run in ``batch``, then its cells (a cell
+        already there is left as it was: False)."""
         sql = _cell_sql(self.backend)
         text_of = _no_nul if self.backend == "postgresql" else _same
         now = time.time()
-        token = self._leases.get(cell.run_id)
-        key = dict(run_id=cell.run_id, case_no=cell.case_no, repeat=cell.repeat)
+        added: list[bool] = []
         with self.tx() as db:
-            # fencing first. PostgreSQL: a shared lock on the run's row, which a claim's UPDATE
-            # waits for (and which sees a committed claim's new token), while the run's other
-            # threads store their cells alongside; the lease is renewed by the heartbeat.
-            # SQLite (one writer at a time anyway): the UPDATE renews the lease as it checks.
-            if self.backend == "postgresql":
-                if token is not None and db.execute(sql["fence"], {"rid": cell.run_id}
-                                                    ).scalar() != token:
-                    raise self._lost(cell.run_id)
-            elif token is None:
-                db.execute(sql["beat"], {"rid": cell.run_id, "now": now})
-            elif db.execute(sql["beat_lease"], {
-                    "rid": cell.run_id, "now": now, "token": token,
-                    "until": now + self._lease_s.get(cell.run_id, LEASE_S)}).rowcount == 0:
-                raise self._lost(cell.run_id)
-            added = db.execute(sql["cell"], dict(
-                key, question_digest=cell.question_digest, run_status=cell.run_status,
-                error=text_of(cell.error), text=text_of(cap_text(cell.text)[0]),
-                status=text_of(cell.status), truncated=int(cell.truncated),
-                steps=None if cell.steps is None else text_of(
-                    json.dumps(cell.steps, ensure_ascii=False)),
-                attempts=cell.attempts, model_calls=cell.model_calls, tokens=cell.tokens,
-                latency_ms=cell.latency_ms, completed_at=cell.completed_at,
-                tokens_estimated=int(cell.tokens_estimated), usage_note=text_of(cell.usage_note),
-            )).first()
-            if added is None:  # (rowcount is no help: RETURNING makes it -1 on psycopg)
-                return False
-            if attempts:
-                db.execute(sql["attempts"], [dict(
+            for run_id in dict.fromkeys(e.cell.run_id for e in batch):
+                token = self._leases.get(run_id)
+                # fencing first. PostgreSQL: a shared lock on the run's row, which a claim's
+                # UPDATE waits for (and which sees a committed claim's new token), while other
+                # writers store their cells alongside; the lease is renewed by the heartbeat.
+                # SQLite (one writer at a time anyway): the UPDATE renews the lease as it checks.
+                if self.backend == "postgresql":
+                    if token is not None and db.execute(sql["fence"], {"rid": run_id}
+                                                        ).scalar() != token:
+                        raise self._lost(run_id)
+                elif token is None:
+                    db.execute(sql["beat"], {"rid": run_id, "now": now})
+                elif db.execute(sql["beat_lease"], {
+                        "rid": run_id, "now": now, "token": token,
+                        "until": now + self._lease_s.get(run_id, LEASE_S)}).rowcount == 0:
+                    raise self._lost(run_id)
+            rows, attempts, grades = [], [], []
+            for e in batch:
+                cell = e.cell
+                key = dict(run_id=cell.run_id, case_no=cell.case_no, repeat=cell.repeat)
+                rows.append(dict(
+                    key, question_digest=cell.question_digest, run_status=cell.run_status,
+                    error=text_of(cell.error), text=text_of(cap_text(cell.text)[0]),
+                    status=text_of(cell.status), truncated=int(cell.truncated),
+                    steps=None if cell.steps is None else text_of(
+                        json.dumps(cell.steps, ensure_ascii=False)),
+                    attempts=cell.attempts, model_calls=cell.model_calls, tokens=cell.tokens,
+                    latency_ms=cell.latency_ms, completed_at=cell.completed_at,
+                    tokens_estimated=int(cell.tokens_estimated),
+                    usage_note=text_of(cell.usage_note)))
+            # one statement for all the cells (a round trip each would serialise PostgreSQL's
+            # writers); RETURNING names the cells that were not there yet
+            new = {(r[0], r[1], r[2]) for r in db.execute(sql["cell"], rows)}
+            now = time.time()
+            for e in batch:
+                cell = e.cell
+                k = (cell.run_id, cell.case_no, cell.repeat)
+                added.append(k in new)
+                if k not in new:
+                    continue
+                key = dict(run_id=cell.run_id, case_no=cell.case_no, repeat=cell.repeat)
+                attempts += [dict(
                     key, n=a.n, started_at=a.started_at, http_status=a.http_status,
                     latency_ms=a.latency_ms, error=text_of(a.error),
                     content_type=text_of(a.content_type), body=text_of(a.body),
-                    body_bytes=a.body_bytes, body_cut=int(a.body_cut)) for a in attempts])
-            if grade is not None:
-                version, verdict, checks = grade
-                db.execute(sql["grade"], dict(
-                    key, grader_version=version, question_digest=cell.question_digest,
-                    verdict=verdict, checks=text_of(json.dumps(checks, ensure_ascii=False)),
-                    graded_at=time.time()))
-        return True
+                    body_bytes=a.body_bytes, body_cut=int(a.body_cut)) for a in e.attempts]
+                if e.grade is not None:
+                    version, verdict, checks = e.grade
+                    grades.append(dict(
+                        key, grader_version=version, question_digest=cell.question_digest,
+                        verdict=verdict, checks=text_of(json.dumps(checks, ensure_ascii=False)),
+                        graded_at=now))
+            if attempts:
+                db.execute(sql["attempts"], attempts)
+            if grades:
+                db.execute(sql["grade"], grades)
+        return added
 
     def done_cells(self, run_id: int) -> set[tuple[str, int]]:
         rows = self._rows(select(cells.c.case_no, cells.c.repeat).where(cells.c.run_id == run_id))

@@ -11,7 +11,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +29,7 @@ from exam.store import Run, Store
 from graders import GRADER_VERSION, grade
 
 ProgressFn = Callable[[int, CellRow], None]
+QUEUED_PER_THREAD = 2  # cells handed to a run's pool ahead of its threads
 log = logging.getLogger("exam.pipeline.runner")
 
 
@@ -196,27 +197,39 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
             return None
         return run_cell(store, job, case_no, repeat, gate)
 
+    todo: dict[int, tuple[ThreadPoolExecutor, RequestGate, Iterator[tuple[str, int]]]] = {}
     for job in jobs:
         store.set_run_status(job.run.id, "running")
         gate = RequestGate(job.agent.concurrency, job.agent.min_interval_s)
         pool = ThreadPoolExecutor(max_workers=job.agent.concurrency,
                                   thread_name_prefix=f"exam-{job.agent.name}")
         pools.append(pool)
-        for case_no, repeat in missing_cells(store, job.run):
-            fut = pool.submit(guarded, job, case_no, repeat, gate)
+        todo[job.run.id] = (pool, gate, iter(missing_cells(store, job.run)))
+
+    def submit(job: Job) -> None:
+        """Hand the job's next cell to its pool, if it has one left and nothing said stop."""
+        pool, gate, cells = todo[job.run.id]
+        cell = None if stop.is_set() else next(cells, None)
+        if cell is not None:
+            fut = pool.submit(guarded, job, *cell, gate)
             futures[fut] = job
             fut.add_done_callback(finished.put)
-    # each finished cell is handed over once: waiting on the set of pending futures would
-    # walk all of them at every completion (10,000 cells: seconds of the main thread's CPU)
-    left = len(futures)
+
+    # a few cells per thread are queued at a time, the next one as one finishes: 10,000 cells
+    # submitted at once held 10,000 futures (~15 MB) until they ran
+    for job in jobs:
+        for _ in range(QUEUED_PER_THREAD * job.agent.concurrency):
+            submit(job)
     try:
-        while left:
+        # each finished cell is handed over once: waiting on the set of pending futures would
+        # walk all of them at every completion (10,000 cells: seconds of the main thread's CPU)
+        while futures:
             try:
                 fut = finished.get(timeout=0.5)
             except queue.Empty:
                 continue
-            left -= 1
             job = futures.pop(fut)  # a finished cell is let go: memory stays flat however many
+            submit(job)
             try:
                 cell = fut.result()
             except Exception as exc:  # a bug, not the agent: keep the run resumable

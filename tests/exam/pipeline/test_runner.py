@@ -328,3 +328,32 @@ def test_a_worker_taking_over_a_run_says_how_much_was_done_and_runs_the_rest(sto
     assert "resuming: 1 of 3 cells already stored, 2 to run" in caplog.text
     assert len(fake.requests) == 2
     assert store.count_cells(run_id) == 3 and store.get_run(run_id).status == "done"
+
+
+def test_a_run_hands_its_pool_a_few_cells_at_a_time(store, tmp_path, monkeypatch):
+    """A 10,000-cell run must not hold 10,000 queued cells: two per thread are queued ahead."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from exam.pipeline import runner
+
+    lock, queued, most = threading.Lock(), [0], [0]
+
+    class Counting(ThreadPoolExecutor):
+        def submit(self, fn, /, *args, **kwargs):
+            with lock:
+                queued[0] += 1
+                most[0] = max(most[0], queued[0])
+
+            def done(_):
+                with lock:
+                    queued[0] -= 1
+
+            fut = super().submit(fn, *args, **kwargs)
+            fut.add_done_callback(done)
+            return fut
+
+    monkeypatch.setattr(runner, "ThreadPoolExecutor", Counting)
+    run_id, final, _, _ = run_one(store, tmp_path, {"concurrency": 2}, ["ok", "ok"], repeats=15)
+    assert final == {run_id: "done"} and store.count_cells(run_id) == 30
+    assert most[0] <= 2 * 2

@@ -1,0 +1,96 @@
+"""Group commit: cells finished while another is being written share the next transaction,
+and what that transaction cannot store costs only the cell it belongs to. On both backends."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+
+from exam.errors import LeaseLost
+from exam.store import Store
+from tests.exam.store.test_backends import attempt, cell, new_run
+
+CASES = [f"Q-{i:02d}" for i in range(1, 13)]
+
+
+def record_together(store: Store, cells: list, monkeypatch) -> tuple[list, list[int]]:
+    """Record ``cells`` from a thread each while the first write is held until all the others
+    are waiting: (each thread's result or exception, the size of each transaction's batch)."""
+    real = Store._write_cells
+    sizes: list[int] = []
+    first = threading.Event()
+
+    def held(self, batch):
+        if not first.is_set():
+            first.set()
+            deadline = time.monotonic() + 30
+            while len(self._cells_waiting) < len(cells) - 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        sizes.append(len(batch))
+        return real(self, batch)
+
+    monkeypatch.setattr(Store, "_write_cells", held)
+    out: list = [None] * len(cells)
+
+    def go(i: int) -> None:
+        try:
+            out[i] = store.record_cell(*cells[i])
+        except Exception as exc:
+            out[i] = exc
+
+    threads = [threading.Thread(target=go, args=(0,))]
+    threads[0].start()
+    assert first.wait(30)
+    threads += [threading.Thread(target=go, args=(i,)) for i in range(1, len(cells))]
+    for t in threads[1:]:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return out, sizes
+
+
+def test_cells_that_finish_together_are_stored_in_one_transaction(store, monkeypatch):
+    run_id = new_run(store)
+    out, sizes = record_together(
+        store, [(cell(run_id, c), [attempt(1), attempt(2)]) for c in CASES], monkeypatch)
+    assert out == [True] * len(CASES)
+    assert sizes == [1, len(CASES) - 1]
+    assert store.count_cells(run_id) == len(CASES)
+    assert [a.n for a in store.attempts(run_id, "Q-12", 1)] == [1, 2]
+
+
+def test_a_cell_that_cannot_be_stored_costs_the_others_nothing(store, monkeypatch):
+    run_id = new_run(store)
+    bad = replace(attempt(1), http_status=2**70)  # no INTEGER column holds it
+    cells = [(cell(run_id, c), [bad if c == "Q-07" else attempt(1)]) for c in CASES]
+    out, sizes = record_together(store, cells, monkeypatch)
+    assert isinstance(out[6], Exception)
+    assert [o for i, o in enumerate(out) if i != 6] == [True] * (len(CASES) - 1)
+    stored = {c.case_no for c in store.cells([run_id])}
+    assert stored == set(CASES) - {"Q-07"}
+    assert store.attempts(run_id, "Q-08", 1)[0].http_status == 200
+
+
+def test_a_cell_stored_already_is_reported_so_in_a_shared_transaction(store, monkeypatch):
+    run_id = new_run(store)
+    assert store.record_cell(cell(run_id, "Q-05"), [attempt(1)])
+    out, _ = record_together(store, [(cell(run_id, c), [attempt(2)]) for c in CASES],
+                             monkeypatch)
+    assert out == [c != "Q-05" for c in CASES]
+    assert [a.n for a in store.attempts(run_id, "Q-05", 1)] == [1]  # the first one kept
+
+
+def test_a_shared_transaction_whose_lease_was_taken_stores_nothing(store_target, monkeypatch):
+    a, b = Store(store_target), Store(store_target)
+    try:
+        run_id = new_run(a, status="queued", source="api")
+        assert a.claim_run("host-a:1", 0.0).id == run_id  # a lease that runs out at once
+        assert b.claim_run("host-b:1", 30.0).id == run_id  # taken over
+        out, _ = record_together(a, [(cell(run_id, c), [attempt(1)]) for c in CASES],
+                                 monkeypatch)
+        assert all(isinstance(o, LeaseLost) for o in out)
+        assert b.count_cells(run_id) == 0
+    finally:
+        a.close()
+        b.close()
