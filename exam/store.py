@@ -794,7 +794,7 @@ class Store:
 
     def graded_run_heads(self, keys: dict[int, str]) -> dict[int, str]:
         """{run id: the first line of its kept text} under exactly these keys: the counts a
-        report can read without fetching every kept cell (the database cuts the line)."""
+        report reads without fetching every kept cell (the database cuts the line)."""
         if not keys:
             return {}
         g = graded_runs.c
@@ -804,15 +804,6 @@ class Store:
             head = func.split_part(g.cells, "\n", 1)
         rows = self._rows(select(g.run_id, g.key, head).where(g.run_id.in_(list(keys))))
         return {r[0]: r[2] for r in rows if keys[r[0]] == r[1]}
-
-    def graded_run_parts(self, run_id: int, key: str, spans: Sequence[tuple[int, int]]
-                         ) -> list[str] | None:
-        """Pieces (0-based start, length, in characters) of a run's kept text, if it is still
-        kept under ``key``; None when it is not."""
-        g = graded_runs.c
-        cols = [func.substr(g.cells, start + 1, length) for start, length in spans]
-        rows = self._rows(select(*cols).where(g.run_id == run_id, g.key == key))
-        return list(rows[0]) if rows else None
 
     def keep_graded_run(self, run_id: int, rules: str, key: str, cells_json: str) -> bool:
         """Keep (or replace) a run's graded cells; False when the store cannot be written."""

@@ -56,15 +56,15 @@ def version_order(regraded: Regraded | Tallied, agent: str) -> list[str]:
     return sorted(first, key=first.get)
 
 
-def _failing_evidence(cells: list[GradedCell]) -> list[dict[str, Any]]:
-    """The checks that keep failing, with one piece of evidence each: audit these first."""
+def _failing_evidence(source: Tallied, runs: list[int], case_no: str) -> list[dict[str, Any]]:
+    """The checks that keep failing over these runs' cells (in order), with one piece of
+    evidence each (the first): audit these first."""
     counts: Counter[str] = Counter()
     example: dict[str, dict[str, Any]] = {}
-    for c in cells:
-        for chk in c.checks:
-            if chk.outcome in ("fail", "needs_human"):
-                counts[chk.name] += 1
-                example.setdefault(chk.name, chk.as_dict())
+    for run_id in runs:
+        for name, times, first in source.failing(run_id, case_no):
+            counts[name] += times
+            example.setdefault(name, first)
     return [{**example[name], "times": n} for name, n in counts.most_common(3)]
 
 
@@ -221,14 +221,10 @@ def build_agent(regraded: Regraded | Tallied, agent: str, k: int = K, seed: int 
             q["note"] += (f"; pairs that differ: {which or 'none after the correction'}; "
                           f"latest {q['latest']['version']} against {q['latest']['against']}: "
                           f"{q['latest']['direction']}")
-    # the cells of the questions whose failing checks are shown, and of no other
-    shown = [q["case_no"] for q in questions if q["class"] in AUDITED]
-    cells = source.cells((i, case_no) for case_no in shown for ids in by_q[case_no].values()
-                         for i in ids)
-    for q in questions:
+        # over the versions in the order they first answered it, each version's runs in order
         q["failing_checks"] = _failing_evidence(
-            [c for ids in by_q[q["case_no"]].values() for i in ids
-             for c in cells[(i, q["case_no"])]]) if q["class"] in AUDITED else []
+            source, [i for ids in by_q[q["case_no"]].values() for i in ids], q["case_no"]
+        ) if q["class"] in AUDITED else []
     classes = Counter(q["class"] for q in questions)
     by_category: dict[str, Counter] = defaultdict(Counter)
     for q in questions:

@@ -85,15 +85,16 @@ class LazyChecks(Sequence[CheckResult]):
 
 
 GRADED = ("pass", "fail", "needs_human")
+FAILED = ("fail", "needs_human")  # a check's outcomes counted as failing
 
 
 def encode(cells: Sequence[Any], removed: Sequence[str]) -> str:
     """One run's graded cells as text: a head line, then a block of lines per question.
 
     The head (JSON) holds what was removed and, per question in order, its counts — cells,
-    graded, passes, whether any changed since run — and where its block lies after the head
-    (start and length, in characters): a report that needs only counts reads the head alone,
-    and the cells of a few questions by their spans. A block is a line of JSON for the
+    graded, passes, whether any changed since run —, where its block lies after the head
+    (start and length, in characters) and its failing checks (name, times, the first one):
+    discrimination reads the head alone. A block is a line of JSON for the
     question's cells, then one line for each distinct list of checks (JSON never holds a raw
     newline, so the lines split without being parsed and each list is decoded only when
     read). Reply texts are kept only where a person must read them (needs_human), as the
@@ -101,6 +102,7 @@ def encode(cells: Sequence[Any], removed: Sequence[str]) -> str:
     same key are the same text, whichever process wrote them.
     """
     lines_of: dict[Any, str] = {}  # a list of checks → its line (each encoded once)
+    failing_of: dict[str, list[tuple[str, dict]]] = {}  # a line → its failing checks
     by_case: dict[str, list[Any]] = {}
     for c in cells:
         by_case.setdefault(c.case_no, []).append(c)
@@ -110,9 +112,19 @@ def encode(cells: Sequence[Any], removed: Sequence[str]) -> str:
         rows = []
         graded = passes = 0
         changed = False
+        times: dict[str, int] = {}  # failing check → cells, in the order first seen
+        first: dict[str, dict] = {}
         for c in part:
             line = checks_line(c.checks, lines_of)
             n = groups.setdefault(line, len(groups))
+            failing = failing_of.get(line)
+            if failing is None:
+                failing = failing_of[line] = [
+                    (name, CheckResult(name, o, tuple(m), tuple(u), e).as_dict())
+                    for name, o, m, u, e in json.loads(line) if o in FAILED]
+            for name, example in failing:
+                times[name] = times.get(name, 0) + 1
+                first.setdefault(name, example)
             rows.append((c.repeat, c.run_status, c.verdict, n, c.attempts, c.model_calls,
                          c.tokens, c.latency_ms, c.error, c.changed, c.reply_digest,
                          c.tokens_estimated, c.usage_note,
@@ -122,7 +134,8 @@ def encode(cells: Sequence[Any], removed: Sequence[str]) -> str:
                 passes += c.verdict == "pass"
             changed = changed or c.changed
         block = "\n".join([_dumps(rows), *groups])
-        questions.append((case_no, len(part), graded, passes, changed, start, len(block)))
+        questions.append((case_no, len(part), graded, passes, changed, start, len(block),
+                          [(name, n, first[name]) for name, n in times.items()]))
         blocks.append(block)
         start += len(block) + 1
     return "\n".join([_dumps({"removed": list(removed), "questions": questions}), *blocks])
@@ -169,7 +182,7 @@ def decode(raw: str, run: Run, items: Mapping[str, Item],
     head, _, body = raw.partition("\n")
     data = json.loads(head)
     cells = []
-    for case_no, _n, _graded, _passes, _changed, start, length in data["questions"]:
+    for case_no, _n, _graded, _passes, _changed, start, length, _failing in data["questions"]:
         cells += decode_block(body[start:start + length], run, case_no, items[case_no], texts)
     return cells, data["removed"]
 
@@ -203,8 +216,10 @@ class Head:
     key: str
     body: int  # where the blocks start in the kept text (the head's length and its newline)
     removed: list[str]
-    # case → (cells, graded, passes, changed, start, length), in the run's order
-    questions: dict[str, tuple[int, int, int, bool, int, int]]
+    # case → (cells, graded, passes, changed, start, length, failing), in the run's order;
+    # failing: [name, times, the first one as a dict] of each check that failed or needs a
+    # person, in the order first seen
+    questions: dict[str, tuple[int, int, int, bool, int, int, list]]
 
 
 def read_heads(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, str],
@@ -222,16 +237,6 @@ def read_heads(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, s
         out[i] = Head(keys[i], len(head) + 1, data["removed"],
                       {q[0]: tuple(q[1:]) for q in data["questions"]})
     return out
-
-
-def read_blocks(store: Store, run_id: int, head: Head, case_nos: Sequence[str]
-                ) -> dict[str, str] | None:
-    """The kept blocks of these questions of one run; None if its row changed since."""
-    spans = [(head.body + head.questions[c][4], head.questions[c][5]) for c in case_nos]
-    parts = store.graded_run_parts(run_id, head.key, spans) if spans else []
-    if parts is None:
-        return None
-    return dict(zip(case_nos, parts, strict=True))
 
 
 def keep(store: Store, runs: Mapping[int, Run], keys: Mapping[int, str], rules: str,

@@ -1,10 +1,10 @@
 """Per-run, per-question counts: what discrimination's statistics read (issue 19).
 
 Discrimination needs, for each question and version, how many cells, how many graded, how
-many passed and whether any changed since run; and the cells themselves only for the few
-questions whose failing checks it shows. A kept graded run (``graded_runs``) holds these
-counts in its head, so ``tallied`` reads the heads and the shown questions' cells, never
-building one object per cell. Runs not kept (or stale) are re-graded as every report does
+many passed and whether any changed since run; and which checks fail (how often, the first
+one) for the few questions it shows with their failing checks. A kept graded run (``graded_runs``) holds these
+counts in its head, with each question's failing checks, so ``tallied`` reads the heads
+alone, never building one object per cell. Runs not kept (or stale) are re-graded as every report does
 (``regrade``), and so is every kept run with a question a person decided on: decisions are
 applied on top of grades, and change the counts. ``from_regraded`` makes the same input from
 a full re-grade, so both paths run the same statistics (the tests compare them).
@@ -24,6 +24,9 @@ from exam.store import Run, Store
 GRADED = graded_runs.GRADED
 
 
+Failing = tuple[tuple[str, int, dict], ...]  # (check, times failed, the first as a dict)
+
+
 @dataclass(frozen=True, slots=True)
 class Tally:
     """One run's cells of one question."""
@@ -32,11 +35,14 @@ class Tally:
     graded: int  # pass, fail or needs_human
     passes: int
     changed: bool  # any cell's question changed since it was run
+    # each check that failed or needs a person, in the order first seen; None: not counted
+    # (from a re-grade, whose cells are at hand)
+    failing: Failing | None = None
 
 
 @dataclass
 class Tallied:
-    """Counts by run and question, and the cells of any question on request."""
+    """Counts by run and question; the failing checks of any question on request."""
 
     runs: list[Run]
     banks: dict[str, Bank]
@@ -44,39 +50,28 @@ class Tallied:
     # run id → case → Tally, runs in the order their cells come (run id), cases in run order
     tallies: dict[int, dict[str, Tally]]
     items: dict[str, dict[str, Item]]  # bank path → case → today's question
-    _cells: dict[tuple[int, str], list[GradedCell]] = field(default_factory=dict)
-    _heads: dict[int, graded_runs.Head] = field(default_factory=dict)
-    _store: Store | None = None
+    cells: dict[tuple[int, str], list[GradedCell]] = field(default_factory=dict)  # re-graded
 
     def bank_digests(self) -> dict[str, str]:
         return {b.agent: b.digest for b in self.banks.values()}
 
-    def cells(self, wanted: Iterable[tuple[int, str]]) -> dict[tuple[int, str], list[GradedCell]]:
-        """The graded cells (decisions applied) of each (run id, case), in run order; the
-        kept ones decoded from their blocks alone."""
-        wanted = list(wanted)
-        need: dict[int, list[str]] = {}
-        for run_id, case_no in wanted:
-            if (run_id, case_no) not in self._cells and run_id in self._heads:
-                need.setdefault(run_id, []).append(case_no)
-        by_id = {r.id: r for r in self.runs}
-        for run_id, case_nos in need.items():
-            assert self._store is not None
-            run = by_id[run_id]
-            blocks = graded_runs.read_blocks(self._store, run_id, self._heads[run_id], case_nos)
-            if blocks is None:  # replaced since its head was read: grade it as any report
-                full = regrading.regrade(self._store, [run], parallel=False)
-                for c in full.cells:
-                    self._cells.setdefault((run_id, c.case_no), []).append(c)
-                for case_no in case_nos:
-                    self._cells.setdefault((run_id, case_no), [])
-                continue
-            items = self.items[run.bank_path]
-            for case_no, block in blocks.items():
-                self._cells[(run_id, case_no)] = [
-                    GradedCell(*t) for t in graded_runs.decode_block(block, run, case_no,
-                                                                     items[case_no])]
-        return {k: self._cells.get(k, []) for k in wanted}
+    def failing(self, run_id: int, case_no: str) -> Failing:
+        """The failing checks of one run's cells of one question."""
+        kept = self.tallies[run_id][case_no].failing
+        return kept if kept is not None else failing_of(self.cells.get((run_id, case_no), ()))
+
+
+def failing_of(cells: Iterable[GradedCell]) -> Failing:
+    """Each check that failed or needs a person, how many times, and the first one."""
+    times: dict[str, int] = {}
+    first: dict[str, dict] = {}
+    for c in cells:
+        for chk in c.checks:
+            if chk.outcome in graded_runs.FAILED:
+                times[chk.name] = times.get(chk.name, 0) + 1
+                if chk.name not in first:
+                    first[chk.name] = chk.as_dict()
+    return tuple((name, n, first[name]) for name, n in times.items())
 
 
 def tally(cells: Iterable[GradedCell]) -> dict[int, dict[str, Tally]]:
@@ -128,10 +123,11 @@ def tallied(store: Store, runs: Sequence[Run], *, parallel: bool = False) -> Tal
     tallies: dict[int, dict[str, Tally]] = {}
     for i in sorted(by_id):  # cells come in run order, as regrade's do
         if i in heads:
-            tallies[i] = {case: Tally(*q[:4]) for case, q in heads[i].questions.items()}
+            tallies[i] = {case: Tally(*q[:4], tuple(map(tuple, q[6])))
+                          for case, q in heads[i].questions.items()}
         elif i in fresh:
             tallies[i] = fresh[i]
     cells: dict[tuple[int, str], list[GradedCell]] = {}
     for c in full.cells if full else ():
         cells.setdefault((c.run_id, c.case_no), []).append(c)
-    return Tallied(runs, banks, missing, tallies, items, cells, heads, store)
+    return Tallied(runs, banks, missing, tallies, items, cells)

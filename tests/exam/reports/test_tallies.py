@@ -1,5 +1,5 @@
-"""Discrimination from counts (``tallies.tallied``): the kept runs' heads and the cells of the
-questions shown with their failing checks, never every cell. The report must be the one a full
+"""Discrimination from counts (``tallies.tallied``): the kept runs' heads (counts and failing
+checks per question), never a cell. The report must be the one a full
 re-grade gives, byte for byte, through every change that could make a kept row wrong.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from exam import review
-from exam.reports import discrimination, graded_runs
+from exam.reports import discrimination
 from exam.reports import regrade as regrade_mod
 from exam.reports.regrade import regrade
 from exam.reports.tallies import tallied
@@ -44,7 +44,7 @@ def same(store: Store, runs) -> None:
 
 
 def refuse_whole_rows(monkeypatch) -> None:
-    """Fail if a report loads any cell or any whole kept row: counts and spans only."""
+    """Fail if a report loads any cell or any whole kept row: the heads only."""
     def refuse(*args, **kwargs):
         raise AssertionError("cells or whole kept rows were read")
 
@@ -123,16 +123,3 @@ def test_a_decision_changes_the_counts_read_from_kept_rows(tmp_path):
         "questions"] if q["case_no"] == "A-02" for r in q["pass_rates"]}
     assert after["v2"] == a02["v2"] + 2  # v2's two needs_human replies of A-02, decided pass
     assert counted(store, runs) == full(store, runs)
-
-
-def test_a_row_replaced_between_its_head_and_its_cells_is_graded_again(tmp_path, monkeypatch):
-    history = small_history(tmp_path)
-    history.run("A", "v3", {"A-01": "ff", "A-02": "ff", "A-03": "ff"})
-    store, runs = history.store, select_runs(history.store)
-    want = full(store, runs)
-    counted(store, runs)
-    original = graded_runs.read_blocks
-    monkeypatch.setattr(graded_runs, "read_blocks", lambda *a: None)  # the row changed
-    assert counted(store, runs) == want
-    monkeypatch.setattr(graded_runs, "read_blocks", original)
-    assert counted(store, runs) == want
