@@ -25,6 +25,7 @@ from exam.errors import BankError
 from exam.pipeline.reading import reply_of
 from exam.records import CellRow
 from exam.reports import graded_runs
+from exam.reports.graded_runs import LazyChecks
 from exam.store import Run, Store
 from graders import CheckResult, Question, Reply, grade
 
@@ -128,29 +129,19 @@ def _checks_json(checks: tuple[CheckResult, ...]) -> str:
                       ensure_ascii=False, separators=(",", ":"))
 
 
-def _checks_of(raw: str, memo: dict) -> tuple[CheckResult, ...]:
-    """The checks of a cached row; equal checks without missing/unexpected share one object
-    (``memo``): most of a report's checks repeat (status ok, forbidden not found)."""
-    out = []
-    for n, o, m, u, e in _read_json(raw)[0]:
-        if m or u:
-            out.append(CheckResult(n, o, tuple(m), tuple(u), e))
-            continue
-        check = memo.get((n, o, e))
-        if check is None:
-            check = memo[(n, o, e)] = CheckResult(n, o, (), (), e)
-        out.append(check)
-    return tuple(out)
-
-
 def _grades(store: Store, pending: list[tuple[Question, Reply, Mapping[str, float], str, str]],
-            use_cache: bool) -> list[tuple[str | None, tuple[CheckResult, ...]]]:
-    """(verdict, checks) of each pending reply: from the cache, else graded (and cached)."""
+            use_cache: bool) -> list[tuple[str | None, LazyChecks]]:
+    """(verdict, checks) of each pending reply: from the cache, else graded (and cached).
+
+    The checks come as their JSON line (``LazyChecks``, decoded on first use; equal lines
+    share one): most are never read, and the line is what a kept run and a worker process
+    pass on.
+    """
     rules = rules_key()
     keys = [(rk, qk) for _, _, _, rk, qk in pending]
     cached = store.cached_grades(rules, keys) if use_cache and keys else {}
-    known: dict[tuple[str, str], tuple[str | None, tuple[CheckResult, ...]]] = {}
-    memo: dict[tuple[str, str, str], CheckResult] = {}
+    known: dict[tuple[str, str], tuple[str | None, LazyChecks]] = {}
+    lines: dict[str, LazyChecks] = {}
     new: list[tuple[str, str, str, str]] = []
     out = []
     for (question, reply, budget, rk, qk), key in zip(pending, keys, strict=True):
@@ -158,11 +149,18 @@ def _grades(store: Store, pending: list[tuple[Question, Reply, Mapping[str, floa
         if got is None:
             hit = cached.get(key)
             if hit is not None:
-                got = (hit[0], _checks_of(hit[1], memo))
+                checks = lines.get(hit[1])
+                if checks is None:
+                    checks = lines[hit[1]] = LazyChecks(hit[1])
+                got = (hit[0], checks)
             else:
                 g = grade(question, reply, budget=budget)
-                got = (g.verdict, g.checks)
-                new.append((rk, qk, g.verdict or "", _checks_json(g.checks)))
+                line = _checks_json(g.checks)
+                checks = lines.get(line)
+                if checks is None:
+                    checks = lines[line] = LazyChecks(line, g.checks)
+                got = (g.verdict, checks)
+                new.append((rk, qk, g.verdict or "", line))
             known[key] = got
         out.append(got)
     if use_cache and new:
@@ -219,15 +217,19 @@ _CHECKS = _FIELDS.index("checks")
 
 
 def _pack(c: GradedCell) -> tuple:
+    """A cell as plain values, its checks as their JSON line (cheap to pickle)."""
     values = [getattr(c, f) for f in _FIELDS]
-    values[_CHECKS] = tuple((k.name, k.outcome, k.missing, k.unexpected, k.evidence)
-                            for k in c.checks)
+    values[_CHECKS] = graded_runs.checks_line(c.checks, {})
     return tuple(values)
 
 
-def _unpack(t: tuple) -> GradedCell:
+def _unpack(t: tuple, lines: dict[str, LazyChecks]) -> GradedCell:
+    """A packed cell; equal lines of checks share one ``LazyChecks``."""
     values = list(t)
-    values[_CHECKS] = tuple(CheckResult(*k) for k in t[_CHECKS])
+    checks = lines.get(t[_CHECKS])
+    if checks is None:
+        checks = lines[t[_CHECKS]] = LazyChecks(t[_CHECKS])
+    values[_CHECKS] = checks
     return GradedCell(*values)
 
 
@@ -261,7 +263,8 @@ def _graded_parallel(store: Store, run_ids: list[int], use_cache: bool = True):
     with ProcessPoolExecutor(max_workers=cores,
                              mp_context=multiprocessing.get_context("fork")) as pool:
         results = list(pool.map(_graded_part, parts))
-    return _merged([([_unpack(t) for t in part], rem) for part, rem in results])
+    lines: dict[str, LazyChecks] = {}
+    return _merged([([_unpack(t, lines) for t in part], rem) for part, rem in results])
 
 
 CHUNK_CELLS = 10_000  # the cached path reads this many rowids at a time: memory stays flat
