@@ -34,6 +34,7 @@ from exam.store import Run, Store
 from graders import CheckResult
 
 LAYOUT = 2  # bump when the row layout below changes
+_read_json = json.JSONDecoder().raw_decode  # our own compact JSON: no white space to skip
 NOT_KEPT = frozenset({"running", "queued"})  # their cells change with every reply
 
 
@@ -102,7 +103,7 @@ def encode(cells: Sequence[Any], removed: Sequence[str]) -> str:
     same key are the same text, whichever process wrote them.
     """
     lines_of: dict[Any, str] = {}  # a list of checks → its line (each encoded once)
-    failing_of: dict[str, list[tuple[str, dict]]] = {}  # a line → its failing checks
+    failing_of: dict[str, list[list]] = {}  # a line → its failing checks, as read
     by_case: dict[str, list[Any]] = {}
     for c in cells:
         by_case.setdefault(c.case_no, []).append(c)
@@ -118,13 +119,14 @@ def encode(cells: Sequence[Any], removed: Sequence[str]) -> str:
             line = checks_line(c.checks, lines_of)
             n = groups.setdefault(line, len(groups))
             failing = failing_of.get(line)
-            if failing is None:
+            if failing is None:  # most lines hold no failing check: not parsed at all
                 failing = failing_of[line] = [
-                    (name, CheckResult(name, o, tuple(m), tuple(u), e).as_dict())
-                    for name, o, m, u, e in json.loads(line) if o in FAILED]
-            for name, example in failing:
+                    check for check in _read_json(line)[0] if check[1] in FAILED
+                ] if '"fail"' in line or '"needs_human"' in line else []
+            for name, o, m, u, e in failing:
                 times[name] = times.get(name, 0) + 1
-                first.setdefault(name, example)
+                if name not in first:
+                    first[name] = CheckResult(name, o, tuple(m), tuple(u), e).as_dict()
             rows.append((c.repeat, c.run_status, c.verdict, n, c.attempts, c.model_calls,
                          c.tokens, c.latency_ms, c.error, c.changed, c.reply_digest,
                          c.tokens_estimated, c.usage_note,
@@ -229,28 +231,36 @@ def read_heads(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, s
     keys = {i: run_key(rules, questions[r.bank_path], r, marks[i]) for i, r in by_id.items()}
     heads = store.graded_run_heads(keys)
     after = store.cell_marks(list(by_id))  # as in read(): cells that moved meanwhile
-    out = {}
-    for i, head in heads.items():
-        if after[i] != marks[i] or not head.startswith("{"):
-            continue
-        data = json.loads(head)
-        out[i] = Head(keys[i], len(head) + 1, data["removed"],
-                      {q[0]: tuple(q[1:]) for q in data["questions"]})
-    return out
+    return {i: parse_head(keys[i], head) for i, head in heads.items()
+            if after[i] == marks[i] and head.startswith("{")}
+
+
+def parse_head(key: str, head: str) -> Head:
+    data = json.loads(head)
+    return Head(key, len(head) + 1, data["removed"], {q[0]: tuple(q[1:]) for q in data["questions"]})
 
 
 def keep(store: Store, runs: Mapping[int, Run], keys: Mapping[int, str], rules: str,
-         cells: Sequence[Any], removed: Mapping[int, list[str]]) -> None:
-    """Keep the graded cells of each finished run whose cells did not move while graded."""
+         cells: Sequence[Any], removed: Mapping[int, list[str]], heads: bool = False
+         ) -> dict[int, str]:
+    """Keep the graded cells of each finished run whose cells did not move while graded;
+    with ``heads``, return every run's head (kept or not: a running run's too)."""
     wanted = [i for i, r in runs.items() if r.status not in NOT_KEPT and i in keys]
-    if not wanted:
-        return
-    now = store.cell_marks(wanted)
-    by_run: dict[int, list[Any]] = {i: [] for i in wanted}
+    todo = list(runs) if heads else wanted
+    if not todo:
+        return {}
+    now = store.cell_marks(wanted) if wanted else {}
+    by_run: dict[int, list[Any]] = {i: [] for i in todo}
     for c in cells:
         if c.run_id in by_run:
             by_run[c.run_id].append(c)
-    for i in wanted:
-        if keys[i].endswith(f"|cells={now[i][0]}/{now[i][1]}"):
-            if not store.keep_graded_run(i, rules, keys[i], encode(by_run[i], removed.get(i, []))):
-                return  # a store that cannot be written: nothing kept, nothing wrong
+    out = {}
+    writable = True
+    for i in todo:
+        text = encode(by_run[i], removed.get(i, []))
+        if heads:
+            out[i] = text.partition("\n")[0]
+        if writable and i in now and keys[i].endswith(f"|cells={now[i][0]}/{now[i][1]}"):
+            # a store that cannot be written: nothing kept, nothing wrong
+            writable = store.keep_graded_run(i, rules, keys[i], text)
+    return out

@@ -306,6 +306,60 @@ def _with_served(served: Mapping[int, tuple[list[GradedCell], list[str]]],
     return [c for i in sorted(by_run) for c in by_run[i]], removed
 
 
+def _headed_part(args: tuple, store: Store | None = None) -> dict[int, str]:
+    """Grade whole runs (the grade cache underneath), keep each finished one and return every
+    run's head; in a child process (opening the store) or in this one (``store``)."""
+    target, runs, items, keys, rules = args
+    own = store is None
+    store = Store(target) if store is None else store
+    try:
+        cells, removed = _graded(store, runs, items, store.cells(list(runs)), keep_text=False)
+        return graded_runs.keep(store, runs, keys, rules, cells, removed, heads=True)
+    finally:
+        if own:
+            store.close()
+
+
+def graded_heads(store: Store, runs: Sequence[Run], banks: Mapping[str, Bank], *,
+                 parallel: bool = False) -> dict[int, str]:
+    """The head of each run's graded cells (``graded_runs.encode``), grading them (review
+    decisions not applied) and keeping the finished runs: for a report that reads counts.
+
+    Each process grades whole runs and keeps them itself; only the heads come back. With
+    ``parallel``, on every core (when worth it: as ``regrade``); else one run at a time.
+    """
+    by_id = {r.id: r for r in runs}
+    items = {path: bank.by_case() for path, bank in banks.items()}
+    rules = rules_key()
+    marks = store.cell_marks(list(by_id))
+    keys = {i: graded_runs.run_key(rules, questions_key(banks[r.bank_path]), r, marks[i])
+            for i, r in by_id.items()}
+
+    def part(ids: list[int]) -> tuple:
+        mine = {i: by_id[i] for i in ids}
+        return (store.target, mine, {by_id[i].bank_path: items[by_id[i].bank_path] for i in ids},
+                {i: keys[i] for i in ids}, rules)
+
+    cores = os.cpu_count() or 1
+    total = sum(n for n, _ in marks.values())
+    if parallel and cores >= 2 and total >= PARALLEL_MIN and store.path != ":memory:" and \
+            "fork" in multiprocessing.get_all_start_methods() and \
+            not _mostly_cached(store, by_id, items):
+        # whole runs, largest first, each to the part with the fewest cells so far
+        shares: list[list[int]] = [[] for _ in range(min(len(by_id), cores * 2))]
+        sizes = [0] * len(shares)
+        for i in sorted(by_id, key=lambda i: -marks[i][0]):
+            k = sizes.index(min(sizes))
+            shares[k].append(i)
+            sizes[k] += marks[i][0]
+        with ProcessPoolExecutor(max_workers=cores,
+                                 mp_context=multiprocessing.get_context("fork")) as pool:
+            results = list(pool.map(_headed_part, [part(sorted(ids)) for ids in shares]))
+    else:  # one run at a time: only one run's cells are held
+        results = [_headed_part(part([i]), store) for i in sorted(by_id)]
+    return {i: head for heads in results for i, head in heads.items()}
+
+
 PROBE_WINDOWS, PROBE_CELLS = 4, 64  # cells sampled, evenly over the store, before going parallel
 
 

@@ -110,23 +110,26 @@ def tallied(store: Store, runs: Sequence[Run], *, parallel: bool = False) -> Tal
     items = {path: bank.by_case() for path, bank in banks.items()}
     heads = graded_runs.read_heads(store, by_id, {p: questions_key(b) for p, b in banks.items()},
                                    rules_key()) if by_id else {}
-    # a decision is keyed by the question's digest: a kept run with a decided question is read
+    rest = [r for r in runs if r.id not in heads]
+    if rest:  # graded (each process keeping the finished runs), only their heads brought back
+        heads.update({i: graded_runs.parse_head("", head) for i, head in
+                      regrading.graded_heads(store, rest, banks, parallel=parallel).items()})
+    # a decision is keyed by the question's digest: a run with a decided question is read
     # whole, the decisions applied on top (its counts may differ from the kept ones)
     decided = {key[2] for key in review.index(store.adjudications())}
-    if decided:
-        heads = {i: h for i, h in heads.items()
-                 if not any(items[by_id[i].bank_path][case].digest in decided
-                            for case in h.questions)}
-    rest = [r for r in runs if r.id not in heads]
-    full = regrading.regrade(store, rest, parallel=parallel) if rest else None
+    reviewed = [r for r in runs if decided and any(
+        items[r.bank_path][case].digest in decided for case in heads[r.id].questions)]
+    full = regrading.regrade(store, reviewed, parallel=parallel) if reviewed else None
     fresh = tally(full.cells) if full else {}
+    reviewed_ids = {r.id for r in reviewed}
     tallies: dict[int, dict[str, Tally]] = {}
     for i in sorted(by_id):  # cells come in run order, as regrade's do
-        if i in heads:
+        if i in reviewed_ids:
+            if i in fresh:
+                tallies[i] = fresh[i]
+        elif heads[i].questions:
             tallies[i] = {case: Tally(*q[:4], tuple(map(tuple, q[6])))
                           for case, q in heads[i].questions.items()}
-        elif i in fresh:
-            tallies[i] = fresh[i]
     cells: dict[tuple[int, str], list[GradedCell]] = {}
     for c in full.cells if full else ():
         cells.setdefault((c.run_id, c.case_no), []).append(c)

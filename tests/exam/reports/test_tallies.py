@@ -123,3 +123,27 @@ def test_a_decision_changes_the_counts_read_from_kept_rows(tmp_path):
         "questions"] if q["case_no"] == "A-02" for r in q["pass_rates"]}
     assert after["v2"] == a02["v2"] + 2  # v2's two needs_human replies of A-02, decided pass
     assert counted(store, runs) == full(store, runs)
+
+
+@pytest.mark.parametrize("seed", [2, 3])
+def test_counts_graded_in_worker_processes_give_the_full_report(tmp_path, monkeypatch, seed):
+    pools = []
+    real = regrade_mod.ProcessPoolExecutor
+
+    def counting(*args, **kwargs):
+        pools.append(kwargs["max_workers"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(regrade_mod, "PARALLEL_MIN", 1)  # a small store takes the parallel path
+    monkeypatch.setattr(regrade_mod.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(regrade_mod, "ProcessPoolExecutor", counting)
+    history = random_history(tmp_path, seed)
+    store, runs = history.store, select_runs(history.store)
+    want = full(store, runs)
+    assert counted(store, runs, parallel=True) == want
+    assert pools == [2]  # graded by the workers, which kept every finished run themselves
+    assert set(kept(store)) == {r.id for r in runs}
+    assert counted(store, runs, parallel=True) == want and pools == [2]  # then read back
+    for item in review.queue(regrade(store, runs))[:3]:
+        review.decide(store, item, "fail", "Mei", "wrong")
+    assert counted(store, runs, parallel=True) == full(store, runs)
