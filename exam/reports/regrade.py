@@ -133,7 +133,7 @@ def _checks_json(checks: tuple[CheckResult, ...]) -> str:
 
 
 def _grades(store: Store, pending: list[tuple[Question, Reply, Mapping[str, float], str, str]],
-            use_cache: bool) -> list[tuple[str | None, LazyChecks]]:
+            use_cache: bool, read_cache: bool = True) -> list[tuple[str | None, LazyChecks]]:
     """(verdict, checks) of each pending reply: from the cache, else graded (and cached).
 
     The checks come as their JSON line (``LazyChecks``, decoded on first use; equal lines
@@ -142,7 +142,7 @@ def _grades(store: Store, pending: list[tuple[Question, Reply, Mapping[str, floa
     """
     rules = rules_key()
     keys = [(rk, qk) for _, _, _, rk, qk in pending]
-    cached = store.cached_grades(rules, keys) if use_cache and keys else {}
+    cached = store.cached_grades(rules, keys) if use_cache and read_cache and keys else {}
     known: dict[tuple[str, str], tuple[str | None, LazyChecks]] = {}
     lines: dict[str, LazyChecks] = {}
     new: list[tuple[str, str, str, str]] = []
@@ -172,7 +172,8 @@ def _grades(store: Store, pending: list[tuple[Question, Reply, Mapping[str, floa
 
 
 def _graded(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item]],
-            cells: Sequence[CellRow], keep_text: bool = True, use_cache: bool = True
+            cells: Sequence[CellRow], keep_text: bool = True, use_cache: bool = True,
+            read_cache: bool = True
             ) -> tuple[list[GradedCell], dict[int, list[str]]]:
     """Grade cells with today's bank (review decisions are applied afterwards).
 
@@ -201,7 +202,7 @@ def _graded(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item
             if qk is None:
                 qk = qkeys[id(item)] = question_key(item)
             pending.append((item.question, reply, budget, reply_key(reply, budget), qk))
-    grades = iter(_grades(store, pending, use_cache))
+    grades = iter(_grades(store, pending, use_cache, read_cache))
     for cell, run, item in todo:
         # a reply that never arrived as ok has no checks to run (grade() says the same)
         verdict, checks = next(grades) if cell.run_status == "ok" else (None, ())
@@ -313,11 +314,12 @@ def _with_served(served: Mapping[int, tuple[list[GradedCell], list[str]]],
 def _headed_part(args: tuple, store: Store | None = None) -> dict[int, str]:
     """Grade whole runs (the grade cache underneath), keep each finished one and return every
     run's head; in a child process (opening the store) or in this one (``store``)."""
-    target, runs, items, keys, rules = args
+    target, runs, items, keys, rules, read_cache = args
     own = store is None
     store = Store(target) if store is None else store
     try:
-        cells, removed = _graded(store, runs, items, store.cells(list(runs)), keep_text=False)
+        cells, removed = _graded(store, runs, items, store.cells(list(runs)), keep_text=False,
+                                 read_cache=read_cache)
         return graded_runs.keep(store, runs, keys, rules, cells, removed, heads=True)
     finally:
         if own:
@@ -339,16 +341,18 @@ def graded_heads(store: Store, runs: Sequence[Run], banks: Mapping[str, Bank], *
     keys = {i: graded_runs.run_key(rules, questions_key(banks[r.bank_path]), r, marks[i])
             for i, r in by_id.items()}
 
-    def part(ids: list[int]) -> tuple:
+    def part(ids: list[int], read_cache: bool = True) -> tuple:
         mine = {i: by_id[i] for i in ids}
         return (store.target, mine, {by_id[i].bank_path: items[by_id[i].bank_path] for i in ids},
-                {i: keys[i] for i in ids}, rules)
+                {i: keys[i] for i in ids}, rules, read_cache)
 
     cores = os.cpu_count() or 1
     total = sum(n for n, _ in marks.values())
+    share = None
     if parallel and cores >= 2 and total >= PARALLEL_MIN and store.path != ":memory:" and \
-            "fork" in multiprocessing.get_all_start_methods() and \
-            not _mostly_cached(store, by_id, items):
+            "fork" in multiprocessing.get_all_start_methods():
+        share = _cached_share(store, by_id, items)
+    if share is not None and share < 0.9:
         # whole runs, largest first, each to the part with the fewest cells so far
         shares: list[list[int]] = [[] for _ in range(min(len(by_id), cores * 2))]
         sizes = [0] * len(shares)
@@ -358,7 +362,10 @@ def graded_heads(store: Store, runs: Sequence[Run], banks: Mapping[str, Bank], *
             sizes[k] += marks[i][0]
         with ProcessPoolExecutor(max_workers=cores,
                                  mp_context=multiprocessing.get_context("fork")) as pool:
-            results = list(pool.map(_headed_part, [part(sorted(ids)) for ids in shares]))
+            # a cache in which the sample found nothing is not read (its lookups would cost
+            # more than the few grades they might find; every grade is still added to it)
+            results = list(pool.map(_headed_part, [part(sorted(ids), share > 0)
+                                                   for ids in shares]))
     else:  # one run at a time: only one run's cells are held
         results = [_headed_part(part([i]), store) for i in sorted(by_id)]
     return {i: head for heads in results for i, head in heads.items()}
@@ -370,9 +377,17 @@ PROBE_WINDOWS, PROBE_CELLS = 4, 64  # cells sampled, evenly over the store, befo
 def _mostly_cached(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item]]
                    ) -> bool:
     """Whether at least 90% of a sample of the cells' grades are in the cache."""
+    share = _cached_share(store, by_id, items)
+    return share is not None and share >= 0.9
+
+
+def _cached_share(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item]]
+                  ) -> float | None:
+    """The share of a sample of the cells' grades found in the cache; None for a store too
+    small to share out, or a sample with nothing to grade."""
     n, lo, hi = store.cell_rowids(list(by_id))
     if n < PARALLEL_MIN:
-        return False  # the parallel path would not be taken anyway
+        return None  # the parallel path would not be taken anyway
     keys = []
     for w in range(PROBE_WINDOWS):
         start = lo + (hi - lo) * w // PROBE_WINDOWS
@@ -384,9 +399,9 @@ def _mostly_cached(store: Store, by_id: dict[int, Run], items: dict[str, dict[st
                 keys.append((reply_key(reply, run.settings.get("budget") or {}),
                              question_key(item)))
     if not keys:
-        return False
+        return None
     found = store.cached_grades(rules_key(), keys)
-    return sum(k in found for k in keys) >= 0.9 * len(keys)  # equal replies share one key
+    return sum(k in found for k in keys) / len(keys)  # equal replies share one key
 
 
 def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
