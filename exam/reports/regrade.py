@@ -354,7 +354,10 @@ def graded_heads(store: Store, runs: Sequence[Run], banks: Mapping[str, Bank], *
         share = _cached_share(store, by_id, items)
     if share is not None and share < 0.9:
         # whole runs, largest first, each to the part with the fewest cells so far
-        shares: list[list[int]] = [[] for _ in range(min(len(by_id), cores * 2))]
+        # parts of about CHUNK_CELLS cells (at least one per core): a worker holds one part's
+        # cells at a time, so memory stays flat however large the store
+        count = min(len(by_id), max(cores, -(-total // CHUNK_CELLS)))
+        shares: list[list[int]] = [[] for _ in range(count)]
         sizes = [0] * len(shares)
         for i in sorted(by_id, key=lambda i: -marks[i][0]):
             k = sizes.index(min(sizes))
