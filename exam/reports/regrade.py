@@ -353,9 +353,9 @@ def graded_heads(store: Store, runs: Sequence[Run], banks: Mapping[str, Bank], *
             "fork" in multiprocessing.get_all_start_methods():
         share = _cached_share(store, by_id, items)
     if share is not None and share < 0.9:
-        # whole runs, largest first, each to the part with the fewest cells so far
-        # parts of about CHUNK_CELLS cells (at least one per core): a worker holds one part's
-        # cells at a time, so memory stays flat however large the store
+        # whole runs, largest first, each to the part with the fewest cells so far; parts of
+        # about CHUNK_CELLS cells (at least one per core): a worker holds one part's cells at
+        # a time, so memory stays flat however large the store
         count = min(len(by_id), max(cores, -(-total // CHUNK_CELLS)))
         shares: list[list[int]] = [[] for _ in range(count)]
         sizes = [0] * len(shares)

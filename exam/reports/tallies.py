@@ -1,13 +1,14 @@
 """Per-run, per-question counts: what discrimination's statistics read (issue 19).
 
 Discrimination needs, for each question and version, how many cells, how many graded, how
-many passed and whether any changed since run; and which checks fail (how often, the first
-one) for the few questions it shows with their failing checks. A kept graded run (``graded_runs``) holds these
-counts in its head, with each question's failing checks, so ``tallied`` reads the heads
-alone, never building one object per cell. Runs not kept (or stale) are re-graded as every report does
-(``regrade``), and so is every kept run with a question a person decided on: decisions are
-applied on top of grades, and change the counts. ``from_regraded`` makes the same input from
-a full re-grade, so both paths run the same statistics (the tests compare them).
+many passed and whether any changed since run; and, for the few questions it shows with
+their failing checks, which checks fail (how often, the first one). A kept graded run
+(``graded_runs``) holds all of these in its head, so ``tallied`` reads the heads alone and
+never builds one object per cell. Runs not kept (or stale) are graded and kept first
+(``regrade.graded_heads``); every run with a question a person decided on is read through
+``regrade``, because decisions are applied on top of grades and change the counts.
+``from_regraded`` makes the same input from a full re-grade, so both paths run the same
+statistics (the tests compare them byte for byte).
 """
 
 from __future__ import annotations
