@@ -894,6 +894,19 @@ class Store:
         rows = self._rows(select(g.run_id, g.key, g.cells).where(g.run_id.in_(list(keys))))
         return {r[0]: r[2] for r in rows if keys[r[0]] == r[1]}
 
+    def graded_run_heads(self, keys: dict[int, str]) -> dict[int, str]:
+        """{run id: the first line of its kept text} under exactly these keys: the counts a
+        report reads without fetching every kept cell (the database cuts the line)."""
+        if not keys:
+            return {}
+        g = graded_runs.c
+        if self.backend == "sqlite":
+            head = func.substr(g.cells, 1, func.instr(g.cells, "\n") - 1)
+        else:
+            head = func.split_part(g.cells, "\n", 1)
+        rows = self._rows(select(g.run_id, g.key, head).where(g.run_id.in_(list(keys))))
+        return {r[0]: r[2] for r in rows if keys[r[0]] == r[1]}
+
     def keep_graded_run(self, run_id: int, rules: str, key: str, cells_json: str) -> bool:
         """Keep (or replace) a run's graded cells; False when the store cannot be written."""
         stmt = self._insert(graded_runs).values(run_id=run_id, rules=rules, key=key,

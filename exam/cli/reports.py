@@ -63,10 +63,11 @@ def report_discrimination(agent, k, details, fmt, db) -> None:
     """
     from exam.marks import use_colour
     from exam.reports import discrimination
-    from exam.reports.regrade import regrade
+    from exam.reports.tallies import tallied
 
     store = open_store(db)
-    result = discrimination.build(regrade(store, stored_runs(store, agent), parallel=True),
+    # counts from the kept runs' heads; cells only for the questions shown with evidence
+    result = discrimination.build(tallied(store, stored_runs(store, agent), parallel=True),
                                   agent, k)
     if fmt == "text" and details:
         from exam.reports.discrimination import text

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from exam.reports import kinds
+from exam.reports import kinds, tallies
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.stats import (
     benjamini_hochberg,
@@ -34,6 +34,7 @@ from exam.reports.stats import (
     repeats_to_settle,
     wilson,
 )
+from exam.reports.tallies import Tallied
 from exam.textsafe import terminal_data
 from graders import GRADER_VERSION
 
@@ -43,9 +44,10 @@ K = 3  # pass^k at a fixed k, comparable across questions and versions
 CLASSES = ("discriminating", "regression_guard", "flaky", "always_failing", "near_floor",
            "underpowered", "new", "no_data")
 POWER = 0.8
+AUDITED = ("always_failing", "near_floor", "flaky")  # classes shown with their failing checks
 
 
-def version_order(regraded: Regraded, agent: str) -> list[str]:
+def version_order(regraded: Regraded | Tallied, agent: str) -> list[str]:
     """The agent's versions in the order they were first run."""
     first: dict[str, int] = {}
     for r in sorted(regraded.runs, key=lambda r: r.id):
@@ -54,15 +56,15 @@ def version_order(regraded: Regraded, agent: str) -> list[str]:
     return sorted(first, key=first.get)
 
 
-def _failing_evidence(cells: list[GradedCell]) -> list[dict[str, Any]]:
-    """The checks that keep failing, with one piece of evidence each: audit these first."""
+def _failing_evidence(source: Tallied, runs: list[int], case_no: str) -> list[dict[str, Any]]:
+    """The checks that keep failing over these runs' cells (in order), with one piece of
+    evidence each (the first): audit these first."""
     counts: Counter[str] = Counter()
     example: dict[str, dict[str, Any]] = {}
-    for c in cells:
-        for chk in c.checks:
-            if chk.outcome in ("fail", "needs_human"):
-                counts[chk.name] += 1
-                example.setdefault(chk.name, chk.as_dict())
+    for run_id in runs:
+        for name, times, first in source.failing(run_id, case_no):
+            counts[name] += times
+            example.setdefault(name, first)
     return [{**example[name], "times": n} for name, n in counts.most_common(3)]
 
 
@@ -154,30 +156,45 @@ def by_question(regraded: Regraded, agent: str
     return by_q, meta
 
 
-def build_agent(regraded: Regraded, agent: str, k: int = K, seed: int = 0) -> dict[str, Any]:
-    versions = version_order(regraded, agent)
-    by_q, meta = by_question(regraded, agent)
+def build_agent(regraded: Regraded | Tallied, agent: str, k: int = K, seed: int = 0
+                ) -> dict[str, Any]:
+    source = regraded if isinstance(regraded, Tallied) else tallies.from_regraded(regraded)
+    versions = version_order(source, agent)
+    mine = {r.id: r for r in source.runs if r.agent == agent}
+    # case → version → the runs with its cells, in the order the cells come (run id); a
+    # case's versions in the order they first answered it
+    by_q: dict[str, dict[str, list[int]]] = {}
+    meta: dict[str, Any] = {}
+    for run_id, by_case in source.tallies.items():
+        run = mine.get(run_id)
+        if run is None:
+            continue
+        for case_no in by_case:
+            by_q.setdefault(case_no, {}).setdefault(run.version, []).append(run_id)
+            if case_no not in meta:
+                meta[case_no] = source.items[run.bank_path][case_no]
     questions = []
     for case_no in sorted(by_q):
         rates = []
+        changed = False
         for v in versions:
-            vc = by_q[case_no].get(v, [])
-            graded = [c for c in vc if c.verdict in ("pass", "fail", "needs_human")]
-            passes = sum(1 for c in graded if c.verdict == "pass")
-            lo, hi = wilson(passes, len(graded))
+            counts = [source.tallies[i][case_no] for i in by_q[case_no].get(v, [])]
+            cells = sum(t.cells for t in counts)
+            graded = sum(t.graded for t in counts)
+            passes = sum(t.passes for t in counts)
+            changed = changed or any(t.changed for t in counts)
+            lo, hi = wilson(passes, graded)
             rates.append({
-                "version": v, "passes": passes, "graded": len(graded), "cells": len(vc),
-                "rate": passes / len(graded) if graded else None, "wilson": [lo, hi],
+                "version": v, "passes": passes, "graded": graded, "cells": cells,
+                "rate": passes / graded if graded else None, "wilson": [lo, hi],
                 # unbiased pass^k at a fixed k: C(c, k) / C(n, k); None with fewer than k
-                "pass_k": pass_at_k(passes, len(graded), k) if graded else None,
+                "pass_k": pass_at_k(passes, graded, k) if graded else None,
             })
         present = [r for r in rates if r["graded"]]
         p = exact_2xk([r["passes"] for r in present], [r["graded"] for r in present])
         questions.append({"case_no": case_no, "category": meta[case_no].category,
-                          "severity": meta[case_no].severity, "pass_rates": rates, "p": p,
-                          "changed_since_run": any(c.changed for vc in by_q[case_no].values()
-                                                   for c in vc),
-                          "_cells": [c for vc in by_q[case_no].values() for c in vc]})
+                          "severity": meta[case_no].question.severity, "pass_rates": rates,
+                          "p": p, "changed_since_run": changed})
     # BH only over the questions that can differ: a question every version passes (or fails)
     # every time has p = 1 whatever happens, and would only inflate the others' q
     def can_differ(q: dict[str, Any]) -> bool:
@@ -204,9 +221,10 @@ def build_agent(regraded: Regraded, agent: str, k: int = K, seed: int = 0) -> di
             q["note"] += (f"; pairs that differ: {which or 'none after the correction'}; "
                           f"latest {q['latest']['version']} against {q['latest']['against']}: "
                           f"{q['latest']['direction']}")
-        cells_q = q.pop("_cells")
-        q["failing_checks"] = (_failing_evidence(cells_q)
-                               if q["class"] in ("always_failing", "near_floor", "flaky") else [])
+        # over the versions in the order they first answered it, each version's runs in order
+        q["failing_checks"] = _failing_evidence(
+            source, [i for ids in by_q[q["case_no"]].values() for i in ids], q["case_no"]
+        ) if q["class"] in AUDITED else []
     classes = Counter(q["class"] for q in questions)
     by_category: dict[str, Counter] = defaultdict(Counter)
     for q in questions:
@@ -238,7 +256,11 @@ def build_agent(regraded: Regraded, agent: str, k: int = K, seed: int = 0) -> di
     }
 
 
-def build(regraded: Regraded, agent: str | None = None, k: int = K) -> dict[str, Any]:
+def build(regraded: Regraded | Tallied, agent: str | None = None, k: int = K
+          ) -> dict[str, Any]:
+    """The report, from a full re-grade or from counts (``tallies.tallied``): the same."""
+    if not isinstance(regraded, Tallied):
+        regraded = tallies.from_regraded(regraded)
     agents = sorted({r.agent for r in regraded.runs if agent in (None, r.agent)})
     return {"grader_version": GRADER_VERSION, "bank_digests": regraded.bank_digests(),
             "agents": [build_agent(regraded, a, k) for a in agents],

@@ -26,13 +26,15 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from exam.bank import Item
 from exam.store import Run, Store
 from graders import CheckResult
 
-LAYOUT = 1  # bump when the row layout below changes
+LAYOUT = 2  # bump when the row layout below changes
+_read_json = json.JSONDecoder().raw_decode  # our own compact JSON: no white space to skip
 NOT_KEPT = frozenset({"running", "queued"})  # their cells change with every reply
 
 
@@ -48,9 +50,13 @@ class LazyChecks(Sequence[CheckResult]):
 
     __slots__ = ("_raw", "_checks")
 
-    def __init__(self, raw: str):
+    def __init__(self, raw: str, checks: tuple[CheckResult, ...] | None = None):
         self._raw = raw
-        self._checks: tuple[CheckResult, ...] | None = None
+        self._checks = checks
+
+    @property
+    def raw(self) -> str:
+        return self._raw
 
     def _value(self) -> tuple[CheckResult, ...]:
         if self._checks is None:  # two threads may both decode: they make equal tuples
@@ -79,24 +85,95 @@ class LazyChecks(Sequence[CheckResult]):
         return repr(self._value())
 
 
+GRADED = ("pass", "fail", "needs_human")
+FAILED = ("fail", "needs_human")  # a check's outcomes counted as failing
+
+
 def encode(cells: Sequence[Any], removed: Sequence[str]) -> str:
-    """One run's graded cells: a line of JSON for the cells, then one line of JSON for each
-    distinct list of checks (JSON never holds a raw newline, so the lines split without
-    being parsed and each list is decoded only when read). Reply texts are kept only where
-    a person must read them (needs_human), as the parallel path keeps them."""
-    groups: dict[tuple[CheckResult, ...], int] = {}
-    rows = []
+    """One run's graded cells as text: a head line, then a block of lines per question.
+
+    The head (JSON) holds what was removed and, per question in order, its counts — cells,
+    graded, passes, whether any changed since run —, where its block lies after the head
+    (start and length, in characters) and its failing checks (name, times, the first one):
+    discrimination reads the head alone. A block is a line of JSON for the
+    question's cells, then one line for each distinct list of checks (JSON never holds a raw
+    newline, so the lines split without being parsed and each list is decoded only when
+    read). Reply texts are kept only where a person must read them (needs_human), as the
+    parallel path keeps them. The text depends only on the cells: the same cells under the
+    same key are the same text, whichever process wrote them.
+    """
+    lines_of: dict[Any, str] = {}  # a list of checks → its line (each encoded once)
+    failing_of: dict[str, list[list]] = {}  # a line → its failing checks, as read
+    by_case: dict[str, list[Any]] = {}
     for c in cells:
-        n = groups.setdefault(tuple(c.checks), len(groups))
-        rows.append((c.case_no, c.repeat, c.run_status, c.verdict, n, c.attempts, c.model_calls,
-                     c.tokens, c.latency_ms, c.error, c.changed, c.reply_digest,
-                     c.tokens_estimated, c.usage_note,
-                     c.text if c.verdict == "needs_human" else None))
-    lines = [json.dumps({"cells": rows, "removed": list(removed)}, ensure_ascii=False,
-                        separators=(",", ":"))]
-    lines += [json.dumps([(k.name, k.outcome, k.missing, k.unexpected, k.evidence) for k in g],
-                         ensure_ascii=False, separators=(",", ":")) for g in groups]
-    return "\n".join(lines)
+        by_case.setdefault(c.case_no, []).append(c)
+    questions, blocks, start = [], [], 0
+    for case_no, part in by_case.items():
+        groups: dict[str, int] = {}
+        rows = []
+        graded = passes = 0
+        changed = False
+        times: dict[str, int] = {}  # failing check → cells, in the order first seen
+        first: dict[str, dict] = {}
+        for c in part:
+            line = checks_line(c.checks, lines_of)
+            n = groups.setdefault(line, len(groups))
+            failing = failing_of.get(line)
+            if failing is None:  # most lines hold no failing check: not parsed at all
+                failing = failing_of[line] = [
+                    check for check in _read_json(line)[0] if check[1] in FAILED
+                ] if '"fail"' in line or '"needs_human"' in line else []
+            for name, o, m, u, e in failing:
+                times[name] = times.get(name, 0) + 1
+                if name not in first:
+                    first[name] = CheckResult(name, o, tuple(m), tuple(u), e).as_dict()
+            rows.append((c.repeat, c.run_status, c.verdict, n, c.attempts, c.model_calls,
+                         c.tokens, c.latency_ms, c.error, c.changed, c.reply_digest,
+                         c.tokens_estimated, c.usage_note,
+                         c.text if c.verdict == "needs_human" else None))
+            if c.verdict in GRADED:
+                graded += 1
+                passes += c.verdict == "pass"
+            changed = changed or c.changed
+        block = "\n".join([_dumps(rows), *groups])
+        questions.append((case_no, len(part), graded, passes, changed, start, len(block),
+                          [(name, n, first[name]) for name, n in times.items()]))
+        blocks.append(block)
+        start += len(block) + 1
+    return "\n".join([_dumps({"removed": list(removed), "questions": questions}), *blocks])
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def checks_line(checks: Sequence[CheckResult], memo: dict[Any, str]) -> str:
+    """A list of checks as its JSON line (a kept or cached one as it was read)."""
+    if isinstance(checks, LazyChecks):
+        return checks.raw
+    line = memo.get(checks)
+    if line is None:
+        line = memo[checks] = _dumps([(k.name, k.outcome, k.missing, k.unexpected, k.evidence)
+                                      for k in checks])
+    return line
+
+
+def decode_block(block: str, run: Run, case_no: str, item: Item,
+                 texts: Mapping[tuple[int, str, int], str | None] | None = None) -> list[tuple]:
+    """One question's kept cells, each as the fields of a ``GradedCell`` in order."""
+    rows, *lines = block.split("\n")
+    groups = [LazyChecks(line) for line in lines]
+    rid, agent, version = run.id, run.agent, run.version
+    category, severity = item.category, item.question.severity
+    cells = []
+    for (repeat, run_status, verdict, n, attempts, model_calls, tokens, latency_ms, error,
+         changed, reply_digest, tokens_estimated, usage_note, text) in json.loads(rows):
+        if texts is not None:
+            text = texts.get((rid, case_no, repeat))
+        cells.append((rid, agent, version, case_no, category, severity, repeat, run_status,
+                      verdict, groups[n], attempts, model_calls, tokens, latency_ms, error,
+                      changed, text, False, reply_digest, tokens_estimated, usage_note))
+    return cells
 
 
 def decode(raw: str, run: Run, items: Mapping[str, Item],
@@ -104,20 +181,11 @@ def decode(raw: str, run: Run, items: Mapping[str, Item],
            ) -> tuple[list[tuple], list[str]]:
     """The run's graded cells, each as the fields of a ``GradedCell`` in order (regrade makes
     them); with ``texts``, every reply's text (else needs_human ones)."""
-    head, *lines = raw.split("\n")
+    head, _, body = raw.partition("\n")
     data = json.loads(head)
-    groups = [LazyChecks(line) for line in lines]
     cells = []
-    rid, agent, version = run.id, run.agent, run.version
-    shown = {case_no: (i.category, i.question.severity) for case_no, i in items.items()}
-    for (case_no, repeat, run_status, verdict, n, attempts, model_calls, tokens, latency_ms,
-         error, changed, reply_digest, tokens_estimated, usage_note, text) in data["cells"]:
-        category, severity = shown[case_no]
-        if texts is not None:
-            text = texts.get((rid, case_no, repeat))
-        cells.append((rid, agent, version, case_no, category, severity, repeat, run_status,
-                      verdict, groups[n], attempts, model_calls, tokens, latency_ms, error,
-                      changed, text, False, reply_digest, tokens_estimated, usage_note))
+    for case_no, _n, _graded, _passes, _changed, start, length, _failing in data["questions"]:
+        cells += decode_block(body[start:start + length], run, case_no, items[case_no], texts)
     return cells, data["removed"]
 
 
@@ -143,18 +211,56 @@ def read(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, str],
     return served, rest
 
 
+@dataclass(frozen=True, slots=True)
+class Head:
+    """A kept run's head: its counts per question, and where each question's cells lie."""
+
+    key: str
+    body: int  # where the blocks start in the kept text (the head's length and its newline)
+    removed: list[str]
+    # case → (cells, graded, passes, changed, start, length, failing), in the run's order;
+    # failing: [name, times, the first one as a dict] of each check that failed or needs a
+    # person, in the order first seen
+    questions: dict[str, tuple[int, int, int, bool, int, int, list]]
+
+
+def read_heads(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, str],
+               rules: str) -> dict[int, Head]:
+    """The heads of the runs whose kept cells are current (the rest are not kept, or stale)."""
+    marks = store.cell_marks(list(by_id))
+    keys = {i: run_key(rules, questions[r.bank_path], r, marks[i]) for i, r in by_id.items()}
+    heads = store.graded_run_heads(keys)
+    after = store.cell_marks(list(by_id))  # as in read(): cells that moved meanwhile
+    return {i: parse_head(keys[i], head) for i, head in heads.items()
+            if after[i] == marks[i] and head.startswith("{")}
+
+
+def parse_head(key: str, head: str) -> Head:
+    data = json.loads(head)
+    return Head(key, len(head) + 1, data["removed"], {q[0]: tuple(q[1:]) for q in data["questions"]})
+
+
 def keep(store: Store, runs: Mapping[int, Run], keys: Mapping[int, str], rules: str,
-         cells: Sequence[Any], removed: Mapping[int, list[str]]) -> None:
-    """Keep the graded cells of each finished run whose cells did not move while graded."""
+         cells: Sequence[Any], removed: Mapping[int, list[str]], heads: bool = False
+         ) -> dict[int, str]:
+    """Keep the graded cells of each finished run whose cells did not move while graded;
+    with ``heads``, return every run's head (kept or not: a running run's too)."""
     wanted = [i for i, r in runs.items() if r.status not in NOT_KEPT and i in keys]
-    if not wanted:
-        return
-    now = store.cell_marks(wanted)
-    by_run: dict[int, list[Any]] = {i: [] for i in wanted}
+    todo = list(runs) if heads else wanted
+    if not todo:
+        return {}
+    now = store.cell_marks(wanted) if wanted else {}
+    by_run: dict[int, list[Any]] = {i: [] for i in todo}
     for c in cells:
         if c.run_id in by_run:
             by_run[c.run_id].append(c)
-    for i in wanted:
-        if keys[i].endswith(f"|cells={now[i][0]}/{now[i][1]}"):
-            if not store.keep_graded_run(i, rules, keys[i], encode(by_run[i], removed.get(i, []))):
-                return  # a store that cannot be written: nothing kept, nothing wrong
+    out = {}
+    writable = True
+    for i in todo:
+        text = encode(by_run[i], removed.get(i, []))
+        if heads:
+            out[i] = text.partition("\n")[0]
+        if writable and i in now and keys[i].endswith(f"|cells={now[i][0]}/{now[i][1]}"):
+            # a store that cannot be written: nothing kept, nothing wrong
+            writable = store.keep_graded_run(i, rules, keys[i], text)
+    return out

@@ -25,6 +25,7 @@ from exam.errors import BankError
 from exam.pipeline.reading import reply_of
 from exam.records import CellRow
 from exam.reports import graded_runs
+from exam.reports.graded_runs import LazyChecks
 from exam.store import Run, Store
 from graders import CheckResult, Question, Reply, grade
 
@@ -123,34 +124,27 @@ def reply_key(reply: Reply, budget: Mapping[str, float]) -> str:
     return hashlib.blake2b(repr(data).encode(), digest_size=20).hexdigest()
 
 
+_encode_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # made once
+
+
 def _checks_json(checks: tuple[CheckResult, ...]) -> str:
-    return json.dumps([[c.name, c.outcome, c.missing, c.unexpected, c.evidence] for c in checks],
-                      ensure_ascii=False, separators=(",", ":"))
-
-
-def _checks_of(raw: str, memo: dict) -> tuple[CheckResult, ...]:
-    """The checks of a cached row; equal checks without missing/unexpected share one object
-    (``memo``): most of a report's checks repeat (status ok, forbidden not found)."""
-    out = []
-    for n, o, m, u, e in _read_json(raw)[0]:
-        if m or u:
-            out.append(CheckResult(n, o, tuple(m), tuple(u), e))
-            continue
-        check = memo.get((n, o, e))
-        if check is None:
-            check = memo[(n, o, e)] = CheckResult(n, o, (), (), e)
-        out.append(check)
-    return tuple(out)
+    return _encode_json([[c.name, c.outcome, c.missing, c.unexpected, c.evidence]
+                         for c in checks])
 
 
 def _grades(store: Store, pending: list[tuple[Question, Reply, Mapping[str, float], str, str]],
-            use_cache: bool) -> list[tuple[str | None, tuple[CheckResult, ...]]]:
-    """(verdict, checks) of each pending reply: from the cache, else graded (and cached)."""
+            use_cache: bool, read_cache: bool = True) -> list[tuple[str | None, LazyChecks]]:
+    """(verdict, checks) of each pending reply: from the cache, else graded (and cached).
+
+    The checks come as their JSON line (``LazyChecks``, decoded on first use; equal lines
+    share one): most are never read, and the line is what a kept run and a worker process
+    pass on.
+    """
     rules = rules_key()
     keys = [(rk, qk) for _, _, _, rk, qk in pending]
-    cached = store.cached_grades(rules, keys) if use_cache and keys else {}
-    known: dict[tuple[str, str], tuple[str | None, tuple[CheckResult, ...]]] = {}
-    memo: dict[tuple[str, str, str], CheckResult] = {}
+    cached = store.cached_grades(rules, keys) if use_cache and read_cache and keys else {}
+    known: dict[tuple[str, str], tuple[str | None, LazyChecks]] = {}
+    lines: dict[str, LazyChecks] = {}
     new: list[tuple[str, str, str, str]] = []
     out = []
     for (question, reply, budget, rk, qk), key in zip(pending, keys, strict=True):
@@ -158,11 +152,18 @@ def _grades(store: Store, pending: list[tuple[Question, Reply, Mapping[str, floa
         if got is None:
             hit = cached.get(key)
             if hit is not None:
-                got = (hit[0], _checks_of(hit[1], memo))
+                checks = lines.get(hit[1])
+                if checks is None:
+                    checks = lines[hit[1]] = LazyChecks(hit[1])
+                got = (hit[0], checks)
             else:
                 g = grade(question, reply, budget=budget)
-                got = (g.verdict, g.checks)
-                new.append((rk, qk, g.verdict or "", _checks_json(g.checks)))
+                line = _checks_json(g.checks)
+                checks = lines.get(line)
+                if checks is None:
+                    checks = lines[line] = LazyChecks(line, g.checks)
+                got = (g.verdict, checks)
+                new.append((rk, qk, g.verdict or "", line))
             known[key] = got
         out.append(got)
     if use_cache and new:
@@ -171,7 +172,8 @@ def _grades(store: Store, pending: list[tuple[Question, Reply, Mapping[str, floa
 
 
 def _graded(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item]],
-            cells: Sequence[CellRow], keep_text: bool = True, use_cache: bool = True
+            cells: Sequence[CellRow], keep_text: bool = True, use_cache: bool = True,
+            read_cache: bool = True
             ) -> tuple[list[GradedCell], dict[int, list[str]]]:
     """Grade cells with today's bank (review decisions are applied afterwards).
 
@@ -184,6 +186,7 @@ def _graded(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item
     removed: dict[int, list[str]] = {}
     todo: list[tuple[CellRow, Run, Item]] = []
     pending = []
+    qkeys: dict[int, str] = {}  # by id(item): one key per question, not one per cell
     for cell in cells:
         run = by_id[cell.run_id]
         item = items[run.bank_path].get(cell.case_no)
@@ -195,22 +198,22 @@ def _graded(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item
         if cell.run_status == "ok":
             reply = reply_of(store, run, cell, item)
             budget = run.settings.get("budget") or {}
-            pending.append((item.question, reply, budget, reply_key(reply, budget),
-                            question_key(item)))
-    grades = iter(_grades(store, pending, use_cache))
+            qk = qkeys.get(id(item))
+            if qk is None:
+                qk = qkeys[id(item)] = question_key(item)
+            pending.append((item.question, reply, budget, reply_key(reply, budget), qk))
+    grades = iter(_grades(store, pending, use_cache, read_cache))
     for cell, run, item in todo:
         # a reply that never arrived as ok has no checks to run (grade() says the same)
         verdict, checks = next(grades) if cell.run_status == "ok" else (None, ())
+        # positional, in GradedCell's order (100,000 cells: keywords cost more than the rest)
         out.append(GradedCell(
-            run_id=run.id, agent=run.agent, version=run.version, case_no=cell.case_no,
-            category=item.category, severity=item.question.severity, repeat=cell.repeat,
-            run_status=cell.run_status, verdict=verdict, checks=checks,
-            attempts=cell.attempts, model_calls=cell.model_calls, tokens=cell.tokens,
-            latency_ms=cell.latency_ms, error=cell.error,
-            changed=cell.question_digest != item.digest,
-            text=cell.text if keep_text or verdict == "needs_human" else None,
-            reply_digest=reply_digest(cell.text), tokens_estimated=cell.tokens_estimated,
-            usage_note=cell.usage_note))
+            run.id, run.agent, run.version, cell.case_no, item.category,
+            item.question.severity, cell.repeat, cell.run_status, verdict, checks,
+            cell.attempts, cell.model_calls, cell.tokens, cell.latency_ms, cell.error,
+            cell.question_digest != item.digest,
+            cell.text if keep_text or verdict == "needs_human" else None, False,
+            reply_digest(cell.text), cell.tokens_estimated, cell.usage_note))
     return out, removed
 
 
@@ -219,15 +222,19 @@ _CHECKS = _FIELDS.index("checks")
 
 
 def _pack(c: GradedCell) -> tuple:
+    """A cell as plain values, its checks as their JSON line (cheap to pickle)."""
     values = [getattr(c, f) for f in _FIELDS]
-    values[_CHECKS] = tuple((k.name, k.outcome, k.missing, k.unexpected, k.evidence)
-                            for k in c.checks)
+    values[_CHECKS] = graded_runs.checks_line(c.checks, {})
     return tuple(values)
 
 
-def _unpack(t: tuple) -> GradedCell:
+def _unpack(t: tuple, lines: dict[str, LazyChecks]) -> GradedCell:
+    """A packed cell; equal lines of checks share one ``LazyChecks``."""
     values = list(t)
-    values[_CHECKS] = tuple(CheckResult(*k) for k in t[_CHECKS])
+    checks = lines.get(t[_CHECKS])
+    if checks is None:
+        checks = lines[t[_CHECKS]] = LazyChecks(t[_CHECKS])
+    values[_CHECKS] = checks
     return GradedCell(*values)
 
 
@@ -261,7 +268,8 @@ def _graded_parallel(store: Store, run_ids: list[int], use_cache: bool = True):
     with ProcessPoolExecutor(max_workers=cores,
                              mp_context=multiprocessing.get_context("fork")) as pool:
         results = list(pool.map(_graded_part, parts))
-    return _merged([([_unpack(t) for t in part], rem) for part, rem in results])
+    lines: dict[str, LazyChecks] = {}
+    return _merged([([_unpack(t, lines) for t in part], rem) for part, rem in results])
 
 
 CHUNK_CELLS = 10_000  # the cached path reads this many rowids at a time: memory stays flat
@@ -303,15 +311,86 @@ def _with_served(served: Mapping[int, tuple[list[GradedCell], list[str]]],
     return [c for i in sorted(by_run) for c in by_run[i]], removed
 
 
+def _headed_part(args: tuple, store: Store | None = None) -> dict[int, str]:
+    """Grade whole runs (the grade cache underneath), keep each finished one and return every
+    run's head; in a child process (opening the store) or in this one (``store``)."""
+    target, runs, items, keys, rules, read_cache = args
+    own = store is None
+    store = Store(target) if store is None else store
+    try:
+        cells, removed = _graded(store, runs, items, store.cells(list(runs)), keep_text=False,
+                                 read_cache=read_cache)
+        return graded_runs.keep(store, runs, keys, rules, cells, removed, heads=True)
+    finally:
+        if own:
+            store.close()
+
+
+def graded_heads(store: Store, runs: Sequence[Run], banks: Mapping[str, Bank], *,
+                 parallel: bool = False) -> dict[int, str]:
+    """The head of each run's graded cells (``graded_runs.encode``), grading them (review
+    decisions not applied) and keeping the finished runs: for a report that reads counts.
+
+    Each process grades whole runs and keeps them itself; only the heads come back. With
+    ``parallel``, on every core (when worth it: as ``regrade``); else one run at a time.
+    """
+    by_id = {r.id: r for r in runs}
+    items = {path: bank.by_case() for path, bank in banks.items()}
+    rules = rules_key()
+    marks = store.cell_marks(list(by_id))
+    keys = {i: graded_runs.run_key(rules, questions_key(banks[r.bank_path]), r, marks[i])
+            for i, r in by_id.items()}
+
+    def part(ids: list[int], read_cache: bool = True) -> tuple:
+        mine = {i: by_id[i] for i in ids}
+        return (store.target, mine, {by_id[i].bank_path: items[by_id[i].bank_path] for i in ids},
+                {i: keys[i] for i in ids}, rules, read_cache)
+
+    cores = os.cpu_count() or 1
+    total = sum(n for n, _ in marks.values())
+    share = None
+    if parallel and cores >= 2 and total >= PARALLEL_MIN and store.path != ":memory:" and \
+            "fork" in multiprocessing.get_all_start_methods():
+        share = _cached_share(store, by_id, items)
+    if share is not None and share < 0.9:
+        # whole runs, largest first, each to the part with the fewest cells so far; parts of
+        # about CHUNK_CELLS cells (at least one per core): a worker holds one part's cells at
+        # a time, so memory stays flat however large the store
+        count = min(len(by_id), max(cores, -(-total // CHUNK_CELLS)))
+        shares: list[list[int]] = [[] for _ in range(count)]
+        sizes = [0] * len(shares)
+        for i in sorted(by_id, key=lambda i: -marks[i][0]):
+            k = sizes.index(min(sizes))
+            shares[k].append(i)
+            sizes[k] += marks[i][0]
+        with ProcessPoolExecutor(max_workers=cores,
+                                 mp_context=multiprocessing.get_context("fork")) as pool:
+            # a cache in which the sample found nothing is not read (its lookups would cost
+            # more than the few grades they might find; every grade is still added to it)
+            results = list(pool.map(_headed_part, [part(sorted(ids), share > 0)
+                                                   for ids in shares]))
+    else:  # one run at a time: only one run's cells are held
+        results = [_headed_part(part([i]), store) for i in sorted(by_id)]
+    return {i: head for heads in results for i, head in heads.items()}
+
+
 PROBE_WINDOWS, PROBE_CELLS = 4, 64  # cells sampled, evenly over the store, before going parallel
 
 
 def _mostly_cached(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item]]
                    ) -> bool:
     """Whether at least 90% of a sample of the cells' grades are in the cache."""
+    share = _cached_share(store, by_id, items)
+    return share is not None and share >= 0.9
+
+
+def _cached_share(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item]]
+                  ) -> float | None:
+    """The share of a sample of the cells' grades found in the cache; None for a store too
+    small to share out, or a sample with nothing to grade."""
     n, lo, hi = store.cell_rowids(list(by_id))
     if n < PARALLEL_MIN:
-        return False  # the parallel path would not be taken anyway
+        return None  # the parallel path would not be taken anyway
     keys = []
     for w in range(PROBE_WINDOWS):
         start = lo + (hi - lo) * w // PROBE_WINDOWS
@@ -323,9 +402,9 @@ def _mostly_cached(store: Store, by_id: dict[int, Run], items: dict[str, dict[st
                 keys.append((reply_key(reply, run.settings.get("budget") or {}),
                              question_key(item)))
     if not keys:
-        return False
+        return None
     found = store.cached_grades(rules_key(), keys)
-    return sum(k in found for k in keys) >= 0.9 * len(keys)  # equal replies share one key
+    return sum(k in found for k in keys) / len(keys)  # equal replies share one key
 
 
 def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,

@@ -111,6 +111,16 @@ def exact_2xk(passes: Sequence[int], totals: Sequence[int], *, max_tables: int =
 
     observed = log_p(passes)
     tolerance = 1e-7
+    if k == 2 and max(totals) < len(_LOG_FACT):
+        # Fisher's test, the pairs of every question: walk()'s sums in walk()'s order, as a loop
+        f, (t0, t1) = _LOG_FACT, totals
+        acc = 0.0
+        for a in range(max(0, total_pass - t1), min(t0, total_pass) + 1):
+            b = total_pass - a
+            lp = (f[t0] - f[a] - f[t0 - a]) + (f[t1] - f[b] - f[t1 - b]) - log_denom
+            if lp <= observed + tolerance:
+                acc += math.exp(lp)
+        return min(1.0, acc)
     if math.comb(total_pass + k - 1, k - 1) <= max_tables:
         acc = 0.0
         suffix = [0] * (k + 1)
@@ -295,6 +305,7 @@ def bootstrap_mean_interval(values: Sequence[float], *, resamples: int = 2000, s
                             level: float = 0.95) -> tuple[float, float] | None:
     """Percentile bootstrap interval of a mean, resampling the units (questions), seeded."""
     import random
+    from itertools import islice, repeat, starmap
 
     data = list(values)
     if not data:
@@ -303,9 +314,11 @@ def bootstrap_mean_interval(values: Sequence[float], *, resamples: int = 2000, s
         return (data[0], data[0])
     rng = random.Random(seed)
     n = len(data)
-    # rng.choices(data, k=n) draws data[floor(random() * n)] n times: the same draws, inline
-    draw, scale = rng.random, float(n)
-    means = sorted(sum([data[int(draw() * scale)] for _ in range(n)]) / n
-                   for _ in range(resamples))
+    # rng.choices(data, k=n) draws data[floor(random() * n)] n times: the same draws, in the
+    # same order, made and looked up in C (itertools) rather than in a Python loop
+    scale = float(n)
+    picks = map(data.__getitem__, map(int, map(scale.__rmul__,
+                                                starmap(rng.random, repeat((), n * resamples)))))
+    means = sorted(sum(islice(picks, n)) / n for _ in range(resamples))
     tail = (1 - level) / 2
     return (percentile(means, 100 * tail), percentile(means, 100 * (1 - tail)))

@@ -19,8 +19,10 @@ from pathlib import Path
 import pytest
 
 from exam import review
+from exam.reports import discrimination, graded_runs
 from exam.reports import regrade as regrade_mod
-from exam.reports.regrade import regrade, rules_key
+from exam.reports.regrade import GradedCell, regrade, rules_key
+from exam.reports.tallies import tallied
 from exam.store import AttemptRow, CellRow, Store
 from tests.exam.conftest import FAIL, HUMAN, PASS, History
 from tests.exam.reports.test_grade_cache import (  # select_runs from wherever reports keep it
@@ -88,17 +90,21 @@ def test_a_kept_row_is_what_the_report_reads_and_a_stale_one_is_never_read(tmp_p
     store = history.store
     runs = select_runs(store)
     regrade(store, runs)
+    items = {p: b.by_case() for p, b in regrade_mod.load_banks(store, runs)[0].items()}
     with sqlite3.connect(store.path) as con:  # change what the rows say, not their keys
-        for run_id, cells in con.execute("SELECT run_id, cells FROM graded_runs").fetchall():
-            head, *checks = cells.split("\n")  # the cells' line, then the lists of checks
-            data = json.loads(head)
-            for row in data["cells"]:
-                if row[3] is not None:
-                    row[3] = "fail"
+        for run_id, text in con.execute("SELECT run_id, cells FROM graded_runs").fetchall():
+            run = store.get_run(run_id)
+            rows, removed = graded_runs.decode(text, run, items[run.bank_path])
+            cells = [replace(c, verdict="fail") if c.verdict is not None else c
+                     for c in (GradedCell(*t) for t in rows)]
             con.execute("UPDATE graded_runs SET cells=? WHERE run_id=?",
-                        ("\n".join([json.dumps(data, ensure_ascii=False), *checks]), run_id))
+                        (graded_runs.encode(cells, removed), run_id))
     poisoned = regrade(store, runs)
     assert {c.verdict for c in poisoned.cells if c.run_status == "ok"} == {"fail"}
+    # the counts path reads the same rows' heads (and their cells for the failing checks)
+    counted = discrimination.build(tallied(store, runs))
+    assert counted == discrimination.build(poisoned)
+    assert {r["passes"] for q in counted["agents"][0]["questions"] for r in q["pass_rates"]} == {0}
     # another process (another Store) adds a cell to run 1: its mark changes, its row is stale
     other = Store(store.path)
     try:

@@ -17,6 +17,7 @@ from exam.cli.main import main
 from exam.pipeline.registry import Agent
 from exam.pipeline.runner import queue_run
 from exam.reports import regrade as regrade_module
+from exam.reports import tallies
 from exam.reports.selection import (
     SelectionError,
     compare_runs,
@@ -47,15 +48,24 @@ def stored(history):
 
 @pytest.fixture
 def read(monkeypatch):
-    """Every run list handed to the re-grade, as sorted run ids."""
+    """Every run list handed to a report's input (the re-grade, or discrimination's counts,
+    which re-grade what they cannot count), as sorted run ids."""
     seen: list[list[int]] = []
-    real = regrade_module.regrade
+    inside = []
 
-    def spy(store, runs, **kw):
-        seen.append(sorted(r.id for r in runs))
-        return real(store, runs, **kw)
+    def spy(real):
+        def reading(store, runs, **kw):
+            if not inside:  # the counts re-grading the runs they cannot count: one read
+                seen.append(sorted(r.id for r in runs))
+            inside.append(1)
+            try:
+                return real(store, runs, **kw)
+            finally:
+                inside.pop()
+        return reading
 
-    monkeypatch.setattr(regrade_module, "regrade", spy)
+    monkeypatch.setattr(regrade_module, "regrade", spy(regrade_module.regrade))
+    monkeypatch.setattr(tallies, "tallied", spy(tallies.tallied))
     return seen
 
 

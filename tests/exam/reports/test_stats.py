@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 from scipy import stats as sp
 
 from exam.reports.stats import (
     benjamini_hochberg,
+    bootstrap_mean_interval,
     exact_2xk,
     pass_hat_k,
     pearson,
@@ -121,3 +123,43 @@ def test_repeats_to_settle():
     assert repeats_to_settle(0.0, 1.0) == 4  # 4/4 vs 0/4: Fisher p = 0.029
     assert sp.fisher_exact([[4, 0], [0, 4]]).pvalue < 0.05 < sp.fisher_exact([[3, 0], [0, 3]]).pvalue
     assert math.isclose(exact_2xk([4, 0], [4, 4]), 2 / 70)
+
+
+def _walked_2x2(passes, totals, tolerance=1e-7):
+    """Fisher's test as the general walk sums it (the reference for the two-group loop)."""
+    from exam.reports.stats import _log_comb
+
+    total_pass, n = sum(passes), sum(totals)
+    if total_pass > n - total_pass:
+        passes = [t - a for a, t in zip(passes, totals, strict=True)]
+        total_pass = n - total_pass
+    log_denom = _log_comb(n, total_pass)
+    observed = sum(_log_comb(t, a) for t, a in zip(totals, passes, strict=True)) - log_denom
+    acc = 0.0
+    for a in range(max(0, total_pass - totals[1]), min(totals[0], total_pass) + 1):
+        lp = 0.0 + _log_comb(totals[0], a) + _log_comb(totals[1], total_pass - a) - log_denom
+        if lp <= observed + tolerance:
+            acc += math.exp(lp)
+    return min(1.0, acc)
+
+
+def test_two_groups_give_the_walks_p_value_to_the_last_bit():
+    rng = random.Random(11)
+    for _ in range(3000):
+        totals = [rng.randint(1, 300), rng.randint(1, 300)]
+        passes = [rng.randint(0, t) for t in totals]
+        if sum(passes) in (0, sum(totals)):
+            continue
+        assert exact_2xk(passes, totals) == _walked_2x2(passes, totals), (passes, totals)
+
+
+def test_the_bootstrap_draws_what_choices_would_draw():
+    rng = random.Random(5)
+    for size in (2, 3, 7, 20, 61):
+        data = [rng.random() for _ in range(size)]
+        for seed in (0, 1, 42):
+            draws = random.Random(seed)
+            means = sorted(sum(draws.choices(data, k=size)) / size for _ in range(500))
+            tail = (1 - 0.95) / 2
+            assert bootstrap_mean_interval(data, resamples=500, seed=seed) == \
+                (percentile(means, 100 * tail), percentile(means, 100 * (1 - tail)))
