@@ -47,6 +47,10 @@ class StoreError(ExamError):
 class LeaseLost(StoreError):
     """A worker's lease on a run was taken over by another worker: it must stop writing."""
 
+    def __init__(self, message: str, run_id: int | None = None):
+        super().__init__(message)
+        self.run_id = run_id
+
 
 def unknown_keys(obj: Mapping[str, object], known: Iterable[str]) -> list[tuple[str, str]]:
     """(key, message) for every key not in ``known``, with a did-you-mean when one is close."""

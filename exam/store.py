@@ -530,7 +530,7 @@ class Store:
     def _lost(self, run_id: int) -> LeaseLost:
         # the outdated token stays: everything this Store still tries on the run is refused
         return LeaseLost(f"{self.path}: run {run_id}: this worker's lease was taken over by "
-                         f"another worker; it stores nothing more for this run")
+                         f"another worker; it stores nothing more for this run", run_id)
 
     def set_run_status(self, run_id: int, status: str, error: str | None = None) -> None:
         """Set a run's status. A worker holding the run's lease keeps it while ``running`` and
@@ -691,23 +691,30 @@ class Store:
             with self._cells_lock:
                 batch = self._cells_waiting[:CELL_BATCH]
                 del self._cells_waiting[:CELL_BATCH]
-            try:
-                added = self._write_cells(batch)
-            except LeaseLost:
-                for e in batch:  # each thread gets its own exception object
-                    e.error = self._lost(e.cell.run_id)
-            except Exception as exc:
-                if len(batch) == 1:
-                    batch[0].error = exc
+            todo = batch
+            while todo:
+                try:
+                    added = self._write_cells(todo)
+                except LeaseLost as lost:
+                    # that run's cells are refused; the batch's other runs still hold theirs
+                    refused = [e for e in todo if e.cell.run_id in (lost.run_id, None)]
+                    for e in refused or todo:
+                        e.error = self._lost(e.cell.run_id)  # each thread its own object
+                    todo = [e for e in todo if e not in refused] if refused else []
+                    continue
+                except Exception as exc:
+                    if len(todo) == 1:
+                        todo[0].error = exc
+                    else:
+                        for e in todo:  # one bad cell must not lose the others: one at a time
+                            try:
+                                e.added = self._write_cells([e])[0]
+                            except Exception as each:
+                                e.error = each
                 else:
-                    for e in batch:  # one bad cell must not lose the others: one at a time
-                        try:
-                            e.added = self._write_cells([e])[0]
-                        except Exception as each:
-                            e.error = each
-            else:
-                for e, was_added in zip(batch, added, strict=True):
-                    e.added = was_added
+                    for e, was_added in zip(todo, added, strict=True):
+                        e.added = was_added
+                break
         finally:
             with self._cells_lock:
                 for i, e in enumerate(batch):

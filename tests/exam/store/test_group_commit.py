@@ -94,3 +94,24 @@ def test_a_shared_transaction_whose_lease_was_taken_stores_nothing(store_target,
     finally:
         a.close()
         b.close()
+
+
+def test_a_lost_lease_refuses_only_its_own_runs_cells_in_a_shared_transaction(
+        store_target, monkeypatch):
+    """One process holding two runs (one taken over meanwhile): the cells of the run it still
+    holds are stored; only the other run's are refused."""
+    a, b = Store(store_target), Store(store_target)
+    try:
+        kept = new_run(a, status="queued", source="api")
+        lost = new_run(a, status="queued", source="api")
+        assert a.claim_run("host-a:1", 30.0).id == kept
+        assert a.claim_run("host-a:1", 0.0).id == lost  # a lease that runs out at once
+        assert b.claim_run("host-b:1", 30.0).id == lost  # taken over
+        mixed = [(cell(run_id, c), [attempt(1)]) for c in CASES[:6] for run_id in (lost, kept)]
+        out, _ = record_together(a, mixed, monkeypatch)
+        for (c, _attempts), o in zip(mixed, out, strict=True):
+            assert (isinstance(o, LeaseLost) if c.run_id == lost else o is True), (c.run_id, o)
+        assert b.count_cells(kept) == 6 and b.count_cells(lost) == 0
+    finally:
+        a.close()
+        b.close()
