@@ -131,7 +131,8 @@ def read(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, str],
     raw = store.graded_runs(keys)
     texts = store.cell_texts(list(raw)) if keep_text and raw else {}
     # read again: a cell that arrived or was retried while these were read is not in them
-    after = store.cell_marks(list(by_id))
+    # (without texts, a row kept under the first mark is that moment's cells, whole)
+    after = store.cell_marks(list(by_id)) if keep_text and raw else marks
     served = {}
     for i, data in raw.items():
         if after[i] != marks[i]:
