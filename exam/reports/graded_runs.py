@@ -58,6 +58,14 @@ class LazyChecks(Sequence[CheckResult]):
                                  for n, o, m, u, e in json.loads(self._raw))
         return self._checks
 
+    def as_dicts(self) -> list[dict[str, Any]]:
+        """``[c.as_dict() for c in self]``, made from the JSON without building the checks
+        (a report that only shows them, as the scorecard does)."""
+        if self._checks is not None:
+            return [c.as_dict() for c in self._checks]
+        return [{"name": n, "outcome": o, "evidence": e, "missing": m, "unexpected": u}
+                for n, o, m, u, e in json.loads(self._raw)]
+
     def __getitem__(self, i):  # type: ignore[override]
         return self._value()[i]
 

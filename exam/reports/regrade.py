@@ -62,7 +62,8 @@ class GradedCell:
             "tokens": self.tokens, "tokens_estimated": self.tokens_estimated,
             "usage_note": self.usage_note, "latency_ms": self.latency_ms, "error": self.error,
             "changed_since_run": self.changed, "reviewed": self.reviewed,
-            "checks": [c.as_dict() for c in self.checks],
+            "checks": self.checks.as_dicts() if isinstance(self.checks, graded_runs.LazyChecks)
+            else [c.as_dict() for c in self.checks],
         }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from exam.app import create_app
+from exam.reports.graded_runs import LazyChecks
 from exam.store import Store
 from tests.exam.reports.test_graded_runs import kept, small_history
 
@@ -59,3 +60,18 @@ def test_the_review_queue_still_reads_the_texts_it_shows(site, monkeypatch):
         with pytest.raises(AssertionError, match="every reply text was read"):
             client.get("/review", headers=AUTH)
     assert calls == ["cell_texts"]
+
+
+def test_the_api_scorecard_shows_kept_checks_without_building_them(site, monkeypatch):
+    """A kept run's checks go from their JSON to the response: no CheckResult is built for
+    them (decoding every cell's checks was a third of a scorecard request)."""
+    _, client = site
+    first = client.get("/api/runs/1/scorecard", headers=AUTH)
+    assert first.status_code == 200
+    with monkeypatch.context() as m:
+        def refuse(self):
+            raise AssertionError("a kept cell's checks were decoded")
+
+        m.setattr(LazyChecks, "_value", refuse)
+        again = client.get("/api/runs/1/scorecard", headers=AUTH)
+    assert again.status_code == 200 and again.json == first.json
