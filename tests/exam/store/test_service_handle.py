@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -136,3 +138,31 @@ def test_a_forked_worker_opens_its_own_handle(tmp_path):
     assert got == {"ids": [1], "pid": pid, "new": True, "me": pid}
     assert run_ids(client) == [1]  # the parent's pool still works after the child is gone
     assert app.extensions["exam.store"] is parent
+
+
+FREEZE = """
+import gc, json, sys
+from exam.app import create_app
+freezes, real = [], gc.freeze
+gc.freeze = lambda: freezes.append(1) or real()
+app = create_app({"API_TOKEN": "t", "DB": sys.argv[1], "TESTING": sys.argv[2] == "testing"})
+client = app.test_client()
+before = gc.get_freeze_count()
+client.get("/api/runs", headers={"Authorization": "Bearer t"})
+first = gc.get_freeze_count()
+client.get("/api/runs", headers={"Authorization": "Bearer t"})
+print(json.dumps([before, first, len(freezes)]))
+"""
+
+
+@pytest.mark.parametrize("mode", ["serving", "testing"])
+def test_a_serving_process_freezes_what_it_keeps_after_its_first_request(tmp_path, mode):
+    done = subprocess.run([sys.executable, "-c", FREEZE, str(tmp_path / "exam.db"), mode],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    before, frozen, freezes = json.loads(done.stdout)
+    assert before == 0
+    if mode == "serving":
+        assert frozen > 10_000 and freezes == 1  # once per process
+    else:
+        assert frozen == freezes == 0
