@@ -152,7 +152,9 @@ client.get("/api/runs", headers={"Authorization": "Bearer t"})
 first = gc.get_freeze_count()
 client.get("/api/runs", headers={"Authorization": "Bearer t"})
 again = len(freezes)
-client.get("/api/runs/1/scorecard", headers={"Authorization": "Bearer t"})  # loads the reports
+assert "mailbox" not in sys.modules
+import mailbox  # a module no request had loaded: the next request leaves the process warmer
+client.get("/api/runs", headers={"Authorization": "Bearer t"})
 print(json.dumps([before, first, again, len(freezes)]))
 """
 
@@ -168,3 +170,19 @@ def test_a_serving_process_freezes_what_it_keeps_once_warm(tmp_path, mode):
         assert frozen > 10_000 and again == 1 and warmer == 2
     else:
         assert frozen == again == warmer == 0
+
+
+WARM = """
+import json, sys
+from exam.app import create_app
+create_app({"API_TOKEN": "t", "DB": sys.argv[1], "TESTING": sys.argv[2] == "testing"})
+print(json.dumps([m in sys.modules for m in ("jsonschema", "exam.reports.scorecard")]))
+"""
+
+
+@pytest.mark.parametrize("mode", ["serving", "testing"])
+def test_a_serving_app_loads_what_reports_need_before_its_first_request(tmp_path, mode):
+    done = subprocess.run([sys.executable, "-c", WARM, str(tmp_path / "exam.db"), mode],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ([True, True] if mode == "serving" else [False, False])
