@@ -112,7 +112,8 @@ def pooled_engine(target: str | Path) -> Engine:
     key = str(target)
     if is_postgres(key):
         return engine_for(key)
-    # never more than a few per thread of the process; more would wait, and SQLite needs none
+    # 8 kept open (a gunicorn worker's threads, with room); more are opened when needed
+    # rather than waited for (max_overflow=-1): SQLite has no connection limit to respect
     return _sqlite(key, pool={"pool_size": 8, "max_overflow": -1})
 
 

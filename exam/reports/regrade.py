@@ -340,8 +340,9 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
     its cells' texts (needs_human replies keep theirs). ``cache=False`` grades every reply
     afresh and leaves the grade cache alone (the tests compare the two).
     """
-    keep_text = not parallel if texts is None else texts
     from exam import review
+
+    keep_text = not parallel if texts is None else texts
 
     banks, missing = load_banks(store, runs)
     runs = [r for r in runs if r.bank_path in banks]
