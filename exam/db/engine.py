@@ -104,10 +104,22 @@ def _postgres(target: str) -> Engine:
                          pool_recycle=3600)
 
 
-def _sqlite(target: str) -> Engine:
-    # NullPool: a closed Store closes its file (tests corrupt and delete files; the service
-    # opens one Store per request and SQLite opens in microseconds)
-    engine = create_engine(url_of(target), poolclass=NullPool,
+def pooled_engine(target: str | Path) -> Engine:
+    """An engine whose connections are kept between uses, for a process that opens many
+    short-lived connections to one store (the service: one per request). PostgreSQL's
+    engine already pools, so it is the process's one; a SQLite file gets its own engine,
+    owned by the caller (who disposes of it), with its connections opened once each."""
+    key = str(target)
+    if is_postgres(key):
+        return engine_for(key)
+    # 8 kept open (a gunicorn worker's threads, with room); more are opened when needed
+    # rather than waited for (max_overflow=-1): SQLite has no connection limit to respect
+    return _sqlite(key, pool={"pool_size": 8, "max_overflow": -1})
+
+
+def _sqlite(target: str, pool: dict | None = None) -> Engine:
+    # NullPool by default: a closed Store closes its file (tests corrupt and delete files)
+    engine = create_engine(url_of(target), **(pool or {"poolclass": NullPool}),
                            connect_args={"timeout": 60, "check_same_thread": False})
 
     @event.listens_for(engine, "connect")

@@ -64,6 +64,14 @@ class LazyChecks(Sequence[CheckResult]):
                                  for n, o, m, u, e in json.loads(self._raw))
         return self._checks
 
+    def as_dicts(self) -> list[dict[str, Any]]:
+        """``[c.as_dict() for c in self]``, made from the JSON without building the checks
+        (a report that only shows them, as the scorecard does)."""
+        if self._checks is not None:
+            return [c.as_dict() for c in self._checks]
+        return [{"name": n, "outcome": o, "evidence": e, "missing": m, "unexpected": u}
+                for n, o, m, u, e in json.loads(self._raw)]
+
     def __getitem__(self, i):  # type: ignore[override]
         return self._value()[i]
 
@@ -199,7 +207,8 @@ def read(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, str],
     raw = store.graded_runs(keys)
     texts = store.cell_texts(list(raw)) if keep_text and raw else {}
     # read again: a cell that arrived or was retried while these were read is not in them
-    after = store.cell_marks(list(by_id))
+    # (without texts, a row kept under the first mark is that moment's cells, whole)
+    after = store.cell_marks(list(by_id)) if keep_text and raw else marks
     served = {}
     for i, data in raw.items():
         if after[i] != marks[i]:

@@ -63,7 +63,8 @@ class GradedCell:
             "tokens": self.tokens, "tokens_estimated": self.tokens_estimated,
             "usage_note": self.usage_note, "latency_ms": self.latency_ms, "error": self.error,
             "changed_since_run": self.changed, "reviewed": self.reviewed,
-            "checks": [c.as_dict() for c in self.checks],
+            "checks": self.checks.as_dicts() if isinstance(self.checks, graded_runs.LazyChecks)
+            else [c.as_dict() for c in self.checks],
         }
 
 
@@ -408,15 +409,19 @@ def _cached_share(store: Store, by_id: dict[int, Run], items: dict[str, dict[str
 
 
 def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
-            cache: bool = True) -> Regraded:
+            cache: bool = True, texts: bool | None = None) -> Regraded:
     """Re-grade every stored cell of ``runs`` with today's bank and grader.
 
     ``parallel`` grades large stores on every core, each process loading its own share of
     the cells from SQLite: for the CLI reports, not for a threaded server, and not where the
-    reply texts of passing cells are needed (review spot checks). ``cache=False`` grades
-    every reply afresh and leaves the grade cache alone (the tests compare the two).
+    reply texts of passing cells are needed (review spot checks). ``texts``: keep every
+    reply's text (default: unless ``parallel``); without them, a kept run is read without
+    its cells' texts (needs_human replies keep theirs). ``cache=False`` grades every reply
+    afresh and leaves the grade cache alone (the tests compare the two).
     """
     from exam import review
+
+    keep_text = not parallel if texts is None else texts
 
     banks, missing = load_banks(store, runs)
     runs = [r for r in runs if r.bank_path in banks]
@@ -428,7 +433,7 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
     if cache and by_id:
         # finished runs whose graded cells are kept under today's key: one row each
         kept, keys = graded_runs.read(store, by_id, {p: questions_key(b) for p, b in banks.items()},
-                                      items, rules, keep_text=not parallel)
+                                      items, rules, keep_text=keep_text)
         served = {i: ([GradedCell(*t) for t in rows], gone) for i, (rows, gone) in kept.items()}
     rest = {i: r for i, r in by_id.items() if i not in served}
     done = None
@@ -439,8 +444,8 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
         else:
             done = _graded_parallel(store, list(rest), cache)
     if done is None:
-        done = _graded(store, rest, items, store.cells(list(rest)), use_cache=cache) \
-            if rest else ([], {})
+        done = _graded(store, rest, items, store.cells(list(rest)), keep_text=keep_text,
+                       use_cache=cache) if rest else ([], {})
     cells, removed = done
     if cache and rest:
         graded_runs.keep(store, rest, keys, rules, cells, removed)

@@ -129,8 +129,8 @@ def build(regraded: Regraded) -> dict[str, Any]:
                                    if c.verdict == "needs_human"}),
             # replies that could not be a clean pass: the question expects tool steps and the
             # agent reported none (missing evidence is not a pass)
-            "held_no_steps": sum(1 for c in cells if any(
-                chk.name == "tools" and chk.evidence == NO_STEPS for chk in c.checks)),
+            "held_no_steps": sum(1 for case in cases for cell in case["cells"] if any(
+                chk["name"] == "tools" and chk["evidence"] == NO_STEPS for chk in cell["checks"])),
             "critical_failures": critical,
             "changed_questions": sorted(c["case_no"] for c in cases if c["changed_since_run"]),
             "removed_questions": removed,

@@ -165,7 +165,7 @@ def run_scorecard(run_id: int):
     from exam.reports.regrade import regrade
 
     run = _get_run(run_id)
-    return jsonify(scorecard.build(regrade(store(), [run])))
+    return jsonify(scorecard.build(regrade(store(), [run], texts=False)))
 
 
 def _require(name: str) -> str:
@@ -183,7 +183,7 @@ def compare():
     agent, old, new = _require("agent"), _require("old"), _require("new")
     try:
         runs = compare_runs(store(), agent, old, new)
-        report = cmp.build(regrade(store(), runs), agent, old, new)
+        report = cmp.build(regrade(store(), runs, texts=False), agent, old, new)
     except ExamError as exc:
         return jsonify(error=str(exc)), 404
     return jsonify(report)
@@ -199,7 +199,7 @@ def discrimination():
         runs = report_runs(store(), agent)
     except SelectionError as exc:
         return jsonify(error=str(exc)), 404
-    return jsonify(disc.build(regrade(store(), runs), agent))
+    return jsonify(disc.build(regrade(store(), runs, texts=False), agent))
 
 
 @bp.get("/openapi.json")

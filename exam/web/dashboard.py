@@ -132,7 +132,7 @@ def overview():
 
     agent = request.args.get("agent") or None
     runs = select_runs(store(), agent)
-    report = ov.build(regrade(store(), runs)) if runs else {"agents": [], "missing_banks": []}
+    report = ov.build(regrade(store(), runs, texts=False)) if runs else {"agents": [], "missing_banks": []}
     return render_template("overview.html", report=report,
                            charts=ov.charts(report), agent=agent,
                            agents=sorted(_versions()), missing_banks=report["missing_banks"])
@@ -147,7 +147,7 @@ def runs():
     version = request.args.get("version") or None
     listed = store().list_runs(agent, version, limit=200)
     graded = select_runs(store(), agent)
-    regraded = regrade(store(), graded)
+    regraded = regrade(store(), graded, texts=False)
     rows = ov.run_rows(regraded, listed, ov.build(regraded))
     for row in rows:
         row["done"] = store().count_cells(row["run"].id)
@@ -227,7 +227,7 @@ def scorecard(agent: str, version: str):
         runs = report_runs(store(), agent, version)
     except SelectionError:
         abort(404)
-    report = sc.build(regrade(store(), runs))
+    report = sc.build(regrade(store(), runs, texts=False))
     link = None
     days = current_app.config["SHARE_LINK_DAYS"]
     if is_admin():
@@ -282,7 +282,7 @@ def compare():
     if agent and old and new:
         try:
             runs = compare_runs(store(), agent, old, new)
-            report = cmp.build(regrade(store(), runs), agent, old, new)
+            report = cmp.build(regrade(store(), runs, texts=False), agent, old, new)
         except ExamError as exc:
             error = str(exc)
     return render_template("compare.html", report=report, error=error, versions=versions,
@@ -299,7 +299,7 @@ def discrimination():
     agent = request.args.get("agent") or None
     report, error = None, None
     try:
-        report = disc.build(regrade(store(), report_runs(store(), agent)), agent)
+        report = disc.build(regrade(store(), report_runs(store(), agent), texts=False), agent)
     except SelectionError as exc:
         error = str(exc) if agent else None  # no runs at all: the page says "No runs yet."
     return render_template("discrimination.html", report=report, agent=agent, error=error,

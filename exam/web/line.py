@@ -236,7 +236,7 @@ def command(store, args: list[str], group_id: str | None, cfg: dict[str, Any]) -
         if not runs:
             return f"No runs of {args[1]} yet."
         latest = [r for r in runs if r.version == runs[0].version]
-        report = scorecard.build(regrade(store, latest))
+        report = scorecard.build(regrade(store, latest, texts=False))
         if not report["scorecards"]:
             return "Cannot show it: " + "; ".join(m["message"] for m in report["missing_banks"])
         card = report["scorecards"][0]

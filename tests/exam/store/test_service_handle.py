@@ -1,0 +1,188 @@
+"""The service opens its store once per process (exam.web.context.StoreHandle) and gives each
+request a connection from that process's pool, on both backends: the schema is not read and
+no connection is opened per request, yet a store migrated underneath, a deleted file and a
+forked worker are seen as they were when every request opened its own store."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import event, text
+from sqlalchemy.pool import Pool
+
+from exam import store as store_mod
+from exam.app import create_app
+from exam.db.engine import engine_for
+from exam.db.schema import SCHEMA_VERSION
+from exam.errors import StoreError
+from exam.store import Store
+from exam.web import context
+
+TOKEN = "test-token-5f3a"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def app(store_target):
+    return create_app({"API_TOKEN": TOKEN, "DB": store_target, "TESTING": True})
+
+
+def queue_one(target: str) -> None:
+    s = Store(target)
+    try:
+        s.create_run(agent="A", version="v1", bank_path="nowhere.json", bank_digest="d",
+                     repeats=1, plan=[("A-01", "q")], settings={}, status="queued")
+    finally:
+        s.close()
+
+
+def run_ids(client) -> list[int]:
+    resp = client.get("/api/runs", headers=AUTH)
+    assert resp.status_code == 200, resp.json
+    return [r["run_id"] for r in resp.json["runs"]]
+
+
+def test_one_handle_serves_every_request_without_reading_the_schema_again(app, store_target,
+                                                                        monkeypatch):
+    reads, opened = [], []
+    real = store_mod.schema_version
+    monkeypatch.setattr(store_mod, "schema_version", lambda conn: reads.append(1) or real(conn))
+    queue_one(store_target)
+    reads.clear()
+    client = app.test_client()
+    assert run_ids(client) == [1]  # the first request opens the store: its schema read once
+    assert len(reads) == 1
+    count = lambda *_: opened.append(1)  # noqa: E731
+    event.listen(Pool, "connect", count)  # a connection opened by any engine
+    try:
+        for _ in range(5):
+            assert run_ids(client) == [1]
+            assert client.get("/healthz").status_code == 200
+    finally:
+        event.remove(Pool, "connect", count)
+    assert len(reads) == 1 + 5  # /healthz says the schema: it reads it; /api/runs does not
+    assert opened == []  # every request's connection came from the pool
+    assert app.extensions["exam.store"].pid == os.getpid()
+
+
+def test_a_store_migrated_underneath_is_refused_with_the_message_of_an_open(app, store_target,
+                                                                           monkeypatch, backend):
+    client = app.test_client()
+    assert run_ids(client) == []
+    newer = SCHEMA_VERSION + 1
+    if backend == "sqlite":
+        with sqlite3.connect(store_target) as con:
+            con.execute(f"PRAGMA user_version={newer}")
+    else:
+        s = Store(store_target)
+        with s.tx() as db:
+            db.execute(text("UPDATE alembic_version SET version_num = :v"), {"v": str(newer)})
+        s.close()
+    try:
+        with pytest.raises(StoreError) as opening:
+            Store(store_target)
+        monkeypatch.setattr(context, "RECHECK_S", 0.0)  # the next request reads it again
+        resp = client.get("/api/runs", headers=AUTH)
+        assert resp.status_code == 503
+        assert resp.json["error"] == str(opening.value)
+        assert "newer than this agent-exam understands" in str(opening.value)
+    finally:
+        if backend == "postgresql":  # the session's database serves the next tests
+            with engine_for(store_target).begin() as db:
+                db.execute(text("UPDATE alembic_version SET version_num = :v"),
+                           {"v": str(SCHEMA_VERSION)})
+
+
+def test_a_deleted_store_file_is_opened_afresh_as_a_new_store(tmp_path):
+    db = tmp_path / "exam.db"
+    app = create_app({"API_TOKEN": TOKEN, "DB": str(db), "TESTING": True})
+    queue_one(str(db))
+    client = app.test_client()
+    assert run_ids(client) == [1]
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    assert run_ids(client) == []  # not the deleted file's runs through a pooled connection
+    assert db.exists()
+
+
+def test_a_forked_worker_opens_its_own_handle(tmp_path):
+    db = tmp_path / "exam.db"
+    app = create_app({"API_TOKEN": TOKEN, "DB": str(db), "TESTING": True})
+    queue_one(str(db))
+    client = app.test_client()
+    assert run_ids(client) == [1]
+    parent = app.extensions["exam.store"]
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: a gunicorn worker forked after the app was used
+        code = 1
+        try:
+            ids = run_ids(client)
+            mine = app.extensions["exam.store"]
+            os.write(write, json.dumps({"ids": ids, "pid": mine.pid, "new": mine is not parent,
+                                        "me": os.getpid()}).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as f:
+        got = json.loads(f.read() or "{}")
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert got == {"ids": [1], "pid": pid, "new": True, "me": pid}
+    assert run_ids(client) == [1]  # the parent's pool still works after the child is gone
+    assert app.extensions["exam.store"] is parent
+
+
+FREEZE = """
+import gc, json, sys
+from exam.app import create_app
+freezes, real = [], gc.freeze
+gc.freeze = lambda: freezes.append(1) or real()
+app = create_app({"API_TOKEN": "t", "DB": sys.argv[1], "TESTING": sys.argv[2] == "testing"})
+client = app.test_client()
+before = gc.get_freeze_count()
+client.get("/api/runs", headers={"Authorization": "Bearer t"})
+first = gc.get_freeze_count()
+client.get("/api/runs", headers={"Authorization": "Bearer t"})
+again = len(freezes)
+assert "mailbox" not in sys.modules
+import mailbox  # a module no request had loaded: the next request leaves the process warmer
+client.get("/api/runs", headers={"Authorization": "Bearer t"})
+print(json.dumps([before, first, again, len(freezes)]))
+"""
+
+
+@pytest.mark.parametrize("mode", ["serving", "testing"])
+def test_a_serving_process_freezes_what_it_keeps_once_warm(tmp_path, mode):
+    done = subprocess.run([sys.executable, "-c", FREEZE, str(tmp_path / "exam.db"), mode],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    before, frozen, again, warmer = json.loads(done.stdout)
+    assert before == 0
+    if mode == "serving":  # after the first request, and after one that loaded new modules
+        assert frozen > 10_000 and again == 1 and warmer == 2
+    else:
+        assert frozen == again == warmer == 0
+
+
+WARM = """
+import json, sys
+from exam.app import create_app
+create_app({"API_TOKEN": "t", "DB": sys.argv[1], "TESTING": sys.argv[2] == "testing"})
+print(json.dumps([m in sys.modules for m in ("jsonschema", "exam.reports.scorecard")]))
+"""
+
+
+@pytest.mark.parametrize("mode", ["serving", "testing"])
+def test_a_serving_app_loads_what_reports_need_before_its_first_request(tmp_path, mode):
+    done = subprocess.run([sys.executable, "-c", WARM, str(tmp_path / "exam.db"), mode],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ([True, True] if mode == "serving" else [False, False])
