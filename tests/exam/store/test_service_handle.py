@@ -99,12 +99,18 @@ def test_a_store_migrated_underneath_is_refused_with_the_message_of_an_open(app,
                            {"v": str(SCHEMA_VERSION)})
 
 
-def test_a_deleted_store_file_is_opened_afresh_as_a_new_store(tmp_path):
+def sqlite_app_in_use(tmp_path):
+    """(the SQLite file, an app over it, its client) after a request that read one run."""
     db = tmp_path / "exam.db"
     app = create_app({"API_TOKEN": TOKEN, "DB": str(db), "TESTING": True})
     queue_one(str(db))
     client = app.test_client()
     assert run_ids(client) == [1]
+    return db, app, client
+
+
+def test_a_deleted_store_file_is_opened_afresh_as_a_new_store(tmp_path):
+    db, _app, client = sqlite_app_in_use(tmp_path)
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     assert run_ids(client) == []  # not the deleted file's runs through a pooled connection
@@ -112,11 +118,7 @@ def test_a_deleted_store_file_is_opened_afresh_as_a_new_store(tmp_path):
 
 
 def test_a_forked_worker_opens_its_own_handle(tmp_path):
-    db = tmp_path / "exam.db"
-    app = create_app({"API_TOKEN": TOKEN, "DB": str(db), "TESTING": True})
-    queue_one(str(db))
-    client = app.test_client()
-    assert run_ids(client) == [1]
+    db, app, client = sqlite_app_in_use(tmp_path)
     parent = app.extensions["exam.store"]
     read, write = os.pipe()
     pid = os.fork()
