@@ -1033,9 +1033,11 @@ class Store:
         return [{**dict(r._mapping), "run_ids": json.loads(r.run_ids),
                  "payload": json.loads(r.payload)} for r in self._rows(stmt)]
 
-    def record_line_events(self, events: Sequence[tuple[str, str, str]], claim_s: float) -> set[str]:
+    def record_line_events(self, events: Sequence[tuple[str, str, str | None]],
+                           claim_s: float) -> set[str]:
         """Record LINE webhook events, ``(webhookEventId, type, event JSON without its reply
-        token)``, before they are handled, each held by the caller for ``claim_s``; the ids
+        token, or None for an event not worth handling again)``, before they are handled, each
+        held by the caller for ``claim_s``; the ids
         recorded now. An id seen before (a redelivery, or the same event posted to another
         service instance sharing this store) is not recorded again and not returned."""
         now = time.time()

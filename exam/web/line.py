@@ -99,9 +99,29 @@ def _record(events: list[Any], body: str) -> set[str]:
         event_id = _event_id(event)
         if event_id is None:
             continue
-        kept = {k: v for k, v in raw.get(event_id, {}).items() if k != "replyToken"}
-        records.append((event_id, type(event).__name__, json.dumps(kept, ensure_ascii=False)))
+        kept = _to_keep(event, raw.get(event_id, {}))
+        records.append((event_id, type(event).__name__,
+                        None if kept is None else json.dumps(kept, ensure_ascii=False)))
     return store().record_line_events(records, CLAIM_S) if records else set()
+
+
+def _to_keep(event: Any, raw: dict[str, Any]) -> dict[str, Any] | None:
+    """What the store keeps of an event, so another instance can handle it if this one dies:
+    only events that do something (a join, an ``exam …`` command), without the reply and
+    quote tokens (credentials for answering). The group's other messages are people talking:
+    their id is kept (each is handled once), their text never."""
+    from linebot.v3.webhooks import JoinEvent, MessageEvent, TextMessageContent
+
+    if isinstance(event, MessageEvent) and isinstance(event.message, TextMessageContent):
+        words = event.message.text.strip().split()
+        if not words or words[0].lower() != "exam":
+            return None
+    elif not isinstance(event, JoinEvent):
+        return None
+    kept = {k: v for k, v in raw.items() if k != "replyToken"}
+    if isinstance(kept.get("message"), dict):
+        kept["message"] = {k: v for k, v in kept["message"].items() if k != "quoteToken"}
+    return kept
 
 
 def _sweep_due(db: str) -> bool:

@@ -229,15 +229,22 @@ def test_an_event_still_held_by_its_instance_is_left_to_it(line_app, fake_line, 
     assert Store(db).line_event_state("01J9BUSY") == "pending"
 
 
-def test_the_recorded_event_keeps_no_reply_token(line_app, fake_line, settle):
-    post(line_app.test_client(), [event("join", "01J9JOIN")])
+def test_the_recorded_events_keep_no_tokens_and_no_chat(line_app, fake_line, settle):
+    post(line_app.test_client(), [event("join", "01J9JOIN"),
+                                  event("message", "01J9CMD", "exam status"),
+                                  event("message", "01J9CHAT", "see you at lunch")])
     settle()
     import sqlite3
 
-    (kept,) = sqlite3.connect(line_app.config["DB"]).execute(
-        "SELECT event FROM line_events WHERE webhook_event_id = '01J9JOIN'").fetchone()
-    assert json.loads(kept)["webhookEventId"] == "01J9JOIN"
-    assert "reply-01J9JOIN" not in kept and "replyToken" not in kept
+    kept = dict(sqlite3.connect(line_app.config["DB"]).execute(
+        "SELECT webhook_event_id, event FROM line_events").fetchall())
+    assert json.loads(kept["01J9JOIN"])["webhookEventId"] == "01J9JOIN"
+    assert json.loads(kept["01J9CMD"])["message"]["text"] == "exam status"
+    for text in kept.values():  # the reply and quote tokens are credentials for answering
+        assert text is None or not any(t in text for t in ("reply-01J9", "replyToken",
+                                                           "q-token", "quoteToken"))
+    assert kept["01J9CHAT"] is None  # people talking: handled once, their words not kept
+    assert Store(line_app.config["DB"]).line_event_state("01J9CHAT") == "handled"
 
 
 def test_events_that_cannot_be_recorded_are_refused_so_line_may_redeliver(
