@@ -1033,47 +1033,64 @@ class Store:
         return [{**dict(r._mapping), "run_ids": json.loads(r.run_ids),
                  "payload": json.loads(r.payload)} for r in self._rows(stmt)]
 
-    def record_line_events(self, events: Sequence[tuple[str, str, str | None]],
-                           claim_s: float) -> set[str]:
+    def record_line_events(self, events: Sequence[tuple[str, str, str | None]], claim_s: float
+                           ) -> dict[str, float]:
         """Record LINE webhook events, ``(webhookEventId, type, event JSON without its reply
         token, or None for an event not worth handling again)``, before they are handled, each
-        held by the caller for ``claim_s``; the ids
-        recorded now. An id seen before (a redelivery, or the same event posted to another
-        service instance sharing this store) is not recorded again and not returned."""
+        held by the caller for ``claim_s``: {id recorded now: the end of its hold}
+        (``hold_line_event`` renews it). An id seen before (a redelivery, or the same event
+        posted to another service instance sharing this store) is not recorded again and not
+        returned."""
         now = time.time()
-        new: set[str] = set()
+        until = now + claim_s
+        new: dict[str, float] = {}
         with self.tx() as db:
             for event_id, kind, event in events:
                 if db.execute(self._insert(line_events).values(
                         webhook_event_id=event_id, type=kind, received_at=now, event=event,
-                        claimed_until=now + claim_s).on_conflict_do_nothing()
+                        claimed_until=until).on_conflict_do_nothing()
                         .returning(line_events.c.webhook_event_id)).first() is not None:
-                    new.add(event_id)
+                    new[event_id] = until
         return new
+
+    def hold_line_event(self, event_id: str, held_until: float, claim_s: float) -> float | None:
+        """Renew the caller's hold on an event it recorded or claimed (``held_until``: the end
+        of that hold), just before handling it: the new end, or None when the event is no
+        longer the caller's to handle (handled, or claimed by another instance once the hold
+        ran out: that instance answers it)."""
+        e = line_events.c
+        until = time.time() + claim_s
+        with self.tx() as db:
+            renewed = db.execute(update(line_events).where(
+                e.webhook_event_id == event_id, e.handled_at.is_(None),
+                e.claimed_until == held_until).values(claimed_until=until)).rowcount
+        return until if renewed else None
 
     def line_event_handled(self, event_id: str) -> None:
         with self.tx() as db:
             db.execute(update(line_events).where(line_events.c.webhook_event_id == event_id)
                        .values(handled_at=time.time()))
 
-    def claim_unhandled_line_events(self, claim_s: float, limit: int = 20) -> list[tuple[str, str]]:
+    def claim_unhandled_line_events(self, claim_s: float, limit: int = 20
+                                    ) -> list[tuple[str, str, float]]:
         """Recorded events never marked handled whose claim ran out (the instance handling them
-        died after answering LINE), oldest first, as ``(id, event JSON)``; each is now held by
-        the caller for ``claim_s``. Concurrent claimers take different events (FOR UPDATE SKIP
-        LOCKED on PostgreSQL, BEGIN IMMEDIATE on SQLite)."""
+        died after answering LINE), oldest first, as ``(id, event JSON, end of the hold)``;
+        each is now held by the caller for ``claim_s``. Concurrent claimers take different
+        events (FOR UPDATE SKIP LOCKED on PostgreSQL, BEGIN IMMEDIATE on SQLite)."""
         e = line_events.c
         now = time.time()
+        until = now + claim_s
         stmt = (select(e.webhook_event_id, e.event)
                 .where(e.handled_at.is_(None), e.event.is_not(None), e.claimed_until <= now)
                 .order_by(e.received_at).limit(limit))
         if self.backend == "postgresql":
             stmt = stmt.with_for_update(skip_locked=True)
         with self.tx() as db:
-            found = [(r.webhook_event_id, r.event) for r in db.execute(stmt)]
+            found = [(r.webhook_event_id, r.event, until) for r in db.execute(stmt)]
             if found:
                 db.execute(update(line_events)
-                           .where(e.webhook_event_id.in_([i for i, _ in found]))
-                           .values(claimed_until=now + claim_s))
+                           .where(e.webhook_event_id.in_([i for i, _, _ in found]))
+                           .values(claimed_until=until))
         return found
 
     def line_event_state(self, event_id: str) -> str | None:

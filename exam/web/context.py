@@ -38,6 +38,9 @@ class StoreHandle:
     file: tuple[int, int] | None  # SQLite: (device, inode) of the file opened
     checked_at: float  # time.monotonic() the schema was last read
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # why the last reading of the schema refused the store (newer than this code, damaged):
+    # requests are refused so until a reading passes, not only the one that read it
+    refused: str | None = None
 
     @classmethod
     def open(cls, target: str) -> StoreHandle:
@@ -58,18 +61,27 @@ class StoreHandle:
     def request_store(self):
         """A Store on one pooled connection; the schema is read again once RECHECK_S has
         passed since it last was (one request does it, the others go on)."""
+        from exam.errors import StoreError
         from exam.store import Store
 
         s = Store(self.target, engine=self.engine, checked=True)
         if time.monotonic() - self.checked_at > RECHECK_S and self.lock.acquire(blocking=False):
             try:
                 s.check_schema()
+                self.refused = None
                 self.checked_at = time.monotonic()
+            except StoreError as exc:
+                self.refused = str(exc)
+                s.close()
+                raise
             except BaseException:
                 s.close()
                 raise
             finally:
                 self.lock.release()
+        elif self.refused is not None:  # another request is reading it again meanwhile
+            s.close()
+            raise StoreError(self.refused)
         return s
 
     def drop(self) -> None:

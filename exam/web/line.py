@@ -71,9 +71,11 @@ def webhook():
         except Exception:  # the store is unreachable: not accepted, so LINE may redeliver
             log.exception("LINE events could not be recorded; answered 503")
             return jsonify(error="the events could not be recorded; try again"), 503
-        todo = [e for e in events if _event_id(e) is None or _event_id(e) in new]
+        # each with the end of this instance's hold on it (None: an event without an id)
+        todo = [(e, new.get(_event_id(e))) for e in events
+                if _event_id(e) is None or _event_id(e) in new]
         for e in events:
-            if e not in todo:
+            if _event_id(e) is not None and _event_id(e) not in new:
                 log.info("LINE event %s already recorded (a redelivery, or another instance "
                          "has it)", _event_id(e))
         if todo:
@@ -87,9 +89,9 @@ def _event_id(event: Any) -> str | None:
     return getattr(event, "webhook_event_id", None) or None
 
 
-def _record(events: list[Any], body: str) -> set[str]:
-    """Record the events that have an id (``exam.store.Store.record_line_events``); the ids
-    recorded now, each held by this instance for CLAIM_S."""
+def _record(events: list[Any], body: str) -> dict[str, float]:
+    """Record the events that have an id (``exam.store.Store.record_line_events``): {id
+    recorded now: the end of this instance's hold on it (CLAIM_S)}."""
     from exam.web.context import store
 
     raw = {e.get("webhookEventId"): e for e in json.loads(body).get("events", [])
@@ -102,7 +104,7 @@ def _record(events: list[Any], body: str) -> set[str]:
         kept = _to_keep(event, raw.get(event_id, {}))
         records.append((event_id, type(event).__name__,
                         None if kept is None else json.dumps(kept, ensure_ascii=False)))
-    return store().record_line_events(records, CLAIM_S) if records else set()
+    return store().record_line_events(records, CLAIM_S) if records else {}
 
 
 def _to_keep(event: Any, raw: dict[str, Any]) -> dict[str, Any] | None:
@@ -133,12 +135,27 @@ def _sweep_due(db: str) -> bool:
         return True
 
 
-def _handle_all(events: list[Any], cfg: dict[str, Any]) -> None:
+def _handle_all(events: list[tuple[Any, float | None]], cfg: dict[str, Any]) -> None:
+    """Handle each ``(event, end of this instance's hold on it)``. An event whose hold ran
+    out before its turn (it waited behind others, or a slow handler) and that another
+    instance claimed is left to that instance: handling it here too would answer it twice
+    (and a run command would queue two runs)."""
     from exam.store import Store
 
     store = Store(cfg["DB"])
     try:
-        for event in events:
+        for event, held_until in events:
+            event_id = _event_id(event)
+            if event_id and held_until is not None:
+                try:
+                    mine = store.hold_line_event(event_id, held_until, CLAIM_S) is not None
+                except Exception:  # left pending: a sweep takes it once the hold runs out
+                    log.exception("LINE event %s could not be held; left for later", event_id)
+                    continue
+                if not mine:
+                    log.info("LINE event %s was taken over by another instance (its hold ran "
+                             "out while it waited); left to it", event_id)
+                    continue
             try:
                 _handle(store, event, cfg)
             except Exception:
@@ -165,9 +182,9 @@ def _sweep(cfg: dict[str, Any]) -> None:
         return
     store.close()
     events = []
-    for event_id, kept in left:
+    for event_id, kept, held_until in left:
         try:
-            events.append(Event.from_dict(json.loads(kept)))
+            events.append((Event.from_dict(json.loads(kept)), held_until))
             log.warning("LINE event %s was left unhandled (its instance stopped); handling it "
                         "now, answering in its group", event_id)
         except Exception:

@@ -231,14 +231,30 @@ def test_a_malformed_url_is_one_message_without_its_password(tmp_path, monkeypat
     assert list(tmp_path.iterdir()) == []  # nothing created on the way
 
 
+def test_a_line_event_is_handled_only_by_the_instance_holding_it(store_target):
+    """An instance's hold that ran out and was claimed by another is no longer its own."""
+    first, other = Store(store_target), Store(store_target)
+    try:
+        held = first.record_line_events([("01HOLD", "Message", "{}")], 0)["01HOLD"]
+        ((_, _, theirs),) = other.claim_unhandled_line_events(60)
+        assert first.hold_line_event("01HOLD", held, 60) is None  # taken over: not handled
+        renewed = other.hold_line_event("01HOLD", theirs, 60)
+        assert renewed is not None
+        other.line_event_handled("01HOLD")
+        assert other.hold_line_event("01HOLD", renewed, 60) is None  # handled: nothing to do
+    finally:
+        first.close()
+        other.close()
+
+
 def test_line_events_left_unhandled_are_claimed_by_one_instance_each(store_target):
     """Four instances look for events left by a dead one at once: each event goes to one."""
     stores = [Store(store_target) for _ in range(4)]
     try:
         ids = [f"01LEFT{n}" for n in range(12)]
-        assert stores[0].record_line_events([(i, "Message", "{}") for i in ids], 0) == set(ids)
+        assert set(stores[0].record_line_events([(i, "Message", "{}") for i in ids], 0)) == set(ids)
         taken = at_once([functools.partial(s.claim_unhandled_line_events, 60, 5) for s in stores])
-        claimed = [i for found in taken for i, _ in found]
+        claimed = [i for found in taken for i, _, _ in found]
         assert sorted(claimed) == sorted(ids)  # all taken, none twice
         assert all(s.claim_unhandled_line_events(60) == [] for s in stores)  # held now
         stores[0].line_event_handled(ids[0])

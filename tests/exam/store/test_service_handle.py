@@ -99,6 +99,40 @@ def test_a_store_migrated_underneath_is_refused_with_the_message_of_an_open(app,
                            {"v": str(SCHEMA_VERSION)})
 
 
+def test_a_store_found_newer_is_refused_to_requests_that_do_not_read_it_again(
+        app, store_target, monkeypatch, backend):
+    """Once a request found the store newer than this code, a request that comes while another
+    reads the schema (it does not read it itself) is refused too, not served from a schema
+    this code does not know."""
+    client = app.test_client()
+    assert run_ids(client) == []
+    newer = SCHEMA_VERSION + 1
+    if backend == "sqlite":
+        with sqlite3.connect(store_target) as con:
+            con.execute(f"PRAGMA user_version={newer}")
+    else:
+        s = Store(store_target)
+        with s.tx() as db:
+            db.execute(text("UPDATE alembic_version SET version_num = :v"), {"v": str(newer)})
+        s.close()
+    try:
+        monkeypatch.setattr(context, "RECHECK_S", 0.0)
+        assert client.get("/api/runs", headers=AUTH).status_code == 503
+        handle = app.extensions["exam.store"]
+        assert handle.lock.acquire(blocking=False)  # another request is reading the schema
+        try:
+            resp = client.get("/api/runs", headers=AUTH)
+        finally:
+            handle.lock.release()
+        assert resp.status_code == 503
+        assert "newer than this agent-exam understands" in resp.json["error"]
+    finally:
+        if backend == "postgresql":
+            with engine_for(store_target).begin() as db:
+                db.execute(text("UPDATE alembic_version SET version_num = :v"),
+                           {"v": str(SCHEMA_VERSION)})
+
+
 def sqlite_app_in_use(tmp_path):
     """(the SQLite file, an app over it, its client) after a request that read one run."""
     db = tmp_path / "exam.db"

@@ -193,8 +193,8 @@ def left_by_a_dead_instance(db: str, event_id: str, text: str, claim_s: float = 
     kept = {k: v for k, v in event("message", event_id, text).items() if k != "replyToken"}
     store = Store(db)
     try:
-        assert store.record_line_events([(event_id, "MessageEvent", json.dumps(kept))],
-                                        claim_s) == {event_id}
+        assert set(store.record_line_events([(event_id, "MessageEvent", json.dumps(kept))],
+                                            claim_s)) == {event_id}
     finally:
         store.close()
 
@@ -259,3 +259,33 @@ def test_events_that_cannot_be_recorded_are_refused_so_line_may_redeliver(
     settle()
     assert resp.status_code == 503
     assert fake_line.requests == []
+
+
+def test_an_event_taken_over_while_it_waited_is_not_handled_twice(
+        line_app, fake_line, monkeypatch):
+    """An event waits in the instance's queue (or behind a slow handler) past its hold;
+    another instance's sweep takes it and answers it. The first instance, reaching it at
+    last, must leave it: handling it too would answer twice, and queue a run twice."""
+    import exam.web.line as line_bp
+
+    queued = []
+
+    class Held:  # the instance's handlers, busy: what is submitted waits
+        def submit(self, fn, *args):
+            queued.append((fn, args))
+
+    monkeypatch.setattr(line_bp, "_executor", Held())
+    monkeypatch.setattr(line_bp, "CLAIM_S", 0.0)  # the hold has run out by the time it runs
+    db = line_app.config["DB"]
+    assert post(line_app.test_client(),
+                [event("message", "01JAWAIT", "exam run T v5")]).status_code == 200
+    other = Store(db)  # another instance's sweep
+    (taken,) = other.claim_unhandled_line_events(600)
+    assert taken[0] == "01JAWAIT"
+    other.close()
+    for fn, args in queued:
+        if fn is line_bp._handle_all:  # (not the sweep this instance also asked for)
+            fn(*args)
+    assert fake_line.requests == []  # the other instance answers it
+    assert Store(db).list_runs() == []
+    assert Store(db).line_event_state("01JAWAIT") == "pending"  # the other's to finish
