@@ -728,12 +728,28 @@ class Store:
             lead = not self._cells_writing
             self._cells_writing = True
         if not lead:
-            entry.ready.acquire()  # written by another thread, or handed the writing
+            try:
+                entry.ready.acquire()  # written by another thread, or handed the writing
+            except BaseException:  # interrupted while waiting (Ctrl-C in a main-thread caller)
+                self._give_up_waiting(entry)
+                raise
         if entry.lead or lead:
             self._write_waiting()
         if entry.error is not None:
             raise entry.error
         return bool(entry.added)
+
+    def _give_up_waiting(self, entry: _PendingCell) -> None:
+        """A caller stops waiting for its cell: still waiting, it is taken out (never written,
+        and the caller knows); handed the writing meanwhile, it writes what waits first, so the
+        cells queued behind it are never left with nobody to write them."""
+        with self._cells_lock:
+            if not entry.lead and entry in self._cells_waiting:
+                self._cells_waiting.remove(entry)
+                return
+            handed = entry.lead
+        if handed:
+            self._write_waiting()
 
     def _write_waiting(self) -> None:
         """The writing thread: store the cells waiting (its own first: nobody else waits on

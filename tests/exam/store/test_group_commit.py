@@ -115,3 +115,70 @@ def test_a_lost_lease_refuses_only_its_own_runs_cells_in_a_shared_transaction(
     finally:
         a.close()
         b.close()
+
+
+def test_a_caller_interrupted_while_it_waits_leaves_no_cell_without_a_writer(store, monkeypatch):
+    """Ctrl-C in a caller waiting for its cell: taken out while still waiting; handed the
+    writing meanwhile, it writes the cells queued behind it before it goes."""
+    import exam.store
+
+    run_id = new_run(store)
+    real = exam.store._PendingCell
+
+    class Interrupted(real):
+        """Its wait ends in KeyboardInterrupt, once it has been handed the writing."""
+
+        def __init__(self, *a):
+            super().__init__(*a)
+            entry, lock = self, self.ready
+
+            class Ready:
+                def acquire(self):
+                    lock.acquire()
+                    if entry.lead:
+                        raise KeyboardInterrupt
+
+                def release(self):
+                    lock.release()
+
+            self.ready = Ready()
+
+    first, later = threading.Event(), threading.Event()
+    real_write = Store._write_cells
+
+    def held(self, batch):  # the first write waits until two more cells queue behind it
+        if not first.is_set():
+            first.set()
+            assert later.wait(30)
+        return real_write(self, batch)
+
+    monkeypatch.setattr(Store, "_write_cells", held)
+    out = {}
+
+    def record(case, kind=real):
+        monkeypatch.setattr(exam.store, "_PendingCell", kind)
+        try:
+            out[case] = store.record_cell(cell(run_id, case), [attempt(1)])
+        except BaseException as exc:
+            out[case] = exc
+
+    writer = threading.Thread(target=record, args=("Q-01",))
+    writer.start()
+    assert first.wait(30)
+    interrupted = threading.Thread(target=record, args=("Q-02", Interrupted))
+    interrupted.start()
+    while len(store._cells_waiting) < 1:
+        time.sleep(0.01)
+    behind = threading.Thread(target=record, args=("Q-03",))
+    behind.start()
+    while len(store._cells_waiting) < 2:
+        time.sleep(0.01)
+    # the writer's batch was taken before Q-02 came: Q-02 is handed the writing, and interrupted
+    later.set()
+    for t in (writer, interrupted, behind):
+        t.join(30)
+        assert not t.is_alive(), "a cell was left with nobody to write it"
+    assert out["Q-01"] is True and out["Q-03"] is True
+    assert isinstance(out["Q-02"], KeyboardInterrupt)
+    assert store.record_cell(cell(run_id, "Q-04"), [attempt(1)]) is True  # nothing stuck
+    assert store.count_cells(run_id) == 4  # Q-02 was written with Q-03 before it gave up
