@@ -357,3 +357,39 @@ def test_a_run_hands_its_pool_a_few_cells_at_a_time(store, tmp_path, monkeypatch
     run_id, final, _, _ = run_one(store, tmp_path, {"concurrency": 2}, ["ok", "ok"], repeats=15)
     assert final == {run_id: "done"} and store.count_cells(run_id) == 30
     assert most[0] <= 2 * 2
+
+
+def test_a_redirect_is_the_agents_answer_and_a_cookie_is_never_sent_back(store, tmp_path):
+    """Each work order on its own: a 302 is recorded as the agent's HTTP error (never followed,
+    so nothing reaches its Location), and a Set-Cookie is not sent with the next work order."""
+    from http.server import BaseHTTPRequestHandler
+
+    from tests.fakes.server import send_json, serve
+
+    seen: list[tuple[str, str | None]] = []
+
+    class Agent(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            seen.append((self.path, self.headers.get("Cookie")))
+            if self.path == "/moved":
+                self.send_response(302)
+                self.send_header("Location", "/elsewhere")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            send_json(self, 200, {"answer": "好的"}, {"Set-Cookie": "session=abc; Path=/"})
+
+    with serve(Agent) as url:
+        bank = write_bank(tmp_path, ["ok", "ok"])
+        for path in ("/moved", "/webhook"):
+            agent = agent_for(url + path, bank, concurrency=1)
+            run_id = create_run(store, agent, "v1" if path == "/moved" else "v2")
+            execute(store, [job_for(store, run_id, agent)])
+            statuses = {c.run_status for c in store.cells([run_id])}
+            assert statuses == ({"http_error"} if path == "/moved" else {"ok"}), path
+    assert {p for p, _ in seen} == {"/moved", "/webhook"}  # /elsewhere never asked
+    assert [c for _, c in seen] == [None] * len(seen)  # the cookie never came back
