@@ -248,11 +248,13 @@ def _handle(store, event, cfg: dict[str, Any]) -> None:
     if group_id not in allowed:
         log.info("LINE command from a group that is not allowed; ignored")
         return
-    _reply(event, command(store, words[1:], group_id, cfg))
+    _reply(event, command(store, words[1:], group_id, cfg, _event_id(event)))
 
 
-def command(store, args: list[str], group_id: str | None, cfg: dict[str, Any]) -> str:
-    """The answer to ``exam <args>`` from an allowed group."""
+def command(store, args: list[str], group_id: str | None, cfg: dict[str, Any],
+            event_id: str | None = None) -> str:
+    """The answer to ``exam <args>`` from an allowed group (``event_id``: the LINE event it
+    came in)."""
     if not args or args[0].lower() in ("help", "?"):
         return HELP
     verb = args[0].lower()
@@ -293,5 +295,7 @@ def command(store, args: list[str], group_id: str | None, cfg: dict[str, Any]) -
             run_id = queue_run(store, agent, args[2], source="line")
         except ExamError as exc:
             return f"Cannot start the run: {exc}"
+        if event_id:  # done at once, not after the reply: an instance dying while it answers
+            store.line_event_handled(event_id)  # must not leave the event to queue a 2nd run
         return f"Queued run #{run_id}: {args[1]} {args[2]}. Ask 'exam status' for progress."
     return HELP

@@ -141,6 +141,24 @@ def test_run_command_queues_through_the_api_path(line_app, fake_line):
     assert (run.agent, run.version, run.status, run.source) == ("T", "v3", "queued", "line")
 
 
+def test_a_run_commands_event_is_done_before_it_is_answered(line_app, fake_line, settle,
+                                                            monkeypatch):
+    """An instance that dies while answering "exam run" must not leave the event to a sweep
+    that would queue the run again: the event is marked handled as the run is queued."""
+    import exam.web.line as line_bp
+
+    db = line_app.config["DB"]
+    states = []
+    real = line_bp._reply
+    monkeypatch.setattr(line_bp, "_reply", lambda event, text: (
+        states.append(Store(db).line_event_state(event.webhook_event_id)), real(event, text)))
+    post(line_app.test_client(), [event("message", "01J3RUN2", "exam run T v3"),
+                                  event("message", "01J3STAT", "exam status")])
+    settle()
+    assert states == ["handled", "pending"]  # a status answer is safe to give again
+    assert [r.id for r in Store(db).list_runs()] == [1]
+
+
 def test_run_command_from_a_group_not_allowed_to_run(line_app, fake_line):
     line_app.config["LINE_RUN_GROUPS"] = ""
     post(line_app.test_client(), [event("message", "01J4NO", "exam run T v3")])
