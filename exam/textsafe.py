@@ -48,13 +48,20 @@ def terminal(text: str) -> str:
 
 
 def terminal_data(value: Any) -> Any:
-    """A report (dicts, lists, strings) with ``terminal`` applied to every string in it."""
+    """A report (dicts, lists, strings) with ``terminal`` applied to every string in it.
+
+    What holds nothing to escape is returned as it is, not copied: a scorecard of 10,000
+    cells was copied whole (~15 MB) to print a page of text. Renderers only read it."""
     if isinstance(value, str):
         return terminal(value)
-    if isinstance(value, list | tuple):
+    if isinstance(value, tuple):
         return [terminal_data(v) for v in value]
+    if isinstance(value, list):
+        out = [terminal_data(v) for v in value]
+        return value if all(a is b for a, b in zip(out, value, strict=True)) else out
     if isinstance(value, dict):
-        return {k: terminal_data(v) for k, v in value.items()}
+        new = {k: terminal_data(v) for k, v in value.items()}
+        return value if all(new[k] is v for k, v in value.items()) else new
     return value
 
 

@@ -273,3 +273,16 @@ def test_names_problem_is_empty_for_a_good_name():
     assert names.problem("W2canary") == ""
     with pytest.raises(ExamError):
         names.check("agent name", "a/b")
+
+
+def test_terminal_data_escapes_every_string_and_copies_only_what_it_changes():
+    from exam.textsafe import terminal_data
+
+    clean = {"case_no": "Q-01", "cells": [{"verdict": "pass", "checks": [{"evidence": "好"}]}]}
+    hostile = {"error": "bad\x1b[2Jreply", "n": 3}
+    report = {"scorecards": [clean, hostile], "ids": (1, 2)}
+    shown = terminal_data(report)
+    assert shown["scorecards"][1] == {"error": "bad\\x1b[2Jreply", "n": 3}
+    assert shown["scorecards"][0] is clean  # nothing to escape: not copied
+    assert shown["ids"] == [1, 2]
+    assert report["scorecards"][1]["error"] == "bad\x1b[2Jreply"  # the report is left as it was
