@@ -61,8 +61,31 @@ def _finite(text: str) -> float:
     return value
 
 
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET_RUN = re.compile(r"[\[{]+|[\]}]+")
+
+
+def _too_deep(body: str) -> bool:
+    """Whether the JSON nests deeper than MAX_DEPTH, found without parsing it: brackets
+    outside strings, counted run by run. json.loads would find out by recursing until the
+    interpreter's limit, and a garbage collection that happens down there runs finalizers
+    with no stack left (an "Exception ignored … RecursionError" printed mid-report)."""
+    limit = MAX_DEPTH + 1  # brackets: the root is depth 0 in _clean, an empty innermost is fine
+    if body.count("[") + body.count("{") <= limit:  # every reply but a hostile one
+        return False
+    depth = 0
+    for run in _BRACKET_RUN.finditer(_JSON_STRING.sub("", body)):
+        step = len(run.group())
+        depth += step if run.group()[0] in "[{" else -step
+        if depth > limit:
+            return True
+    return False
+
+
 def parse_json(body: str) -> Any:
     """Strict JSON (no NaN/Infinity, finite numbers, bounded depth); ReplyError says why not."""
+    if _too_deep(body):
+        raise ReplyError(f"JSON nested deeper than {MAX_DEPTH} levels")
     try:
         data = json.loads(body, parse_constant=_no_constant, parse_float=_finite)
     except ReplyError:

@@ -204,3 +204,26 @@ def test_no_body_in_any_charset_makes_decoding_raise(raw, charset):
     text, problem = decode_text(raw, f"application/json; charset={charset}")
     text.encode("utf-8")  # storable
     assert "\n" not in problem
+
+
+def test_json_nested_too_deep_is_refused_without_parsing_it(monkeypatch):
+    """A 100,000-deep body is refused by counting brackets: json.loads would recurse to the
+    interpreter's limit, where a garbage collection's finalizers have no stack left."""
+    import json as json_module
+
+    from exam.pipeline import reading
+
+    def never(*_a, **_k):
+        raise AssertionError("json.loads was called on a body nested too deep")
+
+    deep = "[" * 100_000 + "]" * 100_000
+    monkeypatch.setattr(json_module, "loads", never)
+    with pytest.raises(reading.ReplyError, match="nested deeper than 200"):
+        reading.parse_json(deep)
+    monkeypatch.undo()
+    # the limit is the one _clean applies: 201 brackets around nothing pass, 202 do not;
+    # brackets inside strings are text
+    assert reading.parse_json("[" * 201 + "]" * 201) is not None
+    with pytest.raises(reading.ReplyError, match="nested deeper"):
+        reading.parse_json("[" * 202 + "]" * 202)
+    assert reading.parse_json('{"answer": "' + "[" * 5000 + '"}') == {"answer": "[" * 5000}
