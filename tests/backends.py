@@ -60,3 +60,27 @@ def postgres_database(server: str = PG_SERVER) -> Iterator[str]:
         yield f"{server}/{name}"
     finally:
         _psql(server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def marked_newer(target: str) -> Iterator[int]:
+    """The store at ``target`` marked one schema newer than this code, as a newer agent-exam
+    leaves it (SQLite's user_version, Alembic's version row); marked back afterwards, since a
+    PostgreSQL test's database serves the next tests. Yields the newer number."""
+    from sqlalchemy import text
+
+    from exam.db.engine import engine_for
+    from exam.db.schema import SCHEMA_VERSION
+
+    def mark(version: int) -> None:
+        with engine_for(target).begin() as db:
+            if db.dialect.name == "sqlite":
+                db.exec_driver_sql(f"PRAGMA user_version={version}")
+            else:
+                db.execute(text("UPDATE alembic_version SET version_num = :v"), {"v": str(version)})
+
+    mark(SCHEMA_VERSION + 1)
+    try:
+        yield SCHEMA_VERSION + 1
+    finally:
+        mark(SCHEMA_VERSION)

@@ -54,3 +54,4 @@ def store(store_target):
     s = Store(store_target)
     yield s
     s.close()
+

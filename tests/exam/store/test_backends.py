@@ -11,6 +11,7 @@ import pytest
 from exam.db.schema import SCHEMA_VERSION
 from exam.errors import StoreError
 from exam.store import AttemptRow, CellRow, Store
+from tests.backends import marked_newer
 
 PLAN = [("Q-01", "d1"), ("Q-02", "d2"), ("Q-10", "d3")]
 
@@ -178,20 +179,9 @@ def test_a_line_event_is_handled_once_across_connections(store_target):
 
 
 def test_a_store_newer_than_this_code_is_refused(store_target, store):
-    with store.tx() as db:
-        if store.backend == "sqlite":
-            db.exec_driver_sql(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
-        else:
-            db.exec_driver_sql(f"UPDATE alembic_version SET version_num='{SCHEMA_VERSION + 1}'")
-    try:
-        with pytest.raises(StoreError, match=f"schema version {SCHEMA_VERSION + 1} is newer"):
+    with marked_newer(store_target) as newer:
+        with pytest.raises(StoreError, match=f"schema version {newer} is newer"):
             Store(store_target)
-    finally:
-        with store.tx() as db:
-            if store.backend == "sqlite":
-                db.exec_driver_sql(f"PRAGMA user_version={SCHEMA_VERSION}")
-            else:
-                db.exec_driver_sql(f"UPDATE alembic_version SET version_num='{SCHEMA_VERSION}'")
 
 
 def test_timestamps_keep_their_precision(store):

@@ -7,22 +7,20 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import event
 from sqlalchemy.pool import Pool
 
 from exam import store as store_mod
 from exam.app import create_app
-from exam.db.engine import engine_for
-from exam.db.schema import SCHEMA_VERSION
 from exam.errors import StoreError
 from exam.store import Store
 from exam.web import context
+from tests.backends import marked_newer
 
 TOKEN = "test-token-5f3a"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -72,19 +70,10 @@ def test_one_handle_serves_every_request_without_reading_the_schema_again(app, s
 
 
 def test_a_store_migrated_underneath_is_refused_with_the_message_of_an_open(app, store_target,
-                                                                           monkeypatch, backend):
+                                                                           monkeypatch):
     client = app.test_client()
     assert run_ids(client) == []
-    newer = SCHEMA_VERSION + 1
-    if backend == "sqlite":
-        with sqlite3.connect(store_target) as con:
-            con.execute(f"PRAGMA user_version={newer}")
-    else:
-        s = Store(store_target)
-        with s.tx() as db:
-            db.execute(text("UPDATE alembic_version SET version_num = :v"), {"v": str(newer)})
-        s.close()
-    try:
+    with marked_newer(store_target):
         with pytest.raises(StoreError) as opening:
             Store(store_target)
         monkeypatch.setattr(context, "RECHECK_S", 0.0)  # the next request reads it again
@@ -92,30 +81,16 @@ def test_a_store_migrated_underneath_is_refused_with_the_message_of_an_open(app,
         assert resp.status_code == 503
         assert resp.json["error"] == str(opening.value)
         assert "newer than this agent-exam understands" in str(opening.value)
-    finally:
-        if backend == "postgresql":  # the session's database serves the next tests
-            with engine_for(store_target).begin() as db:
-                db.execute(text("UPDATE alembic_version SET version_num = :v"),
-                           {"v": str(SCHEMA_VERSION)})
 
 
 def test_a_store_found_newer_is_refused_to_requests_that_do_not_read_it_again(
-        app, store_target, monkeypatch, backend):
+        app, store_target, monkeypatch):
     """Once a request found the store newer than this code, a request that comes while another
     reads the schema (it does not read it itself) is refused too, not served from a schema
     this code does not know."""
     client = app.test_client()
     assert run_ids(client) == []
-    newer = SCHEMA_VERSION + 1
-    if backend == "sqlite":
-        with sqlite3.connect(store_target) as con:
-            con.execute(f"PRAGMA user_version={newer}")
-    else:
-        s = Store(store_target)
-        with s.tx() as db:
-            db.execute(text("UPDATE alembic_version SET version_num = :v"), {"v": str(newer)})
-        s.close()
-    try:
+    with marked_newer(store_target):
         monkeypatch.setattr(context, "RECHECK_S", 0.0)
         assert client.get("/api/runs", headers=AUTH).status_code == 503
         handle = app.extensions["exam.store"]
@@ -126,11 +101,6 @@ def test_a_store_found_newer_is_refused_to_requests_that_do_not_read_it_again(
             handle.lock.release()
         assert resp.status_code == 503
         assert "newer than this agent-exam understands" in resp.json["error"]
-    finally:
-        if backend == "postgresql":
-            with engine_for(store_target).begin() as db:
-                db.execute(text("UPDATE alembic_version SET version_num = :v"),
-                           {"v": str(SCHEMA_VERSION)})
 
 
 def sqlite_app_in_use(tmp_path):
