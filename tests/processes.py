@@ -1,14 +1,18 @@
-"""`exam serve` and `exam worker` as real processes on 127.0.0.1, for tests that need more
-than one of each (several instances on one store, workers on several hosts)."""
+"""`exam serve`, `exam worker` and gunicorn as real processes on 127.0.0.1, for tests that
+need the production shape or more than one of each (several instances on one store, workers on
+several hosts)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +25,47 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def wait_up(url: str, proc: subprocess.Popen, log: Path, timeout: float = 90) -> None:
+    """Wait for a server to answer 200; a busy machine may take its time to import the app."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the server exited: {log.read_text()}")
+        try:
+            if requests.get(url, timeout=10).status_code == 200:
+                return
+        except requests.RequestException:  # not listening yet, or a worker still booting
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"the server did not come up within {timeout} s: {log.read_text()}")
+
+
+@contextmanager
+def gunicorn(env: dict[str, str], log: Path, *, workers: int, threads: int | None = None,
+             cwd: Path = ROOT, stop_timeout: float = 10) -> Iterator[str]:
+    """gunicorn serving ``create_app()`` on a free port, as docs/deployment.md runs it; yields
+    its base URL once /healthz answers, and stops it with SIGTERM (then kill) afterwards."""
+    binary = shutil.which("gunicorn", path=str(ROOT / ".venv" / "bin")) or "gunicorn"
+    port = free_port()
+    args = [binary, "--bind", f"127.0.0.1:{port}", "--workers", str(workers)]
+    if threads:
+        args += ["--threads", str(threads)]
+    server = subprocess.Popen([*args, "--error-logfile", str(log), "exam.app:create_app()"],
+                              env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_up(f"{base}/healthz", server, log)
+        yield base
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=stop_timeout)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 @dataclass
@@ -78,18 +123,8 @@ class Serve(Proc):
 
     def start(self, timeout: float = 90) -> Serve:
         super().start()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"exam serve exited ({self.proc.returncode}):\n"
-                                     f"{self.output()}")
-            try:
-                if requests.get(f"{self.url}/healthz", timeout=10).status_code == 200:
-                    return self
-            except requests.RequestException:  # not listening yet
-                pass
-            time.sleep(0.05)
-        raise AssertionError(f"exam serve did not answer within {timeout} s:\n{self.output()}")
+        wait_up(f"{self.url}/healthz", self.proc, self.log, timeout)
+        return self
 
 
 def worker(env: dict[str, str], host_id: str, log: Path, lease_s: float | None = None) -> Proc:

@@ -8,7 +8,6 @@ import queue
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ import requests
 
 from tests.conftest import ROOT
 from tests.exam.helpers import sigint_reaches_children
+from tests.processes import free_port
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -32,12 +32,6 @@ def tour_commands() -> list[str]:
             if words[:1] == ["exam"] and "--serve" not in words:
                 lines.append(shlex.join(words))
     return lines
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_the_tour_lists_the_commands_a_newcomer_needs():

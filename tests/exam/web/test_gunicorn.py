@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,69 +12,40 @@ import requests
 
 from tests.conftest import ROOT
 from tests.exam.web.conftest import TOKEN
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_up(url: str, proc, log, timeout: float = 90) -> None:
-    """Wait for gunicorn to answer 200; a busy machine may take its time to import the app."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"gunicorn exited: {log.read_text()}")
-        try:
-            if requests.get(url, timeout=10).status_code == 200:
-                return
-        except requests.RequestException:  # not listening yet, or a worker still booting
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"gunicorn did not come up within {timeout} s: {log.read_text()}")
+from tests.processes import gunicorn
 
 
 def test_queue_a_run_over_http_and_read_the_scorecard(tmp_path, registry_path, fake_agent):
-    port = free_port()
     env = {**os.environ, "EXAM_API_TOKEN": TOKEN, "EXAM_DB": str(tmp_path / "exam.db"),
            "EXAM_AGENTS": str(registry_path)}
-    gunicorn = shutil.which("gunicorn", path=str(ROOT / ".venv" / "bin")) or shutil.which(
-        "gunicorn")
-    log = tmp_path / "gunicorn.log"
-    server = subprocess.Popen([gunicorn, "--bind", f"127.0.0.1:{port}", "--workers", "2",
-                               "--error-logfile", str(log), "exam.app:create_app()"], env=env,
-                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
     worker = subprocess.Popen([sys.executable, "-m", "exam", "worker"], env=env, cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    auth = {"Authorization": f"Bearer {TOKEN}"}
     try:
-        wait_up(f"{base}/healthz", server, log)
-        assert requests.get(f"{base}/api/runs", timeout=30).status_code == 401
-        resp = requests.post(f"{base}/api/runs", json={"agent": "T", "version": "v1"},
-                             headers=auth, timeout=30)
-        assert resp.status_code == 202
-        run_id = resp.json()["run_id"]
-        deadline = time.monotonic() + 90
-        status = None
-        while time.monotonic() < deadline:
-            status = requests.get(f"{base}/api/runs/{run_id}", headers=auth, timeout=30).json()
-            if status["status"] == "done":
-                break
-            time.sleep(0.2)
-        assert status["status"] == "done", status
-        card = requests.get(f"{base}/api/runs/{run_id}/scorecard", headers=auth,
-                            timeout=30).json()["scorecards"][0]
-        assert card["verdicts"]["pass"] == 2 and card["run_status"]["http_error"] == 1
+        with gunicorn(env, tmp_path / "gunicorn.log", workers=2) as base:
+            assert requests.get(f"{base}/api/runs", timeout=30).status_code == 401
+            resp = requests.post(f"{base}/api/runs", json={"agent": "T", "version": "v1"},
+                                 headers=auth, timeout=30)
+            assert resp.status_code == 202
+            run_id = resp.json()["run_id"]
+            deadline = time.monotonic() + 90
+            status = None
+            while time.monotonic() < deadline:
+                status = requests.get(f"{base}/api/runs/{run_id}", headers=auth,
+                                      timeout=30).json()
+                if status["status"] == "done":
+                    break
+                time.sleep(0.2)
+            assert status["status"] == "done", status
+            card = requests.get(f"{base}/api/runs/{run_id}/scorecard", headers=auth,
+                                timeout=30).json()["scorecards"][0]
+            assert card["verdicts"]["pass"] == 2 and card["run_status"]["http_error"] == 1
     finally:
-        for proc in (worker, server):
-            proc.send_signal(signal.SIGTERM)
-        for proc in (worker, server):
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            worker.kill()
 
 
 def test_the_services_own_log_lines_reach_gunicorns_error_log(tmp_path):
@@ -86,18 +55,11 @@ def test_the_services_own_log_lines_reach_gunicorns_error_log(tmp_path):
     import hmac
     import json
 
-    port, secret = free_port(), "line-channel-secret-for-the-test"
+    secret = "line-channel-secret-for-the-test"
     env = {**os.environ, "EXAM_API_TOKEN": TOKEN, "EXAM_DB": str(tmp_path / "exam.db"),
            "LINE_CHANNEL_SECRET": secret, "EXAM_LINE_ALLOWED_GROUPS": "Callowed",
            "LINE_GROUP_ID": "Callowed"}
-    gunicorn = shutil.which("gunicorn", path=str(ROOT / ".venv" / "bin")) or shutil.which(
-        "gunicorn")
     log = tmp_path / "gunicorn.log"
-    server = subprocess.Popen([gunicorn, "--bind", f"127.0.0.1:{port}", "--workers", "1",
-                               "--threads", "2", "--error-logfile", str(log),
-                               "exam.app:create_app()"], env=env, cwd=tmp_path,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
     body = json.dumps({"destination": "U0", "events": [{
         "type": "message", "mode": "active", "timestamp": 1764400000000,
         "webhookEventId": "01TESTGUNICORNLOG000000001",
@@ -106,8 +68,7 @@ def test_the_services_own_log_lines_reach_gunicorns_error_log(tmp_path):
         "replyToken": "r1", "message": {"type": "text", "id": "1", "quoteToken": "q",
                                         "text": "exam status"}}]}).encode()
     signature = base64.b64encode(hmac.new(secret.encode(), body, hashlib.sha256).digest())
-    try:
-        wait_up(f"{base}/healthz", server, log)
+    with gunicorn(env, log, workers=1, threads=2, cwd=tmp_path) as base:
         resp = requests.post(f"{base}/line/webhook", data=body, timeout=30,
                              headers={"Content-Type": "application/json",
                                       "X-Line-Signature": signature.decode()})
@@ -117,9 +78,3 @@ def test_the_services_own_log_lines_reach_gunicorns_error_log(tmp_path):
         while line not in log.read_text() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert line in log.read_text(), log.read_text()
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
