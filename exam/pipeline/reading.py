@@ -327,16 +327,17 @@ def failure_in(body: str | None, mapping: ReplyMapping = DEFAULT_MAPPING) -> str
 
 
 def read_reply(body: str, mapping: ReplyMapping, reply_format: str,
-               clean: Callable[[Any], Any] = lambda data: data) -> tuple[ReadReply | None, str]:
+               clean: Callable[[Any], Any] = lambda data: data,
+               parse: Callable[[str], Any] = parse_json) -> tuple[ReadReply | None, str]:
     """A raw body read as the agent's ``reply_format`` says: (what was read, why it is a bad
     reply or ""). ``clean`` sees the decoded JSON before the mapping does (the transport
-    redacts secrets there)."""
+    redacts secrets there); ``parse`` is ``parse_json`` or one that remembers its answers."""
     if not body.strip():
         return None, "empty body"
     if reply_format == "text":
         return read_body(body.strip(), mapping), ""
     try:
-        data = parse_json(body)
+        data = parse(body)
     except ReplyError as exc:
         return None, str(exc)
     read = read_body(clean(data), mapping)
@@ -350,15 +351,15 @@ def agent_failure(body: str | None, mapping: ReplyMapping, reply_format: str) ->
     return None if reply_format == "text" else failure_in(body, mapping)
 
 
-def usage_over(bodies: Iterable[str | None], mapping: ReplyMapping,
-               reply_format: str) -> tuple[int | None, int | None]:
+def usage_over(bodies: Iterable[str | None], mapping: ReplyMapping, reply_format: str,
+               parse: Callable[[str], Any] = parse_json) -> tuple[int | None, int | None]:
     """(model calls, tokens) summed over the bodies of every attempt that reported them."""
     calls = tokens = None
     for body in bodies:
         if not body or reply_format == "text":
             continue
         try:
-            read = read_body(parse_json(body), mapping)
+            read = read_body(parse(body), mapping)
         except ReplyError:
             continue
         if read.model_calls is not None:
@@ -366,6 +367,25 @@ def usage_over(bodies: Iterable[str | None], mapping: ReplyMapping,
         if read.tokens is not None:
             tokens = (tokens or 0) + read.tokens
     return calls, tokens
+
+
+def parse_once() -> Callable[[str], Any]:
+    """``parse_json`` that parses each body once (a cell's usage and its reply read the same
+    body); its answers, and its ReplyErrors, are kept as long as the function is."""
+    seen: dict[str, Any] = {}
+
+    def parse(body: str) -> Any:
+        if body not in seen:
+            try:
+                seen[body] = parse_json(body)
+            except ReplyError as exc:
+                seen[body] = exc
+        found = seen[body]
+        if isinstance(found, ReplyError):
+            raise found
+        return found
+
+    return parse
 
 
 # --- a stored cell, as the re-grade reads it -------------------------------------------------

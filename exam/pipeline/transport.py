@@ -22,7 +22,11 @@ from typing import Any
 
 import requests
 from tenacity import RetryCallState, Retrying, retry_if_result, stop_after_attempt
-from urllib3.exceptions import DecodeError
+from urllib3 import Retry, Timeout
+from urllib3.connectionpool import HTTPConnectionPool
+from urllib3.exceptions import DecodeError, LocationValueError, MaxRetryError, NewConnectionError
+from urllib3.exceptions import HTTPError as Urllib3Error
+from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from urllib3.response import HTTPResponse
 
 from exam.backoff import backoff_s
@@ -33,6 +37,7 @@ from exam.pipeline.reading import (
     agent_failure,
     clean_text,
     parse_json,
+    parse_once,
     read_reply,
     reported_failure,
     usage_over,
@@ -47,11 +52,13 @@ MAX_BODY_BYTES = 8_000_000  # decoded; a reply larger than this is not read to t
 # being shut (milliseconds on an idle machine; documented in docs/agents.md)
 DEADLINE_SLACK_S = 0.5
 _local = threading.local()
+_NO_RETRIES = Retry(0, read=False)  # what requests' adapter passes for max_retries=0
 
 
 def _drop_session() -> None:
     """Close this thread's session and its pooled connections (a new one is made on demand)."""
     s = getattr(_local, "session", None)
+    _local.pools = {}
     if s is not None:
         _local.session = None
         s.close()
@@ -214,6 +221,52 @@ def clean_error(agent: Agent, text: str) -> str:
     return scrub_urls(agent.redactor.text(text) or "")
 
 
+def _pool(session: requests.Session, request: requests.PreparedRequest) -> HTTPConnectionPool:
+    """The connection pool requests' adapter would send ``request`` on, with requests' own TLS
+    settings (certificate checks against its CA bundle); kept per thread and URL, as long as
+    the adapter keeps it open."""
+    pools = _local.__dict__.setdefault("pools", {})
+    pool = pools.get(request.url)
+    if pool is None or pool.pool is None:  # None: closed (dropped by the adapter)
+        pool = pools[request.url] = _adapter_pool(session, request)
+    return pool
+
+
+def _adapter_pool(session: requests.Session, request: requests.PreparedRequest
+                  ) -> HTTPConnectionPool:
+    adapter = session.get_adapter(request.url)
+    try:
+        pool = adapter.get_connection_with_tls_context(request, True, proxies={}, cert=None)
+    except LocationValueError as exc:
+        raise requests.exceptions.InvalidURL(exc, request=request) from None
+    adapter.cert_verify(pool, request.url, True, None)
+    return pool
+
+
+def _urlopen(session: requests.Session, request: requests.PreparedRequest,
+             timeout_s: float) -> HTTPResponse:
+    """Send ``request`` on its pooled connection and return urllib3's response with its body
+    unread, as ``HTTPAdapter.send(stream=True)`` does, without building a requests
+    ``Response`` around it (its cookie jar and header copies cost as much CPU as the rest of
+    an attempt). No retries and no redirects here: the retries are ``send``'s; urllib3 is
+    told so the way requests tells it, so its errors read as before (naming the URL, which
+    ``clean_error`` scrubs)."""
+    return _pool(session, request).urlopen(
+        method=request.method, url=request.path_url, body=request.body, headers=request.headers,
+        redirect=False, assert_same_host=False, preload_content=False, decode_content=False,
+        retries=_NO_RETRIES, timeout=Timeout(connect=min(10.0, timeout_s), read=timeout_s),
+        chunked=False)
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """A timeout of urllib3's own (connect or read), not a refused or broken connection."""
+    if isinstance(exc, MaxRetryError):
+        exc = exc.reason
+    if isinstance(exc, NewConnectionError):
+        return False
+    return isinstance(exc, (TimeoutError, Urllib3Timeout, requests.Timeout))
+
+
 def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
     """One attempt, ended at ``agent.timeout_s`` from its start whatever the agent does."""
     started_wall, t0 = time.time(), time.perf_counter()
@@ -234,11 +287,9 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
         with deadline:
             try:
                 request = _request(agent, work_order)
-                resp = session.get_adapter(request.url).send(
-                    request, stream=True, timeout=(min(10.0, agent.timeout_s), agent.timeout_s),
-                    verify=True, cert=None, proxies={})
-            except requests.RequestException as exc:
-                if deadline.fired or isinstance(exc, requests.Timeout):
+                resp = _urlopen(session, request, agent.timeout_s)
+            except (requests.RequestException, Urllib3Error, OSError) as exc:
+                if deadline.fired or _timed_out(exc):
                     return Outcome("timeout", row(error=f"no reply within {agent.timeout_s:g} s"),
                                    None, None)
                 # say where: "connection refused" alone sends people to debug the wrong agent
@@ -248,7 +299,7 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
                 resp.close()
                 return Outcome("timeout", row(error=f"no reply within {agent.timeout_s:g} s"),
                                None, None)
-            status, ctype = resp.status_code, resp.headers.get("Content-Type")
+            status, ctype = resp.status, resp.headers.get("Content-Type")
             retry_after = _retry_after(resp.headers.get("Retry-After"))
 
             def unreadable(reason: str, body: str | None = None) -> Outcome:
@@ -272,7 +323,7 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
                     while True:
                         # decoded, at most 64 KB per read: urllib3 inflates gzip/deflate in bounded
                         # pieces, so the cap below holds for a decompression bomb too
-                        chunk = resp.raw.read1(65536, decode_content=True)
+                        chunk = resp.read1(65536, decode_content=True)
                         if not chunk:
                             break
                         size += len(chunk)
@@ -352,8 +403,9 @@ def _within(figure: int | None) -> int | None:
 def classify(agent: Agent, outcomes: list[Outcome]) -> Result:
     """The run status of a cell from its last attempt; usage summed over every attempt."""
     last = outcomes[-1]
+    parse = parse_once()  # usage and the reply come from the same body: parsed once
     calls, tokens = (_within(f) for f in usage_over([o.body for o in outcomes], agent.reply,
-                                                         agent.reply_format))
+                                                         agent.reply_format, parse))
     if last.kind == "timeout":
         return Result("timeout", last.row.error, None, calls, tokens)
     if last.kind == "http" and (failure := agent_failure(last.body, agent.reply,
@@ -366,7 +418,8 @@ def classify(agent: Agent, outcomes: list[Outcome]) -> Result:
         return Result("bad_reply", last.row.error, None, calls, tokens)
     # decoding can assemble a secret form the raw body did not show (\u0025 + "41" → %41)
     read, problem = read_reply(last.body or "", agent.reply, agent.reply_format,
-                               clean=lambda data: no_lone_surrogates(agent.redactor.data(data)))
+                               clean=lambda data: no_lone_surrogates(agent.redactor.data(data)),
+                               parse=parse)
     if (failure := reported_failure(read)) is not None:
         return Result("agent_error", f"the agent reported its own failure: {failure}", read,
                       calls, tokens)

@@ -160,11 +160,23 @@ def _fmt(v: float | None, unit: str = "") -> str:
     return f"{v:,.0f}{unit}" if v >= 10 else f"{v:g}{unit}"
 
 
+def _shown(case: dict[str, Any]) -> bool:
+    """A question the text scorecard lists: one that failed, waits for a person or went
+    unanswered in some repeat."""
+    vs = case["verdicts"]
+    return bool(vs.get("fail") or vs.get("needs_human")
+                or any(c["run_status"] != "ok" for c in case["cells"]))
+
+
 def render_text(report: dict[str, Any], colour: bool = False, details: bool = True) -> str:
     from exam.marks import check_lines, paint
     from exam.textsafe import terminal_data
 
-    report = terminal_data(report)  # a reply's ESC must not reach the terminal raw
+    # a reply's ESC must not reach the terminal raw: every string shown is escaped, and only
+    # what is shown (escaping all 10,000 cells of a large run took longer than the run's end)
+    report = terminal_data({**report, "scorecards": [
+        {**card, "cases": [c for c in card["cases"] if details and _shown(c)]}
+        for card in report["scorecards"]]})
     lines = [f"grader {report['grader_version']}"]
     lines += [f"note: {m['message']}" for m in report.get("missing_banks", [])]
     for card in report["scorecards"]:
@@ -231,9 +243,6 @@ def render_text(report: dict[str, Any], colour: bool = False, details: bool = Tr
             continue
         for case in card["cases"]:
             vs = case["verdicts"]
-            if not vs.get("fail") and not vs.get("needs_human") and all(
-                    c["run_status"] == "ok" for c in case["cells"]):
-                continue
             head = "FAIL" if vs.get("fail") else ("HUMAN" if vs.get("needs_human")
                                                    else "UNANSWERED")
             lines.append(paint(f"  {head:<10} {case['case_no']} ({case['severity']}, {case['category']})"
