@@ -163,7 +163,7 @@ def print_scorecards(store, runs, fmt: str, details: bool = True) -> dict:
     from exam.reports.regrade import regrade
 
     # a CLI process: large re-grades on every core, reply texts kept only where shown
-    report = scorecard.build(regrade(store, runs, parallel=True))
+    report = scorecard.build(regrade(store, runs, parallel=True), every_cell=fmt != "text")
     if fmt == "text":
         emit(scorecard.render_text(report, use_colour(), details=details))
     else:

@@ -273,13 +273,15 @@ def _graded_parallel(store: Store, run_ids: list[int], use_cache: bool = True):
     return _merged([([_unpack(t, lines) for t in part], rem) for part, rem in results])
 
 
-CHUNK_CELLS = 10_000  # the cached path reads this many rowids at a time: memory stays flat
+CHUNK_CELLS = 2_000  # the chunked path reads this many rowids at a time: memory stays flat
 
 
 def _graded_chunked(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item]],
                     use_cache: bool):
-    """The same as _graded_parallel, in this process, a rowid range at a time (for a store
-    whose grades are cached: nothing left to share out, and no texts kept)."""
+    """The same as _graded_parallel, in this process, a rowid range at a time, no texts kept:
+    for a store whose grades are cached (nothing left to share out), or too few cells to
+    share out (the scorecard that ends an ``exam run``: its cells' texts are never all held
+    at once)."""
     ids = list(by_id)
     _, lo, hi = store.cell_rowids(ids)
     return _merged([_graded(store, by_id, items, store.cells(ids, (a, min(a + CHUNK_CELLS, hi + 1))),
@@ -443,6 +445,8 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
             done = _graded_chunked(store, rest, items, cache)
         else:
             done = _graded_parallel(store, list(rest), cache)
+        if done is None and not keep_text:  # too few cells to share out: a range at a time
+            done = _graded_chunked(store, rest, items, cache)
     if done is None:
         done = _graded(store, rest, items, store.cells(list(rest)), keep_text=keep_text,
                        use_cache=cache) if rest else ([], {})

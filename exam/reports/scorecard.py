@@ -70,7 +70,10 @@ def case_order(case: dict[str, Any]) -> tuple:
     return (worst, SEVERITY_ORDER.get(case["severity"], 1), case["case_no"])
 
 
-def build(regraded: Regraded) -> dict[str, Any]:
+def build(regraded: Regraded, every_cell: bool = True) -> dict[str, Any]:
+    """The scorecards of ``regraded``. ``every_cell=False`` (the text scorecard) leaves out the
+    cells of questions that passed every repeat with every reply ok (``"cells": []``): the
+    text shows none of them, and 10,000 cells as dicts were most of its memory."""
     groups: dict[tuple[str, str], list[GradedCell]] = defaultdict(list)
     for c in regraded.cells:
         groups[(c.agent, c.version)].append(c)
@@ -99,7 +102,8 @@ def build(regraded: Regraded) -> dict[str, Any]:
                 "verdicts": dict(v), "pass_rate": v["pass"] / graded if graded else None,
                 "pass_all": graded > 0 and v["pass"] == len(cs),
                 "changed_since_run": any(c.changed for c in cs),
-                "cells": [c.as_dict() for c in cs],
+                "cells": [c.as_dict() for c in cs] if every_cell or not all(
+                    c.verdict == "pass" and c.run_status == "ok" for c in cs) else [],
             })
         cases.sort(key=case_order)
         categories: dict[str, Counter] = defaultdict(Counter)
@@ -129,8 +133,8 @@ def build(regraded: Regraded) -> dict[str, Any]:
                                    if c.verdict == "needs_human"}),
             # replies that could not be a clean pass: the question expects tool steps and the
             # agent reported none (missing evidence is not a pass)
-            "held_no_steps": sum(1 for case in cases for cell in case["cells"] if any(
-                chk["name"] == "tools" and chk["evidence"] == NO_STEPS for chk in cell["checks"])),
+            "held_no_steps": sum(1 for c in cells if any(
+                chk.name == "tools" and chk.evidence == NO_STEPS for chk in c.checks)),
             "critical_failures": critical,
             "changed_questions": sorted(c["case_no"] for c in cases if c["changed_since_run"]),
             "removed_questions": removed,

@@ -173,3 +173,27 @@ def test_the_html_file_keeps_its_title_and_body(reports, name):
     headings = {"scorecard": [], "compare": ["A: v1 → v2"], "discrimination": ["Discrimination"],
                 "rebalance": ["Rebalance"]}[name]
     assert re.findall(r"<h1>([^<]*)</h1>", page) == headings
+
+
+def test_the_text_scorecard_without_clean_cells_reads_the_same_as_with_every_cell(history):
+    """The text scorecard leaves out the cells of questions that passed every repeat (their
+    dicts were most of its memory on a large run): what it prints must not change."""
+    history.bank("A", [(f"Q-{i:02d}", "c" if i % 2 else "d", "critical" if i == 3 else "major")
+                       for i in range(1, 7)])
+    history.run("A", "v1", {"Q-01": "ppp", "Q-02": "pfp", "Q-03": "fff", "Q-04": "php",
+                            "Q-05": "ptp", "Q-06": "ppp"})
+    history.run("A", "v2", {"Q-01": "ppp", "Q-02": "ppp", "Q-03": "pfh", "Q-04": "ppp",
+                            "Q-05": "ppp", "Q-06": "tpt"})
+    regraded = regrade(history.store, history.store.list_runs())
+    full, lean = scorecard.build(regraded), scorecard.build(regraded, every_cell=False)
+    for details in (True, False):
+        assert scorecard.render_text(lean, details=details) == \
+            scorecard.render_text(full, details=details)
+    left_out = [case["case_no"] for card in lean["scorecards"] for case in card["cases"]
+                if not case["cells"]]
+    assert sorted(left_out) == ["Q-01", "Q-01", "Q-02", "Q-04", "Q-05", "Q-06"]
+    assert {k: v for k, v in lean.items() if k != "scorecards"} == \
+        {k: v for k, v in full.items() if k != "scorecards"}
+    for a, b in zip(lean["scorecards"], full["scorecards"], strict=True):
+        assert {k: v for k, v in a.items() if k != "cases"} == \
+            {k: v for k, v in b.items() if k != "cases"}
