@@ -411,7 +411,22 @@ def bank_from_text(text: str, file: str) -> tuple[Bank | None, list[Problem]]:
 
 def load_bank(path: str | Path) -> Bank:
     """Load one bank file or raise BankError with every problem in it."""
-    bank, problems = read_bank(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = None
+    if text is None:
+        _, problems = read_bank(path)  # says why it cannot be read
+        raise BankError(problems)
+    return parsed_bank(str(path), text)
+
+
+@lru_cache(maxsize=64)
+def parsed_bank(file: str, text: str) -> Bank:
+    """A bank file's text parsed and validated once per content (an ``exam run`` read its bank
+    three times: creating the run, running it and grading it); BankError when it is not
+    valid (not kept: it is raised again each time)."""
+    bank, problems = bank_from_text(text, file)
     if problems:
         raise BankError(problems)
     assert bank is not None

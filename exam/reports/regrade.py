@@ -8,7 +8,6 @@ loads is left out and listed in ``missing_banks``: every report says so and show
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import multiprocessing
@@ -18,9 +17,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, fields, replace
-from pathlib import Path
 
-from exam.bank import Bank, Item, bank_from_text, load_bank
+from exam.bank import Bank, Item, load_bank
 from exam.errors import BankError
 from exam.pipeline.reading import reply_of
 from exam.records import CellRow
@@ -474,20 +472,7 @@ def _todays_bank(path: str) -> Bank:
     """The bank file as it is now: read every time, parsed and validated once per content
     (a service answers many reports from the same bank; validation is most of a small
     report's time)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return load_bank(path)  # raises the BankError that says why
-    return _parsed_bank(path, text)
-
-
-@functools.lru_cache(maxsize=64)
-def _parsed_bank(path: str, text: str) -> Bank:
-    bank, problems = bank_from_text(text, path)
-    if problems:
-        raise BankError(problems)
-    assert bank is not None
-    return bank
+    return load_bank(path)
 
 
 def load_banks(store: Store, runs: Sequence[Run]) -> tuple[dict[str, Bank], list[dict]]:

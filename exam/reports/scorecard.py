@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from exam.reports import kinds
+from exam.reports.graded_runs import LazyChecks
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.stats import median, percentile
-from graders import GRADER_VERSION
+from graders import GRADER_VERSION, CheckResult
 from graders.model import RUN_STATUSES
 from graders.trajectory import NO_STEPS
 
@@ -68,6 +69,13 @@ def case_order(case: dict[str, Any]) -> tuple:
     """Failures first, by severity; then needs_human; then the rest in bank order."""
     worst = 0 if case["verdicts"].get("fail") else 1 if case["verdicts"].get("needs_human") else 2
     return (worst, SEVERITY_ORDER.get(case["severity"], 1), case["case_no"])
+
+
+def _check_dicts(checks: Sequence[CheckResult]) -> list[dict[str, Any]]:
+    """A cell's checks as dicts; a kept cell's made from their JSON, never built."""
+    if isinstance(checks, LazyChecks):
+        return checks.as_dicts()
+    return [c.as_dict() for c in checks]
 
 
 def build(regraded: Regraded, every_cell: bool = True) -> dict[str, Any]:
@@ -134,7 +142,8 @@ def build(regraded: Regraded, every_cell: bool = True) -> dict[str, Any]:
             # replies that could not be a clean pass: the question expects tool steps and the
             # agent reported none (missing evidence is not a pass)
             "held_no_steps": sum(1 for c in cells if any(
-                chk.name == "tools" and chk.evidence == NO_STEPS for chk in c.checks)),
+                chk["name"] == "tools" and chk["evidence"] == NO_STEPS
+                for chk in _check_dicts(c.checks))),
             "critical_failures": critical,
             "changed_questions": sorted(c["case_no"] for c in cases if c["changed_since_run"]),
             "removed_questions": removed,

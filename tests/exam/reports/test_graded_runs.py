@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from exam import bank as bank_mod
 from exam import review
 from exam.reports import discrimination, graded_runs
 from exam.reports import regrade as regrade_mod
@@ -243,10 +244,10 @@ def test_a_bank_edit_is_seen_at_once_even_with_the_same_size_and_time(tmp_path, 
     store, runs = history.store, select_runs(history.store)
     path = Path(history.banks["A"])
     parses = []
-    original = regrade_mod.bank_from_text
-    monkeypatch.setattr(regrade_mod, "bank_from_text",
+    original = bank_mod.bank_from_text
+    monkeypatch.setattr(bank_mod, "bank_from_text",
                         lambda *a: parses.append(1) or original(*a))
-    regrade_mod._parsed_bank.cache_clear()
+    bank_mod.parsed_bank.cache_clear()
     before = regrade(store, runs)
     regrade(store, runs)
     assert len(parses) == 1  # parsed and validated once per content
