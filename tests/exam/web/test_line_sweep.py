@@ -167,3 +167,31 @@ def test_the_timer_runs_only_in_a_serving_app_with_line(line, config, runs, monk
     finally:
         line_bp.stop_sweeping()
     assert sweeper_threads() == []
+
+
+def test_a_store_out_of_reach_is_logged_once_not_at_every_look(tmp_path, monkeypatch, caplog):
+    from exam.errors import StoreError
+
+    looks: list[float] = []
+    reachable = threading.Event()
+
+    def claim(self, claim_s, limit=20):
+        looks.append(claim_s)
+        if not reachable.is_set():
+            raise StoreError("the store is unreachable")
+        return []
+
+    monkeypatch.setattr(Store, "claim_unhandled_line_events", claim)
+    cfg = {"DB": str(tmp_path / "exam.db"), "AGENTS": "", "LINE_ALLOWED_GROUPS": "",
+           "LINE_RUN_GROUPS": "", "PUBLIC_URL": None}
+    with caplog.at_level("INFO", logger="exam.line"):
+        line_bp._start(cfg, 0.02)
+        try:
+            wait_for(lambda: len(looks) >= 5, "five looks")
+            reachable.set()
+            wait_for(lambda: "works again" in caplog.text, "the timer to say it works again")
+        finally:
+            line_bp.stop_sweeping()
+    assert [r.getMessage() for r in caplog.records] == [
+        "looking for LINE events left unhandled failed; trying again every 0.02 s",
+        "looking for LINE events left unhandled works again"]
