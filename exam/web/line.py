@@ -17,9 +17,9 @@ reply token was never stored, and would have expired). Without new traffic the a
 at worst ``CLAIM_S`` + ``LINE_SWEEP_SECONDS`` (130 s) after the event, plus its handling.
 
 At least once, not exactly once: an instance that dies after its answer reached LINE and
-before it marked the event handled leaves it to a sweep, which answers again (a push with a
-retry key of its own). An ``exam run`` command is marked handled before its answer, so its run
-is never queued twice; only the answer can be lost or repeated.
+before it marked the event handled leaves it to a sweep, which answers again (a push, after
+the reply). An ``exam run`` command is marked handled before its answer, so its run is never
+queued twice, nor answered twice; only its answer can be lost.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ bp = Blueprint("line", __name__, url_prefix="/line")
 log = logging.getLogger("exam.line")
 _executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="line-webhook")
 CLAIM_S = 120.0  # an instance handling an event holds it this long before another may take it
-SWEEP_EVERY_S = 10.0  # at most one look for events left unhandled per process and store
+SWEEP_EVERY_S = 10.0  # webhooks look for events left unhandled at most this often per process
 SETTINGS = ("DB", "AGENTS", "LINE_ALLOWED_GROUPS", "LINE_RUN_GROUPS", "PUBLIC_URL")
 FORK_WAIT_S = 5.0  # how long a fork waits for this process's sweep in progress to end
 _last_sweep: dict[str, float] = {}
