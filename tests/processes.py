@@ -44,14 +44,17 @@ def wait_up(url: str, proc: subprocess.Popen, log: Path, timeout: float = 90) ->
 
 @contextmanager
 def gunicorn(env: dict[str, str], log: Path, *, workers: int, threads: int | None = None,
-             cwd: Path = ROOT, stop_timeout: float = 10) -> Iterator[str]:
-    """gunicorn serving ``create_app()`` on a free port, as docs/deployment.md runs it; yields
-    its base URL once /healthz answers, and stops it with SIGTERM (then kill) afterwards."""
+             cwd: Path = ROOT, stop_timeout: float = 10, extra: tuple[str, ...] = ()
+             ) -> Iterator[str]:
+    """gunicorn serving ``create_app()`` on a free port, as docs/deployment.md runs it (plus
+    ``extra`` arguments); yields its base URL once /healthz answers, and stops it with SIGTERM
+    (then kill) afterwards."""
     binary = shutil.which("gunicorn", path=str(ROOT / ".venv" / "bin")) or "gunicorn"
     port = free_port()
     args = [binary, "--bind", f"127.0.0.1:{port}", "--workers", str(workers)]
     if threads:
         args += ["--threads", str(threads)]
+    args += extra
     server = subprocess.Popen([*args, "--error-logfile", str(log), "exam.app:create_app()"],
                               env=env, cwd=cwd, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)

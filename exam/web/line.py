@@ -5,11 +5,21 @@ is checked before anything is read; a bad or missing one is 400 and nothing happ
 LINE gives up after about two seconds, so the answer is 200 at once and the events are
 handled afterwards, each ``webhookEventId`` once (LINE redelivers; several instances share
 the store). Before the 200, each event is recorded in the store (``line_events``, without its
-reply token) and held by this instance for ``CLAIM_S``; it is marked handled afterwards. An
-instance that dies between the 200 and the end of the handling does not lose the event: once
-its claim has run out, the next webhook that any instance receives also handles the events
-left unhandled, and answers them in their group by a push (the reply token was never stored,
-and would have expired).
+reply token) and held by this instance for ``CLAIM_S``; it is marked handled afterwards.
+
+An instance that dies between the 200 and the end of the handling does not lose the event:
+every service process with LINE configured looks for events left unhandled on a timer (a
+daemon thread per process and store, every ``LINE_SWEEP_SECONDS``, default 10, started in
+the process that serves: a gunicorn worker, never a master that forks them), and so does
+each webhook at most every ``SWEEP_EVERY_S``. An event whose claim has run out is claimed by
+one of the lookers (the store's claim: one wins) and answered in its group by a push (the
+reply token was never stored, and would have expired). Without new traffic the answer comes
+at worst ``CLAIM_S`` + ``LINE_SWEEP_SECONDS`` (130 s) after the event, plus its handling.
+
+At least once, not exactly once: an instance that dies after its answer reached LINE and
+before it marked the event handled leaves it to a sweep, which answers again (a push, after
+the reply). An ``exam run`` command is marked handled before its answer, so its run is never
+queued twice, nor answered twice; only its answer can be lost.
 """
 
 from __future__ import annotations
@@ -23,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import quote
 
-from flask import Blueprint, current_app, jsonify, request
+from flask import Blueprint, Flask, current_app, jsonify, request
 
 from exam.errors import ExamError
 
@@ -31,9 +41,14 @@ bp = Blueprint("line", __name__, url_prefix="/line")
 log = logging.getLogger("exam.line")
 _executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="line-webhook")
 CLAIM_S = 120.0  # an instance handling an event holds it this long before another may take it
-SWEEP_EVERY_S = 10.0  # at most one look for events left unhandled per process and store
+SWEEP_EVERY_S = 10.0  # webhooks look for events left unhandled at most this often per process
+SETTINGS = ("DB", "AGENTS", "LINE_ALLOWED_GROUPS", "LINE_RUN_GROUPS", "PUBLIC_URL")
+FORK_WAIT_S = 5.0  # how long a fork waits for this process's sweep in progress to end
 _last_sweep: dict[str, float] = {}
 _sweep_lock = threading.Lock()
+# the timers of this process, by store: (settings, interval, stop, thread)
+_sweepers: dict[str, tuple[dict[str, Any], float, threading.Event, threading.Thread]] = {}
+_sweepers_lock = threading.Lock()
 HELP = ("agent-exam commands:\n"
         "exam status — the latest runs\n"
         "exam scorecard W1 — the latest scorecard of W1\n"
@@ -64,8 +79,7 @@ def webhook():
         log.warning("signed LINE body could not be parsed; ignored")
         return jsonify(ok=True), 200
     if events:
-        cfg = {k: current_app.config[k] for k in ("DB", "AGENTS", "LINE_ALLOWED_GROUPS",
-                                                   "LINE_RUN_GROUPS", "PUBLIC_URL")}
+        cfg = {k: current_app.config[k] for k in SETTINGS}
         try:
             new = _record(events, body)
         except Exception:  # the store is unreachable: not accepted, so LINE may redeliver
@@ -135,6 +149,86 @@ def _sweep_due(db: str) -> bool:
         return True
 
 
+def start_sweeping(app: Flask) -> bool:
+    """Look for events left unhandled every ``LINE_SWEEP_SECONDS`` in this process, on a
+    daemon thread, without waiting for a webhook (a quiet group sends none). Only a serving
+    app with LINE configured (``LINE_CHANNEL_SECRET``; not ``TESTING``, not an interval of
+    0); one thread per process and store. True when a timer runs for the app's store."""
+    every = app.config["LINE_SWEEP_SECONDS"]
+    if not every or app.testing or not os.environ.get("LINE_CHANNEL_SECRET"):
+        return False
+    _start({k: app.config[k] for k in SETTINGS}, float(every))
+    return True
+
+
+def stop_sweeping(wait_s: float = FORK_WAIT_S) -> list[tuple[dict[str, Any], float]]:
+    """Stop this process's timers (a sweep in progress ends first, for up to ``wait_s``);
+    returns what they were (settings, interval)."""
+    with _sweepers_lock:
+        timers = list(_sweepers.values())
+        _sweepers.clear()
+    for _cfg, _every, stop, _thread in timers:
+        stop.set()
+    for _cfg, _every, _stop, thread in timers:
+        if thread is not threading.current_thread():
+            thread.join(wait_s)
+    return [(cfg, every) for cfg, every, _stop, _thread in timers]
+
+
+def _start(cfg: dict[str, Any], every: float) -> None:
+    with _sweepers_lock:
+        held = _sweepers.get(cfg["DB"])
+        if held is not None and held[3].is_alive():
+            return
+        stop = threading.Event()
+        thread = threading.Thread(target=_sweep_every, args=(cfg, every, stop),
+                                  name="line-sweep", daemon=True)
+        _sweepers[cfg["DB"]] = (cfg, every, stop, thread)
+        thread.start()
+
+
+def _sweep_every(cfg: dict[str, Any], every: float, stop: threading.Event) -> None:
+    """The timer: a look every ``every`` seconds until stopped. A store that cannot be reached
+    is logged once, when it starts failing, not at every look."""
+    failing = False
+    while not stop.wait(every):
+        with _sweep_lock:  # a webhook arriving now need not look again
+            _last_sweep[cfg["DB"]] = time.monotonic()
+        try:
+            _sweep_left(cfg)
+            if failing:
+                log.info("looking for LINE events left unhandled works again")
+            failing = False
+        except Exception:
+            if not failing:
+                log.exception("looking for LINE events left unhandled failed; trying again "
+                              "every %g s", every)
+            failing = True
+
+
+_forked: list[tuple[dict[str, Any], float]] = []  # the timers stopped for a fork
+
+
+def _stop_before_fork() -> None:
+    """A process that forks (gunicorn's master, under ``--preload``) leaves the sweeping to
+    its children, and forks between two sweeps, so a child copies no lock a sweep holds."""
+    _forked[:] = stop_sweeping()
+
+
+def _start_in_child() -> None:
+    """A forked child has none of its parent's threads: it starts the timers its parent ran."""
+    global _sweepers_lock, _sweep_lock
+    _sweepers_lock, _sweep_lock = threading.Lock(), threading.Lock()
+    _last_sweep.clear()
+    for cfg, every in _forked:
+        _start(cfg, every)
+    _forked.clear()
+
+
+os.register_at_fork(before=_stop_before_fork, after_in_parent=_forked.clear,
+                    after_in_child=_start_in_child)
+
+
 def _handle_all(events: list[tuple[Any, float | None]], cfg: dict[str, Any]) -> None:
     """Handle each ``(event, end of this instance's hold on it)``. An event whose hold ran
     out before its turn (it waited behind others, or a slow handler) and that another
@@ -168,7 +262,16 @@ def _handle_all(events: list[tuple[Any, float | None]], cfg: dict[str, Any]) -> 
 
 
 def _sweep(cfg: dict[str, Any]) -> None:
-    """Handle the events another instance recorded and never finished (it died after the 200)."""
+    """A webhook's look for events left unhandled (on its pool): trouble is logged."""
+    try:
+        _sweep_left(cfg)
+    except Exception:
+        log.exception("looking for LINE events left unhandled failed")
+
+
+def _sweep_left(cfg: dict[str, Any]) -> None:
+    """Handle the events another instance recorded and never finished (it died after the
+    200); a store that cannot be reached raises."""
     from linebot.v3.webhooks import Event
 
     from exam.store import Store
@@ -176,11 +279,8 @@ def _sweep(cfg: dict[str, Any]) -> None:
     store = Store(cfg["DB"])
     try:
         left = store.claim_unhandled_line_events(CLAIM_S)
-    except Exception:
-        log.exception("looking for LINE events left unhandled failed")
+    finally:
         store.close()
-        return
-    store.close()
     events = []
     for event_id, kept, held_until in left:
         try:

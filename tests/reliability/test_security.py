@@ -176,7 +176,7 @@ def test_oversized_bodies_and_caller_supplied_urls(world, table):
 
 def test_line_webhook_rejects_bad_signatures(tmp_path, monkeypatch, table):
     monkeypatch.setenv("LINE_CHANNEL_SECRET", LINE_SECRET)
-    app = create_app({"API_TOKEN": API, "DB": str(tmp_path / "x.db")})
+    app = create_app({"API_TOKEN": API, "DB": str(tmp_path / "x.db"), "LINE_SWEEP_SECONDS": 0})
     client = app.test_client()
     body = json.dumps({"events": [{"type": "join", "mode": "active", "timestamp": 1,
                                    "source": {"type": "group", "groupId": "Cx"},

@@ -63,6 +63,8 @@ def test_a_bad_boolean_in_the_config_file_names_the_file_and_key(clean_env, tmp_
 @pytest.mark.parametrize(("key", "value", "message"), [
     ("EXAM_MAX_REPEATS", "ten", "EXAM_MAX_REPEATS: expected a whole number ≥ 1, found 'ten'"),
     ("EXAM_TRUSTED_PROXIES", "-1", "EXAM_TRUSTED_PROXIES: expected a whole number ≥ 0"),
+    ("EXAM_LINE_SWEEP_SECONDS", "0.5", "EXAM_LINE_SWEEP_SECONDS: expected a whole number ≥ 0, "
+                                       "found '0.5'"),
     ("EXAM_SESSION_COOKIE_SAMESITE", "None", "EXAM_SESSION_COOKIE_SAMESITE: expected Lax or "
                                              "Strict"),
 ])

@@ -51,7 +51,8 @@ def settle(monkeypatch):
 def line_app(tmp_path, registry_path, fake_line):
     return create_app({"API_TOKEN": "t", "DB": str(tmp_path / "exam.db"),
                        "AGENTS": str(registry_path), "LINE_ALLOWED_GROUPS": GROUP,
-                       "LINE_RUN_GROUPS": GROUP})
+                       "LINE_RUN_GROUPS": GROUP,
+                       "LINE_SWEEP_SECONDS": 0})  # no timer: these tests decide when to sweep
 
 
 def sign(body: bytes, secret: str = SECRET) -> str:

@@ -1,0 +1,197 @@
+"""LINE events a dead instance left unhandled are answered without another webhook: every
+service process looks for them on a timer (exam/web/line.py), and the store's claim lets one
+looker win, so each is pushed to its group once. Real gunicorn processes (the fork model), a
+fake LINE API the real SDK talks to, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import uuid
+from collections import Counter
+
+import pytest
+
+import exam.web.line as line_bp
+from exam.app import create_app
+from exam.store import Store
+from tests.exam.helpers import wait_for
+from tests.exam.web.test_line_webhook import GROUP, SECRET, event
+from tests.fakes.line_api import FakeLineApi
+from tests.processes import exam_env, gunicorn
+
+TOKEN = "sweep-token-3b9d"
+
+
+@pytest.fixture
+def line_api():
+    with FakeLineApi() as fake:
+        yield fake
+
+
+def left_unhandled(db: str, ids: list[str], text: str = "exam status") -> None:
+    """What instances leave when they die after LINE's 200 and before handling: each event
+    recorded (without its reply token), its claim run out, not handled; and no webhook after."""
+    kept = [(i, "MessageEvent", json.dumps({k: v for k, v in event("message", i, text).items()
+                                            if k != "replyToken"})) for i in ids]
+    store = Store(db)
+    try:
+        assert set(store.record_line_events(kept, 0)) == set(ids)
+    finally:
+        store.close()
+
+
+def pushed(line_api: FakeLineApi) -> Counter:
+    """How often each event was pushed, by the retry key made from its id."""
+    return Counter(p["headers"].get("X-Line-Retry-Key") for p in line_api.pushes())
+
+
+def key_of(event_id: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"line-event:{event_id}"))
+
+
+def service_env(db: str, registry_path, line_api: FakeLineApi) -> dict[str, str]:
+    return exam_env(db, registry_path, EXAM_API_TOKEN=TOKEN, LINE_CHANNEL_SECRET=SECRET,
+                    LINE_CHANNEL_ACCESS_TOKEN="line-token", LINE_API_HOST=line_api.host,
+                    EXAM_LINE_ALLOWED_GROUPS=GROUP, EXAM_LINE_SWEEP_SECONDS="1")
+
+
+def test_events_left_unhandled_are_pushed_once_without_another_webhook(
+        store_url, registry_path, line_api, tmp_path):
+    """Two instances of two gunicorn workers each: four processes look every second, at once
+    or not; no webhook arrives; each event is pushed to its group once."""
+    env = service_env(store_url, registry_path, line_api)
+    ids = [f"01SWEEP{n:02d}" for n in range(6)]
+    with gunicorn(env, tmp_path / "a.log", workers=2, threads=2), \
+            gunicorn(env, tmp_path / "b.log", workers=2, threads=2):
+        left_unhandled(store_url, ids)
+        wait_for(lambda: set(pushed(line_api)) >= {key_of(i) for i in ids},
+                 "every event left unhandled to be pushed", timeout=120)
+        # a later event, answered by a later look: by then every process has looked again
+        # after the first ones were handled, and none of them answered those again
+        left_unhandled(store_url, ["01SWEEPLATE"])
+        wait_for(lambda: key_of("01SWEEPLATE") in pushed(line_api),
+                 "the later event to be pushed", timeout=120)
+        # the instances' threads answering at this moment have released what they held
+        store = Store(store_url)
+        try:
+            wait_for(lambda: all(store.line_event_state(i) == "handled"
+                                 for i in [*ids, "01SWEEPLATE"]), "the events marked handled")
+        finally:
+            store.close()
+    assert pushed(line_api) == Counter({key_of(i): 1 for i in [*ids, "01SWEEPLATE"]})
+    for push in line_api.pushes():
+        assert push["body"]["to"] == GROUP
+        assert push["body"]["messages"][0]["text"] == "No runs yet."
+    assert line_api.replies() == []  # no reply token was kept: a push is the only answer
+    logs = (tmp_path / "a.log").read_text() + (tmp_path / "b.log").read_text()
+    assert logs.count("was left unhandled (its instance stopped)") == len(ids) + 1
+
+
+def test_a_preloaded_gunicorn_sweeps_in_its_workers_not_its_master(
+        registry_path, line_api, tmp_path):
+    """With --preload the app is made in the master, which then forks the workers: the timer
+    moves to the workers (a process that forks leaves the sweeping to its children)."""
+    db = str(tmp_path / "exam.db")
+    log = tmp_path / "gunicorn.log"
+    with gunicorn(service_env(db, registry_path, line_api), log, workers=2,
+                  extra=("--preload",)):
+        left_unhandled(db, ["01PRELOAD"])
+        wait_for(lambda: line_api.pushes(), "the event to be pushed", timeout=120)
+    text = log.read_text()
+    master = re.search(r"Listening at: \S+ \((\d+)\)", text).group(1)
+    workers = set(re.findall(r"Booting worker with pid: (\d+)", text))
+    (swept,) = re.findall(r"\[(\d+)\] \[WARNING\] LINE event 01PRELOAD was left unhandled", text)
+    assert swept in workers and swept != master, text
+    assert len(line_api.pushes()) == 1
+
+
+def test_lookers_at_once_push_each_event_once(store_url, line_api, monkeypatch):
+    """Four instances' sweeps start together (one connection each), ten times over: the
+    store's claim gives each event to one of them."""
+    monkeypatch.setenv("LINE_CHANNEL_ACCESS_TOKEN", "line-token")
+    monkeypatch.setenv("LINE_API_HOST", line_api.host)
+    cfg = {"DB": store_url, "AGENTS": "", "LINE_ALLOWED_GROUPS": GROUP, "LINE_RUN_GROUPS": "",
+           "PUBLIC_URL": None}
+    ids = []
+    for n in range(10):
+        round_ids = [f"01RACE{n:02d}{k}" for k in range(3)]
+        ids += round_ids
+        left_unhandled(store_url, round_ids)
+        start = threading.Barrier(4)
+        failed: list[BaseException] = []
+
+        def look(start=start, failed=failed) -> None:
+            start.wait(timeout=30)
+            try:
+                line_bp._sweep_left(cfg)
+            except BaseException as exc:  # shown by the assertion below
+                failed.append(exc)
+
+        lookers = [threading.Thread(target=look) for _ in range(4)]
+        for t in lookers:
+            t.start()
+        for t in lookers:
+            t.join(timeout=60)
+        assert failed == []
+        assert pushed(line_api) == Counter({key_of(i): 1 for i in ids}), n
+    store = Store(store_url)
+    try:
+        assert {store.line_event_state(i) for i in ids} == {"handled"}
+    finally:
+        store.close()
+
+
+def sweeper_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "line-sweep"]
+
+
+@pytest.mark.parametrize(("line", "config", "runs"), [
+    (False, {}, False),                              # LINE not configured
+    (True, {"TESTING": True}, False),                # a test app, unless it asks
+    (True, {"LINE_SWEEP_SECONDS": 0}, False),        # turned off
+    (True, {}, True),
+], ids=["no-line", "testing", "off", "serving"])
+def test_the_timer_runs_only_in_a_serving_app_with_line(line, config, runs, monkeypatch,
+                                                        tmp_path):
+    if line:
+        monkeypatch.setenv("LINE_CHANNEL_SECRET", SECRET)
+    else:
+        monkeypatch.delenv("LINE_CHANNEL_SECRET", raising=False)
+    before = sweeper_threads()
+    try:
+        create_app({"API_TOKEN": TOKEN, "DB": str(tmp_path / "exam.db"), **config})
+        create_app({"API_TOKEN": TOKEN, "DB": str(tmp_path / "exam.db"), **config})
+        assert len(sweeper_threads()) == len(before) + runs  # one per process and store
+    finally:
+        line_bp.stop_sweeping()
+    assert sweeper_threads() == []
+
+
+def test_a_store_out_of_reach_is_logged_once_not_at_every_look(tmp_path, monkeypatch, caplog):
+    from exam.errors import StoreError
+
+    looks: list[float] = []
+    reachable = threading.Event()
+
+    def claim(self, claim_s, limit=20):
+        looks.append(claim_s)
+        if not reachable.is_set():
+            raise StoreError("the store is unreachable")
+        return []
+
+    monkeypatch.setattr(Store, "claim_unhandled_line_events", claim)
+    cfg = {"DB": str(tmp_path / "exam.db"), "AGENTS": "", "LINE_ALLOWED_GROUPS": "",
+           "LINE_RUN_GROUPS": "", "PUBLIC_URL": None}
+    with caplog.at_level("INFO", logger="exam.line"):
+        line_bp._start(cfg, 0.02)
+        try:
+            wait_for(lambda: len(looks) >= 5, "five looks")
+            reachable.set()
+            wait_for(lambda: "works again" in caplog.text, "the timer to say it works again")
+        finally:
+            line_bp.stop_sweeping()
+    assert [r.getMessage() for r in caplog.records] == [
+        "looking for LINE events left unhandled failed; trying again every 0.02 s",
+        "looking for LINE events left unhandled works again"]
