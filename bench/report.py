@@ -107,7 +107,9 @@ def table(r: dict) -> str:
                              None if target is None else x["p99_ms"] <= target))
     m = r["machine"]
     head = (f"Measured {m['date']} on {m['cpus']} cores ({m['processor']}), Python {m['python']}, "
-            f"{m['platform']}" + (" — quick mode" if r.get("quick") else "") + ".")
+            f"{m['platform']}" + (" — quick mode" if r.get("quick") else "") + "."
+            + (f" Speed of one core: {m['loop_s']} s for 10 million additions in a Python loop "
+               "(best of 5; lower is faster)." if m.get("loop_s") else ""))
     return head + "\n\n" + "\n".join(rows)
 
 
