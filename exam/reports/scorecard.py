@@ -181,6 +181,50 @@ def _shown(case: dict[str, Any]) -> bool:
                 or any(c["run_status"] != "ok" for c in case["cells"]))
 
 
+REPEATS_LISTED = 5  # a question with more repeats is shown by kind of failure, not repeat by repeat
+REPEATS_NAMED = 8  # repeats named in such a group before "… and N more"
+
+
+def _bad_checks(cell: dict[str, Any]) -> list[CheckResult]:
+    return [CheckResult(**c) for c in cell["checks"] if c["outcome"] in ("fail", "needs_human")]
+
+
+def _repeats(cells: list[dict[str, Any]]) -> str:
+    """'#2, #4 run 3, …': each repeat (with its run where the question ran in several)."""
+    several = len({c["run_id"] for c in cells}) > 1
+    named = [f"#{c['repeat']}" + (f" run {c['run_id']}" if several else "")
+             for c in cells[:REPEATS_NAMED]]
+    more = len(cells) - len(named)
+    return ", ".join(named) + (f" and {more} more" if more else "")
+
+
+def _grouped_lines(cells: list[dict[str, Any]], colour: bool) -> list[str]:
+    """A question with many repeats: its failing repeats grouped by which checks failed (each
+    group's first repeat shows the evidence), its unanswered ones by what went wrong. Every
+    repeat is still in the JSON, CSV and HTML scorecards."""
+    from exam.marks import check_lines, paint
+
+    failing: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    unanswered: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for cell in cells:
+        if cell["verdict"] is None:
+            unanswered[(cell["run_status"], cell["error"] or "")].append(cell)
+        elif cell["verdict"] != "pass":
+            kind = tuple((c["name"], c["outcome"]) for c in cell["checks"]
+                         if c["outcome"] in ("fail", "needs_human"))
+            failing[(cell["verdict"], cell["reviewed"], kind)].append(cell)
+    lines = []
+    for (verdict, reviewed, _), group in sorted(failing.items(), key=lambda kv: -len(kv[1])):
+        state = verdict + (" (reviewed)" if reviewed else "")
+        lines.append(paint(f"      {state} in {len(group)} repeat(s): {_repeats(group)}",
+                           verdict, colour))
+        lines.extend(check_lines(_bad_checks(group[0]), colour, indent="          "))
+    for (status, error), group in sorted(unanswered.items(), key=lambda kv: -len(kv[1])):
+        lines.append(f"      {status} in {len(group)} repeat(s): {_repeats(group)}")
+        lines.append(f"          {error}")
+    return lines
+
+
 def render_text(report: dict[str, Any], colour: bool = False, details: bool = True) -> str:
     from exam.marks import check_lines, paint
     from exam.textsafe import terminal_data
@@ -261,6 +305,9 @@ def render_text(report: dict[str, Any], colour: bool = False, details: bool = Tr
             lines.append(paint(f"  {head:<10} {case['case_no']} ({case['severity']}, {case['category']})"
                                f"  pass {vs.get('pass', 0)}/{len(case['cells'])}"
                                , "fail" if head == "FAIL" else "needs_human", colour))
+            if len(case["cells"]) > REPEATS_LISTED:
+                lines.extend(_grouped_lines(case["cells"], colour))
+                continue
             for cell in case["cells"]:
                 tokens = _fmt(cell["tokens"]) + (" (estimated)" if cell.get("tokens_estimated")
                                                  else "")
@@ -275,11 +322,7 @@ def render_text(report: dict[str, Any], colour: bool = False, details: bool = Tr
                     continue
                 if cell["verdict"] == "pass":
                     continue
-                from graders import CheckResult
-
-                bad = [CheckResult(**c) for c in cell["checks"]
-                       if c["outcome"] in ("fail", "needs_human")]
-                lines.extend(check_lines(bad, colour, indent="          "))
+                lines.extend(check_lines(_bad_checks(cell), colour, indent="          "))
     return "\n".join(lines)
 
 

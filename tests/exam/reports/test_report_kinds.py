@@ -197,3 +197,26 @@ def test_the_text_scorecard_without_clean_cells_reads_the_same_as_with_every_cel
     for a, b in zip(lean["scorecards"], full["scorecards"], strict=True):
         assert {k: v for k, v in a.items() if k != "cases"} == \
             {k: v for k, v in b.items() if k != "cases"}
+
+
+def test_a_question_with_many_repeats_is_shown_by_kind_of_failure(history):
+    """Past 5 repeats the text scorecard groups a question's failing repeats by which checks
+    failed and its unanswered ones by error, instead of a block per repeat."""
+    history.bank("A", [("Q-01", "c", "major"), ("Q-02", "c", "major"), ("Q-03", "c", "major")])
+    history.run("A", "v1", {"Q-01": "pffpfffpfffff", "Q-02": "hhtttppp", "Q-03": "fpfpf"},
+                errors={"Q-02": "no reply within 30 s"})
+    text = scorecard.render_text(scorecard.build(regrade(history.store,
+                                                         history.store.list_runs())))
+    lines = text.splitlines()
+    q1 = lines[lines.index(next(x for x in lines if "Q-01" in x)):]
+    assert q1[0].strip().startswith("FAIL") and q1[0].endswith("pass 3/13")
+    assert q1[1].strip() == "fail in 10 repeat(s): #2, #3, #5, #6, #7, #9, #10, #11 and 2 more"
+    assert q1[2].strip() == "✗ fact[0]  not found in the reply"  # the first such repeat's
+    assert q1[4].strip().startswith("✗ forbidden[0]  asserted:")
+    assert not any(x.strip().startswith("#") for x in q1[:6])
+    assert "      needs_human in 2 repeat(s): #1, #2" in lines
+    assert "      timeout in 3 repeat(s): #3, #4, #5" in lines
+    assert "          no reply within 30 s" in lines
+    # 5 repeats or fewer: repeat by repeat, as before
+    q3 = lines[lines.index(next(x for x in lines if "Q-03" in x)) + 1:]
+    assert q3[0].strip().startswith("#1 run 1: fail")
