@@ -23,7 +23,7 @@ from sqlalchemy import (
     text,
 )
 
-SCHEMA_VERSION = 10  # the newest Alembic revision's number; SQLite also keeps it in user_version
+SCHEMA_VERSION = 11  # the newest Alembic revision's number; SQLite also keeps it in user_version
 
 metadata = MetaData()
 
@@ -141,6 +141,10 @@ line_events = Table(
     Column("event", Text),
     Column("claimed_until", Double),
     Column("handled_at", Double),
+    # schema 11: the few events not yet handled, which every process looks for every few
+    # seconds, without reading every event ever received
+    Index("line_events_unhandled", "received_at", sqlite_where=text("handled_at IS NULL"),
+          postgresql_where=text("handled_at IS NULL")),
 )
 
 line_groups = Table(

@@ -399,6 +399,7 @@ def test_a_store_from_before_snapshots_migrates_and_keeps_its_runs(history):
     db.execute("DROP TABLE graded_runs")
     for column in ("lease_until", "lease_token"):
         db.execute(f"ALTER TABLE runs DROP COLUMN {column}")
+    db.execute("DROP INDEX line_events_unhandled")  # schema 11 (Alembic)
     for column in ("event", "claimed_until", "handled_at"):  # schema 10 (Alembic)
         db.execute(f"ALTER TABLE line_events DROP COLUMN {column}")
     db.execute(f"PRAGMA user_version={snap}")
