@@ -253,3 +253,36 @@ def test_line_events_left_unhandled_are_claimed_by_one_instance_each(store_targe
     finally:
         for s in stores:
             s.close()
+
+
+def test_the_look_for_events_left_unhandled_reads_only_those(store_target):
+    """Every service process looks every few seconds, and the table keeps every event ever
+    received: the look's own query is planned on the partial index of unhandled events."""
+    from sqlalchemy import event
+
+    store = Store(store_target)
+    seen: list[tuple[str, object]] = []
+    try:
+        store.record_line_events([(f"01OLD{n}", "Message", None) for n in range(200)], 0)
+        for n in range(200):
+            store.line_event_handled(f"01OLD{n}")
+        store.record_line_events([("01LEFT", "Message", "{}")], 0)
+
+        def capture(conn, cursor, statement, parameters, context, executemany):
+            if "FROM line_events" in statement and "handled_at IS NULL" in statement:
+                seen.append((statement, parameters))
+
+        event.listen(store._engine, "before_cursor_execute", capture)
+        assert [i for i, _, _ in store.claim_unhandled_line_events(60)] == ["01LEFT"]
+        event.remove(store._engine, "before_cursor_execute", capture)
+        ((statement, parameters),) = seen
+        with store._engine.connect() as conn:
+            if store.backend == "postgresql":
+                conn.exec_driver_sql("ANALYZE line_events")
+                conn.exec_driver_sql("SET enable_seqscan = off")  # a tiny table: ask, don't guess
+                plan = conn.exec_driver_sql("EXPLAIN " + statement, parameters).fetchall()
+            else:
+                plan = conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters).fetchall()
+        assert "line_events_unhandled" in " ".join(str(row) for row in plan), plan
+    finally:
+        store.close()
