@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import sqlite3
+import tempfile
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
@@ -28,7 +33,8 @@ from sqlalchemy import (
     text,
 )
 
-from exam.db.schema import TABLES
+from exam.db.engine import is_postgres
+from exam.db.schema import SCHEMA_VERSION, TABLES
 from exam.errors import StoreError
 
 BATCH = 500  # rows per INSERT: bodies are up to 1 MB each, memory stays bounded
@@ -102,13 +108,65 @@ def copy_store(src: str, dst: str, *, replace: bool = False) -> list[TableCopy]:
 
     Refuses a ``dst`` holding any row unless ``replace``, which deletes them first (in the
     same transaction as the copy). Raises StoreError when a table's count or digest differs.
+
+    A SQLite ``src`` is never changed: one at an older schema, or that this user cannot
+    write (a backup on read-only storage), is copied into a temporary snapshot first
+    (SQLite's online backup, read-only), which is brought to today's schema and copied
+    from; the original stays as it was, readable by the agent-exam that wrote it.
     """
+    if not is_postgres(src) and not is_postgres(dst) and \
+            Path(src).resolve() == Path(dst).resolve():
+        raise StoreError(f"{src}: SRC and DST are the same store")
+    if is_postgres(src) or not _needs_snapshot(src):
+        return _copy(src, dst, replace=replace)
+    with tempfile.TemporaryDirectory(prefix="exam-copy-") as tmp:
+        snapshot = str(Path(tmp) / "source.db")
+        _sqlite_snapshot(src, snapshot)
+        return _copy(snapshot, dst, replace=replace, shown_src=src)
+
+
+def _needs_snapshot(path: str) -> bool:
+    """A SQLite source that opening would change (an older schema: migrated) or cannot
+    open as a store (not writable: WAL and the store's write transaction need to write)."""
+    file = Path(path)
+    if not file.is_file():
+        return False  # Store() says what is wrong with it
+    if not (os.access(file, os.W_OK) and os.access(file.parent, os.W_OK)):
+        return True
+    try:
+        with closing(sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+    except sqlite3.Error:
+        return False  # not a SQLite file: Store() says so
+    return version != SCHEMA_VERSION
+
+
+def _sqlite_snapshot(src: str, snapshot: str) -> None:
+    """A consistent copy of a SQLite store, opened read-only (``immutable`` when even its
+    WAL index cannot be made: then nothing can be writing it)."""
+    uri = Path(src).resolve().as_uri()
+    last: sqlite3.Error | None = None
+    for mode in ("mode=ro", "mode=ro&immutable=1"):
+        try:
+            with closing(sqlite3.connect(f"{uri}?{mode}", uri=True)) as source, \
+                    closing(sqlite3.connect(snapshot)) as copy:
+                source.backup(copy)
+            return
+        except sqlite3.Error as exc:
+            last = exc
+            Path(snapshot).unlink(missing_ok=True)
+    raise StoreError(f"{src}: cannot be read for a copy: {last}")
+
+
+def _copy(src: str, dst: str, *, replace: bool, shown_src: str | None = None
+          ) -> list[TableCopy]:
     from exam.store import Store
 
     source, target = Store(src), Store(dst)
+    source_path = shown_src or source.path
     try:
         if source.backend == target.backend and source.path == target.path:
-            raise StoreError(f"{source.path}: SRC and DST are the same store")
+            raise StoreError(f"{source_path}: SRC and DST are the same store")
         with source.tx() as s, target.tx() as d:
             _snapshot(s)
             there = {t: n for t, n in counts(d).items() if n}
@@ -144,6 +202,6 @@ def copy_store(src: str, dst: str, *, replace: bool = False) -> list[TableCopy]:
         target.close()
     bad = [c.table for c in out if not c.same]
     if bad:
-        raise StoreError(f"{target.path}: the copy differs from {source.path} in "
+        raise StoreError(f"{target.path}: the copy differs from {source_path} in "
                          f"{', '.join(bad)}")
     return out

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -93,3 +95,38 @@ def test_the_cli_copies_and_prints_each_tables_counts_and_digests(tmp_path, post
     assert "every count and digest equal" in lines[-1]
     again = CliRunner().invoke(main, ["store", "copy", src, url])
     assert again.exit_code == 2 and "DST is not empty" in again.output
+
+
+def test_an_older_sqlite_source_is_copied_from_a_snapshot_and_left_as_it_was(tmp_path):
+    """Moving a store must leave the original usable by the agent-exam that wrote it: an
+    older SQLite source is not migrated in place; its snapshot is, and that is copied."""
+    from tests.exam.test_store_migrations import old_store
+
+    src, _ = old_store(tmp_path, 7)
+    before = Path(src).read_bytes()
+    dst = str(tmp_path / "new.db")
+    tables = copy_store(src, dst)
+    assert all(t.same for t in tables)
+    assert {t.table: t.src_rows for t in tables}["runs"] >= 1
+    assert Path(src).read_bytes() == before  # not one byte changed, schema 7 still
+    with closing(sqlite3.connect(src)) as con:
+        assert con.execute("PRAGMA user_version").fetchone()[0] == 7
+    with pytest.raises(StoreError, match="SRC and DST are the same store"):
+        copy_store(src, src)
+
+
+def test_a_source_that_cannot_be_written_is_read_from_a_snapshot(tmp_path, monkeypatch):
+    """A backup on read-only storage (its folder not writable either): the copy reads it
+    without opening it as a store, which would need to write beside it."""
+    import os
+
+    from exam.db import copy as copy_mod
+
+    src = filled(tmp_path / "backup.db")
+    real = os.access
+    monkeypatch.setattr(copy_mod.os, "access", lambda p, mode, **kw: False if mode == os.W_OK
+                        else real(p, mode, **kw))  # the tests run as root, who may write anyway
+    opened, snapshot = [], copy_mod._sqlite_snapshot
+    monkeypatch.setattr(copy_mod, "_sqlite_snapshot", lambda s, d: opened.append(s) or snapshot(s, d))
+    tables = copy_store(src, str(tmp_path / "out.db"))
+    assert opened == [src] and all(t.same for t in tables)
