@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import tracemalloc
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -227,3 +228,37 @@ def test_json_nested_too_deep_is_refused_without_parsing_it(monkeypatch):
     with pytest.raises(reading.ReplyError, match="nested deeper"):
         reading.parse_json("[" * 202 + "]" * 202)
     assert reading.parse_json('{"answer": "' + "[" * 5000 + '"}') == {"answer": "[" * 5000}
+
+
+def _connections_to(ports: set[int]) -> int:
+    """This machine's established TCP connections from a client to one of ``ports``."""
+    count = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        _, _local_addr, remote, state = line.split()[:4]
+        if state == "01" and int(remote.rsplit(":", 1)[1], 16) in ports:
+            count += 1
+    return count
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="Linux /proc")
+def test_a_thread_keeps_connections_open_to_the_last_few_agents_only(tmp_path):
+    """A thread that sent to many agents (the web service's threads check any agent) keeps
+    idle connections to the few it sent to last, as requests' adapter does (its
+    pool_connections), not one to every agent it ever sent to."""
+    import contextlib
+    import gc
+
+    from exam.pipeline import transport
+    kept = transport.POOLS_KEPT
+
+    with contextlib.ExitStack() as stack:
+        fakes = [stack.enter_context(FakeAgent()) for _ in range(kept + 3)]
+        ports = {int(f.url.split(":")[2].split("/")[0]) for f in fakes}
+        bank = write_bank(tmp_path, ["ok"])
+        for fake in fakes:
+            assert post_once(agent_for(fake.url, bank), {"behaviour": "ok"}, 1).kind == "ok"
+        gc.collect()
+        assert _connections_to(ports) <= kept
+        for fake in fakes[-kept:]:  # the last few are kept alive: reused
+            assert post_once(agent_for(fake.url, bank), {"behaviour": "ok"}, 1).kind == "ok"
+        assert _connections_to(ports) <= kept
