@@ -148,7 +148,10 @@ def _describe_error(exc: BaseException, agent: Agent) -> str:
         return "connection closed mid-reply"
     if "name or service" in lowered or "resolve" in lowered:
         return "cannot resolve the agent's host"
-    return f"{type(exc).__name__}: {text[:200]}"
+    # urllib3 wraps what went wrong (SSLError: a certificate refused ...) in MaxRetryError,
+    # which says nothing: named by its cause, as requests named it
+    cause = exc.reason if isinstance(exc, MaxRetryError) and exc.reason is not None else exc
+    return f"{type(cause).__name__}: {text[:200]}"
 
 
 def _http_error_text(status: int, body: str | None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import tracemalloc
 from pathlib import Path
 
@@ -262,3 +263,30 @@ def test_a_thread_keeps_connections_open_to_the_last_few_agents_only(tmp_path):
         for fake in fakes[-kept:]:  # the last few are kept alive: reused
             assert post_once(agent_for(fake.url, bank), {"behaviour": "ok"}, 1).kind == "ok"
         assert _connections_to(ports) <= kept
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl makes the certificate")
+def test_an_https_agent_whose_certificate_no_authority_signed_is_never_sent_the_work_order(
+        tmp_path):
+    """Certificates are checked (requests' CA bundle): a self-signed agent is a connection
+    error that says why, its URL's secrets scrubbed, and the work order never reaches it."""
+    import ssl
+    import subprocess
+
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-keyout", str(tmp_path / "key.pem"), "-out", str(tmp_path / "cert.pem"),
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    fake = FakeAgent()
+    server = fake.served.server
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    with fake:
+        url = fake.url.replace("http://", "https://") + "?token=tls-secret-51"
+        out = post_once(agent_for(url, write_bank(tmp_path, ["ok"])), {"behaviour": "ok"}, 1)
+    assert out.kind == "connection"
+    assert out.row.error.startswith("SSLError: "), out.row.error
+    assert "CERTIFICATE_VERIFY_FAILED" in out.row.error
+    assert "tls-secret-51" not in out.row.error
+    assert fake.requests == []
