@@ -290,3 +290,15 @@ def test_an_https_agent_whose_certificate_no_authority_signed_is_never_sent_the_
     assert "CERTIFICATE_VERIFY_FAILED" in out.row.error
     assert "tls-secret-51" not in out.row.error
     assert fake.requests == []
+
+
+def test_a_proxy_named_in_the_environment_is_never_used(tmp_path, monkeypatch):
+    """Exam traffic goes straight to the agent: HTTP_PROXY and its kin are not read."""
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")  # discard: nothing answers there
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with FakeAgent() as fake:
+        out = post_once(agent_for(fake.url, write_bank(tmp_path, ["ok"])), {"behaviour": "ok"}, 1)
+    assert out.kind == "ok", out.row.error
+    assert len(fake.requests) == 1
