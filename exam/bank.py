@@ -421,11 +421,19 @@ def load_bank(path: str | Path) -> Bank:
     return parsed_bank(str(path), text)
 
 
-@lru_cache(maxsize=64)
 def parsed_bank(file: str, text: str) -> Bank:
     """A bank file's text parsed and validated once per content (an ``exam run`` read its bank
-    three times: creating the run, running it and grading it); BankError when it is not
-    valid (not kept: it is raised again each time)."""
+    three times: creating the run, running it and grading it) and per set of registered check
+    kinds (their keys, schemas and parsers are part of what is parsed); BankError when it is
+    not valid (not kept: it is raised again each time). Callers share the Bank: never change
+    it, nor its questions' ``input``."""
+    kinds = tuple((k.key, json.dumps(k.schema, sort_keys=True), k.parse)
+                  for k in CHECK_KINDS.values())
+    return _parsed_bank(file, text, kinds)
+
+
+@lru_cache(maxsize=64)
+def _parsed_bank(file: str, text: str, _kinds: tuple) -> Bank:
     bank, problems = bank_from_text(text, file)
     if problems:
         raise BankError(problems)

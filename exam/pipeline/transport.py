@@ -53,6 +53,9 @@ MAX_BODY_BYTES = 8_000_000  # decoded; a reply larger than this is not read to t
 DEADLINE_SLACK_S = 0.5
 _local = threading.local()
 _NO_RETRIES = Retry(0, read=False)  # what requests' adapter passes for max_retries=0
+# connection pools a thread keeps (requests' pool_connections): those of the agents it sent to
+# last; the runner's threads send to one agent each, the service's may check any of them
+POOLS_KEPT = 4
 
 
 def _drop_session() -> None:
@@ -68,7 +71,7 @@ def _session(pool: int) -> requests.Session:
     s = getattr(_local, "session", None)
     if s is None:
         s = requests.Session()
-        adapter = DeadlineAdapter(pool_connections=4, pool_maxsize=max(4, pool), max_retries=0)
+        adapter = DeadlineAdapter(pool_connections=POOLS_KEPT, pool_maxsize=max(4, pool), max_retries=0)
         s.mount("http://", adapter)
         s.mount("https://", adapter)
         s.trust_env = False  # never route exam traffic through a proxy from the environment
@@ -145,7 +148,10 @@ def _describe_error(exc: BaseException, agent: Agent) -> str:
         return "connection closed mid-reply"
     if "name or service" in lowered or "resolve" in lowered:
         return "cannot resolve the agent's host"
-    return f"{type(exc).__name__}: {text[:200]}"
+    # urllib3 wraps what went wrong (SSLError: a certificate refused ...) in MaxRetryError,
+    # which says nothing: named by its cause, as requests named it
+    cause = exc.reason if isinstance(exc, MaxRetryError) and exc.reason is not None else exc
+    return f"{type(cause).__name__}: {text[:200]}"
 
 
 def _http_error_text(status: int, body: str | None) -> str:
@@ -223,11 +229,15 @@ def clean_error(agent: Agent, text: str) -> str:
 
 def _pool(session: requests.Session, request: requests.PreparedRequest) -> HTTPConnectionPool:
     """The connection pool requests' adapter would send ``request`` on, with requests' own TLS
-    settings (certificate checks against its CA bundle); kept per thread and URL, as long as
-    the adapter keeps it open."""
+    settings (certificate checks against its CA bundle); kept per thread and URL, for the
+    last ``POOLS_KEPT`` URLs it took up. urllib3 2 never closes a pool its manager lets go (nor
+    does ``Session.close``): its connections close when nothing holds it, so one kept here for
+    every URL would keep an idle connection open to every agent the thread ever sent to."""
     pools = _local.__dict__.setdefault("pools", {})
     pool = pools.get(request.url)
-    if pool is None or pool.pool is None:  # None: closed (dropped by the adapter)
+    if pool is None or pool.pool is None:  # None: closed
+        while len(pools) >= POOLS_KEPT:
+            del pools[next(iter(pools))]  # the oldest: once the adapter lets it go too, closed
         pool = pools[request.url] = _adapter_pool(session, request)
     return pool
 

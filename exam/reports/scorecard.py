@@ -181,7 +181,7 @@ def _shown(case: dict[str, Any]) -> bool:
                 or any(c["run_status"] != "ok" for c in case["cells"]))
 
 
-REPEATS_LISTED = 5  # a question with more repeats is shown by kind of failure, not repeat by repeat
+REPEATS_LISTED = 5  # a question with more cells (over all its runs) is shown by kind of failure
 REPEATS_NAMED = 8  # repeats named in such a group before "… and N more"
 
 

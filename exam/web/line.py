@@ -206,27 +206,31 @@ def _sweep_every(cfg: dict[str, Any], every: float, stop: threading.Event) -> No
             failing = True
 
 
-_forked: list[tuple[dict[str, Any], float]] = []  # the timers stopped for a fork
+# the timers this process stopped to fork, by store: every child it forks runs them (a
+# gunicorn master under --preload forks a worker per slot, and again for each that dies)
+_for_children: dict[str, tuple[dict[str, Any], float]] = {}
 
 
 def _stop_before_fork() -> None:
     """A process that forks (gunicorn's master, under ``--preload``) leaves the sweeping to
     its children, and forks between two sweeps, so a child copies no lock a sweep holds."""
-    _forked[:] = stop_sweeping()
+    for cfg, every in stop_sweeping():
+        _for_children[cfg["DB"]] = (cfg, every)
 
 
 def _start_in_child() -> None:
-    """A forked child has none of its parent's threads: it starts the timers its parent ran."""
+    """A forked child has none of its parent's threads: it starts the timers its parent ran
+    or left to its children."""
     global _sweepers_lock, _sweep_lock
     _sweepers_lock, _sweep_lock = threading.Lock(), threading.Lock()
     _last_sweep.clear()
-    for cfg, every in _forked:
+    timers = list(_for_children.values())
+    _for_children.clear()  # this child runs them; a child of its own gets them from it
+    for cfg, every in timers:
         _start(cfg, every)
-    _forked.clear()
 
 
-os.register_at_fork(before=_stop_before_fork, after_in_parent=_forked.clear,
-                    after_in_child=_start_in_child)
+os.register_at_fork(before=_stop_before_fork, after_in_child=_start_in_child)
 
 
 def _handle_all(events: list[tuple[Any, float | None]], cfg: dict[str, Any]) -> None:

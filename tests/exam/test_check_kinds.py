@@ -87,3 +87,17 @@ def test_without_the_registration_the_key_is_unknown(tmp_path):
     assert "expect_language" not in KINDS
     with pytest.raises(BankError, match="unknown key 'expect_language'"):
         load_bank(write(tmp_path, expect_language="zh", expect_facts=["備貨中"]))
+
+
+def test_a_bank_read_while_a_kind_was_registered_is_read_again_without_it(tmp_path):
+    """Banks are parsed once per content (exam/bank.py): the check kinds registered then are
+    part of what was parsed, so a bank read again after they change is parsed again."""
+    path = write(tmp_path, expect_language="zh")
+    register(CheckKind(key="expect_language", rule="language", version=3,
+                       schema={"enum": ["zh", "en"]}, check=check_language))
+    try:
+        assert load_bank(path).items[0].question.registered_checks == {"expect_language": "zh"}
+    finally:
+        unregister("expect_language")
+    with pytest.raises(BankError, match="unknown key 'expect_language'"):
+        load_bank(path)

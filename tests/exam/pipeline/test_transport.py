@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 import tracemalloc
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -227,3 +229,76 @@ def test_json_nested_too_deep_is_refused_without_parsing_it(monkeypatch):
     with pytest.raises(reading.ReplyError, match="nested deeper"):
         reading.parse_json("[" * 202 + "]" * 202)
     assert reading.parse_json('{"answer": "' + "[" * 5000 + '"}') == {"answer": "[" * 5000}
+
+
+def _connections_to(ports: set[int]) -> int:
+    """This machine's established TCP connections from a client to one of ``ports``."""
+    count = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        _, _local_addr, remote, state = line.split()[:4]
+        if state == "01" and int(remote.rsplit(":", 1)[1], 16) in ports:
+            count += 1
+    return count
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="Linux /proc")
+def test_a_thread_keeps_connections_open_to_the_last_few_agents_only(tmp_path):
+    """A thread that sent to many agents (the web service's threads check any agent) keeps
+    idle connections to the few it sent to last, as requests' adapter does (its
+    pool_connections), not one to every agent it ever sent to."""
+    import contextlib
+    import gc
+
+    from exam.pipeline import transport
+    kept = transport.POOLS_KEPT
+
+    with contextlib.ExitStack() as stack:
+        fakes = [stack.enter_context(FakeAgent()) for _ in range(kept + 3)]
+        ports = {int(f.url.split(":")[2].split("/")[0]) for f in fakes}
+        bank = write_bank(tmp_path, ["ok"])
+        for fake in fakes:
+            assert post_once(agent_for(fake.url, bank), {"behaviour": "ok"}, 1).kind == "ok"
+        gc.collect()
+        assert _connections_to(ports) <= kept
+        for fake in fakes[-kept:]:  # the last few are kept alive: reused
+            assert post_once(agent_for(fake.url, bank), {"behaviour": "ok"}, 1).kind == "ok"
+        assert _connections_to(ports) <= kept
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl makes the certificate")
+def test_an_https_agent_whose_certificate_no_authority_signed_is_never_sent_the_work_order(
+        tmp_path):
+    """Certificates are checked (requests' CA bundle): a self-signed agent is a connection
+    error that says why, its URL's secrets scrubbed, and the work order never reaches it."""
+    import ssl
+    import subprocess
+
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-keyout", str(tmp_path / "key.pem"), "-out", str(tmp_path / "cert.pem"),
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    fake = FakeAgent()
+    server = fake.served.server
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    with fake:
+        url = fake.url.replace("http://", "https://") + "?token=tls-secret-51"
+        out = post_once(agent_for(url, write_bank(tmp_path, ["ok"])), {"behaviour": "ok"}, 1)
+    assert out.kind == "connection"
+    assert out.row.error.startswith("SSLError: "), out.row.error
+    assert "CERTIFICATE_VERIFY_FAILED" in out.row.error
+    assert "tls-secret-51" not in out.row.error
+    assert fake.requests == []
+
+
+def test_a_proxy_named_in_the_environment_is_never_used(tmp_path, monkeypatch):
+    """Exam traffic goes straight to the agent: HTTP_PROXY and its kin are not read."""
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")  # discard: nothing answers there
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with FakeAgent() as fake:
+        out = post_once(agent_for(fake.url, write_bank(tmp_path, ["ok"])), {"behaviour": "ok"}, 1)
+    assert out.kind == "ok", out.row.error
+    assert len(fake.requests) == 1

@@ -247,7 +247,7 @@ def test_a_bank_edit_is_seen_at_once_even_with_the_same_size_and_time(tmp_path, 
     original = bank_mod.bank_from_text
     monkeypatch.setattr(bank_mod, "bank_from_text",
                         lambda *a: parses.append(1) or original(*a))
-    bank_mod.parsed_bank.cache_clear()
+    bank_mod._parsed_bank.cache_clear()
     before = regrade(store, runs)
     regrade(store, runs)
     assert len(parses) == 1  # parsed and validated once per content

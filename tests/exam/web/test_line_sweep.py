@@ -195,3 +195,31 @@ def test_a_store_out_of_reach_is_logged_once_not_at_every_look(tmp_path, monkeyp
     assert [r.getMessage() for r in caplog.records] == [
         "looking for LINE events left unhandled failed; trying again every 0.02 s",
         "looking for LINE events left unhandled works again"]
+
+
+def test_every_child_of_a_forking_process_runs_its_timers(tmp_path):
+    """A gunicorn master under --preload forks a worker for each slot and again whenever one
+    dies (a crash, --max-requests, a timeout): every worker it forks runs the timer it
+    stopped, not only the first one (the master itself runs none after its first fork)."""
+    import os
+
+    cfg = {"DB": str(tmp_path / "exam.db"), "AGENTS": "", "LINE_ALLOWED_GROUPS": "",
+           "LINE_RUN_GROUPS": "", "PUBLIC_URL": None}
+    line_bp._start(cfg, 3600.0)  # no look during the test: only whether a timer runs
+    seen = []
+    try:
+        for _ in range(3):  # the first worker, the second, and one forked to replace one
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child reports through the pipe
+                os.write(write, b"1" if sweeper_threads() else b"0")
+                os._exit(0)
+            os.close(write)
+            seen.append(os.read(read, 1) == b"1")
+            os.close(read)
+            os.waitpid(pid, 0)
+        assert seen == [True, True, True]
+        assert sweeper_threads() == []  # the forking process leaves the looking to its children
+    finally:
+        line_bp.stop_sweeping()
+        line_bp._for_children.clear()
