@@ -19,6 +19,20 @@ def _load(x: dict) -> str:
     return f"; load {x['load']:.1f}" if "load" in x else ""
 
 
+def _sections_machines(r: dict) -> str:
+    """Which machine each section was measured on: a run with ``--only`` keeps the other
+    sections' figures, which may come from another machine or day."""
+    on = r.get("measured_on") or {}
+    if not on:
+        return ""
+    by: dict[tuple, list[str]] = {}
+    for section, m in sorted(on.items()):
+        by.setdefault((m["host"], m["loop_s"], m["date"]), []).append(section)
+    parts = [f"{', '.join(s)} on {host} ({date}, core {loop} s)"
+             for (host, loop, date), s in by.items()]
+    return " Sections measured: " + "; ".join(parts) + "."
+
+
 def table(r: dict) -> str:
     t = r["targets"]
     rows = ["| figure | measured | target |", "|---|---|---|"]
@@ -108,8 +122,9 @@ def table(r: dict) -> str:
     m = r["machine"]
     head = (f"Measured {m['date']} on {m['cpus']} cores ({m['processor']}), Python {m['python']}, "
             f"{m['platform']}" + (" — quick mode" if r.get("quick") else "") + "."
-            + (f" Speed of one core: {m['loop_s']} s for 10 million additions in a Python loop "
-               "(best of 5; lower is faster)." if m.get("loop_s") else ""))
+            + (f" Speed of one core: {m['loop_s']} s of CPU for 10 million additions in a "
+               "Python loop (best of 5; lower is faster)." if m.get("loop_s") else "")
+            + _sections_machines(r))
     return head + "\n\n" + "\n".join(rows)
 
 
