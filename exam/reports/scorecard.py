@@ -71,11 +71,13 @@ def case_order(case: dict[str, Any]) -> tuple:
     return (worst, SEVERITY_ORDER.get(case["severity"], 1), case["case_no"])
 
 
-def _check_dicts(checks: Sequence[CheckResult]) -> list[dict[str, Any]]:
-    """A cell's checks as dicts; a kept cell's made from their JSON, never built."""
+def _held_no_steps(checks: Sequence[CheckResult]) -> bool:
+    """A tools check held because the agent reported no steps; a kept cell's checks read from
+    their JSON only when it has a tools check at all, and never built."""
     if isinstance(checks, LazyChecks):
-        return checks.as_dicts()
-    return [c.as_dict() for c in checks]
+        return '"tools"' in checks.raw and any(
+            c["name"] == "tools" and c["evidence"] == NO_STEPS for c in checks.as_dicts())
+    return any(c.name == "tools" and c.evidence == NO_STEPS for c in checks)
 
 
 def build(regraded: Regraded, every_cell: bool = True) -> dict[str, Any]:
@@ -141,9 +143,7 @@ def build(regraded: Regraded, every_cell: bool = True) -> dict[str, Any]:
                                    if c.verdict == "needs_human"}),
             # replies that could not be a clean pass: the question expects tool steps and the
             # agent reported none (missing evidence is not a pass)
-            "held_no_steps": sum(1 for c in cells if any(
-                chk["name"] == "tools" and chk["evidence"] == NO_STEPS
-                for chk in _check_dicts(c.checks))),
+            "held_no_steps": sum(1 for c in cells if _held_no_steps(c.checks)),
             "critical_failures": critical,
             "changed_questions": sorted(c["case_no"] for c in cases if c["changed_since_run"]),
             "removed_questions": removed,
