@@ -40,6 +40,7 @@ from exam.errors import ExamError
 bp = Blueprint("line", __name__, url_prefix="/line")
 log = logging.getLogger("exam.line")
 _executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="line-webhook")
+NOT_KEPT = "not-kept"  # stands in, once read back, for a token the store never keeps
 CLAIM_S = 120.0  # an instance handling an event holds it this long before another may take it
 SWEEP_EVERY_S = 10.0  # webhooks look for events left unhandled at most this often per process
 SETTINGS = ("DB", "AGENTS", "LINE_ALLOWED_GROUPS", "LINE_RUN_GROUPS", "PUBLIC_URL")
@@ -136,8 +137,22 @@ def _to_keep(event: Any, raw: dict[str, Any]) -> dict[str, Any] | None:
         return None
     kept = {k: v for k, v in raw.items() if k != "replyToken"}
     if isinstance(kept.get("message"), dict):
-        kept["message"] = {k: v for k, v in kept["message"].items() if k != "quoteToken"}
+        kept["message"] = {k: v for k, v in kept["message"].items()
+                           if k not in ("quoteToken", "markAsReadToken")}
     return kept
+
+
+def _read_back(kept: str) -> Any:
+    """An event the store kept (``_to_keep``), as the SDK's model. The SDK requires some of
+    the tokens the store never keeps (a join's ``replyToken``, a text message's
+    ``quoteToken``): ``NOT_KEPT`` stands in for them, and is never used to answer."""
+    from linebot.v3.webhooks import Event
+
+    data = json.loads(kept)
+    data.setdefault("replyToken", NOT_KEPT)
+    if isinstance(data.get("message"), dict):
+        data["message"].setdefault("quoteToken", NOT_KEPT)
+    return Event.from_dict(data)
 
 
 def _sweep_due(db: str) -> bool:
@@ -276,7 +291,6 @@ def _sweep(cfg: dict[str, Any]) -> None:
 def _sweep_left(cfg: dict[str, Any]) -> None:
     """Handle the events another instance recorded and never finished (it died after the
     200); a store that cannot be reached raises."""
-    from linebot.v3.webhooks import Event
 
     from exam.store import Store
 
@@ -288,7 +302,7 @@ def _sweep_left(cfg: dict[str, Any]) -> None:
     events = []
     for event_id, kept, held_until in left:
         try:
-            events.append((Event.from_dict(json.loads(kept)), held_until))
+            events.append((_read_back(kept), held_until))
             log.warning("LINE event %s was left unhandled (its instance stopped); handling it "
                         "now, answering in its group", event_id)
         except Exception:
@@ -321,7 +335,7 @@ def _reply(event: Any, text: str) -> None:
     settings = LineSettings.from_env(need_group=False)
     messages = text_messages(text)[:5]
     group_id = getattr(getattr(event, "source", None), "group_id", None)
-    if event.reply_token:
+    if event.reply_token and event.reply_token != NOT_KEPT:
         messaging_api(settings).reply_message(
             ReplyMessageRequest.from_dict({"replyToken": event.reply_token, "messages": messages}),
             _request_timeout=10)

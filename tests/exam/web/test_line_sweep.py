@@ -5,7 +5,6 @@ fake LINE API the real SDK talks to, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import uuid
@@ -17,7 +16,7 @@ import exam.web.line as line_bp
 from exam.app import create_app
 from exam.store import Store
 from tests.exam.helpers import wait_for
-from tests.exam.web.test_line_webhook import GROUP, SECRET, event
+from tests.exam.web.test_line_webhook import GROUP, SECRET, as_kept, event
 from tests.fakes.line_api import FakeLineApi
 from tests.processes import exam_env, gunicorn
 
@@ -33,8 +32,7 @@ def line_api():
 def left_unhandled(db: str, ids: list[str], text: str = "exam status") -> None:
     """What instances leave when they die after LINE's 200 and before handling: each event
     recorded (without its reply token), its claim run out, not handled; and no webhook after."""
-    kept = [(i, "MessageEvent", json.dumps({k: v for k, v in event("message", i, text).items()
-                                            if k != "replyToken"})) for i in ids]
+    kept = [(i, "MessageEvent", as_kept(event("message", i, text))) for i in ids]
     store = Store(db)
     try:
         assert set(store.record_line_events(kept, 0)) == set(ids)

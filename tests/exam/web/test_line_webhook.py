@@ -66,8 +66,20 @@ def event(kind: str, event_id: str, text: str | None = None, group: str = GROUP)
          "replyToken": f"reply-{event_id}"}
     if text is not None:
         e["message"] = {"type": "text", "id": "468789577898262530", "text": text,
-                        "quoteToken": "q-token"}
+                        "quoteToken": "q-token", "markAsReadToken": "m-token"}
     return e
+
+
+def as_kept(raw: dict) -> str:
+    """An event as the webhook records it for another instance (``line._to_keep``): what a
+    sweep reads back."""
+    from linebot.v3.webhooks import Event
+
+    from exam.web.line import _to_keep
+
+    kept = _to_keep(Event.from_dict(raw), raw)
+    assert kept is not None, raw
+    return json.dumps(kept)
 
 
 def post(client, events: list[dict], signature: str | None = "auto", body: bytes | None = None):
@@ -209,11 +221,11 @@ def test_webhook_without_channel_secret_is_503(tmp_path, monkeypatch):
 def left_by_a_dead_instance(db: str, event_id: str, text: str, claim_s: float = 0.0) -> None:
     """What an instance leaves when it dies after answering LINE's 200 but before handling the
     event: the event recorded (without its reply token), held for ``claim_s``, not handled."""
-    kept = {k: v for k, v in event("message", event_id, text).items() if k != "replyToken"}
     store = Store(db)
     try:
-        assert set(store.record_line_events([(event_id, "MessageEvent", json.dumps(kept))],
-                                            claim_s)) == {event_id}
+        assert set(store.record_line_events(
+            [(event_id, "MessageEvent", as_kept(event("message", event_id, text)))],
+            claim_s)) == {event_id}
     finally:
         store.close()
 
@@ -308,3 +320,22 @@ def test_an_event_taken_over_while_it_waited_is_not_handled_twice(
     assert fake_line.requests == []  # the other instance answers it
     assert Store(db).list_runs() == []
     assert Store(db).line_event_state("01JAWAIT") == "pending"  # the other's to finish
+
+
+def test_what_the_store_keeps_of_an_event_reads_back_without_any_token():
+    """A join and an ``exam`` command are kept for another instance without their reply,
+    quote and mark-as-read tokens; read back, they are the same events, and the stand-in for
+    a token the SDK requires is never used to answer (the answer is a push)."""
+    from linebot.v3.webhooks import JoinEvent, MessageEvent
+
+    import exam.web.line as line_bp
+
+    for raw, kind in ((event("join", "01KEEPJ"), JoinEvent),
+                      (event("message", "01KEEPM", "exam run W1 v3"), MessageEvent)):
+        kept = as_kept(raw)
+        assert not any(token in kept for token in ("reply-", "q-token", "m-token"))
+        back = line_bp._read_back(kept)
+        assert isinstance(back, kind) and back.webhook_event_id == raw["webhookEventId"]
+        assert back.source.group_id == GROUP and back.reply_token == line_bp.NOT_KEPT
+        if kind is MessageEvent:
+            assert back.message.text == "exam run W1 v3"
