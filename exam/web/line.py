@@ -206,6 +206,7 @@ def _sweep_every(cfg: dict[str, Any], every: float, stop: threading.Event) -> No
     """The timer: a look every ``every`` seconds until stopped. A store that cannot be reached
     is logged once, when it starts failing, not at every look."""
     failing = False
+    log.info("looking for LINE events left unhandled every %g s", every)  # a sign it runs
     while not stop.wait(every):
         with _sweep_lock:  # a webhook arriving now need not look again
             _last_sweep[cfg["DB"]] = time.monotonic()

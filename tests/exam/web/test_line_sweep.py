@@ -85,6 +85,8 @@ def test_events_left_unhandled_are_pushed_once_without_another_webhook(
     assert line_api.replies() == []  # no reply token was kept: a push is the only answer
     logs = (tmp_path / "a.log").read_text() + (tmp_path / "b.log").read_text()
     assert logs.count("was left unhandled (its instance stopped)") == len(ids) + 1
+    # each of the four workers said once that its timer runs: what an operator looks for
+    assert logs.count("looking for LINE events left unhandled every 1 s") == 4
 
 
 def test_a_preloaded_gunicorn_sweeps_in_its_workers_not_its_master(
@@ -191,6 +193,7 @@ def test_a_store_out_of_reach_is_logged_once_not_at_every_look(tmp_path, monkeyp
         finally:
             line_bp.stop_sweeping()
     assert [r.getMessage() for r in caplog.records] == [
+        "looking for LINE events left unhandled every 0.02 s",  # the timer's one sign it runs
         "looking for LINE events left unhandled failed; trying again every 0.02 s",
         "looking for LINE events left unhandled works again"]
 
