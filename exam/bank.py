@@ -414,10 +414,8 @@ def load_bank(path: str | Path) -> Bank:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
-        text = None
-    if text is None:
         _, problems = read_bank(path)  # says why it cannot be read
-        raise BankError(problems)
+        raise BankError(problems) from None
     return parsed_bank(str(path), text)
 
 

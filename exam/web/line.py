@@ -124,9 +124,10 @@ def _record(events: list[Any], body: str) -> dict[str, float]:
 
 def _to_keep(event: Any, raw: dict[str, Any]) -> dict[str, Any] | None:
     """What the store keeps of an event, so another instance can handle it if this one dies:
-    only events that do something (a join, an ``exam …`` command), without the reply and
-    quote tokens (credentials for answering). The group's other messages are people talking:
-    their id is kept (each is handled once), their text never."""
+    only events that do something (a join, an ``exam …`` command), without the reply, quote
+    and mark-as-read tokens (credentials for acting on the message; ``_read_back`` stands in
+    for those the SDK requires). The group's other messages are people talking: their id is
+    kept (each is handled once), their text never."""
     from linebot.v3.webhooks import JoinEvent, MessageEvent, TextMessageContent
 
     if isinstance(event, MessageEvent) and isinstance(event.message, TextMessageContent):
@@ -292,7 +293,6 @@ def _sweep(cfg: dict[str, Any]) -> None:
 def _sweep_left(cfg: dict[str, Any]) -> None:
     """Handle the events another instance recorded and never finished (it died after the
     200); a store that cannot be reached raises."""
-
     from exam.store import Store
 
     store = Store(cfg["DB"])
