@@ -41,12 +41,22 @@ def state(cells: list[GradedCell]) -> tuple[str, int, int]:
 def moved_checks(old: list[GradedCell], new: list[GradedCell]) -> list[dict[str, Any]]:
     """Checks whose failure rate changed between the versions, with today's evidence."""
     def rates(cells):
-        bad, seen, evidence = Counter(), Counter(), {}
+        # cells read from a kept run share one list of checks per distinct outcome: count
+        # each list's cells, then read each list once (in the order first seen, so the
+        # evidence is still the first failing cell's)
+        lists: dict[int, list] = {}
         for c in cells:
-            for chk in c.checks:
-                seen[chk.name] += 1
+            entry = lists.get(id(c.checks))
+            if entry is None:
+                lists[id(c.checks)] = [c.checks, 1]
+            else:
+                entry[1] += 1
+        bad, seen, evidence = Counter(), Counter(), {}
+        for checks, n in lists.values():
+            for chk in checks:
+                seen[chk.name] += n
                 if chk.outcome in ("fail", "needs_human"):
-                    bad[chk.name] += 1
+                    bad[chk.name] += n
                     evidence.setdefault(chk.name, chk.as_dict())
         return {n: bad[n] / seen[n] for n in seen}, evidence
 

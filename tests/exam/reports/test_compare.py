@@ -88,3 +88,22 @@ def test_changed_question_is_flagged(history):
     (history.tmp / "A.json").write_text(json.dumps(data, ensure_ascii=False))
     result = run_cli(history, "A", "v1", "v2")
     assert "rubric changed since the runs for Q-04" in result.output
+
+
+def test_checks_moved_read_from_kept_runs_equal_fresh_ones(history):
+    """Cells read from a kept run share one list of checks per distinct outcome, and the
+    rates count each list once per cell that holds it."""
+    setup(history)
+    runs = select_runs(history.store)
+    fresh = compare.build(regrade(history.store, runs, cache=False), "A", "v1", "v2")
+    regrade(history.store, runs)  # keeps the finished runs
+    kept = regrade(history.store, runs)
+    shared = {id(c.checks) for c in kept.cells}
+    assert len(shared) < len(kept.cells)  # what this test is about
+    assert compare.build(kept, "A", "v1", "v2") == fresh
+    moved = {(q["case_no"], m["check"]): (m["old_fail_rate"], m["new_fail_rate"])
+             for g in ("regressions", "undecided", "fixes") for q in fresh[g]
+             for m in q["checks_moved"]}
+    assert moved[("Q-03", "fact[0]")] == (0.0, 1 / 3)
+    assert moved[("Q-01", "fact[0]")] == (0.0, 1.0)  # three failing cells, one list
+    assert moved[("Q-02", "fact[0]")] == (1.0, 0.0)
