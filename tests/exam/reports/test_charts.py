@@ -39,7 +39,7 @@ def test_a_kept_chart_equals_one_drawn_afresh_under_an_id_of_its_own():
         assert cached.cache_info().hits >= 1
         cached.cache_clear()
     fresh = draw_all(rows())
-    for a, b, c in zip(first, kept, fresh):
+    for a, b, c in zip(first, kept, fresh, strict=True):
         assert len(ids(a)) == len(ids(b)) == 1 and ids(a) != ids(b) != ids(c)
         assert UUID.sub("ID", a) == UUID.sub("ID", b) == UUID.sub("ID", c)
         assert "<svg" in a and "</figure>" in a
