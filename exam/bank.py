@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -60,7 +60,10 @@ class Bank:
     path: str
     agent: str
     items: tuple[Item, ...]
-    digest: str
+    digest: str  # of what affects grading (each question's digest)
+    # of the whole text as read from its file: any edit, even one no grade reads (a category,
+    # a note), gives another ("" for a bank not read from a file)
+    content_digest: str = ""
 
     def by_case(self) -> dict[str, Item]:
         return {i.case_no: i for i in self.items}
@@ -436,7 +439,7 @@ def _parsed_bank(file: str, text: str, _kinds: tuple) -> Bank:
     if problems:
         raise BankError(problems)
     assert bank is not None
-    return bank
+    return replace(bank, content_digest=hashlib.blake2b(text.encode(), digest_size=16).hexdigest())
 
 
 def bank_files(paths: Iterable[str | Path]) -> list[Path]:

@@ -165,7 +165,18 @@ def run_scorecard(run_id: int):
     from exam.reports.regrade import regrade
 
     run = _get_run(run_id)
-    return jsonify(scorecard.build(regrade(store(), [run], texts=False)))
+    return _kept_json([run], lambda: scorecard.build(regrade(store(), [run], texts=False)),
+                      "scorecard")
+
+
+def _kept_json(runs, build, *parts):
+    """The report ``build()`` makes, as ``jsonify`` writes it; kept per process while none of
+    its inputs change (exam.reports.memo), so asking again does not build it again."""
+    from exam.reports import memo
+
+    provider = current_app.json
+    text = memo.answer(store(), runs, lambda: provider.dumps(build()) + "\n", *parts)
+    return current_app.response_class(text, mimetype=provider.mimetype)
 
 
 def _require(name: str) -> str:
@@ -183,10 +194,10 @@ def compare():
     agent, old, new = _require("agent"), _require("old"), _require("new")
     try:
         runs = compare_runs(store(), agent, old, new)
-        report = cmp.build(regrade(store(), runs, texts=False), agent, old, new)
+        return _kept_json(runs, lambda: cmp.build(regrade(store(), runs, texts=False),
+                                                  agent, old, new), "compare", agent, old, new)
     except ExamError as exc:
         return jsonify(error=str(exc)), 404
-    return jsonify(report)
 
 
 @bp.get("/discrimination")
@@ -199,7 +210,8 @@ def discrimination():
         runs = report_runs(store(), agent)
     except SelectionError as exc:
         return jsonify(error=str(exc)), 404
-    return jsonify(disc.build(regrade(store(), runs, texts=False), agent))
+    return _kept_json(runs, lambda: disc.build(regrade(store(), runs, texts=False), agent),
+                      "discrimination", agent)
 
 
 @bp.get("/openapi.json")

@@ -1,0 +1,82 @@
+"""Report answers kept per process, under the key of everything they are made of.
+
+A report of finished runs is a pure function of its runs, their cells, today's banks, the
+rules and the review decisions. The API answers the same report again and again (a
+dashboard refreshing, a CI job polling a change's verdict), and building it, from kept
+graded runs, is still most of a request's CPU. So the answer's JSON text is kept under a key
+of every one of those inputs, each read afresh from the store and the bank files on every
+request:
+
+- every run's row as stored (``repr(Run)``: status, exclusion, settings, plan, …);
+- every run's cells mark (``Store.cell_marks``; it changes whenever a cell arrives or is
+  retried, see exam.reports.graded_runs);
+- today's bank of each run: the digest of its whole text (an edit anywhere in the file,
+  even to a category or a note, gives another key) and every question's key, or the message
+  of a bank that will not load;
+- the rules (``rules_key``) and every review decision, whole;
+- the report, the route's arguments and the runs' order.
+
+Runs still queued or running are never kept (their rows and cells change with every reply).
+What is kept is bounded: ``KEPT`` answers per process, none over ``KEPT_CHARS``. Every
+instance keeps its own; one that has not seen the store change reads the same key as one
+that has, because the key is read from the store, not remembered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from exam.reports.graded_runs import NOT_KEPT
+from exam.store import Run, Store
+
+KEPT = 64  # answers per process
+KEPT_CHARS = 2_000_000  # a larger answer (a scorecard of 10,000 cells) is built each time
+_kept: OrderedDict[str, str] = OrderedDict()
+_lock = threading.Lock()
+
+
+def key(store: Store, runs: Sequence[Run], *parts: Any) -> str | None:
+    """The key of a report of ``runs`` (and ``parts``: which report, its arguments); None
+    when a run may still change."""
+    from exam.reports.regrade import load_banks, questions_key, rules_key
+
+    if not runs or any(r.status in NOT_KEPT for r in runs):
+        return None
+    banks, missing = load_banks(store, runs)
+    marks = store.cell_marks([r.id for r in runs])
+    every = (
+        parts, rules_key(), [repr(r) for r in runs], [marks[r.id] for r in runs],
+        sorted((p, b.content_digest or repr([i.raw for i in b.items]), b.digest,
+                questions_key(b)) for p, b in banks.items()),
+        [m["message"] for m in missing],
+        # decisions whole, in the store's order (any change to one is another key)
+        [sorted(d.items()) for d in store.adjudications()],
+    )
+    return hashlib.blake2b(repr(every).encode(), digest_size=20).hexdigest()
+
+
+def answer(store: Store, runs: Sequence[Run], make: Callable[[], str], *parts: Any) -> str:
+    """The report's text as ``make()`` writes it, kept under its key, or made and kept."""
+    k = key(store, runs, *parts)
+    if k is not None:
+        with _lock:
+            text = _kept.get(k)
+            if text is not None:
+                _kept.move_to_end(k)
+                return text
+    text = make()
+    if k is not None and len(text) <= KEPT_CHARS:
+        with _lock:
+            _kept[k] = text
+            while len(_kept) > KEPT:
+                _kept.popitem(last=False)
+    return text
+
+
+def clear() -> None:
+    with _lock:
+        _kept.clear()

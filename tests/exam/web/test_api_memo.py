@@ -1,0 +1,132 @@
+"""The API's report answers are kept per process (exam.reports.memo); a kept answer is the
+answer. After every kind of change a report can see, the answer given equals the one the
+route builds with nothing kept."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from exam import review
+from exam.app import create_app
+from exam.reports import memo
+from exam.reports.regrade import regrade
+from tests.exam.conftest import HUMAN, History
+from tests.exam.reports.test_graded_runs import add_cell, small_history
+
+TOKEN = "memo-token-81c2"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+grading = sys.modules["graders.grade"]
+ROUTES = ("/api/runs/1/scorecard", "/api/runs/2/scorecard", "/api/compare?agent=A&old=v1&new=v2",
+          "/api/discrimination?agent=A", "/api/discrimination")
+
+
+@pytest.fixture
+def site(tmp_path):
+    memo.clear()
+    history = small_history(tmp_path)
+    app = create_app({"API_TOKEN": TOKEN, "DB": str(tmp_path / "exam.db"), "TESTING": True})
+    yield history, app.test_client()
+    memo.clear()
+    history.store.close()
+
+
+def answers(client) -> dict[str, tuple[int, bytes]]:
+    return {route: (resp.status_code, resp.data)
+            for route in ROUTES for resp in [client.get(route, headers=AUTH)]}
+
+
+def built_afresh(client) -> dict[str, tuple[int, bytes]]:
+    memo.clear()
+    return answers(client)
+
+
+def test_a_kept_answer_is_served_and_equals_a_built_one(site, monkeypatch):
+    history, client = site
+    first = answers(client)
+    assert {status for status, _ in first.values()} == {200}
+    built = []
+    monkeypatch.setattr("exam.reports.scorecard.build",
+                        lambda *a, **k: built.append(1) or pytest.fail("built again"))
+    assert answers(client) == first  # every answer kept: nothing built
+    assert built == []
+    body = json.loads(first["/api/runs/1/scorecard"][1])
+    assert body["scorecards"][0]["agent"] == "A"  # the JSON jsonify writes
+
+
+def test_every_change_a_report_can_see_gives_the_answer_built_afresh(site, monkeypatch):
+    history, client = site
+    store = history.store
+    seen = [answers(client)]
+    assert {status for status, _ in seen[0].values()} == {200}
+
+    def changed(*routes: str) -> None:
+        """The answers now (with what was kept before the change) are those built afresh,
+        and the routes named did change."""
+        now = answers(client)
+        assert now == built_afresh(client)
+        for route in routes:
+            assert now[route] != seen[-1][route], route
+        seen.append(now)
+
+    def some_changed() -> None:
+        changed()
+        assert seen[-1] != seen[-2]
+
+    # the bank moves on: a rubric, then a category, then a bank-wide option
+    path = Path(history.banks["A"])
+    bank = json.loads(path.read_text(encoding="utf-8"))
+    bank["questions"][0]["expect_facts"] = ["備貨"]
+    path.write_text(json.dumps(bank, ensure_ascii=False), encoding="utf-8")
+    changed(*ROUTES)
+    bank["questions"][1]["category"] = "renamed"
+    path.write_text(json.dumps(bank, ensure_ascii=False), encoding="utf-8")
+    changed("/api/runs/1/scorecard", "/api/runs/2/scorecard")
+    bank["options"] = {"fold_script": True}
+    path.write_text(json.dumps(bank, ensure_ascii=False), encoding="utf-8")
+    changed()
+
+    # a rule's version is bumped (the answers may read the same; they are built again)
+    monkeypatch.setitem(grading.RULE_VERSIONS, "forbidden", 99)
+    changed()
+
+    # a person decides on a needs_human reply, then on another
+    runs = store.list_runs()
+    items = review.queue(regrade(store, runs))
+    assert len(items) >= 2
+    review.decide(store, items[0], "pass", "Mei", "read it")
+    some_changed()
+    review.decide(store, items[1], "fail", "Mei", "says the opposite")
+    some_changed()
+
+    # a finished run's failed cells are retried: moved aside, then answered again
+    first = min(r.id for r in runs)
+    assert store.retire_failed_cells(first) >= 1
+    changed("/api/runs/1/scorecard")
+    add_cell(store, first, "A-02", 2, HUMAN)
+    changed("/api/runs/1/scorecard")
+
+    # a run is excluded: it leaves discrimination, and there is nothing left to compare
+    store.set_excluded(first, "the agent was down")
+    changed("/api/discrimination?agent=A", "/api/compare?agent=A&old=v1&new=v2")
+    assert seen[-1]["/api/compare?agent=A&old=v1&new=v2"][0] == 404
+
+
+def test_a_run_that_may_still_change_is_never_kept(tmp_path):
+    memo.clear()
+    history = History(tmp_path)
+    history.bank("A", [("A-01", "c1", "critical")])
+    run_id = history.run("A", "v1", {"A-01": "p"})
+    history.store.set_run_status(run_id, "running")
+    app = create_app({"API_TOKEN": TOKEN, "DB": str(tmp_path / "exam.db"), "TESTING": True})
+    client = app.test_client()
+    assert client.get(f"/api/runs/{run_id}/scorecard", headers=AUTH).status_code == 200
+    assert memo.key(history.store, [history.store.get_run(run_id)], "scorecard") is None
+    assert len(memo._kept) == 0
+    add_cell(history.store, run_id, "A-01", 2, HUMAN)
+    card = client.get(f"/api/runs/{run_id}/scorecard", headers=AUTH).json["scorecards"][0]
+    assert card["verdicts"] == {"pass": 1, "needs_human": 1, "fail": 0, "not_graded": 0}
+    history.store.close()
