@@ -37,6 +37,7 @@ KEPT = 64  # answers per process
 KEPT_CHARS = 2_000_000  # a larger answer (a scorecard of 10,000 cells) is built each time
 _kept: OrderedDict[str, str] = OrderedDict()
 _lock = threading.Lock()
+_making: dict[str, _Making] = {}  # keys being made now
 
 
 def key(store: Store, runs: Sequence[Run], *parts: Any) -> str | None:
@@ -60,23 +61,45 @@ def key(store: Store, runs: Sequence[Run], *parts: Any) -> str | None:
 
 
 def answer(store: Store, runs: Sequence[Run], make: Callable[[], str], *parts: Any) -> str:
-    """The report's text as ``make()`` writes it, kept under its key, or made and kept."""
+    """The report's text as ``make()`` writes it, kept under its key, or made and kept. Threads
+    asking for the same key at once (a dashboard's first view, eight clients starting
+    together) wait for the one that makes it, rather than each making it."""
     k = key(store, runs, *parts)
-    if k is not None:
-        with _lock:
-            text = _kept.get(k)
-            if text is not None:
-                _kept.move_to_end(k)
-                return text
-    text = make()
-    if k is not None and len(text) <= KEPT_CHARS:
-        with _lock:
-            _kept[k] = text
-            while len(_kept) > KEPT:
-                _kept.popitem(last=False)
-    return text
+    if k is None:
+        return make()
+    with _lock:
+        text = _kept.get(k)
+        if text is not None:
+            _kept.move_to_end(k)
+            return text
+        making = _making.setdefault(k, _Making())
+    with making.lock:
+        if making.text is not None:  # made while this thread waited
+            return making.text
+        try:  # the first to come (or the one before it failed): make it
+            making.text = make()
+        finally:
+            with _lock:
+                if making.text is not None and len(making.text) <= KEPT_CHARS:
+                    _kept[k] = making.text
+                    while len(_kept) > KEPT:
+                        _kept.popitem(last=False)
+                if _making.get(k) is making:
+                    del _making[k]
+        return making.text
+
+
+class _Making:
+    """A report being made: the lock its maker holds, and the text once made."""
+
+    __slots__ = ("lock", "text")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.text: str | None = None
 
 
 def clear() -> None:
     with _lock:
         _kept.clear()
+        _making.clear()

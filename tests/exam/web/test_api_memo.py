@@ -130,3 +130,63 @@ def test_a_run_that_may_still_change_is_never_kept(tmp_path):
     card = client.get(f"/api/runs/{run_id}/scorecard", headers=AUTH).json["scorecards"][0]
     assert card["verdicts"] == {"pass": 1, "needs_human": 1, "fail": 0, "not_graded": 0}
     history.store.close()
+
+
+def test_threads_asking_at_once_wait_for_the_one_making_it(site, monkeypatch):
+    """Eight requests for a report nobody has made yet make it once, and all get it."""
+    import threading
+
+    from exam.reports import scorecard
+
+    history, client = site
+    real, made, started = scorecard.build, [], threading.Event()
+    release = threading.Event()
+
+    def slow_build(*args, **kwargs):
+        made.append(1)
+        started.set()
+        assert release.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(scorecard, "build", slow_build)
+    keyed, all_keyed, real_key = [], threading.Event(), memo.key
+
+    def counted_key(*args, **kwargs):
+        k = real_key(*args, **kwargs)
+        keyed.append(1)
+        if len(keyed) == 8:
+            all_keyed.set()
+        return k
+
+    monkeypatch.setattr(memo, "key", counted_key)
+    out: list[bytes] = []
+    app = client.application
+
+    def ask() -> None:
+        out.append(app.test_client().get("/api/runs/1/scorecard", headers=AUTH).data)
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    # all eight have their key while the first is still making the report: without waiting
+    # for it, each would make its own
+    assert started.wait(30) and all_keyed.wait(30)
+    release.set()
+    for t in threads:
+        t.join(30)
+    assert len(out) == 8 and len(set(out)) == 1
+    assert json.loads(out[0])["scorecards"][0]["agent"] == "A"
+    assert len(made) == 1
+
+
+def test_a_report_that_fails_to_be_made_is_made_again_next_time(site, monkeypatch):
+    from exam.reports import scorecard
+
+    history, client = site
+    real = scorecard.build
+    monkeypatch.setattr(scorecard, "build", lambda *a, **k: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        client.application.test_client().get("/api/runs/1/scorecard", headers=AUTH)
+    assert memo._making == {} and len(memo._kept) == 0
+    monkeypatch.setattr(scorecard, "build", real)
+    assert client.get("/api/runs/1/scorecard", headers=AUTH).status_code == 200
