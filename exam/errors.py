@@ -44,6 +44,10 @@ class StoreError(ExamError):
     pass
 
 
+class NoSuchRun(StoreError):
+    """A run id the store does not hold: the caller's mistake (a 404), not the store's trouble."""
+
+
 class LeaseLost(StoreError):
     """A worker's lease on a run was taken over by another worker: it must stop writing."""
 

@@ -66,7 +66,7 @@ from exam.db.schema import (
     runs,
 )
 from exam.db.schema import attempts as _attempts
-from exam.errors import LeaseLost, StoreError
+from exam.errors import LeaseLost, NoSuchRun, StoreError
 from exam.records import RETRY_STATUSES, AttemptRow, CellRow, cap_text
 
 DEFAULT_DB = "results/exam.db"
@@ -566,7 +566,7 @@ class Store:
     def get_run(self, run_id: int) -> Run:
         rows = self._rows(_read_sql("run"), {"rid": run_id})
         if not rows:
-            raise StoreError(f"{self.path}: no run {run_id}")
+            raise NoSuchRun(f"{self.path}: no run {run_id}")
         return self._run(rows[0])
 
     def list_runs(self, agent: str | None = None, version: str | None = None,

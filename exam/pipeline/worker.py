@@ -84,6 +84,9 @@ def work_forever(db: str | None, agents_path: str | None, poll_s: float = 1.0,
     log.info("worker %s watching %s", owner_id(), store.path)
     try:
         while not stop.is_set():
+            # a store migrated past this code since it was opened (a worker left running
+            # through an upgrade) is refused here, as at the start: nothing is claimed with old code
+            store.check_schema()
             if work_once(store, agents_path, stale_after_s) is None:
                 stop.wait(poll_s)
     finally:

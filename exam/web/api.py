@@ -13,7 +13,7 @@ from typing import Any
 from flask import Blueprint, abort, current_app, jsonify, request
 
 from exam import names
-from exam.errors import ExamError, StoreError
+from exam.errors import ExamError, NoSuchRun, StoreError
 from exam.reports.selection import SelectionError, compare_runs, report_runs
 from exam.web.auth import bearer_ok, viewer_bearer_ok
 from exam.web.context import registry, store
@@ -77,7 +77,7 @@ def _get_run(run_id: int):
         abort(404)
     try:
         return store().get_run(run_id)
-    except ExamError:
+    except NoSuchRun:  # any other StoreError is a 503 (a store migrated underneath, say)
         abort(404)
 
 
@@ -118,6 +118,8 @@ def create_run():
     try:
         run_id = queue_run(store(), reg.get(agent_name), version, repeats=repeats, only=only,
                            source="api")
+    except StoreError:  # the service's trouble: a 503, which a client may retry
+        raise
     except ExamError as exc:
         raise BadRequest("only" if only else None, str(exc)) from None
     return jsonify(run_id=run_id, status="queued"), 202, {"Location": f"/api/runs/{run_id}"}
@@ -196,6 +198,8 @@ def compare():
         runs = compare_runs(store(), agent, old, new)
         return _kept_json(runs, lambda: cmp.build(regrade(store(), runs, texts=False),
                                                   agent, old, new), "compare", agent, old, new)
+    except StoreError:
+        raise
     except ExamError as exc:
         return jsonify(error=str(exc)), 404
 

@@ -20,7 +20,7 @@ from flask import (
     url_for,
 )
 
-from exam.errors import ExamError
+from exam.errors import ExamError, NoSuchRun
 from exam.reports import kinds
 from exam.reports.html import FILTERS, _globals
 from exam.reports.selection import (
@@ -205,7 +205,7 @@ def exclude_run(run_id: int):
     reason = request.form.get("reason", "").strip()
     try:
         store().get_run(run_id)
-    except ExamError:
+    except NoSuchRun:
         abort(404)
     if include:
         store().set_excluded(run_id, None)
@@ -248,7 +248,7 @@ def reply(run_id: int, case_no: str, repeat: int):
 
     try:
         run = store().get_run(run_id)
-    except ExamError:
+    except NoSuchRun:
         abort(404)
     view = reply_view.cell(store(), run, case_no, repeat)
     if view is None:

@@ -21,6 +21,7 @@ from exam.errors import StoreError
 from exam.store import Store
 from exam.web import context
 from tests.backends import marked_newer
+from tests.exam.helpers import write_bank
 
 TOKEN = "test-token-5f3a"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -101,6 +102,43 @@ def test_a_store_found_newer_is_refused_to_requests_that_do_not_read_it_again(
             handle.lock.release()
         assert resp.status_code == 503
         assert "newer than this agent-exam understands" in resp.json["error"]
+
+
+# between `exam store migrate` and the restart (docs/deployment.md, section 8): every request
+# that opens the store is the service's trouble, a 503 a client retries, never a 400 that says
+# its request was wrong or a 404 that says the run is gone
+REFUSED = [("post", "/api/runs", {"agent": "T", "version": "v2"}),
+           ("get", "/api/runs/1", None),
+           ("post", "/api/runs/1/exclude", {"reason": "flaky"}),
+           ("get", "/api/runs/1/scorecard", None),
+           ("get", "/api/compare?agent=T&old=v1&new=v2", None),
+           ("get", "/reply/1/T-01/1", None)]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), REFUSED)
+def test_an_old_instance_answers_503_to_a_store_migrated_underneath(store_target, tmp_path,
+                                                                    monkeypatch, method, path,
+                                                                    body):
+    registry = tmp_path / "agents.yaml"
+    registry.write_text(json.dumps({"agents": {"T": {"url": "http://127.0.0.1:9/",
+                                                     "bank": str(write_bank(tmp_path, ["ok"]))}}}))
+    app = create_app({"API_TOKEN": TOKEN, "DB": store_target, "AGENTS": str(registry),
+                      "TESTING": True})
+    client = app.test_client()
+    queue_one(store_target)
+    assert run_ids(client) == [1]
+    with marked_newer(store_target):
+        monkeypatch.setattr(context, "RECHECK_S", 0.0)
+        resp = getattr(client, method)(path, json=body, headers=AUTH)
+        assert resp.status_code == 503, resp.get_data(as_text=True)
+        assert "newer than this agent-exam understands" in resp.json["error"]
+
+
+def test_a_run_the_store_does_not_hold_is_still_404(app):
+    client = app.test_client()
+    assert client.get("/api/runs/7", headers=AUTH).status_code == 404
+    assert client.post("/api/runs/7/exclude", json={"reason": "x"}, headers=AUTH).status_code == 404
+    assert client.get("/reply/7/T-01/1", headers=AUTH).status_code == 404
 
 
 def sqlite_app_in_use(tmp_path):
