@@ -306,20 +306,26 @@ def service(quick: bool, stores: Stores) -> dict:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    from gunicorn_ready import READY
+
     gunicorn = str(Path(PY).parent / "gunicorn")
     env = {**os.environ, "EXAM_API_TOKEN": "bench", "EXAM_DB": str(db)}
-    server = subprocess.Popen([gunicorn, "--bind", f"127.0.0.1:{port}", "--workers", "2",
-                               "--threads", "4", "exam.app:create_app()"], env=env, cwd=ROOT,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    import requests
-
+    log, workers = tmp / "gunicorn.log", 2
+    server = subprocess.Popen([gunicorn, "--bind", f"127.0.0.1:{port}", "--workers",
+                               str(workers), "--threads", "4", "--config",
+                               str(BENCH / "gunicorn_ready.py"), "--log-level", "info",
+                               "--error-logfile", str(log), "exam.app:create_app()"],
+                              env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            requests.get(f"{base}/healthz", timeout=1)
-            break
-        except (requests.ConnectionError, requests.Timeout):  # a busy machine starts slowly
-            time.sleep(0.1)
+    # measure once every worker has loaded the app (each logs it), not when the first can answer
+    deadline = time.monotonic() + 120
+    while not (log.exists() and log.read_text().count(READY) >= workers):
+        if server.poll() is not None or time.monotonic() > deadline:
+            stop(server)
+            raise SystemExit(f"gunicorn did not start {workers} workers: "
+                             f"{log.read_text() if log.exists() else 'no log'}")
+        time.sleep(0.05)
     out = {}
     try:
         pages = {"api_runs": "/api/runs", "api_scorecard": "/api/runs/1/scorecard",
