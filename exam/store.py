@@ -358,6 +358,9 @@ def _read_sql(name: str, *variant: bool) -> Any:
         return stmt.where(c.run_status == bindparam("status")) if variant[0] else stmt
     if name == "status_counts":
         return select(c.run_status, func.count()).where(c.run_id == rid).group_by(c.run_status)
+    if name == "status_counts_of":
+        return (select(c.run_id, c.run_status, func.count()).where(c.run_id.in_(ids))
+                .group_by(c.run_id, c.run_status))
     if name == "adjudications":
         return select(adjudications).order_by(adjudications.c.id)
     raise KeyError(name)
@@ -618,6 +621,14 @@ class Store:
     def status_counts(self, run_id: int) -> dict[str, int]:
         """run status → cells of this run."""
         return {r[0]: r[1] for r in self._rows(_read_sql("status_counts"), {"rid": run_id})}
+
+    def status_counts_of(self, run_ids: Sequence[int]) -> dict[int, dict[str, int]]:
+        """``status_counts`` of each run, in one query (a list of 100 runs made 300)."""
+        out: dict[int, dict[str, int]] = {i: {} for i in run_ids}
+        if out:
+            for run_id, status, n in self._rows(_read_sql("status_counts_of"), {"ids": list(out)}):
+                out[run_id][status] = n
+        return out
 
     def retire_failed_cells(self, run_id: int, statuses: Sequence[str] = RETRY_STATUSES) -> int:
         """Move cells that did not arrive (and their attempts) to the earlier_* tables, so a

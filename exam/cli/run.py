@@ -216,10 +216,12 @@ def runs_cmd(ctx, agent, limit, fmt, db) -> None:
 
     store = open_store(db)
     rows = []
-    for r in store.list_runs(agent, limit=limit):
+    listed = store.list_runs(agent, limit=limit)
+    counts = store.status_counts_of([r.id for r in listed])
+    for r in listed:
         rows.append({"id": r.id, "agent": r.agent, "version": r.version,
-                     "status": outcome(store, r), "run_status": store.status_counts(r.id),
-                     "excluded_reason": r.excluded_reason, "cells": store.count_cells(r.id),
+                     "status": outcome(store, r, counts[r.id]), "run_status": counts[r.id],
+                     "excluded_reason": r.excluded_reason, "cells": sum(counts[r.id].values()),
                      "cells_planned": r.total_cells, "repeats": r.repeats,
                      "bank_digest": r.bank_digest, "source": r.source,
                      "created_at": dt.datetime.fromtimestamp(r.created_at).isoformat(timespec="seconds"),

@@ -501,15 +501,16 @@ def load_banks(store: Store, runs: Sequence[Run]) -> tuple[dict[str, Bank], list
     return banks, missing
 
 
-def outcome(store: Store, run: Run) -> str:
+def outcome(store: Store, run: Run, counts: Mapping[str, int] | None = None) -> str:
     """What `exam runs` shows: the run's status, or excluded / blocked / incomplete when
-    it finished without every cell arriving."""
+    it finished without every cell arriving (``counts``: its ``status_counts``, if read)."""
     if run.excluded_reason:
         return "excluded"
     status = run.shown_status
     if status != "done":
         return status
-    counts = store.status_counts(run.id)
+    if counts is None:
+        counts = store.status_counts(run.id)
     arrived = sum(counts.values())
     if counts.get("blocked") and counts["blocked"] == arrived:
         return "blocked"

@@ -56,15 +56,18 @@ def authenticate():
         "WWW-Authenticate": 'Bearer realm="agent-exam"'}
 
 
-def run_json(run) -> dict[str, Any]:
+def run_json(run, counts: dict[str, int] | None = None) -> dict[str, Any]:
+    """``counts``: the run's ``status_counts``, when read with other runs' in one query."""
     from exam.reports.regrade import outcome
 
-    done = store().count_cells(run.id)
+    if counts is None:
+        counts = store().status_counts(run.id)
+    done = sum(counts.values())  # every stored cell has a run status
     return {
         "run_id": run.id, "agent": run.agent, "version": run.version, "status": run.shown_status,
         # complete unless cells did not arrive (blocked / incomplete) or the run is excluded
-        "outcome": (lambda o: "complete" if o == "done" else o)(outcome(store(), run)),
-        "run_status": store().status_counts(run.id), "excluded_reason": run.excluded_reason,
+        "outcome": (lambda o: "complete" if o == "done" else o)(outcome(store(), run, counts)),
+        "run_status": counts, "excluded_reason": run.excluded_reason,
         "repeats": run.repeats, "questions": len(run.plan), "source": run.source,
         "progress": {"done": done, "total": run.total_cells},
         "bank_digest": run.bank_digest, "created_at": run.created_at,
@@ -134,7 +137,9 @@ def list_runs():
         raise BadRequest("limit", f"limit: expected a whole number from 1 to 1000, "
                                   f"found {raw[:20]!r}")
     limit = int(raw)
-    return jsonify(runs=[run_json(r) for r in store().list_runs(agent, limit=limit)])
+    listed = store().list_runs(agent, limit=limit)
+    counts = store().status_counts_of([r.id for r in listed])
+    return jsonify(runs=[run_json(r, counts[r.id]) for r in listed])
 
 
 @bp.get("/runs/<int:run_id>")

@@ -149,9 +149,10 @@ def runs():
     graded = select_runs(store(), agent)
     regraded = regrade(store(), graded, texts=False)
     rows = ov.run_rows(regraded, listed, ov.build(regraded))
+    counts = store().status_counts_of([row["run"].id for row in rows])
     for row in rows:
-        row["done"] = store().count_cells(row["run"].id)
-        row["outcome"] = outcome(store(), row["run"])
+        row["done"] = sum(counts[row["run"].id].values())
+        row["outcome"] = outcome(store(), row["run"], counts[row["run"].id])
     versions = _versions()
     choices = versions.get(agent, []) if agent else sorted({v for vs in versions.values()
                                                             for v in vs})

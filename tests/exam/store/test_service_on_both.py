@@ -59,3 +59,35 @@ def test_a_dead_workers_run_is_finished_by_a_worker_on_another_host(agent_and_ap
     assert len(fake.requests) - before == 4  # only the missing cells
     run = client.get(f"/api/runs/{run_id}", headers=AUTH).json
     assert run["status"] == "done" and run["progress"]["done"] == 6
+
+
+def test_the_runs_list_reads_every_runs_counts_in_one_query(agent_and_app, store_target,
+                                                           monkeypatch):
+    """A list of runs read each run's counts with two queries (a list of 100 runs made 300);
+    now one query for all of them gives the same counts, outcome and progress."""
+    fake, app, agents = agent_and_app
+    client = app.test_client()
+    store = Store(store_target)
+    try:
+        for version in ("v1", "v2", "v3"):
+            client.post("/api/runs", json={"agent": "T", "version": version, "repeats": 2},
+                        headers=AUTH)
+        assert work_once(store, agents) is not None  # v1 done, v2 and v3 queued
+        assert work_once(store, agents) is not None  # v2 done, then excluded
+        client.post("/api/runs/2/exclude", json={"reason": "the agent was down"}, headers=AUTH)
+        one_by_one = [client.get(f"/api/runs/{i}", headers=AUTH).json for i in (3, 2, 1)]
+        by_run = store.status_counts_of([1, 2, 3, 99])
+        assert by_run == {i: store.status_counts(i) for i in (1, 2, 3, 99)}
+        assert by_run[3] == by_run[99] == {}
+    finally:
+        store.close()
+
+    def one_run_at_a_time(*_a, **_k):
+        raise AssertionError("the list read a run's counts on its own")
+
+    monkeypatch.setattr(Store, "status_counts", one_run_at_a_time)
+    monkeypatch.setattr(Store, "count_cells", one_run_at_a_time)
+    listed = client.get("/api/runs", headers=AUTH).json["runs"]
+    assert listed == one_by_one
+    assert [(r["outcome"], r["progress"]["done"]) for r in listed] == [
+        ("queued", 0), ("excluded", 6), ("complete", 6)]
