@@ -40,6 +40,7 @@ DEFAULTS: dict[str, Any] = {
     "LINE_ALLOWED_GROUPS": "",  # comma-separated group ids allowed to send commands
     "LINE_RUN_GROUPS": "",  # of those, the groups allowed to start runs ("exam run W1 v3")
     "LINE_SWEEP_SECONDS": 10,  # how often each process looks for LINE events left unhandled
+    "LINE_EVENTS_KEEP_DAYS": 30,  # handled LINE events (ids only) deleted after this; 0: never
     "TRUSTED_PROXIES": 0,  # proxies in front whose X-Forwarded-* headers are believed
     # Flask's own keys, set here (not with setdefault: Flask already defines them)
     "SESSION_COOKIE_HTTPONLY": True,
@@ -51,7 +52,7 @@ STRING_KEYS = ("API_TOKEN", "VIEWER_TOKEN", "SECRET_KEY", "DB", "AGENTS", "PUBLI
                "LINE_RUN_GROUPS")
 # whole numbers: key → smallest allowed
 INT_KEYS = {"MAX_CONTENT_LENGTH": 1, "MAX_REPEATS": 1, "TRUSTED_PROXIES": 0, "SHARE_LINK_DAYS": 1,
-            "LINE_SWEEP_SECONDS": 0}
+            "LINE_SWEEP_SECONDS": 0, "LINE_EVENTS_KEEP_DAYS": 0}
 # booleans not found by their default being a bool (Flask's default is None, or unset here)
 OTHER_BOOL_KEYS = ("PROPAGATE_EXCEPTIONS", "TRAP_BAD_REQUEST_ERRORS", "TEMPLATES_AUTO_RELOAD",
                    "WTF_CSRF_ENABLED")

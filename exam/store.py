@@ -1094,9 +1094,20 @@ class Store:
         return until if renewed else None
 
     def line_event_handled(self, event_id: str) -> None:
+        """Mark an event handled and drop its JSON (people's words and user ids), needed only
+        to handle it again: its id (for de-duplication), type and times stay."""
         with self.tx() as db:
             db.execute(update(line_events).where(line_events.c.webhook_event_id == event_id)
-                       .values(handled_at=time.time()))
+                       .values(handled_at=time.time(), event=None))
+
+    def prune_line_events(self, handled_before: float) -> int:
+        """Delete the events handled before ``handled_before`` (epoch seconds): how many. An
+        event not yet handled is never deleted, however old. A redelivery of a deleted id is
+        recorded as new (LINE redelivers within hours, the ids are kept for days)."""
+        e = line_events.c
+        with self.tx() as db:
+            return db.execute(delete(line_events).where(
+                e.handled_at.is_not(None), e.handled_at < handled_before)).rowcount
 
     def claim_unhandled_line_events(self, claim_s: float, limit: int = 20
                                     ) -> list[tuple[str, str, float]]:

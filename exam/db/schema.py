@@ -137,7 +137,8 @@ line_events = Table(
     Column("type", Text, nullable=False),
     Column("received_at", Double, nullable=False),
     # schema 10: kept until handled; an event whose handler died is claimed again after
-    # claimed_until (exam/web/line.py). ``event`` is LINE's JSON without its reply token.
+    # claimed_until (exam/web/line.py). ``event`` is LINE's JSON without its reply token,
+    # dropped (NULL) once handled; handled rows are deleted after LINE_EVENTS_KEEP_DAYS.
     Column("event", Text),
     Column("claimed_until", Double),
     Column("handled_at", Double),

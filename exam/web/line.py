@@ -20,6 +20,12 @@ At least once, not exactly once: an instance that dies after its answer reached 
 before it marked the event handled leaves it to a sweep, which answers again (a push, after
 the reply). An ``exam run`` command is marked handled before its answer, so its run is never
 queued twice, nor answered twice; only its answer can be lost.
+
+An event marked handled loses its JSON at once (only its id, type and times stay), and the
+timer deletes the handled events older than ``LINE_EVENTS_KEEP_DAYS`` (default 30; 0 keeps
+them), at most once every ``PRUNE_EVERY_S`` per process. LINE redelivers only a delivery that
+failed, soon after, so an id is needed for hours; a redelivery of a deleted id would be
+handled again, the accepted price of a table that does not grow forever.
 """
 
 from __future__ import annotations
@@ -43,9 +49,12 @@ _executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="line-webhook")
 NOT_KEPT = "not-kept"  # stands in, once read back, for a token the store never keeps
 CLAIM_S = 120.0  # an instance handling an event holds it this long before another may take it
 SWEEP_EVERY_S = 10.0  # webhooks look for events left unhandled at most this often per process
-SETTINGS = ("DB", "AGENTS", "LINE_ALLOWED_GROUPS", "LINE_RUN_GROUPS", "PUBLIC_URL")
+SETTINGS = ("DB", "AGENTS", "LINE_ALLOWED_GROUPS", "LINE_RUN_GROUPS", "PUBLIC_URL",
+            "LINE_EVENTS_KEEP_DAYS")
+PRUNE_EVERY_S = 3600.0  # each process deletes old handled events at most this often
 FORK_WAIT_S = 5.0  # how long a fork waits for this process's sweep in progress to end
 _last_sweep: dict[str, float] = {}
+_last_prune: dict[str, float] = {}  # by store: when this process last pruned (time.time())
 _sweep_lock = threading.Lock()
 # the timers of this process, by store: (settings, interval, stop, thread)
 _sweepers: dict[str, tuple[dict[str, Any], float, threading.Event, threading.Thread]] = {}
@@ -213,6 +222,7 @@ def _sweep_every(cfg: dict[str, Any], every: float, stop: threading.Event) -> No
             _last_sweep[cfg["DB"]] = time.monotonic()
         try:
             _sweep_left(cfg)
+            _prune_if_due(cfg)
             if failing:
                 log.info("looking for LINE events left unhandled works again")
             failing = False
@@ -288,6 +298,7 @@ def _sweep(cfg: dict[str, Any]) -> None:
         _sweep_left(cfg)
     except Exception:
         log.exception("looking for LINE events left unhandled failed")
+    _prune_if_due(cfg)
 
 
 def _sweep_left(cfg: dict[str, Any]) -> None:
@@ -311,6 +322,37 @@ def _sweep_left(cfg: dict[str, Any]) -> None:
             _mark_handled(cfg["DB"], event_id)
     if events:
         _handle_all(events, cfg)
+
+
+def _prune_if_due(cfg: dict[str, Any], now: float | None = None) -> int | None:
+    """Delete the events handled more than ``LINE_EVENTS_KEEP_DAYS`` days before ``now``
+    (default: the time), if this process has not tried in the last ``PRUNE_EVERY_S``: how
+    many, or None when not due or turned off (0, or no such setting). Trouble is logged, and
+    tried again an hour later, not at the next look."""
+    from exam.store import Store
+
+    days = cfg.get("LINE_EVENTS_KEEP_DAYS")
+    if not days:
+        return None
+    now = time.time() if now is None else now
+    with _sweep_lock:
+        last = _last_prune.get(cfg["DB"])
+        if last is not None and 0 <= now - last < PRUNE_EVERY_S:  # a clock set back: due
+            return None
+        _last_prune[cfg["DB"]] = now
+    try:
+        store = Store(cfg["DB"])
+        try:
+            deleted = store.prune_line_events(now - days * 86400.0)
+        finally:
+            store.close()
+    except Exception:
+        log.exception("deleting LINE events handled more than %d days ago failed; trying "
+                      "again in %g s", days, PRUNE_EVERY_S)
+        return None
+    if deleted:
+        log.info("deleted %d LINE events handled more than %d days ago", deleted, days)
+    return deleted
 
 
 def _mark_handled(db: str, event_id: str) -> None:

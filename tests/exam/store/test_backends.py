@@ -286,3 +286,70 @@ def test_the_look_for_events_left_unhandled_reads_only_those(store_target):
         assert "line_events_unhandled" in " ".join(str(row) for row in plan), plan
     finally:
         store.close()
+
+
+DAY = 86400.0
+
+
+def line_rows(store: Store) -> dict[str, dict]:
+    """Every recorded LINE event's row, by id, as the table holds it."""
+    from sqlalchemy import select
+
+    from exam.db.schema import line_events
+
+    return {r.webhook_event_id: dict(r._mapping) for r in store._rows(select(line_events))}
+
+
+def line_events_at(store: Store, **times: tuple[float | None, float | None]) -> None:
+    """Events recorded (``{id: (received_at, handled_at)}``, None: not handled) as if at
+    those times."""
+    from sqlalchemy import update
+
+    from exam.db.schema import line_events
+
+    store.record_line_events([(i, "MessageEvent", '{"type": "message"}') for i in times], 60)
+    with store.tx() as db:
+        for event_id, (received, handled) in times.items():
+            db.execute(update(line_events).where(line_events.c.webhook_event_id == event_id)
+                       .values(received_at=received, handled_at=handled))
+
+
+def test_a_handled_line_event_keeps_its_id_and_times_not_its_json(store):
+    """The JSON (people's words, user ids) is only for handling an event again."""
+    text = '{"type": "message", "message": {"text": "exam run W1 v3"}, "source": {"userId": "U1"}}'
+    store.record_line_events([("01KEEP", "MessageEvent", text), ("01OPEN", "MessageEvent", text)],
+                             60)
+    received = line_rows(store)["01KEEP"]["received_at"]
+    store.line_event_handled("01KEEP")
+    row = line_rows(store)["01KEEP"]
+    assert row["event"] is None
+    assert row["type"] == "MessageEvent" and row["received_at"] == received
+    assert row["handled_at"] is not None
+    assert line_rows(store)["01OPEN"]["event"] == text  # not handled yet: kept to handle again
+    assert store.line_event_state("01KEEP") == "handled"
+    assert store.record_line_events([("01KEEP", "MessageEvent", text)], 60) == {}  # still a dup
+
+
+def test_pruning_deletes_only_the_events_handled_before_the_cutoff(store):
+    now = time.time()
+    line_events_at(store, **{"01OLDDONE": (now - 41 * DAY, now - 40 * DAY),
+                             "01EDGE": (now - 31 * DAY, now - 30 * DAY),  # at the cutoff: kept
+                             "01NEWDONE": (now - 2 * DAY, now - DAY),
+                             "01OLDOPEN": (now - 400 * DAY, None),  # never handled: never deleted
+                             "01NEWOPEN": (now, None)})
+    assert store.prune_line_events(now - 30 * DAY) == 1
+    assert sorted(line_rows(store)) == ["01EDGE", "01NEWDONE", "01NEWOPEN", "01OLDOPEN"]
+    assert store.prune_line_events(now - 30 * DAY) == 0
+    assert store.prune_line_events(now + DAY) == 2  # every handled one
+    assert sorted(line_rows(store)) == ["01NEWOPEN", "01OLDOPEN"]
+
+
+def test_a_redelivery_of_a_pruned_id_is_recorded_as_new(store):
+    """The accepted trade-off (docs/line.md): LINE redelivers within hours, ids are kept for
+    days; an id delivered again after it was deleted would be handled again."""
+    store.record_line_events([("01GONE", "MessageEvent", "{}")], 60)
+    store.line_event_handled("01GONE")
+    assert store.prune_line_events(time.time() + 1) == 1
+    assert store.line_event_state("01GONE") is None
+    assert set(store.record_line_events([("01GONE", "MessageEvent", "{}")], 60)) == {"01GONE"}
+    assert store.line_event_state("01GONE") == "pending"

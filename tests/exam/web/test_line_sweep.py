@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 import uuid
 from collections import Counter
 
@@ -224,3 +225,88 @@ def test_every_child_of_a_forking_process_runs_its_timers(tmp_path):
     finally:
         line_bp.stop_sweeping()
         line_bp._for_children.clear()
+
+
+DAY = 86400.0
+
+
+def sweep_settings(db: str, monkeypatch, **env: str) -> dict:
+    """The settings a serving app hands its timer (``line.SETTINGS``), from its environment."""
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    app = create_app({"API_TOKEN": TOKEN, "DB": db, "TESTING": True})
+    return {k: app.config[k] for k in line_bp.SETTINGS}
+
+
+def events_at(db: str, **times: tuple[float, float | None]) -> None:
+    """Events recorded as if at those times (``{id: (received_at, handled_at or None)}``)."""
+    from tests.exam.store.test_backends import line_events_at
+
+    store = Store(db)
+    try:
+        line_events_at(store, **times)
+    finally:
+        store.close()
+
+
+def recorded(db: str) -> set[str]:
+    from tests.exam.store.test_backends import line_rows
+
+    store = Store(db)
+    try:
+        return set(line_rows(store))
+    finally:
+        store.close()
+
+
+def test_handled_events_older_than_30_days_are_deleted_at_most_once_an_hour(
+        store_url, monkeypatch, caplog):
+    monkeypatch.setattr(line_bp, "_last_prune", {})
+    cfg = sweep_settings(store_url, monkeypatch)
+    assert cfg["LINE_EVENTS_KEEP_DAYS"] == 30  # the default
+    now = time.time()
+    events_at(store_url, **{"01PRUNE1": (now - 32 * DAY, now - 31 * DAY),
+                            "01RECENT": (now - 30 * DAY, now - 29 * DAY),
+                            "01ANCIENT": (now - 400 * DAY, None)})  # never handled
+    with caplog.at_level("INFO", logger="exam.line"):
+        assert line_bp._prune_if_due(cfg, now) == 1
+    assert "deleted 1 LINE events handled more than 30 days ago" in caplog.text
+    assert recorded(store_url) == {"01RECENT", "01ANCIENT"}
+    events_at(store_url, **{"01PRUNE2": (now - 32 * DAY, now - 31 * DAY)})
+    for later in (1.0, 10.0, 3599.0):  # the timer's later looks within the hour
+        assert line_bp._prune_if_due(cfg, now + later) is None
+    assert "01PRUNE2" in recorded(store_url)
+    assert line_bp._prune_if_due(cfg, now + 3600) == 1
+    assert recorded(store_url) == {"01RECENT", "01ANCIENT"}  # never an unhandled one
+    caplog.clear()
+    with caplog.at_level("INFO", logger="exam.line"):
+        assert line_bp._prune_if_due(cfg, now + 7200) == 0
+    assert caplog.text == ""  # nothing deleted: nothing said
+
+
+def test_keep_days_0_keeps_every_handled_event(store_url, monkeypatch):
+    monkeypatch.setattr(line_bp, "_last_prune", {})
+    cfg = sweep_settings(store_url, monkeypatch, EXAM_LINE_EVENTS_KEEP_DAYS="0")
+    assert cfg["LINE_EVENTS_KEEP_DAYS"] == 0
+    events_at(store_url, **{"01FOREVER": (time.time() - 3001 * DAY, time.time() - 3000 * DAY)})
+    assert line_bp._prune_if_due(cfg) is None
+    assert recorded(store_url) == {"01FOREVER"}
+
+
+def test_the_timer_prunes_once_an_hour_not_at_every_look(tmp_path, monkeypatch):
+    monkeypatch.setattr(line_bp, "_last_prune", {})
+    looks: list[float] = []
+    prunes: list[float] = []
+    monkeypatch.setattr(Store, "claim_unhandled_line_events",
+                        lambda self, claim_s, limit=20: looks.append(claim_s) or [])
+    monkeypatch.setattr(Store, "prune_line_events",
+                        lambda self, handled_before: prunes.append(handled_before) or 0)
+    cfg = sweep_settings(str(tmp_path / "exam.db"), monkeypatch)
+    started = time.time()
+    line_bp._start(cfg, 0.02)
+    try:
+        wait_for(lambda: len(looks) >= 10, "ten looks")
+    finally:
+        line_bp.stop_sweeping()
+    (cutoff,) = prunes  # the first look pruned; the others within the hour did not
+    assert started - 30 * DAY <= cutoff <= time.time() - 30 * DAY

@@ -260,22 +260,54 @@ def test_an_event_still_held_by_its_instance_is_left_to_it(line_app, fake_line, 
     assert Store(db).line_event_state("01J9BUSY") == "pending"
 
 
-def test_the_recorded_events_keep_no_tokens_and_no_chat(line_app, fake_line, settle):
+def kept_events(db: str) -> dict[str, str | None]:
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        return dict(conn.execute("SELECT webhook_event_id, event FROM line_events").fetchall())
+
+
+class Held:
+    """The instance's handlers, busy: what is submitted waits in ``queued``."""
+
+    def __init__(self) -> None:
+        self.queued: list = []
+
+    def submit(self, fn, *args):
+        self.queued.append((fn, args))
+
+
+def test_the_recorded_events_keep_no_tokens_and_no_chat(line_app, fake_line, monkeypatch):
+    import exam.web.line as line_bp
+
+    held = Held()
+    monkeypatch.setattr(line_bp, "_executor", held)  # what is kept before the handling
     post(line_app.test_client(), [event("join", "01J9JOIN"),
                                   event("message", "01J9CMD", "exam status"),
                                   event("message", "01J9CHAT", "see you at lunch")])
-    settle()
-    import sqlite3
-
-    kept = dict(sqlite3.connect(line_app.config["DB"]).execute(
-        "SELECT webhook_event_id, event FROM line_events").fetchall())
+    kept = kept_events(line_app.config["DB"])
     assert json.loads(kept["01J9JOIN"])["webhookEventId"] == "01J9JOIN"
     assert json.loads(kept["01J9CMD"])["message"]["text"] == "exam status"
     for text in kept.values():  # the reply and quote tokens are credentials for answering
         assert text is None or not any(t in text for t in ("reply-01J9", "replyToken",
                                                            "q-token", "quoteToken"))
     assert kept["01J9CHAT"] is None  # people talking: handled once, their words not kept
+    for fn, args in held.queued:
+        fn(*args)
     assert Store(line_app.config["DB"]).line_event_state("01J9CHAT") == "handled"
+
+
+def test_a_handled_event_keeps_its_id_and_not_its_json(line_app, fake_line, settle):
+    """Once handled, an event's JSON (the command's words, user ids) is dropped: its id is
+    all that de-duplicating a redelivery needs."""
+    client = line_app.test_client()
+    e = event("message", "01J9DONE", "exam status")
+    post(client, [event("join", "01J9JOINED"), e])
+    settle()
+    assert kept_events(line_app.config["DB"]) == {"01J9JOINED": None, "01J9DONE": None}
+    post(client, [{**e, "deliveryContext": {"isRedelivery": True}}])
+    settle()
+    assert len(replies(fake_line, 2)) == 2  # the join's and the command's, not the redelivery
 
 
 def test_events_that_cannot_be_recorded_are_refused_so_line_may_redeliver(
