@@ -1124,6 +1124,12 @@ class Store:
         if self.backend == "postgresql":
             stmt = stmt.with_for_update(skip_locked=True)
         with self.tx() as db:
+            # an event recorded with nothing to handle again (a chat line, not a command) whose
+            # instance died before marking it: nothing is owed, so it is marked handled here
+            # (else it stayed unhandled, and kept, for ever)
+            db.execute(update(line_events).where(
+                e.handled_at.is_(None), e.event.is_(None), e.claimed_until <= now)
+                .values(handled_at=now))
             found = [(r.webhook_event_id, r.event, until) for r in db.execute(stmt)]
             if found:
                 db.execute(update(line_events)

@@ -353,3 +353,17 @@ def test_a_redelivery_of_a_pruned_id_is_recorded_as_new(store):
     assert store.line_event_state("01GONE") is None
     assert set(store.record_line_events([("01GONE", "MessageEvent", "{}")], 60)) == {"01GONE"}
     assert store.line_event_state("01GONE") == "pending"
+
+
+def test_an_event_with_nothing_to_handle_again_is_marked_handled_once_its_claim_ran_out(store):
+    """A chat line is recorded without its JSON (nothing to answer again); if its instance died
+    before marking it, the next look marks it handled rather than leave it unhandled for ever
+    (where pruning, which never deletes an unhandled event, would keep it too)."""
+    store.record_line_events([("01CHAT", "MessageEvent", None), ("01HELD", "MessageEvent", None),
+                              ("01CMD", "MessageEvent", '{"type": "message"}')], 0)
+    store.record_line_events([("01HELD2", "MessageEvent", None)], 600)  # still held: untouched
+    claimed = store.claim_unhandled_line_events(60)
+    assert [event_id for event_id, _, _ in claimed] == ["01CMD"]
+    assert store.line_event_state("01CHAT") == store.line_event_state("01HELD") == "handled"
+    assert store.line_event_state("01HELD2") == "pending"
+    assert store.line_event_state("01CMD") == "pending"  # claimed: its handler answers it
