@@ -76,8 +76,14 @@ def answer(store: Store, runs: Sequence[Run], make: Callable[[], str], *parts: A
     with making.lock:
         if making.text is not None:  # made while this thread waited
             return making.text
+        text = None
         try:  # the first to come (or the one before it failed): make it
-            making.text = make()
+            text = make()
+            # make() read its inputs again: one that changed after the key was read (a bank
+            # edited, later put back) would leave this answer under a key it was not made
+            # from. Kept (and shared) only if the key still holds; else waiters make their own.
+            if key(store, runs, *parts) == k:
+                making.text = text
         finally:
             with _lock:
                 if making.text is not None and len(making.text) <= KEPT_CHARS:
@@ -86,7 +92,7 @@ def answer(store: Store, runs: Sequence[Run], make: Callable[[], str], *parts: A
                         _kept.popitem(last=False)
                 if _making.get(k) is making:
                     del _making[k]
-        return making.text
+        return text
 
 
 class _Making:

@@ -190,3 +190,31 @@ def test_a_report_that_fails_to_be_made_is_made_again_next_time(site, monkeypatc
     assert memo._making == {} and len(memo._kept) == 0
     monkeypatch.setattr(scorecard, "build", real)
     assert client.get("/api/runs/1/scorecard", headers=AUTH).status_code == 200
+
+
+def test_an_answer_made_while_its_bank_changed_is_not_kept_under_the_old_key(site, monkeypatch):
+    """The bank is edited after the key was read but before the report read it, then put
+    back: the answer made from the edited bank must not be served for the original one."""
+    from exam.reports import regrade as regrading
+
+    history, client = site
+    route = "/api/runs/1/scorecard"
+    path = Path(history.banks["A"])
+    original = path.read_text(encoding="utf-8")
+    edited = json.loads(original)
+    edited["questions"][0]["expect_facts"] = ["備貨"]
+    real = regrading.regrade
+
+    def edited_meanwhile(*args, **kwargs):  # the key is read; then the bank changes
+        path.write_text(json.dumps(edited, ensure_ascii=False), encoding="utf-8")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(regrading, "regrade", edited_meanwhile)
+    made_from_edit = client.get(route, headers=AUTH).data
+    monkeypatch.setattr(regrading, "regrade", real)
+    path.write_text(original, encoding="utf-8")  # put back
+    now = client.get(route, headers=AUTH).data
+    memo.clear()
+    afresh = client.get(route, headers=AUTH).data
+    assert made_from_edit != afresh  # the edit shows in the answer
+    assert now == afresh
