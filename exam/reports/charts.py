@@ -177,7 +177,7 @@ def _verdict_counts(labels: tuple[str, ...], rows: tuple[tuple[int, int, int, in
     return _svg(chart, title)
 
 
-def compare_rates(report: dict[str, Any], title: str = "pass rate, old → new") -> tuple[str, str]:
+def compare_rates(report: dict[str, Any], title: str = "pass rate, old → new") -> Markup:
     """Compare: the share of graded replies passing, before and after, with intervals."""
     from exam.reports.stats import wilson
 
