@@ -332,6 +332,11 @@ def service(quick: bool, stores: Stores) -> dict:
                  "api_discrimination": "/api/discrimination?agent=W2",
                  "dashboard_runs": "/runs", "dashboard_overview": "/",
                  "dashboard_heatmap": "/discrimination?agent=W2"}
+        # What these figures are: each client's first request is sent untimed (bench/loadgen.py),
+        # and the API's report routes (api_scorecard, api_discrimination) keep their answers per
+        # process (exam.reports.memo): every timed request to them is a kept answer (its key
+        # read, nothing built). The cost of building one is not in these figures; figures from
+        # before the memo measured a build per request and do not compare with these.
         for name, path in pages.items():
             r = run_load([base + path], {"Authorization": "Bearer bench"},
                          total=100 if quick else 300, concurrency=8)
