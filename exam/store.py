@@ -1100,12 +1100,18 @@ class Store:
             db.execute(update(line_events).where(line_events.c.webhook_event_id == event_id)
                        .values(handled_at=time.time(), event=None))
 
-    def prune_line_events(self, handled_before: float) -> int:
-        """Delete the events handled before ``handled_before`` (epoch seconds): how many. An
-        event not yet handled is never deleted, however old. A redelivery of a deleted id is
-        recorded as new (LINE redelivers within hours, the ids are kept for days)."""
+    def prune_line_events(self, handled_before: float | None) -> int:
+        """Delete the events handled before ``handled_before`` (epoch seconds; None: none):
+        how many. An event not yet handled is never deleted, however old. A redelivery of a
+        deleted id is recorded as new (LINE redelivers within hours, the ids are kept for
+        days). Also drops the JSON that events handled by an older version still hold (it is
+        dropped as each event is marked handled now)."""
         e = line_events.c
         with self.tx() as db:
+            db.execute(update(line_events).where(e.handled_at.is_not(None), e.event.is_not(None))
+                       .values(event=None))
+            if handled_before is None:
+                return 0
             return db.execute(delete(line_events).where(
                 e.handled_at.is_not(None), e.handled_at < handled_before)).rowcount
 

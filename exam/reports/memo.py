@@ -17,7 +17,8 @@ request:
 - the report, the route's arguments and the runs' order.
 
 Runs still queued or running are never kept (their rows and cells change with every reply).
-What is kept is bounded: ``KEPT`` answers per process, none over ``KEPT_CHARS``. Every
+What is kept is bounded: ``KEPT`` answers per process, none over ``KEPT_CHARS``, and
+``KEPT_TOTAL_CHARS`` in all (the oldest used go first). Every
 instance keeps its own; one that has not seen the store change reads the same key as one
 that has, because the key is read from the store, not remembered.
 """
@@ -35,6 +36,7 @@ from exam.store import Run, Store
 
 KEPT = 64  # answers per process
 KEPT_CHARS = 2_000_000  # a larger answer (a scorecard of 10,000 cells) is built each time
+KEPT_TOTAL_CHARS = 16_000_000  # all answers kept by a process (~16–48 MB: JSON of CJK text)
 _kept: OrderedDict[str, str] = OrderedDict()
 _lock = threading.Lock()
 _making: dict[str, _Making] = {}  # keys being made now
@@ -88,8 +90,9 @@ def answer(store: Store, runs: Sequence[Run], make: Callable[[], str], *parts: A
             with _lock:
                 if making.text is not None and len(making.text) <= KEPT_CHARS:
                     _kept[k] = making.text
-                    while len(_kept) > KEPT:
-                        _kept.popitem(last=False)
+                    total = sum(map(len, _kept.values()))
+                    while len(_kept) > KEPT or (total > KEPT_TOTAL_CHARS and len(_kept) > 1):
+                        total -= len(_kept.popitem(last=False)[1])
                 if _making.get(k) is making:
                     del _making[k]
         return text

@@ -332,7 +332,7 @@ def _prune_if_due(cfg: dict[str, Any], now: float | None = None) -> int | None:
     from exam.store import Store
 
     days = cfg.get("LINE_EVENTS_KEEP_DAYS")
-    if not days:
+    if days is None:
         return None
     now = time.time() if now is None else now
     with _sweep_lock:
@@ -343,7 +343,8 @@ def _prune_if_due(cfg: dict[str, Any], now: float | None = None) -> int | None:
     try:
         store = Store(cfg["DB"])
         try:
-            deleted = store.prune_line_events(now - days * 86400.0)
+            # 0 days: nothing deleted (the JSON an older version kept is still dropped)
+            deleted = store.prune_line_events(now - days * 86400.0 if days else None)
         finally:
             store.close()
     except Exception:

@@ -218,3 +218,14 @@ def test_an_answer_made_while_its_bank_changed_is_not_kept_under_the_old_key(sit
     afresh = client.get(route, headers=AUTH).data
     assert made_from_edit != afresh  # the edit shows in the answer
     assert now == afresh
+
+
+def test_what_is_kept_is_bounded_in_characters_too(site, monkeypatch):
+    """Many large answers: the oldest used go first once the total would pass the bound."""
+    history, client = site
+    monkeypatch.setattr(memo, "KEPT_TOTAL_CHARS", 1)  # at most the newest one
+    answers(client)
+    assert len(memo._kept) == 1
+    monkeypatch.setattr(memo, "KEPT_TOTAL_CHARS", 10**9)
+    answers(client)
+    assert len(memo._kept) == len(ROUTES)

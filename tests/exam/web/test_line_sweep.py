@@ -288,9 +288,22 @@ def test_keep_days_0_keeps_every_handled_event(store_url, monkeypatch):
     monkeypatch.setattr(line_bp, "_last_prune", {})
     cfg = sweep_settings(store_url, monkeypatch, EXAM_LINE_EVENTS_KEEP_DAYS="0")
     assert cfg["LINE_EVENTS_KEEP_DAYS"] == 0
+    # handled as an older version did: its JSON still kept
     events_at(store_url, **{"01FOREVER": (time.time() - 3001 * DAY, time.time() - 3000 * DAY)})
-    assert line_bp._prune_if_due(cfg) is None
+    assert rows(store_url)["01FOREVER"]["event"] is not None
+    assert line_bp._prune_if_due(cfg) == 0
     assert recorded(store_url) == {"01FOREVER"}
+    assert rows(store_url)["01FOREVER"]["event"] is None  # kept: its id, type and times only
+
+
+def rows(db: str) -> dict[str, dict]:
+    from tests.exam.store.test_backends import line_rows
+
+    store = Store(db)
+    try:
+        return line_rows(store)
+    finally:
+        store.close()
 
 
 def test_the_timer_prunes_once_an_hour_not_at_every_look(tmp_path, monkeypatch):
