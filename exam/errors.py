@@ -44,6 +44,10 @@ class StoreError(ExamError):
     pass
 
 
+class SchemaTooNew(StoreError):
+    """The store was migrated past what this agent-exam understands: upgrade, never retry."""
+
+
 class NoSuchRun(StoreError):
     """A run id the store does not hold: the caller's mistake (a 404), not the store's trouble."""
 

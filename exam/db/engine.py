@@ -19,7 +19,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import NullPool
 
 from exam.db.schema import SCHEMA_VERSION
-from exam.errors import StoreError
+from exam.errors import SchemaTooNew, StoreError
 
 PG_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://")
 # a scheme and a slash: what a URL looks like, so never taken for a SQLite file's path
@@ -156,7 +156,7 @@ def migrate(conn: Connection, where: str) -> None:
         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK})
     current = schema_version(conn)
     if current > SCHEMA_VERSION:
-        raise StoreError(f"{where}: schema version {current} is newer than this agent-exam "
+        raise SchemaTooNew(f"{where}: schema version {current} is newer than this agent-exam "
                          f"understands ({SCHEMA_VERSION}): upgrade agent-exam")
     if current == SCHEMA_VERSION:
         return

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from exam.errors import ExamError, LeaseLost
+from exam.errors import ExamError, LeaseLost, SchemaTooNew, StoreError
 from exam.pipeline.registry import load_registry
 from exam.pipeline.runner import Interrupted, execute, job_for
 from exam.store import LEASE_S, Store, owner_id
@@ -21,6 +21,7 @@ from exam.store import LEASE_S, Store, owner_id
 log = logging.getLogger("exam.pipeline.worker")
 HEARTBEAT_S = 5.0
 STALE_AFTER_S = LEASE_S  # the lease: a run not renewed for this long is taken over
+RETRY_S, RETRY_MAX_S = 5.0, 60.0  # a store lost while working: tried again, doubling
 
 
 def _beat(store: Store, run_id: int, stop: threading.Event, every_s: float) -> None:
@@ -79,15 +80,39 @@ def work_once(store: Store, agents_path: str | None = None,
 def work_forever(db: str | None, agents_path: str | None, poll_s: float = 1.0,
                  stop: threading.Event | None = None,
                  stale_after_s: float = STALE_AFTER_S) -> None:
+    """Claim and finish runs until ``stop`` is set. A store that cannot be opened at the start
+    (a wrong ``EXAM_DB``) raises at once; one lost later (PostgreSQL restarting, a failover,
+    SQLite busy past its timeout) is tried again, ``RETRY_S`` doubling to ``RETRY_MAX_S``,
+    logged when it starts failing and when it is back, so a short outage does not stop every
+    worker (systemd gives up on a unit that fails 5 times in 10 s). A store migrated past this
+    code (``SchemaTooNew``) stops the worker: retrying with old code would never help."""
     stop = stop or threading.Event()
     store = Store.open(db)
     log.info("worker %s watching %s", owner_id(), store.path)
+    failing: str | None = None
+    wait_s = RETRY_S
     try:
         while not stop.is_set():
-            # a store migrated past this code since it was opened (a worker left running
-            # through an upgrade) is refused here, as at the start: nothing is claimed with old code
-            store.check_schema()
-            if work_once(store, agents_path, stale_after_s) is None:
+            try:
+                # a store migrated past this code since it was opened (a worker left running
+                # through an upgrade) is refused here, as at the start: nothing is claimed
+                # with old code
+                store.check_schema()
+                did = work_once(store, agents_path, stale_after_s)
+            except SchemaTooNew:
+                raise
+            except StoreError as exc:
+                if str(exc) != failing:
+                    log.error("the store cannot be used: %s; trying again every %g–%g s",
+                              exc, RETRY_S, RETRY_MAX_S)
+                    failing = str(exc)
+                stop.wait(wait_s)
+                wait_s = min(wait_s * 2, RETRY_MAX_S)
+                continue
+            if failing is not None:
+                log.info("the store can be used again")
+                failing, wait_s = None, RETRY_S
+            if did is None:
                 stop.wait(poll_s)
     finally:
         store.close()

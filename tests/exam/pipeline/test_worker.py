@@ -37,3 +37,47 @@ def test_a_worker_left_running_through_an_upgrade_claims_nothing_from_the_newer_
         assert "newer than this agent-exam understands" in caplog.text
     finally:
         store.close()
+
+
+def test_a_worker_that_loses_the_store_tries_again_and_goes_on(tmp_path, caplog, monkeypatch):
+    """PostgreSQL restarting under a worker: it waits and tries again (one log line while the
+    store cannot be used, one when it is back), rather than stop for good: an `exam serve`'s
+    worker thread would be gone, and systemd gives up on a unit that fails 5 times in 10 s."""
+    import threading
+
+    from exam.errors import StoreError
+    from exam.pipeline import worker
+
+    db = str(tmp_path / "exam.db")
+    Store(db).close()
+    real_check = Store.check_schema
+    outage = ["down", "down", "down"]
+    claims: list[int] = []
+    back = threading.Event()
+
+    def check_schema(self):
+        if outage:
+            outage.pop()
+            raise StoreError(f"{db}: cannot open the store: connection refused")
+        return real_check(self)
+
+    def work_once(store, agents_path, stale_after_s):
+        claims.append(1)
+        back.set()
+        return None
+
+    monkeypatch.setattr(Store, "check_schema", check_schema)
+    monkeypatch.setattr(worker, "work_once", work_once)
+    monkeypatch.setattr(worker, "RETRY_S", 0.01)
+    stop = threading.Event()
+    with caplog.at_level(logging.INFO, logger="exam.pipeline.worker"):
+        thread = threading.Thread(target=worker.work_forever, args=(db, None, 0.01, stop))
+        thread.start()
+        try:
+            assert back.wait(30)
+        finally:
+            stop.set()
+            thread.join(30)
+    assert not thread.is_alive() and outage == []
+    assert caplog.text.count("the store cannot be used: ") == 1  # the same trouble: said once
+    assert caplog.text.count("the store can be used again") == 1
