@@ -44,6 +44,11 @@ class StoreError(ExamError):
     pass
 
 
+class StoreUnavailable(StoreError):
+    """The store could not be reached or written just now (PostgreSQL restarting, a connection
+    dropped, SQLite busy): worth trying again, unlike a cell the store refuses."""
+
+
 class SchemaTooNew(StoreError):
     """The store was migrated past what this agent-exam understands: upgrade, never retry."""
 

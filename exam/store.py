@@ -66,7 +66,7 @@ from exam.db.schema import (
     runs,
 )
 from exam.db.schema import attempts as _attempts
-from exam.errors import LeaseLost, NoSuchRun, StoreError
+from exam.errors import LeaseLost, NoSuchRun, StoreError, StoreUnavailable
 from exam.records import RETRY_STATUSES, AttemptRow, CellRow, cap_text
 
 DEFAULT_DB = "results/exam.db"
@@ -318,7 +318,10 @@ def _named_damage(method: Callable[..., Any]) -> Callable[..., Any]:
         except (DBAPIError, sqlite3.DatabaseError) as exc:
             if damaged(exc):
                 raise StoreError(damage_message(self.path, exc)) from None
-            raise StoreError(f"{self.path}: {_reason(exc)}") from exc
+            # the database away or busy for a moment, not what was asked of it
+            lost = isinstance(exc, (OperationalError, sqlite3.OperationalError))
+            raise (StoreUnavailable if lost else StoreError)(
+                f"{self.path}: {_reason(exc)}") from exc
 
     return wrapper
 

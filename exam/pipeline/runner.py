@@ -18,7 +18,7 @@ from pathlib import Path
 
 from exam import names
 from exam.bank import Bank, Item, load_bank
-from exam.errors import ExamError, LeaseLost
+from exam.errors import ExamError, LeaseLost, StoreUnavailable
 from exam.pipeline import n8n_usage
 from exam.pipeline.gate import RequestGate
 from exam.pipeline.reading import to_reply
@@ -111,8 +111,8 @@ def run_cell(store: Store, job: Job, case_no: str, repeat: int, gate: RequestGat
     outcomes: list[Outcome] = []
     try:
         return _run_cell(store, job, case_no, repeat, gate, outcomes)
-    except LeaseLost:  # another worker holds the run now: not a cell's error
-        raise
+    except (LeaseLost, StoreUnavailable):  # another worker holds the run now, or the store is
+        raise                                # away for a moment: not a cell's error
     except Exception as exc:
         log.debug("run %s %s #%s: harness error", job.run.id, case_no, repeat, exc_info=True)
         return _harness_error(store, job, case_no, repeat, exc, outcomes)
@@ -190,6 +190,7 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
     pools: list[ThreadPoolExecutor] = []
     futures: dict[Future, Job] = {}
     errors: dict[int, str] = {}
+    lost: dict[int, str] = {}  # runs stopped because the store went away: resumable, not failed
     finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
 
     def guarded(job: Job, case_no: str, repeat: int, gate: RequestGate) -> CellRow | None:
@@ -232,6 +233,10 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
             submit(job)
             try:
                 cell = fut.result()
+            except StoreUnavailable as exc:  # PostgreSQL restarting: the cell is run again later
+                lost.setdefault(job.run.id, f"the store could not be used: {exc}")
+                stop.set()
+                continue
             except Exception as exc:  # a bug, not the agent: keep the run resumable
                 errors.setdefault(job.run.id,
                                   clean_error(job.agent, f"{type(exc).__name__}: {exc}"))
@@ -256,7 +261,8 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
             store.set_run_status(job.run.id, "failed", errors[job.run.id])
             final[job.run.id] = "failed"
         elif left:
-            store.set_run_status(job.run.id, "interrupted", f"{left} cell(s) not run")
+            why = f"{lost[job.run.id]}; " if job.run.id in lost else ""
+            store.set_run_status(job.run.id, "interrupted", f"{why}{left} cell(s) not run")
             final[job.run.id] = "interrupted"
         else:
             harness = store.count_cells(job.run.id, "harness_error")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from exam.errors import ExamError, LeaseLost, SchemaTooNew, StoreError
+from exam.errors import ExamError, LeaseLost, SchemaTooNew, StoreError, StoreUnavailable
 from exam.pipeline.registry import load_registry
 from exam.pipeline.runner import Interrupted, execute, job_for
 from exam.store import LEASE_S, Store, owner_id
@@ -30,6 +30,8 @@ def _beat(store: Store, run_id: int, stop: threading.Event, every_s: float) -> N
             if not store.heartbeat(run_id):
                 log.warning("run %s: the lease was taken over by another worker", run_id)
                 return
+        except StoreError as exc:  # the store away for a moment: one line, not a traceback
+            log.warning("heartbeat for run %s failed: %s", run_id, exc)
         except Exception:  # a missed beat is not worth killing the run for
             log.exception("heartbeat for run %s failed", run_id)
 
@@ -56,12 +58,17 @@ def work_once(store: Store, agents_path: str | None = None,
             log.warning("run %s: %s: %s", run.id, agent.name, warning)
         final = execute(store, [job_for(store, run.id, agent)])
         log.info("run %s: %s", run.id, final.get(run.id))
+        # stopped with cells left (the store went away for a moment): the next claim finishes it
+        if final.get(run.id) == "interrupted" and store.release_run(run):
+            log.warning("run %s: given back to the queue; the next worker finishes it", run.id)
     except (KeyboardInterrupt, Interrupted):  # told to stop (Ctrl-C, SIGTERM): hand it back
         if store.release_run(run):
             log.warning("run %s: given back to the queue; the next worker finishes it", run.id)
         raise KeyboardInterrupt from None
     except LeaseLost as exc:  # another worker holds the run now: leave it to them
         log.warning("run %s: %s", run.id, exc)
+    except StoreUnavailable:  # still away: the run is taken over once its lease runs out
+        raise
     except ExamError as exc:
         store.set_run_status(run.id, "failed", str(exc))
         log.error("run %s failed: %s", run.id, exc)
@@ -89,7 +96,7 @@ def work_forever(db: str | None, agents_path: str | None, poll_s: float = 1.0,
     stop = stop or threading.Event()
     store = Store.open(db)
     log.info("worker %s watching %s", owner_id(), store.path)
-    failing: str | None = None
+    failing = False
     wait_s = RETRY_S
     try:
         while not stop.is_set():
@@ -102,16 +109,16 @@ def work_forever(db: str | None, agents_path: str | None, poll_s: float = 1.0,
             except SchemaTooNew:
                 raise
             except StoreError as exc:
-                if str(exc) != failing:
+                if not failing:  # once per outage: its message changes as PostgreSQL restarts
                     log.error("the store cannot be used: %s; trying again every %g–%g s",
                               exc, RETRY_S, RETRY_MAX_S)
-                    failing = str(exc)
+                    failing = True
                 stop.wait(wait_s)
                 wait_s = min(wait_s * 2, RETRY_MAX_S)
                 continue
-            if failing is not None:
+            if failing:
                 log.info("the store can be used again")
-                failing, wait_s = None, RETRY_S
+                failing, wait_s = False, RETRY_S
             if did is None:
                 stop.wait(poll_s)
     finally:

@@ -81,3 +81,81 @@ def test_a_worker_that_loses_the_store_tries_again_and_goes_on(tmp_path, caplog,
     assert not thread.is_alive() and outage == []
     assert caplog.text.count("the store cannot be used: ") == 1  # the same trouble: said once
     assert caplog.text.count("the store can be used again") == 1
+
+
+def test_a_store_lost_that_changes_its_message_is_said_once(tmp_path, caplog, monkeypatch):
+    """PostgreSQL stopping and starting again answers a different error at each try (refused,
+    then "the database system is starting up"): one outage, one line, as deployment.md says."""
+    import threading
+
+    from exam.errors import StoreError
+    from exam.pipeline import worker
+
+    db = str(tmp_path / "exam.db")
+    Store(db).close()
+    real_check = Store.check_schema
+    outage = ["the database system is starting up", "cannot open the store: connection refused",
+              "connection failed: connection refused"]
+    back = threading.Event()
+
+    def check_schema(self):
+        if outage:
+            raise StoreError(f"{db}: {outage.pop()}")
+        return real_check(self)
+
+    def work_once(store, agents_path, stale_after_s):
+        back.set()
+        return None
+
+    monkeypatch.setattr(Store, "check_schema", check_schema)
+    monkeypatch.setattr(worker, "work_once", work_once)
+    monkeypatch.setattr(worker, "RETRY_S", 0.01)
+    stop = threading.Event()
+    with caplog.at_level(logging.INFO, logger="exam.pipeline.worker"):
+        thread = threading.Thread(target=worker.work_forever, args=(db, None, 0.01, stop))
+        thread.start()
+        try:
+            assert back.wait(30)
+        finally:
+            stop.set()
+            thread.join(30)
+    assert caplog.text.count("the store cannot be used: ") == 1
+    assert caplog.text.count("the store can be used again") == 1
+
+
+def test_a_run_whose_store_went_away_for_a_moment_is_given_back_not_failed(tmp_path,
+                                                                           monkeypatch):
+    """PostgreSQL restarting under a worker (3 s, found walking deployment.md section 5): the
+    cells that could not be stored are run again by the next claim. The run was marked failed
+    for good (no worker takes a failed run), or a reply was stored as a harness error."""
+    from sqlalchemy.exc import OperationalError
+
+    from exam.pipeline.runner import queue_run
+    from exam.pipeline.worker import work_once
+    from tests.exam.helpers import agent_for, registry_env, write_bank
+    from tests.fakes.agent import FakeAgent
+
+    store = Store(tmp_path / "exam.db")
+    real_write = Store._write_cells
+    down = [True]  # every write fails until the store is back
+
+    def write_cells(self, batch):
+        if down:
+            raise OperationalError("INSERT INTO cells", {}, Exception(
+                "connection failed: server closed the connection unexpectedly"))
+        return real_write(self, batch)
+
+    monkeypatch.setattr(Store, "_write_cells", write_cells)
+    try:
+        with FakeAgent() as fake:
+            bank = write_bank(tmp_path, ["ok", "ok", "ok"])
+            registry = registry_env(tmp_path, fake.url, bank, concurrency=1)["EXAM_AGENTS"]
+            run_id = queue_run(store, agent_for(fake.url, bank), "v1")
+            assert work_once(store, registry) == run_id
+            assert store.get_run(run_id).status == "queued"  # given back, at once
+            down.clear()
+            assert work_once(store, registry) == run_id
+        assert store.get_run(run_id).status == "done"
+        assert sorted(c.run_status for c in store.cells([run_id])) == ["ok", "ok", "ok"]
+    finally:
+        store.close()
