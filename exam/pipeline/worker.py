@@ -59,8 +59,11 @@ def work_once(store: Store, agents_path: str | None = None,
         final = execute(store, [job_for(store, run.id, agent)])
         log.info("run %s: %s", run.id, final.get(run.id))
         # stopped with cells left (the store went away for a moment): the next claim finishes it
-        if final.get(run.id) == "interrupted" and store.release_run(run):
-            log.warning("run %s: given back to the queue; the next worker finishes it", run.id)
+        if final.get(run.id) == "interrupted":
+            why = store.get_run(run.id).error
+            if store.release_run(run):
+                log.warning("run %s: %s; given back to the queue, the next worker finishes it",
+                            run.id, why)
     except (KeyboardInterrupt, Interrupted):  # told to stop (Ctrl-C, SIGTERM): hand it back
         if store.release_run(run):
             log.warning("run %s: given back to the queue; the next worker finishes it", run.id)

@@ -123,7 +123,7 @@ def test_a_store_lost_that_changes_its_message_is_said_once(tmp_path, caplog, mo
     assert caplog.text.count("the store can be used again") == 1
 
 
-def test_a_run_whose_store_went_away_for_a_moment_is_given_back_not_failed(tmp_path,
+def test_a_run_whose_store_went_away_for_a_moment_is_given_back_not_failed(tmp_path, caplog,
                                                                            monkeypatch):
     """PostgreSQL restarting under a worker (3 s, found walking deployment.md section 5): the
     cells that could not be stored are run again by the next claim. The run was marked failed
@@ -153,6 +153,7 @@ def test_a_run_whose_store_went_away_for_a_moment_is_given_back_not_failed(tmp_p
             run_id = queue_run(store, agent_for(fake.url, bank), "v1")
             assert work_once(store, registry) == run_id
             assert store.get_run(run_id).status == "queued"  # given back, at once
+            assert "the store could not be used: " in caplog.text  # and says why
             down.clear()
             assert work_once(store, registry) == run_id
         assert store.get_run(run_id).status == "done"
