@@ -44,6 +44,10 @@ class StoreError(ExamError):
     pass
 
 
+class StoreDamaged(StoreError):
+    """The store's file or database is damaged: restore it, never retry."""
+
+
 class SchemaTooNew(StoreError):
     """The store was migrated past what this agent-exam understands: upgrade, never retry."""
 
