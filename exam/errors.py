@@ -44,6 +44,10 @@ class StoreError(ExamError):
     pass
 
 
+class StoreDamaged(StoreError):
+    """The store's file or database is damaged: restore it, never retry."""
+
+
 class StoreUnavailable(StoreError):
     """The store could not be reached or written just now (PostgreSQL restarting, a connection
     dropped, SQLite busy): worth trying again, unlike a cell the store refuses."""

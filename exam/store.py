@@ -66,7 +66,7 @@ from exam.db.schema import (
     runs,
 )
 from exam.db.schema import attempts as _attempts
-from exam.errors import LeaseLost, NoSuchRun, StoreError, StoreUnavailable
+from exam.errors import LeaseLost, NoSuchRun, StoreDamaged, StoreError, StoreUnavailable
 from exam.records import RETRY_STATUSES, AttemptRow, CellRow, cap_text
 
 DEFAULT_DB = "results/exam.db"
@@ -317,7 +317,7 @@ def _named_damage(method: Callable[..., Any]) -> Callable[..., Any]:
             return method(self, *args, **kwargs)
         except (DBAPIError, sqlite3.DatabaseError) as exc:
             if damaged(exc):
-                raise StoreError(damage_message(self.path, exc)) from None
+                raise StoreDamaged(damage_message(self.path, exc)) from None
             # the database away or busy for a moment, not what was asked of it
             lost = isinstance(exc, (OperationalError, sqlite3.OperationalError))
             raise (StoreUnavailable if lost else StoreError)(
@@ -476,7 +476,7 @@ class Store:
 
     def _cannot_open(self, exc: BaseException) -> StoreError:
         if damaged(exc):
-            return StoreError(damage_message(self.path, exc))
+            return StoreDamaged(damage_message(self.path, exc))
         return StoreError(f"{self.path}: cannot open the store: {_reason(exc)}")
 
     def check_schema(self) -> None:

@@ -13,7 +13,14 @@ from __future__ import annotations
 import logging
 import threading
 
-from exam.errors import ExamError, LeaseLost, SchemaTooNew, StoreError, StoreUnavailable
+from exam.errors import (
+    ExamError,
+    LeaseLost,
+    SchemaTooNew,
+    StoreDamaged,
+    StoreError,
+    StoreUnavailable,
+)
 from exam.pipeline.registry import load_registry
 from exam.pipeline.runner import Interrupted, execute, job_for
 from exam.store import LEASE_S, Store, owner_id
@@ -95,7 +102,8 @@ def work_forever(db: str | None, agents_path: str | None, poll_s: float = 1.0,
     SQLite busy past its timeout) is tried again, ``RETRY_S`` doubling to ``RETRY_MAX_S``,
     logged when it starts failing and when it is back, so a short outage does not stop every
     worker (systemd gives up on a unit that fails 5 times in 10 s). A store migrated past this
-    code (``SchemaTooNew``) stops the worker: retrying with old code would never help."""
+    code (``SchemaTooNew``) or damaged (``StoreDamaged``) stops the worker: retrying would
+    never help."""
     stop = stop or threading.Event()
     store = Store.open(db)
     log.info("worker %s watching %s", owner_id(), store.path)
@@ -109,7 +117,7 @@ def work_forever(db: str | None, agents_path: str | None, poll_s: float = 1.0,
                 # with old code
                 store.check_schema()
                 did = work_once(store, agents_path, stale_after_s)
-            except SchemaTooNew:
+            except (SchemaTooNew, StoreDamaged):  # retrying would never help
                 raise
             except StoreError as exc:
                 if not failing:  # once per outage: its message changes as PostgreSQL restarts
