@@ -301,6 +301,26 @@ def damaged(exc: BaseException) -> bool:
         s in str(exc) for s in ("malformed", "not a database"))
 
 
+def unavailable(exc: BaseException) -> bool:
+    """The database away or busy for a moment (worth trying again), not refusing what was asked
+    of it: a dropped or refused connection, PostgreSQL shutting down or starting up, too many
+    connections, SQLite busy or locked. A full disk, a read-only file, a missing table or a
+    damaged file are not: a worker retrying them would send the same cells to the agent again
+    and again."""
+    if getattr(exc, "connection_invalidated", False):
+        return True
+    orig = getattr(exc, "orig", None) or exc
+    if not isinstance(exc, (OperationalError, sqlite3.OperationalError)) and \
+            not isinstance(orig, sqlite3.OperationalError):
+        return False
+    sqlstate = getattr(orig, "sqlstate", None)
+    if sqlstate:  # PostgreSQL: connection exception, operator intervention, too many connections
+        return sqlstate.startswith(("08", "57P")) or sqlstate == "53300"
+    text = str(orig).lower()
+    return any(s in text for s in ("database is locked", "database is busy", "connection",
+                                   "could not connect", "starting up", "shutting down"))
+
+
 def damage_message(path: str, exc: BaseException) -> str:
     exc = getattr(exc, "orig", None) or exc
     return (f"{path}: the store is damaged ({exc}): restore it from a backup, or save what can "
@@ -319,8 +339,7 @@ def _named_damage(method: Callable[..., Any]) -> Callable[..., Any]:
             if damaged(exc):
                 raise StoreDamaged(damage_message(self.path, exc)) from None
             # the database away or busy for a moment, not what was asked of it
-            lost = isinstance(exc, (OperationalError, sqlite3.OperationalError))
-            raise (StoreUnavailable if lost else StoreError)(
+            raise (StoreUnavailable if unavailable(exc) else StoreError)(
                 f"{self.path}: {_reason(exc)}") from exc
 
     return wrapper

@@ -117,6 +117,10 @@ def work_forever(db: str | None, agents_path: str | None, poll_s: float = 1.0,
                 # with old code
                 store.check_schema()
                 did = work_once(store, agents_path, stale_after_s)
+                # given back because the store went away mid-run: wait as for a lost store
+                # before claiming it again (each claim sends cells to the agent)
+                if did is not None and store.get_run(did).status == "queued":
+                    raise StoreUnavailable(f"run {did} was given back to the queue")
             except (SchemaTooNew, StoreDamaged):  # retrying would never help
                 raise
             except StoreError as exc:

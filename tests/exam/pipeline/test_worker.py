@@ -160,3 +160,42 @@ def test_a_run_whose_store_went_away_for_a_moment_is_given_back_not_failed(tmp_p
         assert sorted(c.run_status for c in store.cells([run_id])) == ["ok", "ok", "ok"]
     finally:
         store.close()
+
+
+def test_a_run_given_back_is_not_claimed_again_at_once(tmp_path, caplog, monkeypatch):
+    """A store that keeps failing writes (for a reason `unavailable` took for a moment) must not
+    make the worker claim, send cells, give back and claim again in a tight loop: each claim
+    sends cells to the agent. After a give-back it waits as for a lost store."""
+    import threading
+
+    from exam.pipeline import worker
+
+    db = str(tmp_path / "exam.db")
+    Store(db).close()
+    claims: list[float] = []
+    waits: list[float] = []
+
+    def work_once(store, agents_path, stale_after_s):
+        claims.append(time.monotonic())
+        return 7
+
+    class Given:
+        status = "queued"
+
+    monkeypatch.setattr(worker, "work_once", work_once)
+    monkeypatch.setattr(Store, "get_run", lambda self, run_id: Given())
+    stop = threading.Event()
+    real_wait = stop.wait
+
+    def wait(timeout=None):
+        waits.append(timeout)
+        if len(waits) >= 4:
+            stop.set()
+        return real_wait(0)
+
+    monkeypatch.setattr(stop, "wait", wait)
+    with caplog.at_level(logging.INFO, logger="exam.pipeline.worker"):
+        worker.work_forever(db, None, 0.01, stop)
+    assert len(claims) == 4
+    assert waits == [5.0, 10.0, 20.0, 40.0]  # backing off, as for a store that cannot be used
+    assert caplog.text.count("run 7 was given back to the queue") == 1
