@@ -352,7 +352,7 @@ def _prune_if_due(cfg: dict[str, Any], now: float | None = None) -> int | None:
                       "again in %g s", days, PRUNE_EVERY_S)
         return None
     if deleted:
-        log.info("deleted %d LINE events handled more than %d days ago", deleted, days)
+        log.info("deleted %d LINE event(s) handled more than %d day(s) ago", deleted, days)
     return deleted
 
 

@@ -270,7 +270,7 @@ def test_handled_events_older_than_30_days_are_deleted_at_most_once_an_hour(
                             "01ANCIENT": (now - 400 * DAY, None)})  # never handled
     with caplog.at_level("INFO", logger="exam.line"):
         assert line_bp._prune_if_due(cfg, now) == 1
-    assert "deleted 1 LINE events handled more than 30 days ago" in caplog.text
+    assert "deleted 1 LINE event(s) handled more than 30 day(s) ago" in caplog.text
     assert recorded(store_url) == {"01RECENT", "01ANCIENT"}
     events_at(store_url, **{"01PRUNE2": (now - 32 * DAY, now - 31 * DAY)})
     for later in (1.0, 10.0, 3599.0):  # the timer's later looks within the hour
