@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import time
 
+import pytest
+
 from exam.pipeline.worker import start_in_thread
 from exam.store import Store
 from tests.backends import marked_newer
@@ -39,10 +41,18 @@ def test_a_worker_left_running_through_an_upgrade_claims_nothing_from_the_newer_
         store.close()
 
 
-def test_a_worker_that_loses_the_store_tries_again_and_goes_on(tmp_path, caplog, monkeypatch):
-    """PostgreSQL restarting under a worker: it waits and tries again (one log line while the
-    store cannot be used, one when it is back), rather than stop for good: an `exam serve`'s
-    worker thread would be gone, and systemd gives up on a unit that fails 5 times in 10 s."""
+@pytest.mark.parametrize("outage", [
+    ["cannot open the store: connection refused"] * 3,  # the same trouble three times
+    # PostgreSQL stopping and starting again answers a different error at each try
+    ["the database system is starting up", "cannot open the store: connection refused",
+     "connection failed: connection refused"],
+], ids=["same message", "changing message"])
+def test_a_worker_that_loses_the_store_tries_again_and_goes_on(tmp_path, caplog, monkeypatch,
+                                                               outage):
+    """PostgreSQL restarting under a worker: it waits and tries again, with one log line while
+    the store cannot be used and one when it is back (one outage, one line, as deployment.md
+    says), rather than stop for good: an `exam serve`'s worker thread would be gone, and
+    systemd gives up on a unit that fails 5 times in 10 s."""
     import threading
 
     from exam.errors import StoreError
@@ -51,51 +61,6 @@ def test_a_worker_that_loses_the_store_tries_again_and_goes_on(tmp_path, caplog,
     db = str(tmp_path / "exam.db")
     Store(db).close()
     real_check = Store.check_schema
-    outage = ["down", "down", "down"]
-    claims: list[int] = []
-    back = threading.Event()
-
-    def check_schema(self):
-        if outage:
-            outage.pop()
-            raise StoreError(f"{db}: cannot open the store: connection refused")
-        return real_check(self)
-
-    def work_once(store, agents_path, stale_after_s):
-        claims.append(1)
-        back.set()
-        return None
-
-    monkeypatch.setattr(Store, "check_schema", check_schema)
-    monkeypatch.setattr(worker, "work_once", work_once)
-    monkeypatch.setattr(worker, "RETRY_S", 0.01)
-    stop = threading.Event()
-    with caplog.at_level(logging.INFO, logger="exam.pipeline.worker"):
-        thread = threading.Thread(target=worker.work_forever, args=(db, None, 0.01, stop))
-        thread.start()
-        try:
-            assert back.wait(30)
-        finally:
-            stop.set()
-            thread.join(30)
-    assert not thread.is_alive() and outage == []
-    assert caplog.text.count("the store cannot be used: ") == 1  # the same trouble: said once
-    assert caplog.text.count("the store can be used again") == 1
-
-
-def test_a_store_lost_that_changes_its_message_is_said_once(tmp_path, caplog, monkeypatch):
-    """PostgreSQL stopping and starting again answers a different error at each try (refused,
-    then "the database system is starting up"): one outage, one line, as deployment.md says."""
-    import threading
-
-    from exam.errors import StoreError
-    from exam.pipeline import worker
-
-    db = str(tmp_path / "exam.db")
-    Store(db).close()
-    real_check = Store.check_schema
-    outage = ["the database system is starting up", "cannot open the store: connection refused",
-              "connection failed: connection refused"]
     back = threading.Event()
 
     def check_schema(self):
@@ -119,6 +84,7 @@ def test_a_store_lost_that_changes_its_message_is_said_once(tmp_path, caplog, mo
         finally:
             stop.set()
             thread.join(30)
+    assert not thread.is_alive() and outage == []
     assert caplog.text.count("the store cannot be used: ") == 1
     assert caplog.text.count("the store can be used again") == 1
 
