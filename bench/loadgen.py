@@ -37,6 +37,13 @@ class LoadResult:
         return self.requests / self.seconds if self.seconds else 0.0
 
 
+def _ok(session: requests.Session, url: str, headers: dict[str, str]) -> bool:
+    try:
+        return session.get(url, headers=headers, timeout=10).status_code == 200
+    except requests.RequestException:
+        return False
+
+
 def run_load(urls: Sequence[str], headers: dict[str, str], total: int = 500,
              concurrency: int = 8, timeout_s: float = 60.0) -> LoadResult:
     for url in urls:
@@ -53,24 +60,17 @@ def run_load(urls: Sequence[str], headers: dict[str, str], total: int = 500,
         nonlocal errors
         if time.monotonic() > deadline:
             return
+        url = urls[i % len(urls)]
         session = getattr(local, "s", None)
         if session is None:
             session = local.s = requests.Session()
             # each client's first request opens its connection: sent, not timed (as wrk opens
             # its connections before it measures); it still counts as an error if it fails
-            try:
-                ok = session.get(urls[i % len(urls)], headers=headers,
-                                 timeout=10).status_code == 200  # as a timed request
-            except requests.RequestException:
-                ok = False
-            if not ok:
+            if not _ok(session, url, headers):
                 with lock:
                     errors += 1
         t0 = time.perf_counter()
-        try:
-            ok = session.get(urls[i % len(urls)], headers=headers, timeout=10).status_code == 200
-        except requests.RequestException:
-            ok = False
+        ok = _ok(session, url, headers)
         ms = (time.perf_counter() - t0) * 1000
         with lock:
             latencies.append(ms)

@@ -310,8 +310,7 @@ def unavailable(exc: BaseException) -> bool:
     if getattr(exc, "connection_invalidated", False):
         return True
     orig = getattr(exc, "orig", None) or exc
-    if not isinstance(exc, (OperationalError, sqlite3.OperationalError)) and \
-            not isinstance(orig, sqlite3.OperationalError):
+    if not isinstance(exc, OperationalError) and not isinstance(orig, sqlite3.OperationalError):
         return False
     sqlstate = getattr(orig, "sqlstate", None)
     if sqlstate:  # PostgreSQL: connection exception, operator intervention, too many connections

@@ -78,7 +78,6 @@ def answer(store: Store, runs: Sequence[Run], make: Callable[[], str], *parts: A
     with making.lock:
         if making.text is not None:  # made while this thread waited
             return making.text
-        text = None
         try:  # the first to come (or the one before it failed): make it
             text = make()
             # make() read its inputs again: one that changed after the key was read (a bank

@@ -326,9 +326,10 @@ def _sweep_left(cfg: dict[str, Any]) -> None:
 
 def _prune_if_due(cfg: dict[str, Any], now: float | None = None) -> int | None:
     """Delete the events handled more than ``LINE_EVENTS_KEEP_DAYS`` days before ``now``
-    (default: the time), if this process has not tried in the last ``PRUNE_EVERY_S``: how
-    many, or None when not due or turned off (0, or no such setting). Trouble is logged, and
-    tried again an hour later, not at the next look."""
+    (default: the time; 0 days: none, though the JSON an older version kept is still dropped),
+    if this process has not tried in the last ``PRUNE_EVERY_S``: how many, or None when not
+    due, without the setting, or failed. Trouble is logged, and tried again an hour later, not
+    at the next look."""
     from exam.store import Store
 
     days = cfg.get("LINE_EVENTS_KEEP_DAYS")
