@@ -66,7 +66,14 @@ from exam.db.schema import (
     runs,
 )
 from exam.db.schema import attempts as _attempts
-from exam.errors import LeaseLost, NoSuchRun, StoreDamaged, StoreError, StoreUnavailable
+from exam.errors import (
+    LeaseLost,
+    NoSuchRun,
+    RunBusy,
+    StoreDamaged,
+    StoreError,
+    StoreUnavailable,
+)
 from exam.records import RETRY_STATUSES, AttemptRow, CellRow, cap_text
 
 DEFAULT_DB = "results/exam.db"
@@ -242,16 +249,24 @@ def owner_alive(owner: str | None) -> bool:
     """Whether the process that owns a run still exists (only knowable on this host)."""
     if not owner or ":" not in owner:
         return False
+    return not owner_gone(owner)
+
+
+def owner_gone(owner: str | None) -> bool:
+    """The owner ran on this host and its process no longer exists (known at once, without
+    waiting for its lease to run out); False for another host's, which only its lease tells."""
+    if not owner or ":" not in owner:
+        return False
     host, pid = owner.rsplit(":", 1)
     if host != host_id():
-        return True  # another machine: assume alive, the heartbeat tells
+        return False
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:
-        return False
-    except (PermissionError, ValueError):
         return True
-    return True
+    except (PermissionError, ValueError):
+        return False
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,13 +297,32 @@ class Run:
 
     @property
     def shown_status(self) -> str:
-        """'running' whose worker's lease ran out, or whose CLI process is gone, reads
-        'interrupted': resumable (a worker takes the former over by itself)."""
+        """'running' whose process is gone from this host, or whose lease ran out (on any
+        host), reads 'interrupted': resumable. A worker takes a queued run's over by itself
+        once its lease runs out; a run started by `exam run` waits for `exam resume`."""
         if self.status != "running":
             return self.status
-        if self.source != "cli" and self.lease_until is not None:
+        if owner_gone(self.owner):
+            return "interrupted"
+        if self.lease_until is not None:
             return "running" if self.lease_until > time.time() else "interrupted"
         return "running" if owner_alive(self.owner) else "interrupted"
+
+
+def held_elsewhere(run: Run, now: float | None = None) -> str | None:
+    """Why another process holds ``run`` now (a live lease; for a run started by a version
+    without leases, its owner alive on this host), or None."""
+    now = time.time() if now is None else now
+    if run.status != "running" or run.owner == owner_id() or owner_gone(run.owner):
+        return None
+    holder = f"process {run.owner}" if run.owner else "another process"
+    if run.lease_until is None:
+        return f"run {run.id} is still running in {holder}" if owner_alive(run.owner) else None
+    if run.lease_until <= now:
+        return None
+    return (f"run {run.id} is still running in {holder} (it renews its lease while it works; "
+            f"if that process is gone, the lease runs out within "
+            f"{max(1, round(run.lease_until - now))} s)")
 
 
 def damaged(exc: BaseException) -> bool:
@@ -606,8 +640,9 @@ class Store:
 
     def _lost(self, run_id: int) -> LeaseLost:
         # the outdated token stays: everything this Store still tries on the run is refused
-        return LeaseLost(f"{self.path}: run {run_id}: this worker's lease was taken over by "
-                         f"another worker; it stores nothing more for this run", run_id)
+        return LeaseLost(f"{self.path}: run {run_id}: this process's lease was taken over (by "
+                         f"a worker or `exam resume`); it stores nothing more for this run",
+                         run_id)
 
     def set_run_status(self, run_id: int, status: str, error: str | None = None) -> None:
         """Set a run's status. A worker holding the run's lease keeps it while ``running`` and
@@ -711,6 +746,35 @@ class Store:
             run = self._run(db.execute(select(runs).where(runs.c.id == run_id)).one())
         self._leases[run.id] = run.lease_token
         self._lease_s[run.id] = stale_after_s
+        return run
+
+    def hold_run(self, run_id: int, lease_s: float = LEASE_S) -> Run:
+        """Take one named run for this process (``exam run``, ``exam resume``), held by a lease
+        as a worker's claim is: renewed by ``heartbeat``, fenced by the raised token (a process
+        that stalled and comes back after another took the run over gets LeaseLost).
+
+        Refused (RunBusy) while another process holds it: a live lease, or, for a run started
+        by a version without leases, an owner alive on this host. The take is one fenced
+        UPDATE, so two ``exam resume`` of one run at once cannot both win, nor can a worker
+        and ``exam resume`` of a queued run.
+        """
+        now = time.time()
+        run = self.get_run(run_id)
+        why = held_elsewhere(run, now)
+        if why:
+            raise RunBusy(why, run_id)
+        with self.tx() as db:
+            changed = db.execute(update(runs).where(
+                runs.c.id == run_id, runs.c.lease_token == run.lease_token).values(
+                status="running", owner=owner_id(), heartbeat_at=now, lease_until=now + lease_s,
+                lease_token=runs.c.lease_token + 1, error=None,
+                started_at=func.coalesce(runs.c.started_at, now), finished_at=None)).rowcount
+        if not changed:  # taken between the read and the update
+            raise RunBusy(held_elsewhere(self.get_run(run_id), time.time())
+                          or f"run {run_id} was taken by another process just now", run_id)
+        run = self.get_run(run_id)
+        self._leases[run.id] = run.lease_token
+        self._lease_s[run.id] = lease_s
         return run
 
     def heartbeat(self, run_id: int) -> bool:

@@ -16,7 +16,9 @@ request:
 - the rules (``rules_key``) and every review decision, whole;
 - the report, the route's arguments and the runs' order.
 
-Runs still queued or running are never kept (their rows and cells change with every reply).
+Runs still queued or running are never kept (their rows and cells change with every reply);
+a run whose process is gone (its lease ran out) reads interrupted and is: resuming it changes
+its row.
 What is kept is bounded: ``KEPT`` answers per process, none over ``KEPT_CHARS``, and
 ``KEPT_TOTAL_CHARS`` in all (the oldest used go first). Every
 instance keeps its own; one that has not seen the store change reads the same key as one
@@ -47,7 +49,7 @@ def key(store: Store, runs: Sequence[Run], *parts: Any) -> str | None:
     when a run may still change."""
     from exam.reports.regrade import load_banks, questions_key, rules_key
 
-    if not runs or any(r.status in NOT_KEPT for r in runs):
+    if not runs or any(r.shown_status in NOT_KEPT for r in runs):
         return None
     banks, missing = load_banks(store, runs)
     marks = store.cell_marks([r.id for r in runs])
