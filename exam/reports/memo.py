@@ -13,7 +13,8 @@ request:
 - today's bank of each run: the digest of its whole text (an edit anywhere in the file,
   even to a category or a note, gives another key) and every question's key, or the message
   of a bank that will not load;
-- the rules (``rules_key``) and every review decision, whole;
+- the rules (``rules_key``) and the review decisions' mark (``Store.adjudications_mark``:
+  their count, highest id, and the sum and latest of their times);
 - the report, the route's arguments and the runs' order.
 
 Runs still queued or running are never kept (their rows and cells change with every reply);
@@ -58,8 +59,8 @@ def key(store: Store, runs: Sequence[Run], *parts: Any) -> str | None:
         sorted((p, b.content_digest or repr([i.raw for i in b.items]), b.digest,
                 questions_key(b)) for p, b in banks.items()),
         [m["message"] for m in missing],
-        # decisions whole, in the store's order (any change to one is another key)
-        [sorted(d.items()) for d in store.adjudications()],
+        # a mark of the decisions that any change to them changes (Store.adjudications_mark)
+        store.adjudications_mark(),
     )
     return hashlib.blake2b(repr(every).encode(), digest_size=20).hexdigest()
 
