@@ -232,6 +232,7 @@ GRADE_CACHE_CHUNK = 500  # keys per lookup query (SQLite's bound-variable limit 
 GRADE_CACHE_WRITE_CHUNK = 2_000  # rows per INSERT execution when the cache is filled
 
 CELL_BATCH = 64  # cells written per transaction at most (group commit in record_cell)
+HEAD_PROBE = 32_768  # characters of a kept run read for its head (graded_run_heads)
 LEASE_S = 30.0  # how long a worker's claim holds a run without a heartbeat
 
 
@@ -1065,12 +1066,25 @@ class Store:
         if not keys:
             return {}
         g = graded_runs.c
-        if self.backend == "sqlite":
-            head = func.substr(g.cells, 1, func.instr(g.cells, "\n") - 1)
-        else:
-            head = func.split_part(g.cells, "\n", 1)
-        rows = self._rows(select(g.run_id, g.key, head).where(g.run_id.in_(list(keys))))
-        return {r[0]: r[2] for r in rows if keys[r[0]] == r[1]}
+        # the first HEAD_PROBE characters: PostgreSQL decompresses only that much of each kept
+        # text (cutting at the first line break read every text whole: 24 runs of 100,000
+        # cells, 70–310 ms against 8–27 ms); a head longer than that is read with its text
+        rows = self._rows(select(g.run_id, g.key, func.substr(g.cells, 1, HEAD_PROBE))
+                          .where(g.run_id.in_(list(keys))))
+        out, longer = {}, []
+        for run_id, key, start in rows:
+            if keys[run_id] != key:
+                continue
+            head, cut, _ = start.partition("\n")
+            if cut or len(start) < HEAD_PROBE:
+                out[run_id] = head
+            else:
+                longer.append(run_id)
+        for run_id, key, whole in self._rows(select(g.run_id, g.key, g.cells)
+                                             .where(g.run_id.in_(longer))) if longer else ():
+            if keys[run_id] == key:
+                out[run_id] = whole.partition("\n")[0]
+        return out
 
     def keep_graded_run(self, run_id: int, rules: str, key: str, cells_json: str) -> bool:
         """Keep (or replace) a run's graded cells; False when the store cannot be written."""
