@@ -298,12 +298,14 @@ class Run:
 
     @property
     def shown_status(self) -> str:
-        """'running' whose process is gone from this host, or whose lease ran out (on any
-        host), reads 'interrupted': resumable. A worker takes a queued run's over by itself
-        once its lease runs out; a run started by `exam run` waits for `exam resume`."""
+        """'running' whose lease ran out reads 'interrupted': resumable. A worker takes a
+        queued run's over by itself; a run started by `exam run` waits for `exam resume`, and
+        reads 'interrupted' at once when its process is gone from this host. (Only the CLI's:
+        workers on one machine may share a host id from separate containers, whose process
+        ids this process cannot see.)"""
         if self.status != "running":
             return self.status
-        if owner_gone(self.owner):
+        if self.source == "cli" and owner_gone(self.owner):
             return "interrupted"
         if self.lease_until is not None:
             return "running" if self.lease_until > time.time() else "interrupted"
@@ -311,10 +313,12 @@ class Run:
 
 
 def held_elsewhere(run: Run, now: float | None = None) -> str | None:
-    """Why another process holds ``run`` now (a live lease; for a run started by a version
-    without leases, its owner alive on this host), or None."""
+    """Why another process holds ``run`` now, or None: a live lease (a CLI run's process seen
+    gone from this host holds nothing, whatever its lease says); for a run written by a
+    version without leases, its owner alive on this host or on another."""
     now = time.time() if now is None else now
-    if run.status != "running" or run.owner == owner_id() or owner_gone(run.owner):
+    if run.status != "running" or run.owner == owner_id() or (
+            run.source == "cli" and owner_gone(run.owner)):
         return None
     holder = f"process {run.owner}" if run.owner else "another process"
     if run.lease_until is None:
