@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -14,6 +15,7 @@ from sqlalchemy import update
 from exam.db.schema import runs
 from exam.errors import LeaseLost, RunBusy
 from exam.pipeline.runner import missing_cells
+from exam import store as store_module
 from exam.store import Store, held_elsewhere, host_id
 from tests.exam.store.test_backends import at_once, attempt, cell, new_run
 
@@ -227,9 +229,12 @@ def test_a_run_whose_process_is_gone_from_this_host_is_free_at_once_despite_its_
     assert b.hold_run(run_id).lease_token == 2
 
 
-def test_two_resumes_of_one_run_at_once_only_one_takes_it(store_target, store):
+def test_two_resumes_of_one_run_at_once_only_one_takes_it(store_target, store, monkeypatch):
     run_id = new_run(store)
     store.hold_run(run_id, 0.0)  # its process is gone: the lease ran out
+    # four `exam resume` processes: each thread its own owner id
+    monkeypatch.setattr(store_module, "owner_id",
+                        lambda: f"host-{threading.current_thread().name}:1")
     takers = [Store(store_target) for _ in range(4)]
     try:
         def take(s: Store):
