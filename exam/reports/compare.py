@@ -16,8 +16,15 @@ from exam.reports.discrimination import version_order
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import COST_KEYS, SEVERITY_ORDER, cost_summary
 from exam.reports.stats import fisher_worse
+from exam.store import Run
 from exam.textsafe import terminal_data
 from graders import GRADER_VERSION
+
+
+class CompareError(ExamError):
+    """The two versions asked for cannot be compared as asked (the same version twice, two
+    rubrics): bad input, never a verdict."""
+
 
 FAIL_ON = ("verdict", "regression", "any-fail", "never")  # regression: the old name of verdict
 
@@ -77,6 +84,10 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
           levels: dict[str, float] | None = None) -> dict[str, Any]:
     """Compare two versions; ``regraded`` may hold the agent's other versions too (history)."""
     settings = settings or verdict.Settings()
+    if old == new:
+        # a version against itself shows no change whatever it answered: never a ship
+        raise CompareError(f"cannot compare {agent} {old} with itself: give the version before "
+                        "the change as OLD and the changed one as NEW")
     cells = [c for c in regraded.cells if c.agent == agent]
     runs = [r for r in regraded.runs if r.agent == agent]
     versions = {c.version for c in cells} | {r.version for r in runs}
@@ -88,6 +99,7 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
                 raise ExamError(f"cannot compare {agent} {old} → {new}: " + "; ".join(lost))
             known = ", ".join(sorted(versions)) or "none"
             raise ExamError(f"no stored run of {agent} version {label!r} (versions: {known})")
+    _one_rubric(regraded, runs, agent, old, new)
     order = version_order(regraded, agent)
     every: dict[str, dict[str, list[GradedCell]]] = defaultdict(lambda: defaultdict(list))
     by: dict[str, dict[str, list[GradedCell]]] = defaultdict(lambda: defaultdict(list))
@@ -168,6 +180,27 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
         "cost": cost_delta,
         "missing_banks": regraded.missing_banks,
     }
+
+
+def _one_rubric(regraded: Regraded, runs: list[Run], agent: str, old: str, new: str) -> None:
+    """Both versions graded by one rubric: runs read from two bank files whose question of
+    the same case_no differs would compare a lenient copy against the real one."""
+    from exam.reports.regrade import question_key
+
+    seen: dict[str, tuple[str, str, Any]] = {}  # case_no → (key, bank path, run)
+    for r in sorted(runs, key=lambda r: (r.version != old, r.id)):
+        bank = regraded.banks.get(r.bank_path)
+        if r.version not in (old, new) or bank is None:
+            continue
+        for item in bank.items:
+            key = question_key(item)
+            first = seen.setdefault(item.case_no, (key, r.bank_path, r))
+            if first[0] != key:
+                raise CompareError(
+                    f"cannot compare {agent} {old} → {new}: {item.case_no} reads differently in "
+                    f"{first[1]} (run {first[2].id}, {first[2].version}) and {r.bank_path} "
+                    f"(run {r.id}, {r.version}); "
+                    "one rubric is needed: run both versions against the same bank file")
 
 
 def _fixed(row: dict[str, Any], settings: verdict.Settings) -> bool:

@@ -12,8 +12,10 @@ Order of precedence (the first that applies):
    whatever the missing cells would have said, so it comes first; the line still says what
    was missing.
 2. ``incomplete`` — answered cells of either version below the coverage floor, or a question
-   with no answered cell in the new version: names the questions and why (timeout, blocked,
-   http_error, not run…). Missing data is never read as safe.
+   with no answered cell in the new version (nothing arrived; the old version asked it and
+   the new one never did; or nothing the new version said could be graded where the old
+   version's could): names the questions and why (timeout, blocked, http_error, not_run,
+   not_asked, not_graded…). Missing data is never read as safe.
 3. ``pending`` — needs_human cells of the new version nobody has decided (`exam review`).
 4. ``undecided`` — a question answered worse and not held, and the data cannot rule out a
    drop of min_effect (Newcombe's one-sided 95% bound), or it has fewer than min_answered
@@ -314,6 +316,12 @@ def _coverage(questions: Sequence[Question], settings: Settings) -> dict[str, An
                               or (side == "new" and t.planned and not t.arrived)):
                 named.append({"case_no": q.case_no, "side": side, "arrived": t.arrived,
                               "planned": t.planned, "why": _reasons(t)})
+            elif side == "new" and t.not_graded and not t.answered and not t.needs_human \
+                    and q.baseline.answered:
+                # every reply arrived and none could be graded (a status or field the old
+                # version reported and this one does not): nothing shows it is not worse
+                named.append({"case_no": q.case_no, "side": side, "arrived": t.arrived,
+                              "planned": t.planned, "why": f"{t.not_graded} not_graded"})
     return {"versions": versions, "questions": named}
 
 
@@ -376,7 +384,11 @@ def questions_from(cells_by_version: Mapping[str, Mapping[str, list[Any]]],
         old_t = dict(hist).get(old, tally(cells_by_version.get(case_no, {}).get(old, []),
                                           planned.get(case_no, {}).get(old)))
         if not new_t.planned:
-            continue  # not asked in the new version: nothing to decide
+            if not old_t.planned:
+                continue  # asked in neither version: nothing to decide
+            # asked in the old version, never in the new one (--only, --category): the
+            # change was not examined on it, which is missing data, never a ship
+            new_t = Tally(trouble={"not_asked": old_t.planned})
         base, used = baseline_for(hist, old, pool)
         severity, category = meta[case_no]
         out.append(Question(case_no, severity, category, new_t, old_t, base, used))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -185,6 +186,28 @@ def test_settle_keeps_false_holds_rare():
     assert false / sims <= 0.05
 
 
+def test_a_question_nothing_could_grade_in_new_is_incomplete():
+    # the old version reported a status the question checks; the new one stopped reporting
+    # it: every reply arrived, none could be graded, nothing shows it is not worse
+    b = V.Tally(3, 0)
+    qs = [V.Question("Q-01", "critical", "c", V.Tally(not_graded=3), b, b, ("v1",)),
+          V.Question("Q-02", "major", "c", V.Tally(3, 0), b, b, ("v1",))]
+    d = V.decide(qs)
+    assert d["word"] == "incomplete" and d["exit_code"] == 3
+    assert d["incomplete"]["questions"] == [
+        {"case_no": "Q-01", "side": "new", "arrived": 3, "planned": 3, "why": "3 not_graded"}]
+    assert "Q-01 (3 not_graded)" in V.summary_line(d)
+
+
+def test_a_question_never_graded_on_either_side_does_not_block():
+    # nothing graded before the change either (an ignore-only question): no change to decide
+    nothing = V.Tally(not_graded=3)
+    d = V.decide([V.Question("Q-01", "major", "c", nothing, nothing, V.Tally(), ("v1",)),
+                  V.Question("Q-02", "major", "c", V.Tally(3, 0), V.Tally(3, 0), V.Tally(3, 0),
+                             ("v1",))])
+    assert d["word"] == "ship"
+
+
 # -- the surfaces: CLI exit codes, API JSON, LINE text, the n8n branch -----------------------
 
 CASES = [("Q-01", "c", "critical"), ("Q-02", "c", "major"), ("Q-03", "c", "major")]
@@ -267,3 +290,61 @@ def test_api_dashboard_line_and_n8n_read_the_same_word(history):
     safe = wf["connections"][node["name"]]["main"][0][0]["node"]
     taken = 0 if api["verdict"] == cond["rightValue"] else 1
     assert wf["connections"][node["name"]]["main"][taken][0]["node"] != safe
+
+
+def test_questions_new_never_asked_are_incomplete_not_ship(history):
+    # the candidate run with --only (or --category): the questions it skipped were not
+    # examined, which is missing data, never a ship
+    history.bank("A", CASES)
+    history.run("A", "v1", {c: "ppp" for c, _, _ in CASES})
+    history.run("A", "v2", {"Q-02": "ppp"})
+    result = _cli(history, "A", "v1", "v2")
+    assert result.exit_code == 3, result.output
+    assert "Q-01 (3 not_asked), Q-03 (3 not_asked)" in result.output
+    out = json.loads(_cli(history, "A", "v1", "v2", "--format", "json").output)
+    assert out["verdict"] == "incomplete"
+    assert [x["case_no"] for x in out["only_old"]] == ["Q-01", "Q-03"]
+
+
+def test_a_version_against_itself_is_bad_input_everywhere(history):
+    from exam.app import create_app
+
+    history.bank("A", CASES)
+    history.run("A", "v1", {c: "ppp" for c, _, _ in CASES})
+    history.run("A", "v2", {c: "fff" for c, _, _ in CASES})
+    result = _cli(history, "A", "v2", "v2")
+    assert result.exit_code == 2 and "VERDICT" not in result.output
+    assert "cannot compare A v2 with itself" in result.output
+    app = create_app({"TESTING": True, "DB": str(history.tmp / "exam.db"), "API_TOKEN": "tok",
+                      "SECRET_KEY": "k"})
+    with app.test_client() as client:
+        got = client.get("/api/compare?agent=A&old=v2&new=v2",
+                         headers={"Authorization": "Bearer tok"})
+    assert got.status_code == 400 and "with itself" in got.json["error"]
+
+
+def test_two_rubrics_for_one_question_are_bad_input(history):
+    # the new version run against a lenient copy of the bank: its fails would pass there
+    history.bank("A", CASES)
+    history.run("A", "v1", {c: "ppp" for c, _, _ in CASES})
+    lenient = [{"case_no": c, "category": cat, "severity": sev, "input": {"question": f"{c}?"},
+                "expect_facts": ["已出貨|備貨中"]} for c, cat, sev in CASES]
+    copy = history.tmp / "A-lenient.json"
+    copy.write_text(json.dumps({"agent": "A", "questions": lenient}, ensure_ascii=False),
+                    encoding="utf-8")
+    history.banks["A"] = str(copy)
+    history.run("A", "v2", {c: "fff" for c, _, _ in CASES})
+    result = _cli(history, "A", "v1", "v2")
+    assert result.exit_code == 2 and "VERDICT" not in result.output
+    assert "Q-01 reads differently" in result.output and "A-lenient.json" in result.output
+
+
+def test_the_same_questions_in_two_bank_files_compare(history):
+    first = history.bank("A", CASES)
+    history.run("A", "v1", {c: "ppp" for c, _, _ in CASES})
+    copy = history.tmp / "A-copy.json"
+    copy.write_bytes(Path(first).read_bytes())
+    history.banks["A"] = str(copy)
+    history.run("A", "v2", {c: "ffffff" for c, _, _ in CASES})
+    result = _cli(history, "A", "v1", "v2")
+    assert result.exit_code == 1 and "VERDICT: HOLD" in result.output
