@@ -115,7 +115,8 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
     questions = verdict.questions_from(
         every, planned, {k: (m.severity, m.category) for k, m in meta.items()}, order, old, new,
         settings.pool_history)
-    decision = verdict.decide(questions, settings, levels)
+    decision = verdict.decide(questions, settings, levels,
+                              unfinished=unfinished_runs(runs, cells, regraded.removed, old, new))
     tests = {t["case_no"]: t for t in decision["tests"]}
     groups: dict[str, list[dict[str, Any]]] = {k: [] for k in (
         "regressions", "undecided", "fixes", "flaky", "unchanged", "only_old", "only_new")}
@@ -180,6 +181,23 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
         "cost": cost_delta,
         "missing_banks": regraded.missing_banks,
     }
+
+
+def unfinished_runs(runs: list[Run], cells: list[GradedCell], removed: dict[int, list[str]],
+                    old: str, new: str) -> list[dict[str, Any]]:
+    """Runs of OLD or NEW still running (or queued, or interrupted) with cells yet to come."""
+    arrived = Counter(c.run_id for c in cells)
+    out = []
+    for r in sorted(runs, key=lambda r: r.id):
+        status = "queued" if r.status == "queued" else r.shown_status
+        if r.version not in (old, new) or status not in ("running", "queued", "interrupted"):
+            continue
+        gone = set(removed.get(r.id, ()))
+        planned = sum(1 for case_no, _ in r.plan if case_no not in gone) * r.repeats
+        if arrived[r.id] < planned:
+            out.append({"run_id": r.id, "version": r.version, "status": status,
+                        "arrived": arrived[r.id], "planned": planned})
+    return out
 
 
 def _one_rubric(regraded: Regraded, runs: list[Run], agent: str, old: str, new: str) -> None:

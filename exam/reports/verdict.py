@@ -15,7 +15,8 @@ Order of precedence (the first that applies):
    with no answered cell in the new version (nothing arrived; the old version asked it and
    the new one never did; or nothing the new version said could be graded where the old
    version's could): names the questions and why (timeout, blocked, http_error, not_run,
-   not_asked, not_graded…). Missing data is never read as safe.
+   not_asked, not_graded…), or a run of either version still going (or interrupted) with
+   cells yet to come. Missing data is never read as safe.
 3. ``pending`` — needs_human cells of the new version nobody has decided (`exam review`).
 4. ``undecided`` — a question answered worse and not held, and the data cannot rule out a
    drop of min_effect (Newcombe's one-sided 95% bound), or it has fewer than min_answered
@@ -208,11 +209,14 @@ def _reasons(t: Tally) -> str:
 
 
 def decide(questions: Sequence[Question], settings: Settings = Settings(),
-           levels: Mapping[str, float] | None = None, figures: bool = True) -> dict[str, Any]:
+           levels: Mapping[str, float] | None = None, figures: bool = True,
+           unfinished: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """The verdict and its evidence.
 
     ``levels`` (case_no → raw p-value threshold) replaces the BH step: `--settle` passes the
     alpha it spends at each look, already divided over the questions that can move.
+    ``unfinished``: runs of either version still going or interrupted with cells yet to come
+    (``run_id``, ``version``, ``status``, ``arrived``, ``planned``): the verdict waits for them.
     """
     comparable = [q for q in questions if q.baseline.answered or q.old.planned]
     rows: list[dict[str, Any]] = []
@@ -267,12 +271,15 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
         elif r["effect"] is not None and r["effect"] < 0:
             r["state"] = "better"
     incomplete = _coverage(questions, settings)
+    # cells still to come are not missing for good: the coverage floor tolerates lost cells,
+    # never a verdict read before the run is over
+    incomplete["runs"] = [dict(u) for u in unfinished]
     needs_human = sum(q.new.needs_human for q in questions)
     holds = [r for r in rows if r["state"] == "hold"]
     undecided = [r for r in rows if r["state"] == "undecided"]
     if holds:
         word = "hold"
-    elif incomplete["questions"] or incomplete["versions"]:
+    elif incomplete["questions"] or incomplete["versions"] or incomplete["runs"]:
         word = "incomplete"
     elif needs_human:
         word = "pending"
@@ -326,8 +333,10 @@ def _coverage(questions: Sequence[Question], settings: Settings) -> dict[str, An
 
 
 def _missing(v: dict[str, Any]) -> str:
-    parts = [f"{x['side']} {x['answered']}/{x['planned']} cells answered"
-             for x in v["incomplete"]["versions"]]
+    parts = [f"run {x['run_id']} ({x['version']}) {x['status']}: {x['arrived']}/{x['planned']}"
+             " cells arrived so far" for x in v["incomplete"].get("runs", [])]
+    parts += [f"{x['side']} {x['answered']}/{x['planned']} cells answered"
+              for x in v["incomplete"]["versions"]]
     qs = v["incomplete"]["questions"]
     shown = ", ".join(f"{x['case_no']} ({x['why']})" for x in qs[:5])
     more = f" and {len(qs) - 5} more" if len(qs) > 5 else ""
@@ -344,7 +353,8 @@ def summary_line(v: dict[str, Any]) -> str:
             f"{h['case_no']} {h['old']} → {h['new']} (q = {h['q']:.2g})"
             if h["q"] is not None else f"{h['case_no']} {h['old']} → {h['new']} (p = {h['p']:.2g})"
             for h in v["hold"])
-        if v["incomplete"]["questions"] or v["incomplete"]["versions"]:
+        if v["incomplete"]["questions"] or v["incomplete"]["versions"] or \
+                v["incomplete"].get("runs"):
             line += f"; also incomplete: {_missing(v)}"
         return line
     if word == "pending":
