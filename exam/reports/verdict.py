@@ -17,7 +17,10 @@ Order of precedence (the first that applies):
    version's could): names the questions and why (timeout, blocked, http_error, not_run,
    not_asked, not_graded…), or a run of either version still going (or interrupted) with
    cells yet to come. Missing data is never read as safe.
-3. ``pending`` — needs_human cells of the new version nobody has decided (`exam review`).
+3. ``pending`` — needs_human cells of the new version nobody has decided (`exam review`);
+   and the old version's, where they are a question's whole baseline and the new version
+   fails it (a question with no answered old cell that the new version fails is otherwise
+   ``incomplete``: whether it regressed is unknown).
 4. ``undecided`` — a question answered worse and not held, and the data cannot rule out a
    drop of min_effect (Newcombe's one-sided 95% bound), or it has fewer than min_answered
    answered repeats: with the repeats that would detect a drop of the observed size (at least
@@ -274,7 +277,11 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
     # cells still to come are not missing for good: the coverage floor tolerates lost cells,
     # never a verdict read before the run is over
     incomplete["runs"] = [dict(u) for u in unfinished]
-    needs_human = sum(q.new.needs_human for q in questions)
+    # the new version's undecided cells; and the old version's where they are its whole
+    # baseline and the new version fails the question (a reviewer's pass there is a drop)
+    old_human = {q.case_no: q.old.needs_human for q in questions
+                 if _no_baseline(q) and q.old.needs_human}
+    needs_human = sum(q.new.needs_human for q in questions) + sum(old_human.values())
     holds = [r for r in rows if r["state"] == "hold"]
     undecided = [r for r in rows if r["state"] == "undecided"]
     if holds:
@@ -292,7 +299,9 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
             "hold": [_brief(r) for r in holds], "undecided": [_brief(r) for r in undecided],
             "incomplete": incomplete,
             "pending": {"needs_human": needs_human,
-                        "questions": sorted(q.case_no for q in questions if q.new.needs_human),
+                        "questions": sorted({q.case_no for q in questions if q.new.needs_human}
+                                            | set(old_human)),
+                        "old_needs_human": sum(old_human.values()),
                         "next": "exam review" if needs_human else None},
             "new_questions": sorted(q.case_no for q in questions
                                     if not q.old.planned and not q.baseline.answered),
@@ -329,7 +338,19 @@ def _coverage(questions: Sequence[Question], settings: Settings) -> dict[str, An
                 # version reported and this one does not): nothing shows it is not worse
                 named.append({"case_no": q.case_no, "side": side, "arrived": t.arrived,
                               "planned": t.planned, "why": f"{t.not_graded} not_graded"})
+            elif side == "old" and _no_baseline(q) and not t.needs_human:
+                # the old version asked it and nothing it said was answered or graded, and the
+                # new one fails it: whether that is a regression is unknown, not "same"
+                why = ", ".join(x for x in (_reasons(t), t.not_graded and
+                                            f"{t.not_graded} not_graded") if x)
+                named.append({"case_no": q.case_no, "side": side, "arrived": t.arrived,
+                              "planned": t.planned, "why": why})
     return {"versions": versions, "questions": named}
+
+
+def _no_baseline(q: Question) -> bool:
+    """Asked in the old version, no answered cell there, and failed in the new one."""
+    return bool(q.old.planned and not q.baseline.answered and q.new.fails)
 
 
 def _missing(v: dict[str, Any]) -> str:
@@ -359,8 +380,10 @@ def summary_line(v: dict[str, Any]) -> str:
         return line
     if word == "pending":
         p = v["pending"]
+        old = p.get("old_needs_human")
         return (f"pending: {p['needs_human']} needs_human cell(s) in {', '.join(p['questions'])}"
-                f" decide it: run exam review")
+                + (f" ({old} of the old version's, its only baseline for a question the new "
+                   "one fails)" if old else "") + " decide it: run exam review")
     if word == "undecided":
         return "undecided: " + ", ".join(
             f"{u['case_no']} {u['old']} → {u['new']}"

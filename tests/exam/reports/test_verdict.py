@@ -208,6 +208,35 @@ def test_a_question_never_graded_on_either_side_does_not_block():
     assert d["word"] == "ship"
 
 
+def test_old_needs_human_as_the_whole_baseline_of_a_failing_question_is_pending():
+    # nobody decided the old version's replies, the new one fails every repeat: a reviewer's
+    # pass on the old ones makes it 3/3 → 0/3, so the review decides it, not "same"
+    old = V.Tally(needs_human=3)
+    qs = [V.Question("Q-01", "critical", "c", V.Tally(0, 3), old, V.Tally(), ("v1",))]
+    d = V.decide(qs)
+    assert d["word"] == "pending" and d["exit_code"] == 5
+    assert d["pending"]["questions"] == ["Q-01"] and d["pending"]["old_needs_human"] == 3
+    assert "of the old version's" in V.summary_line(d)
+    # the new version passing it cannot be a drop, whatever the review says
+    qs = [V.Question("Q-01", "critical", "c", V.Tally(3, 0), old, V.Tally(), ("v1",))]
+    assert V.decide(qs)["word"] == "ship"
+
+
+@pytest.mark.parametrize("old", [V.Tally(trouble={"timeout": 3}), V.Tally(not_graded=3)])
+def test_a_failing_question_the_old_version_never_answered_is_incomplete(old):
+    # 20 questions: one timed out in every old repeat is above the coverage floor, and the
+    # new version fails it: unknown, not "same"
+    ok = V.Tally(3, 0)
+    qs = [V.Question(f"Q-{i:02d}", "major", "c", ok, ok, ok, ("v1",)) for i in range(2, 21)]
+    qs.append(V.Question("Q-01", "critical", "c", V.Tally(0, 3), old, V.Tally(), ("v1",)))
+    d = V.decide(qs)
+    assert d["word"] == "incomplete"
+    assert [(x["case_no"], x["side"]) for x in d["incomplete"]["questions"]] == [("Q-01", "old")]
+    # passing it in the new version cannot be a drop: no wait
+    qs[-1] = V.Question("Q-01", "critical", "c", ok, old, V.Tally(), ("v1",))
+    assert V.decide(qs)["word"] == "ship"
+
+
 # -- the surfaces: CLI exit codes, API JSON, LINE text, the n8n branch -----------------------
 
 CASES = [("Q-01", "c", "critical"), ("Q-02", "c", "major"), ("Q-03", "c", "major")]
@@ -372,3 +401,18 @@ def test_a_running_run_whose_cells_all_arrived_does_not_wait(history):
     run_id = history.run("A", "v2", {c: "ppp" for c, _, _ in CASES})
     history.store.set_run_status(run_id, "running")
     assert _cli(history, "A", "v1", "v2").exit_code == 0
+
+
+def test_old_needs_human_then_reviewed_decides_the_change(history):
+    from exam import review
+
+    history.bank("A", CASES)
+    history.run("A", "v1", {"Q-01": "hhh", "Q-02": "ppp", "Q-03": "ppp"})
+    history.run("A", "v2", {"Q-01": "fff", "Q-02": "ppp", "Q-03": "ppp"})
+    result = _cli(history, "A", "v1", "v2")
+    assert result.exit_code == 5 and "VERDICT: PENDING" in result.output
+    assert "Q-01" in result.output
+    (item,) = review.queue(regrade(history.store, select_runs(history.store)), "A", "v1")
+    review.decide(history.store, item, "pass", "tester")
+    result = _cli(history, "A", "v1", "v2")
+    assert result.exit_code == 1 and "hold: Q-01 3/3 → 0/3" in result.output
