@@ -237,6 +237,25 @@ def test_a_failing_question_the_old_version_never_answered_is_incomplete(old):
     assert V.decide(qs)["word"] == "ship"
 
 
+def test_a_critical_question_that_lost_cells_is_not_averaged_away_by_the_floor():
+    # 20 questions × 3: two lost cells are above the 95% floor; on a critical question they
+    # left 1/1, which is no evidence: incomplete, naming it
+    ok = V.Tally(3, 0)
+    qs = [V.Question(f"Q-{i:02d}", "major", "c", ok, ok, ok, ("v1",)) for i in range(2, 21)]
+    lost = V.Tally(1, 0, trouble={"timeout": 2})
+    d = V.decide([*qs, V.Question("Q-01", "critical", "c", lost, ok, ok, ("v1",))])
+    assert d["word"] == "incomplete" and not d["incomplete"]["versions"]
+    assert d["incomplete"]["questions"][0]["case_no"] == "Q-01"
+    assert "Q-01 (2 timeout)" in V.summary_line(d)
+    # a major question losing the same is left to the floor; a critical one that kept its
+    # min_answered repeats (one timeout of four) is decided on them
+    assert V.decide([*qs, V.Question("Q-01", "major", "c", lost, ok, ok, ("v1",))])["word"] \
+        == "ship"
+    kept = V.Tally(3, 0, trouble={"timeout": 1})
+    assert V.decide([*qs, V.Question("Q-01", "critical", "c", kept, ok, ok, ("v1",))])["word"] \
+        == "ship"
+
+
 # -- the surfaces: CLI exit codes, API JSON, LINE text, the n8n branch -----------------------
 
 CASES = [("Q-01", "c", "critical"), ("Q-02", "c", "major"), ("Q-03", "c", "major")]
