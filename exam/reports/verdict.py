@@ -15,9 +15,8 @@ Order of precedence (the first that applies):
    with no answered cell in the new version (nothing arrived; the old version asked it and
    the new one never did; or nothing the new version said could be graded where the old
    version's could): names the questions and why (timeout, blocked, http_error, not_run,
-   not_asked, not_graded…), or a critical question that lost cells in the new version and
-   has fewer than its min_answered answered repeats left (the floor is bank-wide; a critical
-   question is never averaged away), or a run of either version still going (or
+   not_asked, not_graded…), or a critical question that lost most of its cells in the new
+   version (the floor is bank-wide; a critical question is never averaged away), or a run of either version still going (or
    interrupted) with cells yet to come. Missing data is never read as safe.
 3. ``pending`` — needs_human cells of the new version nobody has decided (`exam review`);
    and the old version's, where they are a question's whole baseline and the new version
@@ -334,11 +333,11 @@ def _coverage(questions: Sequence[Question], settings: Settings) -> dict[str, An
                               or (side == "new" and t.planned and not t.arrived)):
                 named.append({"case_no": q.case_no, "side": side, "arrived": t.arrived,
                               "planned": t.planned, "why": _reasons(t)})
-            elif side == "new" and t.trouble and q.severity == "critical" and \
-                    q.baseline.answered and \
-                    t.answered + t.needs_human < settings.rule_for(q.severity).min_answered:
+            elif side == "new" and q.severity == "critical" and q.baseline.answered and \
+                    sum(t.trouble.values()) > t.answered + t.needs_human:
                 # a critical question is never averaged away, its missing cells neither: the
-                # floor over the whole bank let 2 of its 3 repeats time out and 1/1 ship
+                # floor over the whole bank let 2 of its 3 repeats time out and 1/1 ship.
+                # Most of its cells, not any one: a single timeout is not worth a hold-up
                 named.append({"case_no": q.case_no, "side": side, "arrived": t.arrived,
                               "planned": t.planned, "why": _reasons(t)})
             elif side == "new" and t.not_graded and not t.answered and not t.needs_human \
