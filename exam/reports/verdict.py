@@ -16,8 +16,9 @@ Order of precedence (the first that applies):
    the new one never did; or nothing the new version said could be graded where the old
    version's could): names the questions and why (timeout, blocked, http_error, not_run,
    not_asked, not_graded…), or a critical question that lost most of its cells in the new
-   version (the floor is bank-wide; a critical question is never averaged away), or a run of either version still going (or
-   interrupted) with cells yet to come. Missing data is never read as safe.
+   version (the floor is bank-wide; a critical question is never averaged away), or a run
+   of either version still going (or interrupted) with cells yet to come. Missing data is
+   never read as safe.
 3. ``pending`` — needs_human cells of the new version nobody has decided (`exam review`);
    and the old version's, where they are a question's whole baseline and the new version
    fails it (a question with no answered old cell that the new version fails is otherwise
