@@ -62,7 +62,16 @@ class NoSuchRun(StoreError):
 
 
 class LeaseLost(StoreError):
-    """A worker's lease on a run was taken over by another worker: it must stop writing."""
+    """This process's lease on a run was taken over (by a worker, or by ``exam resume``): it
+    must stop writing."""
+
+    def __init__(self, message: str, run_id: int | None = None):
+        super().__init__(message)
+        self.run_id = run_id
+
+
+class RunBusy(ExamError):
+    """A run another process holds now (its lease is live): it cannot be taken."""
 
     def __init__(self, message: str, run_id: int | None = None):
         super().__init__(message)

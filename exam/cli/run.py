@@ -27,9 +27,10 @@ from exam.cli.common import (
 
 def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
     """Run jobs with progress; Ctrl-C keeps what arrived and says how to resume."""
+    from exam.pipeline.lease import renewed
     from exam.pipeline.progress import Progress
+    from exam.pipeline.runner import TAKEN_OVER, execute
     from exam.pipeline.runner import Interrupted as RunInterrupted
-    from exam.pipeline.runner import execute
 
     totals = {}
     for job in jobs:
@@ -43,7 +44,15 @@ def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
                        f"{job.agent.blocked}", err=True)
     progress = None if quiet else Progress(totals)
     try:
-        return execute(store, jobs, progress)
+        # held by a lease this process renews: a run whose process died reads interrupted on
+        # every host within LEASE_S, and `exam resume` (anywhere) can take it
+        with renewed(store, [job.run.id for job in jobs]):
+            final = execute(store, jobs, progress)
+        for run_id, status in final.items():
+            if status == TAKEN_OVER:
+                click.echo(f"run {run_id}: taken over by another process (`exam resume` or a "
+                           f"worker), which runs the rest; this one stopped", err=True)
+        return final
     except RunInterrupted:
         ids = " ".join(str(j.run.id) for j in jobs)
         raise Interrupted(
@@ -148,6 +157,7 @@ def run_cmd(agent_names, label, repeats, only, category, notify, against, fmt, a
     jobs = []
     for agent in chosen:
         run_id = create_run(store, agent, label, repeats=repeats, only=only, category=category)
+        store.hold_run(run_id)  # created by this process: never refused
         jobs.append(job_for(store, run_id, agent))
     final = _execute(store, jobs, quiet=fmt == "json")
     report = print_scorecards(store, [j.run for j in jobs], "text" if against else fmt)
@@ -178,18 +188,24 @@ def resume_cmd(run_ids, retry_failed, fmt, agents, db) -> None:
       5  needs_human verdicts wait for `exam review`
       130  interrupted (what arrived is kept)
     """
+    from exam.errors import RunBusy
     from exam.pipeline.runner import job_for
     from exam.records import RETRY_STATUSES
-    from exam.store import owner_alive
+    from exam.store import LEASE_S, held_elsewhere
 
     store = open_store(db)
-    runs = [store.get_run(run_id) for run_id in run_ids]  # unknown runs first
+    runs = [store.get_run(run_id) for run_id in dict.fromkeys(run_ids)]  # unknown runs first
     registry = open_registry(agents)
-    jobs = []
-    for run in runs:
-        if run.status == "running" and owner_alive(run.owner):
-            raise InputError(f"run {run.id} is still running in process {run.owner}")
-        jobs.append(job_for(store, run.id, registry.get(run.agent)))
+    busy = [why for why in map(held_elsewhere, runs) if why]
+    if busy:  # none is taken while one is still running elsewhere
+        raise InputError("; ".join(busy))
+    jobs = [job_for(store, run.id, registry.get(run.agent)) for run in runs]
+    for run in runs:  # each taken with a lease: two `exam resume` of one run cannot both win
+        try:
+            store.hold_run(run.id)
+        except RunBusy as exc:  # taken by another process since the check above
+            raise InputError(f"{exc} (runs this command took before it read interrupted "
+                             f"once their lease runs out, within {LEASE_S:.0f} s)") from None
     if retry_failed:
         for run in runs:
             n = store.retire_failed_cells(run.id)

@@ -29,6 +29,7 @@ from exam.store import Run, Store
 from graders import GRADER_VERSION, grade
 
 ProgressFn = Callable[[int, CellRow], None]
+TAKEN_OVER = "taken over"  # a final state of execute(): another process finishes the run
 QUEUED_PER_THREAD = 2  # cells handed to a run's pool ahead of its threads
 log = logging.getLogger("exam.pipeline.runner")
 
@@ -191,6 +192,7 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
     futures: dict[Future, Job] = {}
     errors: dict[int, str] = {}
     lost: dict[int, str] = {}  # runs stopped because the store went away: resumable, not failed
+    taken: set[int] = set()  # runs another process took over (LeaseLost): theirs now
     finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
 
     def guarded(job: Job, case_no: str, repeat: int, gate: RequestGate) -> CellRow | None:
@@ -233,6 +235,11 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
             submit(job)
             try:
                 cell = fut.result()
+            except LeaseLost as exc:  # another process took the run over: it runs the rest
+                log.warning("run %s: %s", job.run.id, exc)
+                taken.add(job.run.id)
+                stop.set()
+                continue
             except StoreUnavailable as exc:  # PostgreSQL restarting: the cell is run again later
                 lost.setdefault(job.run.id, f"the store could not be used: {exc}")
                 stop.set()
@@ -249,24 +256,37 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
         for pool in pools:
             pool.shutdown(wait=False, cancel_futures=True)
         for job in jobs:
-            store.set_run_status(job.run.id, "interrupted", "stopped by Ctrl-C")
+            _finish(store, job.run.id, "interrupted", "stopped by Ctrl-C")
         raise Interrupted() from None
     finally:
         for pool in pools:
             pool.shutdown(wait=True, cancel_futures=True)
     final = {}
     for job in jobs:
+        if job.run.id in taken:  # another process holds the run now: its status is theirs
+            final[job.run.id] = TAKEN_OVER
+            continue
         left = len(missing_cells(store, job.run))
         if job.run.id in errors:
-            store.set_run_status(job.run.id, "failed", errors[job.run.id])
-            final[job.run.id] = "failed"
+            status, error = "failed", errors[job.run.id]
         elif left:
             why = f"{lost[job.run.id]}; " if job.run.id in lost else ""
-            store.set_run_status(job.run.id, "interrupted", f"{why}{left} cell(s) not run")
-            final[job.run.id] = "interrupted"
+            status, error = "interrupted", f"{why}{left} cell(s) not run"
         else:
             harness = store.count_cells(job.run.id, "harness_error")
-            store.set_run_status(job.run.id, "done", f"{harness} cell(s) hit a harness error "
-                                                     f"(see their errors)" if harness else None)
-            final[job.run.id] = "done"
+            status = "done"
+            error = (f"{harness} cell(s) hit a harness error (see their errors)"
+                     if harness else None)
+        final[job.run.id] = status if _finish(store, job.run.id, status, error) else TAKEN_OVER
     return final
+
+
+def _finish(store: Store, run_id: int, status: str, error: str | None) -> bool:
+    """Set a run's final status; False when another process took the run over meanwhile (its
+    status is theirs to set)."""
+    try:
+        store.set_run_status(run_id, status, error)
+    except LeaseLost as exc:
+        log.warning("run %s: %s", run_id, exc)
+        return False
+    return True

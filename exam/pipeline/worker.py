@@ -21,26 +21,14 @@ from exam.errors import (
     StoreError,
     StoreUnavailable,
 )
+from exam.pipeline.lease import HEARTBEAT_S, renewed
 from exam.pipeline.registry import load_registry
 from exam.pipeline.runner import Interrupted, execute, job_for
-from exam.store import LEASE_S, Store, owner_id
+from exam.store import LEASE_S, Run, Store, owner_id
 
 log = logging.getLogger("exam.pipeline.worker")
-HEARTBEAT_S = 5.0
 STALE_AFTER_S = LEASE_S  # the lease: a run not renewed for this long is taken over
 RETRY_S, RETRY_MAX_S = 5.0, 60.0  # a store lost while working: tried again, doubling
-
-
-def _beat(store: Store, run_id: int, stop: threading.Event, every_s: float) -> None:
-    while not stop.wait(every_s):
-        try:
-            if not store.heartbeat(run_id):
-                log.warning("run %s: the lease was taken over by another worker", run_id)
-                return
-        except StoreError as exc:  # the store away for a moment: one line, not a traceback
-            log.warning("heartbeat for run %s failed: %s", run_id, exc)
-        except Exception:  # a missed beat is not worth killing the run for
-            log.exception("heartbeat for run %s failed", run_id)
 
 
 def work_once(store: Store, agents_path: str | None = None,
@@ -55,10 +43,13 @@ def work_once(store: Store, agents_path: str | None = None,
                  run.id, run.agent, run.version, done, run.total_cells, run.total_cells - done)
     else:
         log.info("run %s: %s %s claimed", run.id, run.agent, run.version)
-    stop = threading.Event()
     every_s = min(HEARTBEAT_S, stale_after_s / 5)  # several beats per lease, however busy
-    beat = threading.Thread(target=_beat, args=(store, run.id, stop, every_s), daemon=True)
-    beat.start()
+    with renewed(store, [run.id], every_s):
+        _work_on(store, run, agents_path)
+    return run.id
+
+
+def _work_on(store: Store, run: Run, agents_path: str | None) -> None:
     try:
         agent = load_registry(agents_path).get(run.agent)
         for warning in agent.warnings:
@@ -89,9 +80,6 @@ def work_once(store: Store, agents_path: str | None = None,
                                                    f"{' '.join(str(exc).split())[:300]}")
         except Exception:
             log.exception("run %s: could not record the failure", run.id)
-    finally:
-        stop.set()
-    return run.id
 
 
 def work_forever(db: str | None, agents_path: str | None, poll_s: float = 1.0,

@@ -254,7 +254,8 @@ def keep(store: Store, runs: Mapping[int, Run], keys: Mapping[int, str], rules: 
          ) -> dict[int, str]:
     """Keep the graded cells of each finished run whose cells did not move while graded;
     with ``heads``, return every run's head (kept or not: a running run's too)."""
-    wanted = [i for i, r in runs.items() if r.status not in NOT_KEPT and i in keys]
+    # a run whose process is gone reads interrupted: kept (its key holds its cells' mark)
+    wanted = [i for i, r in runs.items() if r.shown_status not in NOT_KEPT and i in keys]
     todo = list(runs) if heads else wanted
     if not todo:
         return {}

@@ -13,10 +13,13 @@ request:
 - today's bank of each run: the digest of its whole text (an edit anywhere in the file,
   even to a category or a note, gives another key) and every question's key, or the message
   of a bank that will not load;
-- the rules (``rules_key``) and every review decision, whole;
+- the rules (``rules_key``) and the review decisions' mark (``Store.adjudications_mark``:
+  their count, highest id, and the sum and latest of their times);
 - the report, the route's arguments and the runs' order.
 
-Runs still queued or running are never kept (their rows and cells change with every reply).
+Runs still queued or running are never kept (their rows and cells change with every reply);
+a run whose process is gone (its lease ran out) reads interrupted and is: resuming it changes
+its row.
 What is kept is bounded: ``KEPT`` answers per process, none over ``KEPT_CHARS``, and
 ``KEPT_TOTAL_CHARS`` in all (the oldest used go first). Every
 instance keeps its own; one that has not seen the store change reads the same key as one
@@ -47,7 +50,7 @@ def key(store: Store, runs: Sequence[Run], *parts: Any) -> str | None:
     when a run may still change."""
     from exam.reports.regrade import load_banks, questions_key, rules_key
 
-    if not runs or any(r.status in NOT_KEPT for r in runs):
+    if not runs or any(r.shown_status in NOT_KEPT for r in runs):
         return None
     banks, missing = load_banks(store, runs)
     marks = store.cell_marks([r.id for r in runs])
@@ -56,8 +59,8 @@ def key(store: Store, runs: Sequence[Run], *parts: Any) -> str | None:
         sorted((p, b.content_digest or repr([i.raw for i in b.items]), b.digest,
                 questions_key(b)) for p, b in banks.items()),
         [m["message"] for m in missing],
-        # decisions whole, in the store's order (any change to one is another key)
-        [sorted(d.items()) for d in store.adjudications()],
+        # a mark of the decisions that any change to them changes (Store.adjudications_mark)
+        store.adjudications_mark(),
     )
     return hashlib.blake2b(repr(every).encode(), digest_size=20).hexdigest()
 

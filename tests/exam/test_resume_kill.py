@@ -101,3 +101,58 @@ def test_ctrl_c_stops_cleanly_keeps_what_arrived_and_says_how_to_resume(tmp_path
     assert status == "interrupted"
     # the two replies in flight at Ctrl-C were waited for and kept; nothing more was sent
     assert (sent, stored) == (6, 6)
+
+
+def lease_of(db) -> tuple[str | None, float | None, float | None, str]:
+    with sqlite3.connect(db) as con:
+        return con.execute("SELECT owner, heartbeat_at, lease_until, status FROM runs "
+                           "WHERE id=1").fetchone()
+
+
+def test_a_run_killed_on_another_host_is_held_until_its_lease_runs_out_then_resumed_there(tmp_path):
+    """`exam run` renews a lease while it works; killed on one host (a laptop on a shared
+    store), the run reads running elsewhere only until its lease runs out, and `exam resume` on
+    another host then finishes it. Before, it read running on every other host for ever and
+    `exam resume` there refused it for ever."""
+    db = tmp_path / "exam.db"
+    bank = write_bank(tmp_path, ["ok"] * 6)
+    with FakeAgent(hold_after=4) as fake:
+        env = registry_env(tmp_path, fake.url, bank, concurrency=2, timeout_s=120)
+        laptop, server = {**env, "EXAM_HOST_ID": "laptop"}, {**env, "EXAM_HOST_ID": "server"}
+        with running("run", "T", "--version", "v1", "--repeats", "2", env=laptop,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+            fake.wait_held(2)
+            wait_for(lambda: stored_cells(db) == 4, "the 4 answered cells to be stored")
+            first = lease_of(db)
+            assert first[0] == f"laptop:{proc.pid}" and first[2] is not None
+            # the lease is renewed while the run works (its replies are held meanwhile)
+            wait_for(lambda: lease_of(db)[2] > first[2], "the lease to be renewed", timeout=90)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+        fake.release()
+
+        def exam(*args):
+            return subprocess.run(exam_cmd(*args), env=server, capture_output=True, text=True)
+
+        listing = exam("runs", "--format", "json")
+        assert '"status": "running"' in listing.stdout  # its lease has not run out yet
+        refused = exam("resume", "1")
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr
+        assert "run 1 is still running in process laptop:" in refused.stderr
+        assert "the lease runs out within" in refused.stderr
+        before = len(fake.requests)
+        assert before == 6 and stored_cells(db) == 4  # nothing sent, nothing stored
+
+        with sqlite3.connect(db) as con:  # the lease's 30 s pass
+            con.execute("UPDATE runs SET lease_until = lease_until - 3600 WHERE id=1")
+        assert '"status": "interrupted"' in exam("runs", "--format", "json").stdout
+        done = exam("resume", "1", "--format", "json")
+        assert done.returncode == 0, done.stderr
+        sent_on_resume = len(fake.requests) - before
+
+    with sqlite3.connect(db) as con:
+        cells = con.execute("SELECT case_no, repeat, COUNT(*) FROM cells GROUP BY 1, 2").fetchall()
+    owner, _, lease_until, status = lease_of(db)
+    assert len(cells) == 12 and all(n == 1 for *_, n in cells)
+    assert (status, lease_until, owner.startswith("server:")) == ("done", None, True)
+    assert sent_on_resume == 12 - 4

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
-from exam.pipeline.runner import create_run, execute, job_for
+from exam.pipeline.runner import TAKEN_OVER, create_run, execute, job_for
 from exam.store import Store
 from tests.exam.helpers import agent_for, write_bank
 from tests.fakes.agent import FakeAgent
@@ -393,3 +394,33 @@ def test_a_redirect_is_the_agents_answer_and_a_cookie_is_never_sent_back(store, 
             assert statuses == ({"http_error"} if path == "/moved" else {"ok"}), path
     assert {p for p, _ in seen} == {"/moved", "/webhook"}  # /elsewhere never asked
     assert [c for _, c in seen] == [None] * len(seen)  # the cookie never came back
+
+
+def test_a_run_taken_over_mid_way_stops_here_stores_nothing_more_and_keeps_the_takers_status(
+        store, tmp_path):
+    """A CLI process that was asleep past its lease (or a worker that stalled) and whose run
+    was taken by `exam resume` meanwhile: its next cell is refused, it stops, and it leaves
+    the run's status to the process that took it (before: it set the run `failed`, which
+    raised LeaseLost out of execute)."""
+    bank = write_bank(tmp_path, ["ok"] * 6)
+    other = Store(store.target)
+    try:
+        with FakeAgent(hold_after=2) as fake:
+            agent = agent_for(fake.url, bank, concurrency=1)
+            run_id = create_run(store, agent, "v1")
+            store.hold_run(run_id, 0.0)  # nothing renews it: the lease has run out
+            result = {}
+            worker = threading.Thread(target=lambda: result.update(
+                execute(store, [job_for(store, run_id, agent)])))
+            worker.start()
+            fake.wait_held(1)  # two cells stored, the third waits on the agent
+            taken = other.hold_run(run_id)  # `exam resume` elsewhere takes it over
+            fake.release()
+            worker.join(timeout=120)
+            assert not worker.is_alive()
+    finally:
+        other.close()
+    assert result == {run_id: TAKEN_OVER}
+    run = store.get_run(run_id)
+    assert (run.status, run.owner, run.lease_token) == ("running", taken.owner, taken.lease_token)
+    assert store.count_cells(run_id) == 2  # the reply that came after the takeover is not kept

@@ -10,7 +10,7 @@ import pytest
 
 from exam.db.schema import SCHEMA_VERSION
 from exam.errors import StoreError
-from exam.store import AttemptRow, CellRow, Store
+from exam.store import HEAD_PROBE, AttemptRow, CellRow, Store
 from tests.backends import marked_newer
 
 PLAN = [("Q-01", "d1"), ("Q-02", "d2"), ("Q-10", "d3")]
@@ -367,3 +367,20 @@ def test_an_event_with_nothing_to_handle_again_is_marked_handled_once_its_claim_
     assert store.line_event_state("01CHAT") == store.line_event_state("01HELD") == "handled"
     assert store.line_event_state("01HELD2") == "pending"
     assert store.line_event_state("01CMD") == "pending"  # claimed: its handler answers it
+
+
+@pytest.mark.parametrize("head_chars", [0, 40, HEAD_PROBE - 1, HEAD_PROBE, HEAD_PROBE + 5000])
+def test_a_kept_runs_head_is_its_first_line_however_long(store, head_chars):
+    """Heads are read from the first HEAD_PROBE characters (PostgreSQL then decompresses no
+    more of the kept text); a longer head, or a text without a line break, is read whole."""
+    runs = [new_run(store, version=f"v{i}") for i in range(3)]
+    head = "{" + "題" * max(0, head_chars - 2) + "}" if head_chars else ""
+    texts = {runs[0]: head + "\n" + "答" * 70_000 + "\n[]",  # a head, then its cells
+             runs[1]: head,  # no line break at all
+             runs[2]: head + "\n"}
+    for run_id, text in texts.items():
+        assert store.keep_graded_run(run_id, "rules", f"k{run_id}", text)
+    keys = {run_id: f"k{run_id}" for run_id in runs}
+    assert store.graded_run_heads(keys) == {run_id: head for run_id in runs}
+    assert store.graded_run_heads({**keys, runs[0]: "another key"}) == {
+        runs[1]: head, runs[2]: head}

@@ -4,12 +4,17 @@ whose lease was taken is fenced out, and no cell is stored twice. On both backen
 from __future__ import annotations
 
 import functools
+import subprocess
+import sys
+import time
 
 import pytest
+from sqlalchemy import update
 
-from exam.errors import LeaseLost
+from exam.db.schema import runs
+from exam.errors import LeaseLost, RunBusy
 from exam.pipeline.runner import missing_cells
-from exam.store import Store
+from exam.store import Store, held_elsewhere, host_id
 from tests.exam.store.test_backends import at_once, attempt, cell, new_run
 
 
@@ -159,3 +164,100 @@ def test_a_stopping_worker_gives_its_run_back_only_while_it_holds_it(store, host
     back = store.get_run(run_id)
     assert (back.status, back.owner, back.lease_until) == ("queued", None, None)
     assert a.claim_run("host-a:2", 30.0).id == run_id  # no lease to wait out
+
+
+# -- runs held by `exam run` and `exam resume` (Store.hold_run) ---------------------------------
+
+
+def on_host(monkeypatch, name: str) -> None:
+    monkeypatch.setenv("EXAM_HOST_ID", name)
+
+
+def test_a_cli_run_on_another_host_reads_running_while_held_and_interrupted_once_its_lease_runs_out(
+        store, hosts, monkeypatch):
+    a, b = hosts
+    on_host(monkeypatch, "laptop")
+    run_id = new_run(a)  # `exam run` on the laptop
+    held = a.hold_run(run_id, 30.0)
+    assert (held.owner.startswith("laptop:"), held.lease_token, held.status) == (True, 1, "running")
+    on_host(monkeypatch, "server")  # what the service and `exam resume` on another host see
+    assert store.get_run(run_id).shown_status == "running"
+    with pytest.raises(RunBusy, match=rf"run {run_id} is still running in process laptop:\d+ "
+                                      r"\(it renews its lease .* runs out within \d+ s\)"):
+        b.hold_run(run_id)
+    # the laptop is closed: nothing renews the lease (a lease of 0 s runs out at once)
+    on_host(monkeypatch, "laptop")
+    a.hold_run(run_id, 0.0)
+    on_host(monkeypatch, "server")
+    assert store.get_run(run_id).shown_status == "interrupted"
+    assert held_elsewhere(store.get_run(run_id)) is None
+    assert b.hold_run(run_id).lease_token == 3  # `exam resume` on the server takes it over
+    on_host(monkeypatch, "laptop")  # the laptop wakes up: everything it still sends is refused
+    with pytest.raises(LeaseLost, match="taken over"):
+        a.record_cell(cell(run_id, "Q-01"), [attempt()])
+    assert not a.heartbeat(run_id)
+    assert store.count_cells(run_id) == 0
+
+
+def test_before_leases_a_cli_run_on_another_host_was_running_for_ever(store, hosts, monkeypatch):
+    """What this fixes: no heartbeat for `exam run`, and a run on another host was taken to
+    be alive. A run kept by a version without leases (no lease_until) still reads that way."""
+    a, _ = hosts
+    on_host(monkeypatch, "laptop")
+    run_id = new_run(a)
+    a.set_run_status(run_id, "running")  # the old `exam run`: an owner, no lease
+    on_host(monkeypatch, "server")
+    run = store.get_run(run_id)
+    assert run.lease_until is None and run.shown_status == "running"
+    assert held_elsewhere(run) == f"run {run_id} is still running in process {run.owner}"
+
+
+def test_a_run_whose_process_is_gone_from_this_host_is_free_at_once_despite_its_lease(store, hosts):
+    a, b = hosts
+    run_id = new_run(a)
+    a.hold_run(run_id, 3600.0)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    with store.tx() as db:  # as if the process that holds it had been killed with -9
+        db.execute(update(runs).where(runs.c.id == run_id).values(
+            owner=f"{host_id()}:{int(gone.stdout)}"))
+    run = store.get_run(run_id)
+    assert run.lease_until > time.time() + 3000
+    assert run.shown_status == "interrupted" and held_elsewhere(run) is None
+    assert b.hold_run(run_id).lease_token == 2
+
+
+def test_two_resumes_of_one_run_at_once_only_one_takes_it(store_target, store):
+    run_id = new_run(store)
+    store.hold_run(run_id, 0.0)  # its process is gone: the lease ran out
+    takers = [Store(store_target) for _ in range(4)]
+    try:
+        def take(s: Store):
+            try:
+                return s.hold_run(run_id, 30.0).lease_token
+            except RunBusy as exc:
+                return str(exc)
+        results = at_once([functools.partial(take, s) for s in takers])
+    finally:
+        for s in takers:
+            s.close()
+    assert sorted(r for r in results if isinstance(r, int)) == [2]
+    assert all("still running" in r or "taken by another process" in r
+               for r in results if isinstance(r, str))
+
+
+def test_a_queued_run_taken_by_exam_resume_is_not_claimed_by_a_worker(store, hosts):
+    (run_id,) = queued(store)
+    a, b = hosts
+    assert a.hold_run(run_id, 30.0).status == "running"
+    assert b.claim_run("host-b:1", 30.0) is None
+    a.hold_run(run_id, 0.0)  # its lease runs out: a queued run's is a worker's to take over
+    assert b.claim_run("host-b:1", 30.0).id == run_id
+
+
+def test_a_run_a_worker_holds_cannot_be_taken_by_exam_resume(store, hosts, monkeypatch):
+    (run_id,) = queued(store)
+    a, b = hosts
+    a.claim_run("host-a:1", 30.0)
+    with pytest.raises(RunBusy, match="still running in process host-a:1"):
+        b.hold_run(run_id)

@@ -229,3 +229,31 @@ def test_what_is_kept_is_bounded_in_characters_too(site, monkeypatch):
     monkeypatch.setattr(memo, "KEPT_TOTAL_CHARS", 10**9)
     answers(client)
     assert len(memo._kept) == len(ROUTES)
+
+
+def test_the_decisions_mark_changes_with_every_kind_of_change_to_them(store_url):
+    """The mark the kept answers check stands for every decision: adding one, replacing one
+    (the latest, which SQLite gives the same id again, and an earlier one) changes it."""
+    from exam.store import Store
+
+    store = Store(store_url)
+    try:
+        def decide(reply: str, decision: str) -> None:
+            store.add_adjudication(reply_digest=reply, check_name="forbidden[0]",
+                                   question_digest="q", rule_version="1", decision=decision,
+                                   reason="", reviewer="amy", agent="W2", case_no="W2-01")
+
+        seen = [store.adjudications_mark()]
+        decide("r1", "pass")
+        decide("r2", "pass")
+        seen.append(store.adjudications_mark())
+        decide("r2", "fail")  # the latest replaced: same count, and on SQLite the same id
+        seen.append(store.adjudications_mark())
+        decide("r1", "fail")  # an earlier one replaced
+        seen.append(store.adjudications_mark())
+        decide("r3", "pass")
+        seen.append(store.adjudications_mark())
+        assert len(set(seen)) == len(seen), seen
+        assert [a["decision"] for a in store.adjudications()] == ["fail", "fail", "pass"]
+    finally:
+        store.close()
