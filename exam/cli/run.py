@@ -134,6 +134,7 @@ def run_cmd(agent_names, label, repeats, only, category, notify, against, fmt, a
     4 undecided · 5 pending (2 stays bad input).
     """
     from exam.pipeline.runner import create_run, job_for
+    from exam.reports.selection import select_runs
 
     settings = verdict_settings(**rule)
 
@@ -145,16 +146,19 @@ def run_cmd(agent_names, label, repeats, only, category, notify, against, fmt, a
         told = channel_settings(notifications.get(notify))  # fail before any agent is called
     store = open_store(db)
     chosen = [registry.get(n) for n in dict.fromkeys(agent_names)]
+    if against:  # before any run is made: a refused command leaves nothing behind
+        if against == label:
+            raise InputError(f"--against {against}: the version this run examines; a version "
+                             "against itself shows no change (give the version before it)")
+        for agent in chosen:
+            if not select_runs(store, agent.name, against):
+                raise InputError(f"--against: no stored run of {agent.name} version "
+                                 f"{against!r}")
     jobs = []
     for agent in chosen:
         run_id = create_run(store, agent, label, repeats=repeats, only=only, category=category)
         store.hold_run(run_id)  # created by this process: never refused
         jobs.append(job_for(store, run_id, agent))
-    if against:
-        for job in jobs:
-            if not store.list_runs(job.agent.name, against):
-                raise InputError(f"--against: no stored run of {job.agent.name} version "
-                                 f"{against!r}")
     final = _execute(store, jobs, quiet=fmt == "json")
     report = print_scorecards(store, [j.run for j in jobs], "text" if against else fmt)
     if notify:

@@ -16,8 +16,15 @@ from exam.reports.discrimination import version_order
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import COST_KEYS, SEVERITY_ORDER, cost_summary
 from exam.reports.stats import fisher_worse
+from exam.store import Run
 from exam.textsafe import terminal_data
 from graders import GRADER_VERSION
+
+
+class CompareError(ExamError):
+    """The two versions asked for cannot be compared as asked (the same version twice, two
+    rubrics): bad input, never a verdict."""
+
 
 FAIL_ON = ("verdict", "regression", "any-fail", "never")  # regression: the old name of verdict
 
@@ -77,6 +84,10 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
           levels: dict[str, float] | None = None) -> dict[str, Any]:
     """Compare two versions; ``regraded`` may hold the agent's other versions too (history)."""
     settings = settings or verdict.Settings()
+    if old == new:
+        # a version against itself shows no change whatever it answered: never a ship
+        raise CompareError(f"cannot compare {agent} {old} with itself: give the version before "
+                        "the change as OLD and the changed one as NEW")
     cells = [c for c in regraded.cells if c.agent == agent]
     runs = [r for r in regraded.runs if r.agent == agent]
     versions = {c.version for c in cells} | {r.version for r in runs}
@@ -88,6 +99,7 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
                 raise ExamError(f"cannot compare {agent} {old} → {new}: " + "; ".join(lost))
             known = ", ".join(sorted(versions)) or "none"
             raise ExamError(f"no stored run of {agent} version {label!r} (versions: {known})")
+    _one_rubric(regraded, runs, agent, old, new)
     order = version_order(regraded, agent)
     every: dict[str, dict[str, list[GradedCell]]] = defaultdict(lambda: defaultdict(list))
     by: dict[str, dict[str, list[GradedCell]]] = defaultdict(lambda: defaultdict(list))
@@ -103,7 +115,8 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
     questions = verdict.questions_from(
         every, planned, {k: (m.severity, m.category) for k, m in meta.items()}, order, old, new,
         settings.pool_history)
-    decision = verdict.decide(questions, settings, levels)
+    decision = verdict.decide(questions, settings, levels,
+                              unfinished=unfinished_runs(runs, cells, regraded.removed, old, new))
     tests = {t["case_no"]: t for t in decision["tests"]}
     groups: dict[str, list[dict[str, Any]]] = {k: [] for k in (
         "regressions", "undecided", "fixes", "flaky", "unchanged", "only_old", "only_new")}
@@ -168,6 +181,44 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
         "cost": cost_delta,
         "missing_banks": regraded.missing_banks,
     }
+
+
+def unfinished_runs(runs: list[Run], cells: list[GradedCell], removed: dict[int, list[str]],
+                    old: str, new: str) -> list[dict[str, Any]]:
+    """Runs of OLD or NEW still running (or queued, or interrupted) with cells yet to come."""
+    arrived = Counter(c.run_id for c in cells)
+    out = []
+    for r in sorted(runs, key=lambda r: r.id):
+        status = "queued" if r.status == "queued" else r.shown_status
+        if r.version not in (old, new) or status not in ("running", "queued", "interrupted"):
+            continue
+        gone = set(removed.get(r.id, ()))
+        planned = sum(1 for case_no, _ in r.plan if case_no not in gone) * r.repeats
+        if arrived[r.id] < planned:
+            out.append({"run_id": r.id, "version": r.version, "status": status,
+                        "arrived": arrived[r.id], "planned": planned})
+    return out
+
+
+def _one_rubric(regraded: Regraded, runs: list[Run], agent: str, old: str, new: str) -> None:
+    """Both versions graded by one rubric: runs read from two bank files whose question of
+    the same case_no differs would compare a lenient copy against the real one."""
+    from exam.reports.regrade import question_key
+
+    seen: dict[str, tuple[str, str, Any]] = {}  # case_no → (key, bank path, run)
+    for r in sorted(runs, key=lambda r: (r.version != old, r.id)):
+        bank = regraded.banks.get(r.bank_path)
+        if r.version not in (old, new) or bank is None:
+            continue
+        for item in bank.items:
+            key = question_key(item)
+            first = seen.setdefault(item.case_no, (key, r.bank_path, r))
+            if first[0] != key:
+                raise CompareError(
+                    f"cannot compare {agent} {old} → {new}: {item.case_no} reads differently in "
+                    f"{first[1]} (run {first[2].id}, {first[2].version}) and {r.bank_path} "
+                    f"(run {r.id}, {r.version}); "
+                    "one rubric is needed: run both versions against the same bank file")
 
 
 def _fixed(row: dict[str, Any], settings: verdict.Settings) -> bool:

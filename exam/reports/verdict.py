@@ -12,9 +12,17 @@ Order of precedence (the first that applies):
    whatever the missing cells would have said, so it comes first; the line still says what
    was missing.
 2. ``incomplete`` — answered cells of either version below the coverage floor, or a question
-   with no answered cell in the new version: names the questions and why (timeout, blocked,
-   http_error, not run…). Missing data is never read as safe.
-3. ``pending`` — needs_human cells of the new version nobody has decided (`exam review`).
+   with no answered cell in the new version (nothing arrived; the old version asked it and
+   the new one never did; or nothing the new version said could be graded where the old
+   version's could): names the questions and why (timeout, blocked, http_error, not_run,
+   not_asked, not_graded…), or a critical question that lost most of its cells in the new
+   version (the floor is bank-wide; a critical question is never averaged away), or a run
+   of either version still going (or interrupted) with cells yet to come. Missing data is
+   never read as safe.
+3. ``pending`` — needs_human cells of the new version nobody has decided (`exam review`);
+   and the old version's, where they are a question's whole baseline and the new version
+   fails it (a question with no answered old cell that the new version fails is otherwise
+   ``incomplete``: whether it regressed is unknown).
 4. ``undecided`` — a question answered worse and not held, and the data cannot rule out a
    drop of min_effect (Newcombe's one-sided 95% bound), or it has fewer than min_answered
    answered repeats: with the repeats that would detect a drop of the observed size (at least
@@ -206,11 +214,14 @@ def _reasons(t: Tally) -> str:
 
 
 def decide(questions: Sequence[Question], settings: Settings = Settings(),
-           levels: Mapping[str, float] | None = None, figures: bool = True) -> dict[str, Any]:
+           levels: Mapping[str, float] | None = None, figures: bool = True,
+           unfinished: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """The verdict and its evidence.
 
     ``levels`` (case_no → raw p-value threshold) replaces the BH step: `--settle` passes the
     alpha it spends at each look, already divided over the questions that can move.
+    ``unfinished``: runs of either version still going or interrupted with cells yet to come
+    (``run_id``, ``version``, ``status``, ``arrived``, ``planned``): the verdict waits for them.
     """
     comparable = [q for q in questions if q.baseline.answered or q.old.planned]
     rows: list[dict[str, Any]] = []
@@ -265,12 +276,19 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
         elif r["effect"] is not None and r["effect"] < 0:
             r["state"] = "better"
     incomplete = _coverage(questions, settings)
-    needs_human = sum(q.new.needs_human for q in questions)
+    # cells still to come are not missing for good: the coverage floor tolerates lost cells,
+    # never a verdict read before the run is over
+    incomplete["runs"] = [dict(u) for u in unfinished]
+    # the new version's undecided cells; and the old version's where they are its whole
+    # baseline and the new version fails the question (a reviewer's pass there is a drop)
+    old_human = {q.case_no: q.old.needs_human for q in questions
+                 if _no_baseline(q) and q.old.needs_human}
+    needs_human = sum(q.new.needs_human for q in questions) + sum(old_human.values())
     holds = [r for r in rows if r["state"] == "hold"]
     undecided = [r for r in rows if r["state"] == "undecided"]
     if holds:
         word = "hold"
-    elif incomplete["questions"] or incomplete["versions"]:
+    elif incomplete["questions"] or incomplete["versions"] or incomplete["runs"]:
         word = "incomplete"
     elif needs_human:
         word = "pending"
@@ -283,7 +301,9 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
             "hold": [_brief(r) for r in holds], "undecided": [_brief(r) for r in undecided],
             "incomplete": incomplete,
             "pending": {"needs_human": needs_human,
-                        "questions": sorted(q.case_no for q in questions if q.new.needs_human),
+                        "questions": sorted({q.case_no for q in questions if q.new.needs_human}
+                                            | set(old_human)),
+                        "old_needs_human": sum(old_human.values()),
                         "next": "exam review" if needs_human else None},
             "new_questions": sorted(q.case_no for q in questions
                                     if not q.old.planned and not q.baseline.answered),
@@ -314,12 +334,39 @@ def _coverage(questions: Sequence[Question], settings: Settings) -> dict[str, An
                               or (side == "new" and t.planned and not t.arrived)):
                 named.append({"case_no": q.case_no, "side": side, "arrived": t.arrived,
                               "planned": t.planned, "why": _reasons(t)})
+            elif side == "new" and q.severity == "critical" and q.baseline.answered and \
+                    sum(t.trouble.values()) > t.answered + t.needs_human:
+                # a critical question is never averaged away, its missing cells neither: the
+                # floor over the whole bank let 2 of its 3 repeats time out and 1/1 ship.
+                # Most of its cells, not any one: a single timeout is not worth a hold-up
+                named.append({"case_no": q.case_no, "side": side, "arrived": t.arrived,
+                              "planned": t.planned, "why": _reasons(t)})
+            elif side == "new" and t.not_graded and not t.answered and not t.needs_human \
+                    and q.baseline.answered:
+                # every reply arrived and none could be graded (a status or field the old
+                # version reported and this one does not): nothing shows it is not worse
+                named.append({"case_no": q.case_no, "side": side, "arrived": t.arrived,
+                              "planned": t.planned, "why": f"{t.not_graded} not_graded"})
+            elif side == "old" and _no_baseline(q) and not t.needs_human:
+                # the old version asked it and nothing it said was answered or graded, and the
+                # new one fails it: whether that is a regression is unknown, not "same"
+                why = ", ".join(x for x in (_reasons(t), t.not_graded and
+                                            f"{t.not_graded} not_graded") if x)
+                named.append({"case_no": q.case_no, "side": side, "arrived": t.arrived,
+                              "planned": t.planned, "why": why})
     return {"versions": versions, "questions": named}
 
 
+def _no_baseline(q: Question) -> bool:
+    """Asked in the old version, no answered cell there, and failed in the new one."""
+    return bool(q.old.planned and not q.baseline.answered and q.new.fails)
+
+
 def _missing(v: dict[str, Any]) -> str:
-    parts = [f"{x['side']} {x['answered']}/{x['planned']} cells answered"
-             for x in v["incomplete"]["versions"]]
+    parts = [f"run {x['run_id']} ({x['version']}) {x['status']}: {x['arrived']}/{x['planned']}"
+             " cells arrived so far" for x in v["incomplete"].get("runs", [])]
+    parts += [f"{x['side']} {x['answered']}/{x['planned']} cells answered"
+              for x in v["incomplete"]["versions"]]
     qs = v["incomplete"]["questions"]
     shown = ", ".join(f"{x['case_no']} ({x['why']})" for x in qs[:5])
     more = f" and {len(qs) - 5} more" if len(qs) > 5 else ""
@@ -336,13 +383,16 @@ def summary_line(v: dict[str, Any]) -> str:
             f"{h['case_no']} {h['old']} → {h['new']} (q = {h['q']:.2g})"
             if h["q"] is not None else f"{h['case_no']} {h['old']} → {h['new']} (p = {h['p']:.2g})"
             for h in v["hold"])
-        if v["incomplete"]["questions"] or v["incomplete"]["versions"]:
+        if v["incomplete"]["questions"] or v["incomplete"]["versions"] or \
+                v["incomplete"].get("runs"):
             line += f"; also incomplete: {_missing(v)}"
         return line
     if word == "pending":
         p = v["pending"]
+        old = p.get("old_needs_human")
         return (f"pending: {p['needs_human']} needs_human cell(s) in {', '.join(p['questions'])}"
-                f" decide it: run exam review")
+                + (f" ({old} of the old version's, its only baseline for a question the new "
+                   "one fails)" if old else "") + " decide it: run exam review")
     if word == "undecided":
         return "undecided: " + ", ".join(
             f"{u['case_no']} {u['old']} → {u['new']}"
@@ -376,7 +426,11 @@ def questions_from(cells_by_version: Mapping[str, Mapping[str, list[Any]]],
         old_t = dict(hist).get(old, tally(cells_by_version.get(case_no, {}).get(old, []),
                                           planned.get(case_no, {}).get(old)))
         if not new_t.planned:
-            continue  # not asked in the new version: nothing to decide
+            if not old_t.planned:
+                continue  # asked in neither version: nothing to decide
+            # asked in the old version, never in the new one (--only, --category): the
+            # change was not examined on it, which is missing data, never a ship
+            new_t = Tally(trouble={"not_asked": old_t.planned})
         base, used = baseline_for(hist, old, pool)
         severity, category = meta[case_no]
         out.append(Question(case_no, severity, category, new_t, old_t, base, used))

@@ -205,6 +205,8 @@ def compare():
                                                   agent, old, new), "compare", agent, old, new)
     except StoreError:
         raise
+    except cmp.CompareError as exc:  # asked wrongly (a version against itself), not missing
+        raise BadRequest("new", str(exc)) from None
     except ExamError as exc:
         return jsonify(error=str(exc)), 404
 

@@ -96,3 +96,18 @@ def test_run_against_exits_with_the_verdict(tmp_path):
         assert fine.exit_code == 0 and "VERDICT: SHIP" in fine.output
         bad = invoke("run", "T", "-v", "v4", "--against", "nope", env=env_ok)
         assert bad.exit_code == 2 and "no stored run of T version 'nope'" in bad.output
+
+
+def test_run_against_its_own_label_is_refused_before_any_run(tmp_path):
+    # a first run of v2 against v2 found itself as the stored v2 and compared every cell
+    # with itself: ship, whatever it answered
+    with FakeAgent() as fake:
+        env = {**setup(tmp_path, fake.url, ["ok", "ok"]), "EXAM_TEST_SECRET_KEY": "k"}
+        same = invoke("run", "T", "-v", "v2", "--against", "v2", env=env)
+        assert same.exit_code == 2 and "VERDICT" not in same.output
+        assert "version against itself" in same.output
+        unknown = invoke("run", "T", "-v", "v2", "--against", "v1", env=env)
+        assert unknown.exit_code == 2
+        assert not fake.requests  # no agent call was spent
+        # nothing left behind: an empty v2 run would make every later v2 compare incomplete
+        assert json.loads(invoke("runs", "--format", "json", env=env).output) == []

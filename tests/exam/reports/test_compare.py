@@ -52,7 +52,9 @@ def test_exit_1_on_a_real_regression(history):
 
 def test_exit_0_without_regression(history):
     setup(history)
-    result = run_cli(history, "A", "v2", "v2")
+    history.run("A", "v3", {"Q-01": "fff", "Q-02": "ppp", "Q-03": "pfp", "Q-04": "ppp",
+                            "Q-05": "pfp"})
+    result = run_cli(history, "A", "v2", "v3")
     assert result.exit_code == 0
     assert result.output.splitlines()[1].startswith("VERDICT: SHIP")
 

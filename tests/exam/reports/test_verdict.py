@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -185,6 +186,76 @@ def test_settle_keeps_false_holds_rare():
     assert false / sims <= 0.05
 
 
+def test_a_question_nothing_could_grade_in_new_is_incomplete():
+    # the old version reported a status the question checks; the new one stopped reporting
+    # it: every reply arrived, none could be graded, nothing shows it is not worse
+    b = V.Tally(3, 0)
+    qs = [V.Question("Q-01", "critical", "c", V.Tally(not_graded=3), b, b, ("v1",)),
+          V.Question("Q-02", "major", "c", V.Tally(3, 0), b, b, ("v1",))]
+    d = V.decide(qs)
+    assert d["word"] == "incomplete" and d["exit_code"] == 3
+    assert d["incomplete"]["questions"] == [
+        {"case_no": "Q-01", "side": "new", "arrived": 3, "planned": 3, "why": "3 not_graded"}]
+    assert "Q-01 (3 not_graded)" in V.summary_line(d)
+
+
+def test_a_question_never_graded_on_either_side_does_not_block():
+    # nothing graded before the change either (an ignore-only question): no change to decide
+    nothing = V.Tally(not_graded=3)
+    d = V.decide([V.Question("Q-01", "major", "c", nothing, nothing, V.Tally(), ("v1",)),
+                  V.Question("Q-02", "major", "c", V.Tally(3, 0), V.Tally(3, 0), V.Tally(3, 0),
+                             ("v1",))])
+    assert d["word"] == "ship"
+
+
+def test_old_needs_human_as_the_whole_baseline_of_a_failing_question_is_pending():
+    # nobody decided the old version's replies, the new one fails every repeat: a reviewer's
+    # pass on the old ones makes it 3/3 → 0/3, so the review decides it, not "same"
+    old = V.Tally(needs_human=3)
+    qs = [V.Question("Q-01", "critical", "c", V.Tally(0, 3), old, V.Tally(), ("v1",))]
+    d = V.decide(qs)
+    assert d["word"] == "pending" and d["exit_code"] == 5
+    assert d["pending"]["questions"] == ["Q-01"] and d["pending"]["old_needs_human"] == 3
+    assert "of the old version's" in V.summary_line(d)
+    # the new version passing it cannot be a drop, whatever the review says
+    qs = [V.Question("Q-01", "critical", "c", V.Tally(3, 0), old, V.Tally(), ("v1",))]
+    assert V.decide(qs)["word"] == "ship"
+
+
+@pytest.mark.parametrize("old", [V.Tally(trouble={"timeout": 3}), V.Tally(not_graded=3)])
+def test_a_failing_question_the_old_version_never_answered_is_incomplete(old):
+    # 20 questions: one timed out in every old repeat is above the coverage floor, and the
+    # new version fails it: unknown, not "same"
+    ok = V.Tally(3, 0)
+    qs = [V.Question(f"Q-{i:02d}", "major", "c", ok, ok, ok, ("v1",)) for i in range(2, 21)]
+    qs.append(V.Question("Q-01", "critical", "c", V.Tally(0, 3), old, V.Tally(), ("v1",)))
+    d = V.decide(qs)
+    assert d["word"] == "incomplete"
+    assert [(x["case_no"], x["side"]) for x in d["incomplete"]["questions"]] == [("Q-01", "old")]
+    # passing it in the new version cannot be a drop: no wait
+    qs[-1] = V.Question("Q-01", "critical", "c", ok, old, V.Tally(), ("v1",))
+    assert V.decide(qs)["word"] == "ship"
+
+
+def test_a_critical_question_that_lost_cells_is_not_averaged_away_by_the_floor():
+    # 20 questions × 3: two lost cells are above the 95% floor; on a critical question they
+    # left 1/1, which is no evidence: incomplete, naming it
+    ok = V.Tally(3, 0)
+    qs = [V.Question(f"Q-{i:02d}", "major", "c", ok, ok, ok, ("v1",)) for i in range(2, 21)]
+    lost = V.Tally(1, 0, trouble={"timeout": 2})
+    d = V.decide([*qs, V.Question("Q-01", "critical", "c", lost, ok, ok, ("v1",))])
+    assert d["word"] == "incomplete" and not d["incomplete"]["versions"]
+    assert d["incomplete"]["questions"][0]["case_no"] == "Q-01"
+    assert "Q-01 (2 timeout)" in V.summary_line(d)
+    # a major question losing the same is left to the floor; a critical one that kept most
+    # of its cells (one timeout of three) is decided on them
+    assert V.decide([*qs, V.Question("Q-01", "major", "c", lost, ok, ok, ("v1",))])["word"] \
+        == "ship"
+    kept = V.Tally(2, 0, trouble={"timeout": 1})
+    assert V.decide([*qs, V.Question("Q-01", "critical", "c", kept, ok, ok, ("v1",))])["word"] \
+        == "ship"
+
+
 # -- the surfaces: CLI exit codes, API JSON, LINE text, the n8n branch -----------------------
 
 CASES = [("Q-01", "c", "critical"), ("Q-02", "c", "major"), ("Q-03", "c", "major")]
@@ -267,3 +338,100 @@ def test_api_dashboard_line_and_n8n_read_the_same_word(history):
     safe = wf["connections"][node["name"]]["main"][0][0]["node"]
     taken = 0 if api["verdict"] == cond["rightValue"] else 1
     assert wf["connections"][node["name"]]["main"][taken][0]["node"] != safe
+
+
+def test_questions_new_never_asked_are_incomplete_not_ship(history):
+    # the candidate run with --only (or --category): the questions it skipped were not
+    # examined, which is missing data, never a ship
+    history.bank("A", CASES)
+    history.run("A", "v1", {c: "ppp" for c, _, _ in CASES})
+    history.run("A", "v2", {"Q-02": "ppp"})
+    result = _cli(history, "A", "v1", "v2")
+    assert result.exit_code == 3, result.output
+    assert "Q-01 (3 not_asked), Q-03 (3 not_asked)" in result.output
+    out = json.loads(_cli(history, "A", "v1", "v2", "--format", "json").output)
+    assert out["verdict"] == "incomplete"
+    assert [x["case_no"] for x in out["only_old"]] == ["Q-01", "Q-03"]
+
+
+def test_a_version_against_itself_is_bad_input_everywhere(history):
+    from exam.app import create_app
+
+    history.bank("A", CASES)
+    history.run("A", "v1", {c: "ppp" for c, _, _ in CASES})
+    history.run("A", "v2", {c: "fff" for c, _, _ in CASES})
+    result = _cli(history, "A", "v2", "v2")
+    assert result.exit_code == 2 and "VERDICT" not in result.output
+    assert "cannot compare A v2 with itself" in result.output
+    app = create_app({"TESTING": True, "DB": str(history.tmp / "exam.db"), "API_TOKEN": "tok",
+                      "SECRET_KEY": "k"})
+    with app.test_client() as client:
+        got = client.get("/api/compare?agent=A&old=v2&new=v2",
+                         headers={"Authorization": "Bearer tok"})
+    assert got.status_code == 400 and "with itself" in got.json["error"]
+
+
+def test_two_rubrics_for_one_question_are_bad_input(history):
+    # the new version run against a lenient copy of the bank: its fails would pass there
+    history.bank("A", CASES)
+    history.run("A", "v1", {c: "ppp" for c, _, _ in CASES})
+    lenient = [{"case_no": c, "category": cat, "severity": sev, "input": {"question": f"{c}?"},
+                "expect_facts": ["已出貨|備貨中"]} for c, cat, sev in CASES]
+    copy = history.tmp / "A-lenient.json"
+    copy.write_text(json.dumps({"agent": "A", "questions": lenient}, ensure_ascii=False),
+                    encoding="utf-8")
+    history.banks["A"] = str(copy)
+    history.run("A", "v2", {c: "fff" for c, _, _ in CASES})
+    result = _cli(history, "A", "v1", "v2")
+    assert result.exit_code == 2 and "VERDICT" not in result.output
+    assert "Q-01 reads differently" in result.output and "A-lenient.json" in result.output
+
+
+def test_the_same_questions_in_two_bank_files_compare(history):
+    first = history.bank("A", CASES)
+    history.run("A", "v1", {c: "ppp" for c, _, _ in CASES})
+    copy = history.tmp / "A-copy.json"
+    copy.write_bytes(Path(first).read_bytes())
+    history.banks["A"] = str(copy)
+    history.run("A", "v2", {c: "ffffff" for c, _, _ in CASES})
+    result = _cli(history, "A", "v1", "v2")
+    assert result.exit_code == 1 and "VERDICT: HOLD" in result.output
+
+
+@pytest.mark.parametrize("status", ["running", "interrupted"])
+def test_a_run_with_cells_yet_to_come_is_incomplete_whatever_the_floor(history, status):
+    # 58 of 60 cells in is above the 95% floor, but the last two are still to come (or wait
+    # for exam resume): the verdict waits for them instead of shipping on the rest
+    cases = [(f"Q-{i:02d}", "c", "major") for i in range(1, 21)]
+    history.bank("A", cases)
+    history.run("A", "v1", {c: "ppp" for c, _, _ in cases})
+    run_id = history.run("A", "v2", {**{c: "ppp" for c, _, _ in cases}, "Q-20": "p"})
+    history.store.set_run_status(run_id, status)
+    result = _cli(history, "A", "v1", "v2")
+    assert result.exit_code == 3, result.output
+    assert f"run 2 (v2) {status}: 58/60 cells arrived so far" in result.output
+    history.store.set_run_status(run_id, "done")  # finished with two cells lost: the floor
+    assert _cli(history, "A", "v1", "v2").exit_code == 0
+
+
+def test_a_running_run_whose_cells_all_arrived_does_not_wait(history):
+    history.bank("A", CASES)
+    history.run("A", "v1", {c: "ppp" for c, _, _ in CASES})
+    run_id = history.run("A", "v2", {c: "ppp" for c, _, _ in CASES})
+    history.store.set_run_status(run_id, "running")
+    assert _cli(history, "A", "v1", "v2").exit_code == 0
+
+
+def test_old_needs_human_then_reviewed_decides_the_change(history):
+    from exam import review
+
+    history.bank("A", CASES)
+    history.run("A", "v1", {"Q-01": "hhh", "Q-02": "ppp", "Q-03": "ppp"})
+    history.run("A", "v2", {"Q-01": "fff", "Q-02": "ppp", "Q-03": "ppp"})
+    result = _cli(history, "A", "v1", "v2")
+    assert result.exit_code == 5 and "VERDICT: PENDING" in result.output
+    assert "Q-01" in result.output
+    (item,) = review.queue(regrade(history.store, select_runs(history.store)), "A", "v1")
+    review.decide(history.store, item, "pass", "tester")
+    result = _cli(history, "A", "v1", "v2")
+    assert result.exit_code == 1 and "hold: Q-01 3/3 → 0/3" in result.output
