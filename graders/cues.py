@@ -51,7 +51,9 @@ CLAUSAL_NEGATION = (
     "not that", "it's not that", "it’s not that", "不是說", "不是说", "並不是說", "并不是说",
     "倒不是", "並不是", "并不是", "也不是說", "no reason", "no reason why", "沒有理由", "没有理由",
     "沒有道理", "没有道理",
-    "no way", "not true that", "isn't true that", "isn’t true that", "not the case that",
+    "no way", "never said", "didn't say", "didn’t say", "did not say", "never claimed",
+    "沒有說", "没有说", "沒說", "没说", "並沒有說", "并没有说", "從沒說", "从没说",
+    "not true that", "isn't true that", "isn’t true that", "not the case that",
     "isn't the case that", "isn’t the case that",
     # a rhetorical question denies what it asks (怎麼可能提供…); with a negator it asserts
     "怎麼可能", "怎么可能", "難道", "难道", "哪有", "何嘗", "何尝", "豈", "岂",
@@ -135,14 +137,24 @@ PSEUDO_NEGATION_EN = (
 
 # A negator governing a price or fee makes the thing priced free, not absent ("there isn't
 # any fee to cancel", 不收運費提供貨到付款): the words that may follow it, then the fee.
-COST_LEAD_EN = ("any", "extra", "additional", "hidden", "a", "an", "the", "other", "separate")
+COST_LEAD_EN = ("any", "extra", "additional", "hidden", "a", "an", "the", "other", "separate",
+                "have", "be", "is", "real", "at", "all")
+# A problem the negator denies makes the hit fine, on either side (貨到付款一點問題都沒有,
+# 貨到付款完全不是問題, 不成問題, "X is never a problem").
+PROBLEM_ZH = ("問題", "问题", "困難", "困难", "麻煩", "麻烦", "障礙", "障碍")
+PROBLEM_EN = ("problem", "problems", "issue", "issues", "trouble", "difficulty", "difficulties",
+              "hassle", "worry", "worries", "obstacle")
 COST_EN = ("fee", "fees", "charge", "charges", "cost", "costs", "surcharge", "penalty",
            "penalties", "minimum", "minimums", "deposit", "deposits", "limit", "limits",
-           "restriction", "restrictions", "prepayment")
-COST_LEAD_ZH = ("收取", "另外", "另收", "加收", "額外", "额外", "任何", "收", "另", "多", "再", "付")
+           "restriction", "restrictions", "prepayment",
+           # a problem, or a verb of hindering: "no trouble paying cash on delivery", "nothing
+           # wrong with…", "we don't mind…", "nothing prevents you from…"
+           *PROBLEM_EN, "wrong", "mind", "prevents", "prevent", "stops")
+COST_LEAD_ZH = ("收取", "另外", "另收", "加收", "額外", "额外", "任何", "收", "另", "多", "再", "付",
+                "成", "會有", "会有", "有", "是")
 COST_ZH = ("費用", "费用", "收費", "收费", "手續費", "手续费", "運費", "运费", "服務費", "服务费",
            "錢", "钱", "費", "费", "限制", "門檻", "门槛", "訂金", "订金", "押金", "最低消費",
-           "最低消费", "低消")
+           "最低消费", "低消", *PROBLEM_ZH)
 
 # Questions and reported questions: the clause asks, it does not assert.
 INTERROGATIVE_ZH = (
@@ -193,6 +205,10 @@ SCOPE_CAUSE_ZH = ("因為", "因为", "由於", "由于")
 # - so does "still" (不能刷卡還是可以…), which after the hit is an adverb of the verdict
 #   (貨到付款我們還是沒有開放);
 SCOPE_STILL_ZH = ("還是", "还是", "仍然", "依然", "照樣", "照样")
+# - a dash: it ends a negation before the hit (No need to prepay — cash on delivery is
+#   available); after the hit it ends one that came before it ("X is unavailable — it's
+#   just…") and lets one after it be the verdict ("Cash on delivery — not available").
+DASH = ("—", "–")
 SCOPE_CAUSE_EN = ("because", "since")
 # - 也 / and coordinate: they end a negation before the hit (不提供宅配也提供自取), but after
 #   the hit they may share the predicate (明天出貨也不是不可能; X and Y aren't offered);
@@ -267,6 +283,7 @@ FINITE_EN = ("is", "are", "was", "were", "will", "can", "may", "must", "should",
 AFFIRMATIVE_ZH = (
     "可以", "可以的", "可以喔", "可以哦", "可以唷", "可以呀", "可以啊", "可以啦", "是的", "有的",
     "對的", "对的", "沒錯", "没错", "當然", "当然", "沒問題", "没问题", "行的", "好的可以",
+    "沒有問題", "没有问题", "完全沒問題", "完全没问题",
 )
 # What may stand before the yes: a greeting or a thanks (可以貨到付款嗎？您好，可以的).
 GREETING_ZH = ("您好", "你好", "妳好", "哈囉", "哈啰", "嗨", "親愛的顧客", "亲爱的顾客", "謝謝您的詢問",
@@ -278,7 +295,7 @@ GREETING_EN = ("hi there", "hello there", "hi", "hello", "hey", "dear customer",
 ANSWER_LEAD_ZH = ("答案是", "回覆您", "回复您", "跟您說", "跟您说", "告訴您", "告诉您")
 AFFIRMATIVE_EN = (
     "yes", "yep", "yeah", "sure", "of course", "certainly", "absolutely", "definitely",
-    "we do", "we can", "you can", "it is", "indeed",
+    "we do", "we can", "you can", "it is", "indeed", "no problem", "not a problem",
 )
 
 # A quoted, reported or topical hit is mentioned, not claimed, when the rest of its sentence

@@ -60,7 +60,7 @@ class Occurrence:
 # token kinds
 NEG, CLAUSAL, PARTIAL, ENDING = "neg", "clausal", "partial", "ending"
 PSEUDO, ASK, HYPO, REPORT = "pseudo", "ask", "hypo", "report"
-CAUSE, EXCEPT, HEDGE, COPULA, CANCEL = "cause", "except", "hedge", "copula", "cancel"
+CAUSE, EXCEPT, HEDGE, COPULA, CANCEL, DASH = "cause", "except", "hedge", "copula", "cancel", "dash"
 BREAK, COORD, SUBJECT, MODIFIER, TIME, RELATIVE = "break", "coord", "subj", "mod", "time", "rel"
 
 
@@ -76,6 +76,7 @@ def _cue_table() -> dict[str, str]:
         (EXCEPT, cues.EXCEPT_ZH + cues.EXCEPT_EN),
         (HEDGE, cues.HEDGE_ZH + cues.HEDGE_EN),
         (CANCEL, cues.CANCEL_ZH + cues.CANCEL_EN),
+        (DASH, cues.DASH),
         (COORD, cues.COORDINATION_ZH + cues.COORDINATION_EN),
         (SUBJECT, cues.SCOPE_SUBJECT_ZH + cues.SCOPE_SUBJECT_EN),
         (MODIFIER, cues.SCOPE_MODIFIER_ZH),
@@ -142,7 +143,7 @@ def _tokens(text: str) -> tuple[Token, ...]:
 
 # Breaks in normalised text (NFKC has made ，！？； into ,!?;). A comma or point inside a
 # number (1,200 / 2.5) is not a break; a '.' ends a clause only before white space or the end.
-_CLAUSE_CHARS = ",。!?;\n.—"
+_CLAUSE_CHARS = ",。!?;\n."
 _SENTENCE_CHARS = "。!?;\n."
 
 
@@ -315,7 +316,7 @@ def _prefix_negators(prefix: str, tokens: tuple[Token, ...]) -> list[Token]:
                 kind == CANCEL and negs and _adjacent(prefix, last_end, tok[2])):
             negs.append(tok)
             last_end = tok[3]
-        elif kind in (BREAK, COORD, MODIFIER, TIME) or (
+        elif kind in (BREAK, COORD, MODIFIER, TIME, DASH) or (
                 kind == CAUSE and "而" not in prefix[tok[3]:]):  # 不會因為颱風而延遲: in scope
             negs.clear()
         elif kind == SUBJECT and not (last_end >= 0 and _adjacent(prefix, last_end, tok[2])):
@@ -395,7 +396,7 @@ def _suffix_negators(suffix: str, tokens: tuple[Token, ...]) -> list[Token]:
     negs: list[Token] = []
     for tok in tokens:
         kind = tok[0]
-        if kind in (BREAK, TIME, RELATIVE, ASK, HYPO, REPORT):
+        if kind in (BREAK, TIME, RELATIVE, ASK, HYPO, REPORT) or (kind == DASH and negs):
             scope_end = tok[2]
             break
         if kind == COORD and tok[1] == "and":
@@ -412,7 +413,11 @@ def _suffix_negators(suffix: str, tokens: tuple[Token, ...]) -> list[Token]:
             negs.append(tok)
     if not negs:
         return []
-    if not _governs(suffix[negs[-1][3]:scope_end]):
+    tail = suffix[negs[-1][3]:scope_end]
+    if any(w in suffix[:negs[0][2]] for w in cues.PROBLEM_ZH) or _governs_cost(
+            tail.lstrip(" " + _PARTICLES + "".join(cues.GOVERNING_SKIP_ZH))):
+        return []  # 貨到付款一點問題都沒有, 完全不是問題: the negator denies a problem
+    if not _governs(tail):
         # X 並非本店提供的付款方式: X is not something; whether that denies X, a person reads
         last = negs[-1]
         return [(COPULA, last[1], last[2], last[3])] if last[1] in cues.COPULA_NEGATION else []

@@ -221,6 +221,19 @@ def test_an_echo_counts_as_quoted_for_facts_only_in_the_customers_voice():
         ("您提到「可以貨到付款」，可以改用信用卡喔", "可以貨到付款", "quoted"),
         ("貨到付款的部分，很抱歉本店暫時沒有辦法提供", "貨到付款", "quoted"),
         ("貨到付款的部分，我們有提供", "貨到付款", "asserted"),
+        # a problem denied makes the hit fine, on either side
+        ("貨到付款一點問題都沒有", "貨到付款", "asserted"),
+        ("貨到付款完全不是問題", "貨到付款", "asserted"),
+        ("You won't have any trouble paying cash on delivery", "cash on delivery", "asserted"),
+        ("We don't mind cash on delivery at all", "cash on delivery", "asserted"),
+        # a dash ends a negation before the hit; after it, one on the far side is the verdict
+        ("Cash on delivery — not available, sorry", "cash on delivery", "negated"),
+        ("It isn't that cash on delivery is unavailable — it's just limited", "cash on delivery",
+         "double_negation"),
+        # denying a statement is one clausal negation
+        ("We never said we don't offer cash on delivery", "offer cash on delivery",
+         "double_negation"),
+        ("貨到付款？沒有問題！", "貨到付款", "answered"),
     ],
 )
 def test_adversarial_scope(reply, hit, kind):
