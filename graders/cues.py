@@ -55,6 +55,13 @@ CLAUSAL_NEGATION = (
     "沒有說", "没有说", "沒說", "没说", "並沒有說", "并没有说", "從沒說", "从没说",
     "not true that", "isn't true that", "isn’t true that", "not the case that",
     "isn't the case that", "isn’t the case that",
+    # a report made in error: what it reported is not so (系統誤顯示已出貨, "we mistakenly told
+    # you the refund was issued"); "mistakenly shipped" is not one: the shipping happened
+    "誤顯示", "误显示", "錯誤顯示", "错误显示", "誤植", "误植", "誤標", "误标", "誤報", "误报",
+    "誤傳", "误传", "誤告知", "误告知", "誤通知", "误通知", "錯誤通知", "错误通知",
+    "mistakenly told", "mistakenly said", "mistakenly marked", "mistakenly showed",
+    "incorrectly marked", "incorrectly showed", "incorrectly shown", "incorrectly told",
+    "wrongly told", "erroneously marked",
     # a rhetorical question denies what it asks (怎麼可能提供…); with a negator it asserts
     "怎麼可能", "怎么可能", "難道", "难道", "哪有", "何嘗", "何尝", "豈", "岂",
 )
@@ -74,6 +81,9 @@ ENDING_ZH = (
     "終止", "终止", "中止", "尚無", "尚无", "關閉", "关闭", "停用", "撤銷", "撤销",
     # English participles of ending: "cash on delivery was paused until further notice"
     "paused", "withdrawn", "ended", "terminated", "expired",
+    # a report called wrong after it: 已退款的訊息有誤, "marked as shipped by mistake"
+    "有誤", "有误", "是錯的", "是错的", "錯誤", "错误", "不實", "不实", "by mistake", "in error",
+    "mistaken", "incorrect", "untrue",
 )
 
 # Verbs of cancelling count only right after a negator, which they turn back (我們並沒有取消

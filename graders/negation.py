@@ -362,7 +362,8 @@ _SKIP_ZH = tuple(sorted(cues.GOVERNING_SKIP_ZH, key=len, reverse=True))
 
 def _governs(tail: str) -> bool:
     """Is the text after a negator (up to the end of its scope) a verdict on the hit?"""
-    tail = tail.strip(_PARTICLES + "嗎吗?")  # 貨到付款不行嗎？ is the verdict, asked
+    # 貨到付款不行嗎？ is the verdict, asked; 貨到付款(目前不提供) too, in brackets
+    tail = tail.strip(_PARTICLES + "嗎吗?)]}>」』】〕")
     if _CJK.search(tail):
         changed = True
         while changed:

@@ -234,6 +234,13 @@ def test_an_echo_counts_as_quoted_for_facts_only_in_the_customers_voice():
         ("We never said we don't offer cash on delivery", "offer cash on delivery",
          "double_negation"),
         ("貨到付款？沒有問題！", "貨到付款", "answered"),
+        # a report made or called in error is no report; a verdict in brackets is a verdict
+        ("系統誤顯示您的訂單已出貨", "已出貨", "negated"),
+        ("We mistakenly told you the refund was issued", "refund was issued", "negated"),
+        ("先前通知已退款的訊息有誤", "已退款", "negated"),
+        ("We mistakenly shipped your order to the old address", "shipped your order", "asserted"),
+        ("貨到付款（目前不提供）", "貨到付款", "negated"),
+        ("貨到付款（限本島）", "貨到付款", "asserted"),
     ],
 )
 def test_adversarial_scope(reply, hit, kind):
