@@ -189,7 +189,8 @@ REPORTED_EN = (
 # A topic named for what follows (關於您詢問的分期付款，…) is mentioned, not claimed.
 TOPIC_ZH = ("關於", "关于", "有關", "有关", "針對", "针对")
 # ... or named before a comma by a topic ending (貨到付款的部分，很抱歉沒有辦法提供).
-TOPIC_SUFFIX_ZH = ("的部分", "的部份", "這部分", "这部分", "這部份", "方面", "的話題", "这块", "這塊")
+TOPIC_SUFFIX_ZH = ("的部分", "的部份", "這部分", "这部分", "這部份", "方面", "的話題", "的话题",
+                   "这块", "這塊")
 TOPIC_EN = ("regarding", "concerning", "as for", "as to", "with regard to", "in regard to")
 
 HYPOTHETICAL_ZH = (

@@ -18,6 +18,11 @@ model negation *scope* on both sides of the hit (docs/graders.md, "The scope mod
 4. Negators counted on both sides: none is ``asserted``, one ``negated``, two or more
    ``double_negation`` (今天寄出也不是不可能; it's not that we won't...); a negated
    quantifier (not every, 不是每) is ``unclear``: true of some.
+5. What a rule cannot decide goes to a person (``unclear``) rather than pass: a negated or
+   rhetorical question (我們不是有提供…嗎？), an excepted item (除了X以外都不支援), a topic or
+   quotation whose sentence does not go on to deny it (關於X，本店有提供). A hedge with no
+   negator (應該已經出貨了) is ``hedged``: a fact it does not state, a forbidden claim it
+   still makes. A list item (- X) takes the negators of its head line ending in ':'.
 """
 
 from __future__ import annotations
