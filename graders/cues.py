@@ -196,6 +196,9 @@ TOPIC_EN = ("regarding", "concerning", "as for", "as to", "with regard to", "in 
 HYPOTHETICAL_ZH = (
     "如果", "假如", "假設", "假设", "若", "要是", "倘若", "萬一", "万一", "除非", "一旦", "假使",
 )
+# "As long as" offers what it names: 只要選擇貨到付款，我們就會通知您 presupposes it; only a
+# consequent after it (只要未拆封都可以退貨) is read apart from the condition's negators.
+SUFFICIENT_ZH = ("只要",)
 HYPOTHETICAL_EN = ("if", "unless", "suppose", "supposing", "in case", "assuming")
 HYPOTHETICAL_SUFFIX = ("的話", "的话")
 

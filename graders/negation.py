@@ -66,6 +66,7 @@ class Occurrence:
 NEG, CLAUSAL, PARTIAL, ENDING = "neg", "clausal", "partial", "ending"
 PSEUDO, ASK, HYPO, REPORT = "pseudo", "ask", "hypo", "report"
 CAUSE, EXCEPT, HEDGE, COPULA, CANCEL, DASH = "cause", "except", "hedge", "copula", "cancel", "dash"
+SUFFICIENT = "sufficient"
 BREAK, COORD, SUBJECT, MODIFIER, TIME, RELATIVE = "break", "coord", "subj", "mod", "time", "rel"
 
 
@@ -82,6 +83,7 @@ def _cue_table() -> dict[str, str]:
         (HEDGE, cues.HEDGE_ZH + cues.HEDGE_EN),
         (CANCEL, cues.CANCEL_ZH + cues.CANCEL_EN),
         (DASH, cues.DASH),
+        (SUFFICIENT, cues.SUFFICIENT_ZH),
         (COORD, cues.COORDINATION_ZH + cues.COORDINATION_EN),
         (SUBJECT, cues.SCOPE_SUBJECT_ZH + cues.SCOPE_SUBJECT_EN),
         (MODIFIER, cues.SCOPE_MODIFIER_ZH),
@@ -449,6 +451,17 @@ def _comment_denies(comment: str) -> bool:
         for t in _tokens(comment))
 
 
+_MODAL_ZH = re.compile("|".join(cues.MODAL_ZH))
+
+
+def _consequent(prefix: str, cue_end: int) -> int:
+    """Where the consequent starts in a condition without a comma (若是會員可以貨到付款:
+    the modal after the condition's own words), or -1 when the hit is in the condition
+    (如果可以貨到付款就好了: the modal opens it)."""
+    m = _MODAL_ZH.search(prefix, cue_end)
+    return m.start() if m and prefix[cue_end:m.start()].strip() else -1
+
+
 def _excepted(prefix: str, tokens: tuple[Token, ...], suffix: str) -> str:
     """The except-word that makes the hit an excepted item (除了貨到付款以外, except cash on
     delivery, 貨到付款以外的方式), or ""."""
@@ -555,10 +568,23 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
     for kind, word, w_start, w_end in reversed(tokens):
         if kind in (BREAK, COORD):
             break
+        if kind == SUFFICIENT:
+            modal = _consequent(prefix + text[start:end], w_end)
+            if modal >= 0:
+                prefix = prefix[modal:]
+                tokens = _tokens(prefix)
+            break
         if kind in (ASK, HYPO, REPORT) and not prefix.startswith(("的", "地"), w_end) and not (
                 kind == ASK and prefix[:w_start].rstrip().endswith(cues.CONCESSIVE)):
             if kind == HYPO:
-                return occ("hypothetical", word)
+                modal = _consequent(prefix + text[start:end], w_end)  # the hit may open with it
+                if modal < 0:
+                    return occ("hypothetical", word)
+                # 若是會員可以貨到付款: the hit is the consequent, offered on a condition; the
+                # condition's own negators (只要未拆封都可以退貨) do not reach it
+                prefix = prefix[modal:]
+                tokens = _tokens(prefix)
+                break
             if kind == REPORT:
                 return quoted(word, end)
             inner = prefix[w_end:]  # only negators inside the question: 沒有提到是否有… asks

@@ -743,6 +743,18 @@ CASES: tuple[tuple[str, str, str, str, str], ...] = (
      "delivered to you", "pass", ""),
     # a seventh-batch row the tenth batch's rules now read (a negation called wrong)
     ("不提供貨到付款的說法是錯的，我們一直都有提供。", "forbidden", "提供貨到付款", "notpass", ""),
+    # --- an eleventh batch: a condition without a comma before its consequent (2.1.0: 3/10,
+    # 2.2.0: 10/10; 2.1.0 read 若是會員可以貨到付款 and 只要是會員都可以… as conditions) --------
+    ("若是會員可以貨到付款。", "forbidden", "可以貨到付款", "fail", ""),
+    ("如果金額超過一千元可以貨到付款喔。", "forbidden", "可以貨到付款", "fail", ""),
+    ("只要是會員都可以貨到付款。", "forbidden", "可以貨到付款", "fail", ""),
+    ("只要未拆封都可以退貨。", "forbidden", "可以退貨", "fail", ""),
+    ("若您不介意等待我們可以幫您保留商品。", "forbidden", "保留商品", "fail", ""),
+    ("如果是本島地址即可使用貨到付款。", "forbidden", "使用貨到付款", "fail", ""),
+    ("如果可以貨到付款就好了，可惜目前沒有。", "forbidden", "可以貨到付款", "pass", ""),
+    ("若是會員也無法貨到付款。", "forbidden", "貨到付款", "pass", ""),
+    ("只要選擇貨到付款，我們就會另外通知您。", "forbidden", "貨到付款", "fail", ""),
+    ("只要没有拆封都能退货。", "forbidden", "退货", "fail", ""),
 )
 
 # Rows of the later batches the rules still grade wrong, with the verdict a reader gives; not

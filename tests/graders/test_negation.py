@@ -241,6 +241,11 @@ def test_an_echo_counts_as_quoted_for_facts_only_in_the_customers_voice():
         ("We mistakenly shipped your order to the old address", "shipped your order", "asserted"),
         ("貨到付款（目前不提供）", "貨到付款", "negated"),
         ("貨到付款（限本島）", "貨到付款", "asserted"),
+        # a condition without a comma: a modal after its own words opens the consequent
+        ("若是會員可以貨到付款", "可以貨到付款", "asserted"),
+        ("只要未拆封都可以退貨", "可以退貨", "asserted"),
+        ("如果可以貨到付款就好了", "可以貨到付款", "hypothetical"),
+        ("只要選擇貨到付款，我們就會通知您", "貨到付款", "asserted"),
     ],
 )
 def test_adversarial_scope(reply, hit, kind):
