@@ -6,18 +6,23 @@ message) can hand a secret back in many forms; ``Redactor`` replaces each with
 ``[redacted]``:
 
 - raw, and with any mix of JSON escapes per character (``\\u0041``, ``\\ud83d\\ude00``,
-  ``\\/``, ``\\n``...), percent-encoding (``quote`` and ``quote_plus``, any hex case) and HTML
-  character references (``&#65;``, ``&#x41;``), so a partially escaped secret is caught too;
+  ``\\/``, ``\\n``...), percent-encoding (``quote`` and ``quote_plus``, any hex case), ``\\x41``
+  escapes and HTML character references (``&#65;``, ``&#x41;``, the ``;`` optional), so a
+  partially escaped secret is caught too; each letter in either case (an upper- or
+  lower-cased token is still the token) and ASCII in its full-width form (``Ｔｋ``);
 - base64, standard and URL-safe alphabets, of the secret and of ``user:pass`` (Basic auth),
   at any of the three byte alignments inside a longer base64 string (the characters that
   depend only on the secret are matched; the one or two at each edge that mix in
   neighbouring bytes are left), with or without padding;
-- lowercase and uppercase hex.
+- hex, any letter case;
+- every form above split by white space or invisible characters (a line-wrapped base64,
+  a token spaced out or broken by zero-width spaces) anywhere between two characters.
 
-Not caught (documented in docs/agents.md): base64 wrapped across lines, encodings stacked
-on base64 (base64 of base64), a secret split across JSON strings, or transformed (reversed,
-hashed, encrypted). Secrets shorter than ``MIN_SECRET_CHARS`` are not redacted: a 3-letter
-value would blank ordinary words; the registry warns about them.
+Not caught (documented in docs/agents.md): encodings stacked on base64 (base64 of base64),
+a secret split across JSON strings, HTML's named character references (``&hyphen;``), or
+transformed (reversed, rot13, base32, hashed, encrypted). Secrets shorter than
+``MIN_SECRET_CHARS`` are not redacted: a 3-letter value would blank ordinary words; the
+registry warns about them.
 """
 
 from __future__ import annotations
@@ -42,8 +47,22 @@ def _hex_class(digits: str) -> str:
     return "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in digits)
 
 
-def _char_pattern(ch: str) -> str:
-    """Every way one character of a secret can be written in JSON, a URL or HTML."""
+# what may stand between two characters of a secret that a person still reads as one: white
+# space (a line wrapped, a token spaced out) and invisible format characters (zero-width space
+# and joiners, word joiner, BOM, soft hyphen)
+_GAP = r"[\s\u00ad\u200b-\u200d\u2060\ufeff]*"
+
+
+def _variants(ch: str) -> list[str]:
+    """A character of a secret as it may come back: either letter case (an upper- or
+    lower-cased token is the token), and the full-width form of ASCII (CJK input methods)."""
+    out = {ch, *(v for v in (ch.lower(), ch.upper()) if len(v) == 1)}
+    out |= {chr(ord(v) + 0xFEE0) for v in out if "!" <= v <= "~"}
+    return sorted(out)
+
+
+def _escapes(ch: str) -> list[str]:
+    """Every way one character can be written in JSON, a URL, HTML or a Python/C string."""
     alts = [re.escape(ch)]
     cp = ord(ch)
     if cp > 0xFFFF:  # JSON writes astral characters as a surrogate pair
@@ -53,13 +72,26 @@ def _char_pattern(ch: str) -> str:
         alts.append(rf"\\u{_hex_class(f'{cp:04x}')}")
     if ch in _JSON_SHORT:
         alts.append(re.escape(_JSON_SHORT[ch]))
-    # percent-encoded, the % itself perhaps JSON-escaped (\u0025)
-    alts.append("".join(rf"(?:%|\\u0025){_hex_class(f'{b:02x}')}" for b in ch.encode("utf-8")))
+    # each UTF-8 byte percent-encoded (the % perhaps JSON-escaped, \u0025) or as \xHH
+    alts.append("".join(rf"(?:%|\\u0025|\\x){_hex_class(f'{b:02x}')}"
+                        for b in ch.encode("utf-8")))
     if ch == " ":
         alts.append(r"\+")
-    alts.append(rf"&#0*{cp};")
-    alts.append(rf"&#[xX]0*{_hex_class(f'{cp:x}')};")
-    return "(?:" + "|".join(alts) + ")"
+    # a character reference, its ; optional as browsers read it
+    alts.append(rf"&#0*{cp};?")
+    alts.append(rf"&#[xX]0*{_hex_class(f'{cp:x}')};?")
+    return alts
+
+
+def _char_pattern(ch: str) -> str:
+    return "(?:" + "|".join(a for v in _variants(ch) for a in _escapes(v)) + ")"
+
+
+def _spelled(form: str, exact: bool = True) -> str:
+    """A literal form (base64, hex) matched with gaps between its characters; hex digits in
+    either case."""
+    chars = [re.escape(c) if exact else _hex_class(c) for c in form]
+    return _GAP.join(chars)
 
 
 def base64_cores(secret: str) -> set[str]:
@@ -77,11 +109,9 @@ def base64_cores(secret: str) -> set[str]:
     return cores
 
 
-def _literal_forms(secret: str) -> set[str]:
-    raw = secret.encode("utf-8")
-    whole = base64.b64encode(raw).decode("ascii")  # the whole of it, padding and all
-    return {*base64_cores(secret), whole, whole.translate(str.maketrans("+/", "-_")),
-            raw.hex(), raw.hex().upper()}
+def _base64_forms(secret: str) -> set[str]:
+    whole = base64.b64encode(secret.encode("utf-8")).decode("ascii")  # padding and all
+    return {*base64_cores(secret), whole, whole.translate(str.maketrans("+/", "-_"))}
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,11 +126,14 @@ class Redactor:
         kept = sorted({s for s in secrets if len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True)
         if not kept:
             return cls()
-        alts = ["".join(_char_pattern(ch) for ch in s) for s in kept]
-        literals = sorted({f for s in kept for f in _literal_forms(s)}, key=len, reverse=True)
-        alts += [re.escape(f) for f in literals]
+        alts = [_GAP.join(_char_pattern(ch) for ch in s) for s in kept]
+        literals = sorted({f for s in kept for f in _base64_forms(s)}, key=len, reverse=True)
+        alts += [_spelled(f) for f in literals]
+        hexes = sorted({s.encode("utf-8").hex() for s in kept}, key=len, reverse=True)
+        alts += [_spelled(h, exact=False) for h in hexes]
         # a cheap first-character test keeps a multi-megabyte body fast to scan
-        first = {s[0] for s in kept} | {f[0] for f in literals} | set("\\%&+")
+        first = ({v for s in kept for v in _variants(s[0])} | {f[0] for f in literals}
+                 | {c for h in hexes for c in (h[0].lower(), h[0].upper())} | set("\\%&+"))
         head = "[" + "".join(re.escape(c) for c in sorted(first)) + "]"
         return cls(tuple(kept), re.compile(f"(?={head})(?:{'|'.join(alts)})"))
 

@@ -42,6 +42,47 @@ def test_every_encoding_of_a_secret_is_redacted(name, text):
         assert leaked.strip() not in out
 
 
+TOKEN = "Tk-9fQz2Lx7wPq4R"
+
+
+def read_back(s: str) -> dict[str, str]:
+    """Forms a person (or a script) reads back as the secret at a glance."""
+    raw = s.encode()
+    b64 = base64.b64encode(b"pad" * 20 + raw + b"tail" * 10).decode()
+    return {
+        "upper": s.upper(), "lower": s.lower(), "swapped case": s.swapcase(),
+        "full-width": "".join(chr(ord(c) + 0xFEE0) for c in s),
+        "spaced": " ".join(s), "broken across lines": s[:5] + "\n" + s[5:],
+        "zero-width spaces": "\u200b".join(s), "soft hyphens": "\u00ad".join(s),
+        "\\x escapes": "".join(f"\\x{b:02x}" for b in raw),
+        "html without ;": "".join(f"&#{ord(c)}" for c in s),
+        "base64 wrapped at 76": base64.encodebytes(b"pad" * 20 + raw + b"tail" * 10).decode(),
+        "base64 wrapped at 12": "\r\n".join(b64[i:i + 12] for i in range(0, len(b64), 12)),
+        "hex spaced, mixed case": " ".join(f"{b:02x}" if i % 2 else f"{b:02X}"
+                                           for i, b in enumerate(raw)),
+    }
+
+
+@pytest.mark.parametrize(("name", "text"), list(read_back(TOKEN).items()))
+def test_a_secret_read_back_at_a_glance_is_redacted(name, text):
+    out = Redactor.of([TOKEN]).text(f"before {text} after")
+    assert REDACTED in out
+
+    def squeezed(t: str) -> str:
+        return "".join(c for c in t if c.isprintable() and not c.isspace() and c != "\u00ad")
+
+    # what is left, gaps taken out, holds no run of the secret's own characters in that form
+    middle = (base64.b64encode(TOKEN.encode()).decode()[2:18] if name.startswith("base64")
+              else squeezed(text)[4:-4])
+    assert middle not in squeezed(out)
+
+
+def test_case_and_gaps_do_not_blank_ordinary_words():
+    r = Redactor.of([TOKEN])
+    text = "Tk 9 fQ, a token of 16 characters: Tk-9fQz2 and Lx7wPq4R apart"
+    assert r.text(text) == text
+
+
 def test_basic_auth_of_user_pass_is_redacted_inside_a_header_echo():
     r = Redactor.of(["alice-user:pa55w0rd-xyz"])
     header = "Basic " + base64.b64encode(b"alice-user:pa55w0rd-xyz").decode()
