@@ -31,7 +31,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
@@ -191,6 +191,28 @@ def url_secrets(url: str) -> list[str]:
     for _, value in parse_qsl(parts.query, keep_blank_values=True):
         out.append(value)
     out += [v for _, _, v in (p.partition("=") for p in parts.query.split("&"))]
+    return [v for v in out if v]
+
+
+# the service's own secrets, read from the environment: an agent can know one (an n8n instance
+# holds the team's LINE channel token, or the after-change workflow's EXAM_API_TOKEN) and echo it
+SERVICE_SECRETS = ("EXAM_API_TOKEN", "EXAM_VIEWER_TOKEN", "EXAM_SECRET_KEY", "EXAM_WEBHOOK_AUTH",
+                   "LINE_CHANNEL_ACCESS_TOKEN", "LINE_CHANNEL_SECRET")
+
+
+def service_secrets(env: Mapping[str, str]) -> list[str]:
+    """The values of ``SERVICE_SECRETS`` in ``env``, the credentials in ``EXAM_WEBHOOK_URL``,
+    and the password in ``EXAM_DB``: never shown, whichever agent hands one back."""
+    out = []
+    for name in SERVICE_SECRETS:
+        value = (env.get(name) or "").strip()
+        out += [value, *value.split()[1:]]  # "Bearer xyz": the token alone too
+    out += url_secrets((env.get("EXAM_WEBHOOK_URL") or "").strip())
+    try:
+        password = urlsplit((env.get("EXAM_DB") or "").strip()).password
+    except ValueError:
+        password = None
+    out += [password, unquote(password)] if password else []
     return [v for v in out if v]
 
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import base64
 import json
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import quote, quote_plus
 
 import pytest
@@ -13,6 +14,7 @@ from exam.redact import MIN_SECRET_CHARS, REDACTED, Redactor, scrub_urls
 from exam.store import Store
 from tests.exam.helpers import write_bank
 from tests.fakes.agent import FakeAgent
+from tests.fakes.server import send_json, serve
 
 SECRET = 'tök€n/+ "x😀y=9'
 
@@ -196,3 +198,58 @@ def test_a_json_escaped_percent_sign_is_still_percent_encoding():
     assert r.text("x tok\\u002f12345678 y") == f"x {REDACTED} y"
     assert r.text("x tok\\u002F12345678 y") == f"x {REDACTED} y"
     assert r.text("x tok\\u00252F12345678 y") == f"x {REDACTED} y"
+
+
+SERVICE_ENV = {
+    "W1_TOKEN": "w1-token-AAAA1111",
+    "LINE_CHANNEL_ACCESS_TOKEN": "line-access-BBBB2222",
+    "LINE_CHANNEL_SECRET": "line-secret-CCCC3333",
+    "EXAM_API_TOKEN": "api-token-DDDD4444",
+    "EXAM_VIEWER_TOKEN": "viewer-token-EEEE5555",
+    "EXAM_SECRET_KEY": "secret-key-FFFF6666",
+    "EXAM_WEBHOOK_AUTH": "Bearer hook-bearer-GGGG7777",
+    "EXAM_WEBHOOK_URL": "https://hooks.example/x?key=hook-query-HHHH8888",
+    "EXAM_DB": "postgresql://postgres:db-password-IIII9999@db.internal/agent_exam",
+}
+
+
+def test_every_agent_redacts_the_other_agents_and_the_services_secrets(tmp_path):
+    """An agent can know a secret that is not its own (its n8n holds the team's LINE channel
+    token, the after-change workflow's API token, another agent's header): none is stored."""
+    leaked = [v for k, v in SERVICE_ENV.items() if k not in ("EXAM_WEBHOOK_URL", "EXAM_DB")]
+    leaked += ["hook-bearer-GGGG7777", "hook-query-HHHH8888", "db-password-IIII9999"]
+    echo = " ".join(leaked)
+
+    class Leaky(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            send_json(self, 200, {"answer": f"備貨中 {echo}", "intermediateSteps": [
+                {"action": {"tool": "http", "toolInput": {"auth": echo.upper()}}}]})
+
+    with serve(Leaky) as url:
+        bank = write_bank(tmp_path, ["ok"])
+        data = {"agents": {"W1": {"url": "http://127.0.0.1:9/", "bank": str(bank),
+                                  "headers": {"X-Exam-Token": "${W1_TOKEN}"}},
+                           "W2": {"url": url, "bank": str(bank), "timeout_s": 5}}}
+        agent = parse_registry(data, "agents.yaml", SERVICE_ENV).get("W2")
+        store = Store.open(tmp_path / "exam.db")
+        run_id = create_run(store, agent, "v1")
+        execute(store, [job_for(store, run_id, agent)])
+        cells = store.cells([run_id])
+        store.close()
+    assert cells[0].run_status == "ok" and cells[0].text.startswith("備貨中 [redacted]")
+    dump = b"".join(p.read_bytes() for p in tmp_path.glob("exam.db*"))
+    for secret in leaked:
+        assert secret.encode() not in dump and secret.upper().encode() not in dump, secret
+
+
+def test_a_database_user_name_is_not_a_secret():
+    r = parse_registry(GOOD_ONE, "agents.yaml", {"EXAM_DB": SERVICE_ENV["EXAM_DB"]}).get("W1")
+    assert r.redactor.text("postgres is up") == "postgres is up"
+    assert r.redactor.text("db-password-IIII9999") == REDACTED
+
+
+GOOD_ONE = {"agents": {"W1": {"url": "http://127.0.0.1:9/"}}}
