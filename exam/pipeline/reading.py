@@ -212,6 +212,15 @@ def keys_present(body: Any, paths: str | tuple[str, ...] | None = None, limit: i
     return f"{where} is {type(at).__name__}"
 
 
+def _shape(value: Mapping | list) -> str:
+    """'an object (keys: a, b)', 'an empty object', 'an array of 3'."""
+    if isinstance(value, list):
+        return f"an array of {len(value)}"
+    keys = [json.dumps(str(k), ensure_ascii=False)[1:-1][:40] for k in list(value)[:12]]
+    more = f" … ({len(value)} keys)" if len(value) > 12 else ""
+    return f"an object (keys: {', '.join(keys)}{more})" if keys else "an empty object"
+
+
 def _steps(body: Any, mapping: StepsMapping | None) -> tuple[Step, ...] | None:
     if mapping is None:
         return None
@@ -264,17 +273,21 @@ def read_body(body: Any, mapping: ReplyMapping = DEFAULT_MAPPING) -> ReadReply:
     if not isinstance(body, Mapping):
         return ReadReply(None, None, None, None, False, None, body,
                          problem=f"expected a JSON object, got {type(body).__name__}")
-    text = MISSING
-    for path in mapping.text:
-        text = lookup(body, path)
+    text, found_at = MISSING, ""
+    for found_at in mapping.text:
+        text = lookup(body, found_at)
         if text is not MISSING:
             break
     problem = ""
     if text is MISSING or text is None:
         problem = f"no text at {' / '.join(mapping.text)} ({keys_present(body, mapping.text)})"
         text = None
+    elif isinstance(text, Mapping | list):
+        # not an answer: graded as its Python repr, a fact inside it would pass
+        problem = f"no text at {found_at}: {_shape(text)}, not text"
+        text = None
     elif not isinstance(text, str):
-        text = str(text)
+        text = json.dumps(text)  # a number or true/false, as the agent wrote it
     status = lookup(body, mapping.status) if mapping.status else MISSING
     truncated = lookup(body, mapping.truncated) if mapping.truncated else MISSING
     figures: dict[str, int | None] = {"model_calls": None, "tokens": None}

@@ -233,6 +233,8 @@ class FakeAgent:
             self.send(h, 200, '{"answer": "oops"')
         elif behaviour == "array":
             self.json(h, [OK_BODY])
+        elif behaviour == "answer-object":  # the text path holds an object, the facts inside it
+            self.json(h, {**OK_BODY, "answer": {"text": OK_BODY["answer"]}})
         elif behaviour == "truncated":
             self.json(h, {**OK_BODY, "truncated": True})
         elif behaviour == "no-text":
