@@ -91,7 +91,8 @@ class Agent:
             "timeout_s": self.timeout_s, "retries": self.retries, "concurrency": self.concurrency,
             "min_interval_s": self.min_interval_s, "reply_format": self.reply_format,
             "reply": mapping_to_dict(self.reply), "budget": dict(self.budget),
-            **({"n8n": {"api_url": self.n8n.safe_url, "execution_id": self.n8n.execution_id,
+            **({"n8n": {"api_url": safe_url(self.n8n.api_url, self.redactor),
+                        "execution_id": self.n8n.execution_id,
                         "wait_s": self.n8n.wait_s}} if self.n8n else {}),
         }
 
