@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import email.utils
 import functools
+import http.client
 import threading
 import time
 import warnings
@@ -24,7 +25,13 @@ import requests
 from tenacity import RetryCallState, Retrying, retry_if_result, stop_after_attempt
 from urllib3 import Retry, Timeout
 from urllib3.connectionpool import HTTPConnectionPool
-from urllib3.exceptions import DecodeError, LocationValueError, MaxRetryError, NewConnectionError
+from urllib3.exceptions import (
+    DecodeError,
+    LocationValueError,
+    MaxRetryError,
+    NewConnectionError,
+    ProtocolError,
+)
 from urllib3.exceptions import HTTPError as Urllib3Error
 from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from urllib3.response import HTTPResponse
@@ -136,7 +143,23 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def _not_http(exc: BaseException) -> http.client.HTTPException | None:
+    """What http.client refused in the agent's reply (more than 100 header lines, a header line
+    over 64 KB, a status line that is not HTTP), when that is what went wrong; not a connection
+    closed early (RemoteDisconnected, IncompleteRead), which the messages below name."""
+    if isinstance(exc, MaxRetryError):
+        exc = exc.reason
+    cause = exc.args[1] if isinstance(exc, ProtocolError) and len(exc.args) > 1 else None
+    if isinstance(cause, http.client.HTTPException) and not isinstance(
+            cause, (http.client.RemoteDisconnected, http.client.IncompleteRead)):
+        return cause
+    return None
+
+
 def _describe_error(exc: BaseException, agent: Agent) -> str:
+    if (refused := _not_http(exc)) is not None:  # "aborted" below would say "closed mid-reply"
+        what = clean_error(agent, " ".join(str(refused).split()))
+        return f"not a valid HTTP reply ({type(refused).__name__}: {what[:120]})"
     text = clean_error(agent, str(exc))  # before any cut: a cut secret is still a secret
     lowered = text.lower()
     if "refused" in lowered:

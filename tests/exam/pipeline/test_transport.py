@@ -130,6 +130,24 @@ def test_an_http_error_with_a_hostile_body_is_still_an_http_error(store, tmp_pat
     assert cells["deep-json-500"].error.startswith("HTTP 500")
 
 
+@pytest.mark.parametrize(("behaviour", "error"), [
+    ("many-headers", "not a valid HTTP reply (HTTPException: got more than 100 headers)"),
+    ("long-header-line", "not a valid HTTP reply (LineTooLong: got more than 65536 bytes when "
+                         "reading header line)"),
+    ("not-http", "not a valid HTTP reply (BadStatusLine: HELLO [redacted])"),
+])
+def test_a_reply_that_is_not_http_is_named_so_not_a_connection_closed(store, tmp_path, behaviour,
+                                                                       error):
+    with FakeAgent() as fake:
+        bank = write_bank(tmp_path, [behaviour])
+        agent = agent_for(fake.url, bank, headers={"X-Exam-Token": "tok-SECRET-1234"})
+        run_id = create_run(store, agent, "v1")
+        execute(store, [job_for(store, run_id, agent)])
+    cell = store.cells([run_id])[0]
+    assert cell.run_status == "http_error"
+    assert cell.error == f"{error} ({agent.safe_url})"
+
+
 @pytest.mark.parametrize("behaviour", ["lone-surrogate", "charset-utf7-surrogate"])
 def test_lone_surrogates_are_stored_as_replacement_characters(store, tmp_path, behaviour):
     run_id, final, cells = run(store, tmp_path, [behaviour])
