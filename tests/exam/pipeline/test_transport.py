@@ -226,6 +226,23 @@ def test_no_body_in_any_charset_makes_decoding_raise(raw, charset):
     assert "\n" not in problem
 
 
+@pytest.mark.parametrize(("raw", "ctype", "problem"), [
+    ("訂單備貨中".encode("big5"), "application/json",
+     "the body is not valid utf-8 (bytes ad at offset 0; does Content-Type name its charset?)"),
+    (b'{"answer": "ok \xe8\xa8"}', "application/json; charset=utf-8",  # cut inside a character
+     "the body is not valid utf-8 (bytes e8 a8 at offset 15; does Content-Type name its "
+     "charset?)"),
+])
+def test_bytes_not_valid_in_the_charset_are_a_problem_not_a_mangled_answer(raw, ctype, problem):
+    text, found = decode_text(raw, ctype)
+    assert found == problem and "\ufffd" in text
+
+
+def test_a_body_in_its_declared_charset_is_read_without_a_problem():
+    assert decode_text("訂單備貨中".encode("big5"), "application/json; charset=big5") == (
+        "訂單備貨中", "")
+
+
 def test_json_nested_too_deep_is_refused_without_parsing_it(monkeypatch):
     """A 100,000-deep body is refused by counting brackets: json.loads would recurse to the
     interpreter's limit, where a garbage collection's finalizers have no stack left."""
