@@ -15,9 +15,9 @@ message) can hand a secret back in many forms; ``Redactor`` replaces each with
   depend only on the secret are matched; the one or two at each edge that mix in
   neighbouring bytes are left), with or without padding;
 - hex, any letter case;
-- every form above split by white space, NULs or invisible characters (a line-wrapped
-  base64, a token spaced out or broken by zero-width spaces, UTF-16 read as UTF-8) anywhere
-  between two characters.
+- every form above split by white space (also written ``\\n``), NULs or invisible
+  characters (a line-wrapped base64, a token spaced out or broken by zero-width spaces,
+  UTF-16 read as UTF-8) anywhere between two characters.
 
 Not caught (documented in docs/agents.md): encodings stacked on base64 (base64 of base64),
 a secret split across JSON strings, HTML's named character references (``&hyphen;``), or
@@ -50,8 +50,9 @@ def _hex_class(digits: str) -> str:
 
 # what may stand between two characters of a secret that a person still reads as one: white
 # space (a line wrapped, a token spaced out) and invisible format characters (zero-width space
-# and joiners, word joiner, BOM, soft hyphen), and NUL (UTF-16 or UTF-32 read as UTF-8)
-_GAP = r"[\x00\s\u00ad\u200b-\u200d\u2060\ufeff]*"
+# and joiners, word joiner, BOM, soft hyphen), NUL (UTF-16 or UTF-32 read as UTF-8), and a
+# line break as an escape (\n in a body that is not JSON, so never decoded)
+_GAP = r"(?:[\x00\s\u00ad\u200b-\u200d\u2060\ufeff]|\\[nrt])*"
 
 
 def _variants(ch: str) -> list[str]:

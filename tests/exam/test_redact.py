@@ -55,6 +55,7 @@ def read_back(s: str) -> dict[str, str]:
         "upper": s.upper(), "lower": s.lower(), "swapped case": s.swapcase(),
         "full-width": "".join(chr(ord(c) + 0xFEE0) for c in s),
         "spaced": " ".join(s), "broken across lines": s[:5] + "\n" + s[5:],
+        "broken by an escaped line break": s[:5] + "\\r\\n" + s[5:],
         "zero-width spaces": "\u200b".join(s),
         "UTF-16 read as UTF-8": s.encode("utf-16-le").decode("utf-8"),
         "UTF-32 read as UTF-8": s.encode("utf-32-be").decode("utf-8"), "soft hyphens": "\u00ad".join(s),
