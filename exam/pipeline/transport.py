@@ -12,6 +12,7 @@ decompression bomb stops at the cap.
 
 from __future__ import annotations
 
+import codecs
 import email.utils
 import functools
 import http.client
@@ -215,13 +216,25 @@ def _encoding_problem(content_encoding: str | None) -> str:
 
 def decode_text(raw: bytes, ctype: str | None) -> tuple[str, str]:
     """(text, problem): the body in its declared charset; UTF-8 with a problem when Python
-    cannot decode with that charset (idna, punycode ...)."""
+    cannot decode with that charset (idna, punycode ...). Bytes that are not valid in the
+    charset (a Big5 body without ``charset=big5``, a reply cut inside a character) are a
+    problem too, the text kept with U+FFFD in their place: graded, the mangled answer would
+    read as the agent's own."""
     name = _charset(ctype)
+    if raw.startswith(codecs.BOM_UTF8) and codecs.lookup(name).name == "utf-8":
+        raw = raw[len(codecs.BOM_UTF8):]  # a Windows agent's BOM: JSON parsers may ignore it
     try:
         with warnings.catch_warnings():
             # codecs that are not character sets (unicode_escape ...) warn on odd input
             warnings.simplefilter("error")
-            return clean_text(raw.decode(name, errors="replace")), ""
+            text = clean_text(raw.decode(name, errors="replace"))  # idna ... raise here
+            try:
+                raw.decode(name)
+            except UnicodeDecodeError as exc:
+                bad = raw[exc.start:min(exc.end, exc.start + 4)].hex(" ")
+                return text, (f"the body is not valid {name} (bytes {bad} at offset "
+                              f"{exc.start}; does Content-Type name its charset?)")
+            return text, ""
     except (UnicodeError, LookupError, ValueError, TypeError, Warning):
         return (raw.decode("utf-8", errors="replace"),
                 f"the body cannot be read as its declared charset {name!r}")

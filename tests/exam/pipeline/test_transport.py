@@ -243,6 +243,12 @@ def test_a_body_in_its_declared_charset_is_read_without_a_problem():
         "訂單備貨中", "")
 
 
+@pytest.mark.parametrize("ctype", ["application/json", "application/json; charset=UTF8"])
+def test_a_utf8_byte_order_mark_is_dropped_so_the_json_reads(ctype):
+    text, problem = decode_text(b'\xef\xbb\xbf{"answer": "ok"}', ctype)
+    assert (text, problem) == ('{"answer": "ok"}', "")
+
+
 def test_json_nested_too_deep_is_refused_without_parsing_it(monkeypatch):
     """A 100,000-deep body is refused by counting brackets: json.loads would recurse to the
     interpreter's limit, where a garbage collection's finalizers have no stack left."""
