@@ -29,6 +29,7 @@ registry warns about them.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -86,14 +87,17 @@ def _escapes(ch: str) -> list[str]:
 
 
 def _char_pattern(ch: str) -> str:
-    return "(?:" + "|".join(a for v in _variants(ch) for a in _escapes(v)) + ")"
+    """The character itself in any of its variants, or escaped as it is (an escaped
+    upper-cased secret is not a form anyone writes; leaving it out keeps the pattern small)."""
+    same = "[" + "".join(re.escape(v) for v in _variants(ch)) + "]"
+    return "(?:" + "|".join([same, *_escapes(ch)[1:]]) + ")"
 
 
 def _spelled(form: str, exact: bool = True) -> str:
-    """A literal form (base64, hex) matched with gaps between its characters; hex digits in
-    either case."""
+    """A literal form (base64, hex) matched with white space between its characters (wrapped
+    lines); hex digits in either case."""
     chars = [re.escape(c) if exact else _hex_class(c) for c in form]
-    return _GAP.join(chars)
+    return r"\s*".join(chars)
 
 
 def base64_cores(secret: str) -> set[str]:
@@ -116,6 +120,23 @@ def _base64_forms(secret: str) -> set[str]:
     return {*base64_cores(secret), whole, whole.translate(str.maketrans("+/", "-_"))}
 
 
+@functools.lru_cache(maxsize=64)
+def _compiled(kept: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern for every form of every secret, longest first. Kept per set of secrets: a
+    registry is read afresh for every web request, and building the pattern costs milliseconds
+    per secret."""
+    alts = [_GAP.join(_char_pattern(ch) for ch in s) for s in kept]
+    literals = sorted({f for s in kept for f in _base64_forms(s)}, key=len, reverse=True)
+    alts += [_spelled(f) for f in literals]
+    hexes = sorted({s.encode("utf-8").hex() for s in kept}, key=len, reverse=True)
+    alts += [_spelled(h, exact=False) for h in hexes]
+    # a cheap first-character test keeps a multi-megabyte body fast to scan
+    first = ({v for s in kept for v in _variants(s[0])} | {f[0] for f in literals}
+             | {c for h in hexes for c in (h[0].lower(), h[0].upper())} | set("\\%&+"))
+    head = "[" + "".join(re.escape(c) for c in sorted(first)) + "]"
+    return re.compile(f"(?={head})(?:{'|'.join(alts)})")
+
+
 @dataclass(frozen=True, slots=True)
 class Redactor:
     """Replaces every known secret, in every supported encoding, with ``[redacted]``."""
@@ -125,19 +146,9 @@ class Redactor:
 
     @classmethod
     def of(cls, secrets: Iterable[str]) -> Redactor:
-        kept = sorted({s for s in secrets if len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True)
-        if not kept:
-            return cls()
-        alts = [_GAP.join(_char_pattern(ch) for ch in s) for s in kept]
-        literals = sorted({f for s in kept for f in _base64_forms(s)}, key=len, reverse=True)
-        alts += [_spelled(f) for f in literals]
-        hexes = sorted({s.encode("utf-8").hex() for s in kept}, key=len, reverse=True)
-        alts += [_spelled(h, exact=False) for h in hexes]
-        # a cheap first-character test keeps a multi-megabyte body fast to scan
-        first = ({v for s in kept for v in _variants(s[0])} | {f[0] for f in literals}
-                 | {c for h in hexes for c in (h[0].lower(), h[0].upper())} | set("\\%&+"))
-        head = "[" + "".join(re.escape(c) for c in sorted(first)) + "]"
-        return cls(tuple(kept), re.compile(f"(?={head})(?:{'|'.join(alts)})"))
+        kept = tuple(sorted({s for s in secrets if len(s) >= MIN_SECRET_CHARS},
+                            key=lambda s: (-len(s), s)))
+        return cls(kept, _compiled(kept)) if kept else cls()
 
     def __bool__(self) -> bool:
         return self.pattern is not None
