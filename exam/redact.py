@@ -142,16 +142,20 @@ class Redactor:
     """Replaces every known secret, in every supported encoding, with ``[redacted]``."""
 
     secrets: tuple[str, ...] = field(default=(), repr=False)
-    pattern: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, secrets: Iterable[str]) -> Redactor:
-        kept = tuple(sorted({s for s in secrets if len(s) >= MIN_SECRET_CHARS},
-                            key=lambda s: (-len(s), s)))
-        return cls(kept, _compiled(kept)) if kept else cls()
+        return cls(tuple(sorted({s for s in secrets if len(s) >= MIN_SECRET_CHARS},
+                                key=lambda s: (-len(s), s))))
+
+    @property
+    def pattern(self) -> re.Pattern[str] | None:
+        """Built when first used (a registry makes a redactor per agent, then one for them
+        all), and kept for the same secrets."""
+        return _compiled(self.secrets) if self.secrets else None
 
     def __bool__(self) -> bool:
-        return self.pattern is not None
+        return bool(self.secrets)
 
     def text(self, value: str | None) -> str | None:
         """``value`` with every secret form replaced; None and "" pass through."""
