@@ -1,9 +1,9 @@
 """Read an agent's reply body through a mapping of dot paths (``reply:`` in agents.yaml).
 
 Whatever an agent sends, reading it never raises: NaN, Infinity, numbers beyond a double,
-JSON nested deeper than ``MAX_DEPTH``, usage figures beyond a 64-bit integer become a
-``problem`` (the cell's ``bad_reply`` reason); lone surrogates become U+FFFD so the text can be
-stored.
+JSON nested deeper than ``MAX_DEPTH``, usage figures beyond a 64-bit integer or below 0 become
+a ``problem`` (the cell's ``bad_reply`` reason); lone surrogates become U+FFFD so the text can
+be stored.
 """
 
 from __future__ import annotations
@@ -170,9 +170,11 @@ def _count(value: Any, path: str) -> int | None:
         number = value
     else:
         return None
+    shown = repr(value) if isinstance(value, str) else str(value)
     if isinstance(number, float) and not math.isfinite(number) or abs(number) > MAX_FIGURE:
-        shown = repr(value) if isinstance(value, str) else str(value)
         raise ReplyError(f"{path}: {shown[:40]} is out of range for a count")
+    if number < 0:  # summed into a budget, -50000 tokens would pay for a costly attempt
+        raise ReplyError(f"{path}: {shown[:40]} is negative, not a count")
     return int(number)
 
 
