@@ -7,8 +7,9 @@ shown; only header *names* are ever shown. Each agent's replies are redacted of 
 secrets and of the service's own (``exam.redact.SERVICE_SECRETS``: the LINE channel token, the
 API token...), since an agent may know any of them. A value with white space around it (a file's
 trailing newline) is trimmed with a warning naming the variable. An agent whose secret is
-missing, or holds a control character, is not an error for the whole registry: it is
-*blocked*, and its cells are recorded as such (blocked is not failed).
+missing, or holds a control character (or, in a header, one outside Latin-1), is not an error
+for the whole registry: it is *blocked*, and its cells are recorded as such (blocked is not
+failed).
 """
 
 from __future__ import annotations
@@ -306,6 +307,11 @@ def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent
         if not isinstance(value, str | int):
             raise RegistryError(f"{path}: {where}.headers.{key}: expected a string value")
         headers[str(key)] = _expand(str(value), f"{where}.headers.{key}", env, missing, found)
+        try:
+            headers[str(key)].encode("latin-1")
+        except UnicodeEncodeError:  # http.client would raise it, quoting a character of it
+            missing.append(f"{where}.headers.{key}: its value has a character outside Latin-1, "
+                           "which an HTTP header cannot carry")
     budget = raw.get("budget") or {}
     if not isinstance(budget, Mapping):
         raise RegistryError(f"{path}: {where}.budget: expected a mapping")
