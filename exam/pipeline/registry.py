@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from exam import names
 from exam.errors import RegistryError, is_placeholder, unknown_keys
@@ -299,6 +299,11 @@ def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent
             # the registry's own text, not the expanded one: that may hold a secret
             raise RegistryError(f"{path}: {where}.url: expected an http(s) URL, "
                                 f"found {str(raw['url'])!r}")
+        try:
+            unquote(f"{parts.username or ''}:{parts.password or ''}").encode("latin-1")
+        except UnicodeEncodeError:  # requests' Basic auth would raise it at every send
+            missing.append(f"{where}.url: its user name or password has a character outside "
+                           "Latin-1, which Basic auth cannot carry")
     headers_raw = raw.get("headers") or {}
     if not isinstance(headers_raw, Mapping):
         raise RegistryError(f"{path}: {where}.headers: expected a mapping of header: value")

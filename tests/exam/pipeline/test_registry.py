@@ -137,3 +137,11 @@ def test_a_header_value_an_http_header_cannot_carry_blocks_the_agent_without_sho
     agent = parse(data, {"W1_TOKEN": "tök€n-secret-123"}).get("W1")
     assert agent.blocked == ("agents.W1.headers.X-Exam-Token: its value has a character outside "
                              "Latin-1, which an HTTP header cannot carry")
+
+
+@pytest.mark.parametrize("url", ["http://user:${W1_PASS}@127.0.0.1:5678/webhook/x",
+                                 "http://user:p%E2%82%AC55-word@127.0.0.1:5678/webhook/x"])
+def test_a_url_password_basic_auth_cannot_carry_blocks_the_agent_without_showing_it(url):
+    agent = parse({"agents": {"W1": {"url": url}}}, {"W1_PASS": "p€55-word"}).get("W1")
+    assert agent.blocked == ("agents.W1.url: its user name or password has a character outside "
+                             "Latin-1, which Basic auth cannot carry")
