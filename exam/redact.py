@@ -53,7 +53,8 @@ def _hex_class(digits: str) -> str:
 # space (a line wrapped, a token spaced out) and invisible format characters (zero-width space
 # and joiners, word joiner, BOM, soft hyphen), NUL (UTF-16 or UTF-32 read as UTF-8), and a
 # line break as an escape (\n in a body that is not JSON, so never decoded)
-_GAP = r"(?:[\x00\s\u00ad\u200b-\u200d\u2060\ufeff]|\\[nrt])*"
+_GAP_CHARS = r"[\x00\s\u00ad\u200b-\u200d\u2060\ufeff]"
+_GAP = rf"(?:{_GAP_CHARS}|\\[nrt])*"
 
 
 def _variants(ch: str) -> list[str]:
@@ -94,10 +95,10 @@ def _char_pattern(ch: str) -> str:
 
 
 def _spelled(form: str, exact: bool = True) -> str:
-    """A literal form (base64, hex) matched with white space between its characters (wrapped
-    lines); hex digits in either case."""
+    """A literal form (base64, hex) matched with gaps between its characters (wrapped lines,
+    zero-width spaces); hex digits in either case."""
     chars = [re.escape(c) if exact else _hex_class(c) for c in form]
-    return r"\s*".join(chars)
+    return f"{_GAP_CHARS}*".join(chars)
 
 
 def base64_cores(secret: str) -> set[str]:

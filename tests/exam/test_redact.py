@@ -63,6 +63,7 @@ def read_back(s: str) -> dict[str, str]:
         "html without ;": "".join(f"&#{ord(c)}" for c in s),
         "base64 wrapped at 76": base64.encodebytes(b"pad" * 20 + raw + b"tail" * 10).decode(),
         "base64 wrapped at 12": "\r\n".join(b64[i:i + 12] for i in range(0, len(b64), 12)),
+        "base64 split by zero-width spaces": "\u200b".join(b64),
         "hex spaced, mixed case": " ".join(f"{b:02x}" if i % 2 else f"{b:02X}"
                                            for i, b in enumerate(raw)),
     }
