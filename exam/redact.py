@@ -179,16 +179,34 @@ class Redactor:
         return value if clean == data else json.dumps(clean, ensure_ascii=False)
 
     def data(self, value: Any) -> Any:
-        """A parsed JSON value with every string (keys too) redacted."""
+        """A parsed JSON value with every string (keys too) redacted. Walked with a stack of
+        its own, not by recursion: a hostile body nesting 500 levels deep parses, and
+        recursing into it ran out of Python's stack (the cell became a harness error)."""
         if self.pattern is None:
             return value
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, list):
-            return [self.data(v) for v in value]
-        if isinstance(value, dict):
-            return {self.text(k): self.data(v) for k, v in value.items()}
-        return value
+        pending: list[tuple[Any, Any]] = []
+
+        def clean(v: Any) -> Any:
+            if isinstance(v, str):
+                return self.text(v)
+            if isinstance(v, list):
+                pending.append((v, out := [None] * len(v)))
+                return out
+            if isinstance(v, dict):
+                pending.append((v, out := {}))
+                return out
+            return v
+
+        top = clean(value)
+        while pending:
+            src, dst = pending.pop()
+            if isinstance(src, list):
+                for i, item in enumerate(src):
+                    dst[i] = clean(item)
+            else:
+                for k, item in src.items():
+                    dst[self.text(k)] = clean(item)
+        return top
 
 
 NO_SECRETS = Redactor()
