@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from exam.pipeline.n8n_usage import measure, usage_of_execution
+from exam.pipeline.n8n_usage import execution_id, measure, usage_of_execution
 from exam.pipeline.registry import N8nUsage
 from tests.fakes.server import send_json, serve
 
@@ -246,3 +246,15 @@ def test_a_secret_in_the_n8n_api_urls_path_is_neither_in_the_note_nor_the_runs_s
     assert settings["n8n"]["api_url"] == "http://127.0.0.1:9/[redacted]"
     dump = b"".join(p.read_bytes() for p in tmp_path.glob("exam.db*"))
     assert secret.encode() not in dump
+
+
+@pytest.mark.parametrize(("value", "found"), [
+    ("7", "7"), (7, "7"), ("2b1e-77", "2b1e-77"), ("x" * 64, "x" * 64), ("1" * 65, None),
+    ("../7", None), ("7?x=1", None), (True, None), ({"id": 7}, None)])
+def test_only_an_id_like_value_is_an_execution_id(value, found):
+    assert execution_id(json.dumps({"executionId": value}), "executionId") == found
+
+
+def test_an_endless_execution_id_is_no_id_and_the_note_stays_short(api):
+    u = measure(cfg(api({}).url), [(1, "", reply("9" * 10_000))])
+    assert u.note == "usage unknown: attempt 1's reply carries no execution id at 'executionId'"
