@@ -38,7 +38,7 @@ HOSTILE = {
     "bigint-string-usage": '{"answer": "備貨中", "usage": {"total_tokens": "1e999"}}',
     "deep-json": '{"answer": "備貨中", "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
     # deep enough to outrun a recursive walk of the parsed JSON, shallow enough to parse
-    "deep-json-500": '{"answer": "備貨中", "x": ' + "[" * 500 + "]" * 500 + "}",
+    "deep-json-500-levels": '{"answer": "備貨中", "x": ' + "[" * 500 + "]" * 500 + "}",
     "lone-surrogate": '{"answer": "備貨中 \\ud800", "intermediateSteps": [{"action": '
                       '{"tool": "t\\udfff", "toolInput": {"q": "\\ud800"}}}]}',
 }

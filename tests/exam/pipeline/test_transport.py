@@ -112,7 +112,7 @@ def test_each_attempt_ends_at_its_deadline_however_the_agent_dribbles(store, tmp
     ("bigint-usage", "usage.total_tokens: 123456789012345678901234 is out of range"),
     ("bigint-string-usage", "usage.total_tokens: '1e999' is out of range"),
     ("deep-json", "JSON nested deeper than"),
-    ("deep-json-500", "JSON nested deeper than"),
+    ("deep-json-500-levels", "JSON nested deeper than"),
     ("charset-idna", "cannot be read as its declared charset 'idna'"),
 ])
 def test_a_hostile_reply_is_that_cells_bad_reply_and_the_run_goes_on(store, tmp_path, behaviour,
