@@ -27,6 +27,7 @@ from exam.pipeline.registry import N8nUsage
 
 MODEL_CONNECTION = "ai_languageModel"  # the connection type of every chat model sub-node
 RUNNING = ("new", "running", "waiting")
+MAX_ID_CHARS = 64  # an execution id longer than this is not one (n8n's are integers)
 NOTHING_SENT = ("connection refused", "cannot resolve")  # exam.pipeline.transport's words for these
 
 
@@ -119,6 +120,8 @@ def execution_id(body: str | None, path: str) -> str | None:
     if value is MISSING or value is None or isinstance(value, bool | dict | list):
         return None
     text = str(value).strip()
+    if len(text) > MAX_ID_CHARS:  # n8n's ids are numbers; this one would fill every message
+        return None
     return text if text.isdigit() or (text and text.replace("-", "").isalnum()) else None
 
 

@@ -1,9 +1,9 @@
 """Read an agent's reply body through a mapping of dot paths (``reply:`` in agents.yaml).
 
 Whatever an agent sends, reading it never raises: NaN, Infinity, numbers beyond a double,
-JSON nested deeper than ``MAX_DEPTH``, usage figures beyond a 64-bit integer become a
-``problem`` (the cell's ``bad_reply`` reason); lone surrogates become U+FFFD so the text can be
-stored.
+JSON nested deeper than ``MAX_DEPTH``, usage figures beyond a 64-bit integer or below 0 become
+a ``problem`` (the cell's ``bad_reply`` reason); lone surrogates become U+FFFD so the text can
+be stored.
 """
 
 from __future__ import annotations
@@ -170,9 +170,11 @@ def _count(value: Any, path: str) -> int | None:
         number = value
     else:
         return None
+    shown = repr(value) if isinstance(value, str) else str(value)
     if isinstance(number, float) and not math.isfinite(number) or abs(number) > MAX_FIGURE:
-        shown = repr(value) if isinstance(value, str) else str(value)
         raise ReplyError(f"{path}: {shown[:40]} is out of range for a count")
+    if number < 0:  # summed into a budget, -50000 tokens would pay for a costly attempt
+        raise ReplyError(f"{path}: {shown[:40]} is negative, not a count")
     return int(number)
 
 
@@ -210,6 +212,15 @@ def keys_present(body: Any, paths: str | tuple[str, ...] | None = None, limit: i
     if isinstance(at, list):
         return f"{where} is an array of {len(at)}"
     return f"{where} is {type(at).__name__}"
+
+
+def _shape(value: Mapping | list) -> str:
+    """'an object (keys: a, b)', 'an empty object', 'an array of 3'."""
+    if isinstance(value, list):
+        return f"an array of {len(value)}"
+    keys = [json.dumps(str(k), ensure_ascii=False)[1:-1][:40] for k in list(value)[:12]]
+    more = f" … ({len(value)} keys)" if len(value) > 12 else ""
+    return f"an object (keys: {', '.join(keys)}{more})" if keys else "an empty object"
 
 
 def _steps(body: Any, mapping: StepsMapping | None) -> tuple[Step, ...] | None:
@@ -264,17 +275,21 @@ def read_body(body: Any, mapping: ReplyMapping = DEFAULT_MAPPING) -> ReadReply:
     if not isinstance(body, Mapping):
         return ReadReply(None, None, None, None, False, None, body,
                          problem=f"expected a JSON object, got {type(body).__name__}")
-    text = MISSING
-    for path in mapping.text:
-        text = lookup(body, path)
+    text, found_at = MISSING, ""
+    for found_at in mapping.text:
+        text = lookup(body, found_at)
         if text is not MISSING:
             break
     problem = ""
     if text is MISSING or text is None:
         problem = f"no text at {' / '.join(mapping.text)} ({keys_present(body, mapping.text)})"
         text = None
+    elif isinstance(text, Mapping | list):
+        # not an answer: graded as its Python repr, a fact inside it would pass
+        problem = f"no text at {found_at}: {_shape(text)}, not text"
+        text = None
     elif not isinstance(text, str):
-        text = str(text)
+        text = json.dumps(text)  # a number or true/false, as the agent wrote it
     status = lookup(body, mapping.status) if mapping.status else MISSING
     truncated = lookup(body, mapping.truncated) if mapping.truncated else MISSING
     figures: dict[str, int | None] = {"model_calls": None, "tokens": None}

@@ -3,10 +3,13 @@
 Every value substituted from ``${VAR}`` is a secret, and so are a URL's userinfo and query
 values. They are resolved at load time, kept out of ``repr`` and redacted (in every encoding,
 see ``exam.redact``) from whatever an agent or a library hands back before it is stored or
-shown; only header *names* are ever shown. A value with white space around it (a file's
+shown; only header *names* are ever shown. Each agent's replies are redacted of every agent's
+secrets and of the service's own (``exam.redact.SERVICE_SECRETS``: the LINE channel token, the
+API token...), since an agent may know any of them. A value with white space around it (a file's
 trailing newline) is trimmed with a warning naming the variable. An agent whose secret is
-missing, or holds a control character, is not an error for the whole registry: it is
-*blocked*, and its cells are recorded as such (blocked is not failed).
+missing, or holds a control character (or, in a header, one outside Latin-1), is not an error
+for the whole registry: it is *blocked*, and its cells are recorded as such (blocked is not
+failed).
 """
 
 from __future__ import annotations
@@ -14,15 +17,22 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from exam import names
 from exam.errors import RegistryError, is_placeholder, unknown_keys
 from exam.pipeline.reading import DEFAULT_MAPPING, ReplyMapping, StepsMapping
-from exam.redact import MIN_SECRET_CHARS, NO_SECRETS, Redactor, safe_url, url_secrets
+from exam.redact import (
+    MIN_SECRET_CHARS,
+    NO_SECRETS,
+    Redactor,
+    safe_url,
+    service_secrets,
+    url_secrets,
+)
 from graders.model import BUDGET_KEYS
 
 DEFAULT_PATH = "webhooks/agents.yaml"
@@ -82,7 +92,8 @@ class Agent:
             "timeout_s": self.timeout_s, "retries": self.retries, "concurrency": self.concurrency,
             "min_interval_s": self.min_interval_s, "reply_format": self.reply_format,
             "reply": mapping_to_dict(self.reply), "budget": dict(self.budget),
-            **({"n8n": {"api_url": self.n8n.safe_url, "execution_id": self.n8n.execution_id,
+            **({"n8n": {"api_url": safe_url(self.n8n.api_url, self.redactor),
+                        "execution_id": self.n8n.execution_id,
                         "wait_s": self.n8n.wait_s}} if self.n8n else {}),
         }
 
@@ -288,6 +299,11 @@ def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent
             # the registry's own text, not the expanded one: that may hold a secret
             raise RegistryError(f"{path}: {where}.url: expected an http(s) URL, "
                                 f"found {str(raw['url'])!r}")
+        try:
+            unquote(f"{parts.username or ''}:{parts.password or ''}").encode("latin-1")
+        except UnicodeEncodeError:  # requests' Basic auth would raise it at every send
+            missing.append(f"{where}.url: its user name or password has a character outside "
+                           "Latin-1, which Basic auth cannot carry")
     headers_raw = raw.get("headers") or {}
     if not isinstance(headers_raw, Mapping):
         raise RegistryError(f"{path}: {where}.headers: expected a mapping of header: value")
@@ -296,6 +312,11 @@ def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent
         if not isinstance(value, str | int):
             raise RegistryError(f"{path}: {where}.headers.{key}: expected a string value")
         headers[str(key)] = _expand(str(value), f"{where}.headers.{key}", env, missing, found)
+        try:
+            headers[str(key)].encode("latin-1")
+        except UnicodeEncodeError:  # http.client would raise it, quoting a character of it
+            missing.append(f"{where}.headers.{key}: its value has a character outside Latin-1, "
+                           "which an HTTP header cannot carry")
     budget = raw.get("budget") or {}
     if not isinstance(budget, Mapping):
         raise RegistryError(f"{path}: {where}.budget: expected a mapping")
@@ -323,7 +344,7 @@ def parse_agent(path: str, name: str, raw: Any, env: Mapping[str, str]) -> Agent
         reply=mapping, reply_format=fmt, budget=dict(budget), n8n=n8n,
         blocked="; ".join(missing),
         redactor=Redactor.of([*found.values, *url_secrets(url),
-                              *(url_secrets(n8n.api_url) if n8n else ())]),
+                              *(url_secrets(n8n.api_url) if n8n else ()), *service_secrets(env)]),
         warnings=tuple(dict.fromkeys(found.warnings)),
     )
 
@@ -342,7 +363,9 @@ def parse_registry(data: Any, path: str, env: Mapping[str, str] | None = None) -
             raise RegistryError(f"{path}: agents: agent name {str(n)[:80]!r} is not usable: "
                                 f"{names.problem(str(n))} (use {names.RULE})")
     agents = {str(n): parse_agent(path, str(n), raw, env) for n, raw in agents_raw.items()}
-    return Registry(path, agents)
+    # one agent's secret is a secret in every agent's reply (each holds the service's own)
+    shared = Redactor.of([s for a in agents.values() for s in a.redactor.secrets])
+    return Registry(path, {n: replace(a, redactor=shared) for n, a in agents.items()})
 
 
 def load_registry(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> Registry:

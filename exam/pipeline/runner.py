@@ -155,7 +155,8 @@ def _run_cell(store: Store, job: Job, case_no: str, repeat: int, gate: RequestGa
             (o.row.n, o.row.error, o.body if o.body is not None else o.row.body)
             for o in outcomes])
         model_calls, tokens = usage.model_calls, usage.tokens
-        estimated, usage_note = usage.estimated, usage.note
+        # the note names the n8n API's URL, whose path may hold a ${VAR}
+        estimated, usage_note = usage.estimated, clean_error(agent, usage.note)
     latency = sum(o.row.latency_ms for o in outcomes)
     steps = None
     if read is not None and read.steps is not None:

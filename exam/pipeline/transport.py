@@ -12,8 +12,10 @@ decompression bomb stops at the cap.
 
 from __future__ import annotations
 
+import codecs
 import email.utils
 import functools
+import http.client
 import threading
 import time
 import warnings
@@ -24,7 +26,13 @@ import requests
 from tenacity import RetryCallState, Retrying, retry_if_result, stop_after_attempt
 from urllib3 import Retry, Timeout
 from urllib3.connectionpool import HTTPConnectionPool
-from urllib3.exceptions import DecodeError, LocationValueError, MaxRetryError, NewConnectionError
+from urllib3.exceptions import (
+    DecodeError,
+    LocationValueError,
+    MaxRetryError,
+    NewConnectionError,
+    ProtocolError,
+)
 from urllib3.exceptions import HTTPError as Urllib3Error
 from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from urllib3.response import HTTPResponse
@@ -136,7 +144,23 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def _not_http(exc: BaseException) -> http.client.HTTPException | None:
+    """What http.client refused in the agent's reply (more than 100 header lines, a header line
+    over 64 KB, a status line that is not HTTP), when that is what went wrong; not a connection
+    closed early (RemoteDisconnected, IncompleteRead), which the messages below name."""
+    if isinstance(exc, MaxRetryError):
+        exc = exc.reason
+    cause = exc.args[1] if isinstance(exc, ProtocolError) and len(exc.args) > 1 else None
+    if isinstance(cause, http.client.HTTPException) and not isinstance(
+            cause, (http.client.RemoteDisconnected, http.client.IncompleteRead)):
+        return cause
+    return None
+
+
 def _describe_error(exc: BaseException, agent: Agent) -> str:
+    if (refused := _not_http(exc)) is not None:  # "aborted" below would say "closed mid-reply"
+        what = clean_error(agent, " ".join(str(refused).split()))
+        return f"not a valid HTTP reply ({type(refused).__name__}: {what[:120]})"
     text = clean_error(agent, str(exc))  # before any cut: a cut secret is still a secret
     lowered = text.lower()
     if "refused" in lowered:
@@ -192,13 +216,25 @@ def _encoding_problem(content_encoding: str | None) -> str:
 
 def decode_text(raw: bytes, ctype: str | None) -> tuple[str, str]:
     """(text, problem): the body in its declared charset; UTF-8 with a problem when Python
-    cannot decode with that charset (idna, punycode ...)."""
+    cannot decode with that charset (idna, punycode ...). Bytes that are not valid in the
+    charset (a Big5 body without ``charset=big5``, a reply cut inside a character) are a
+    problem too, the text kept with U+FFFD in their place: graded, the mangled answer would
+    read as the agent's own."""
     name = _charset(ctype)
+    if raw.startswith(codecs.BOM_UTF8) and codecs.lookup(name).name == "utf-8":
+        raw = raw[len(codecs.BOM_UTF8):]  # a Windows agent's BOM: JSON parsers may ignore it
     try:
         with warnings.catch_warnings():
             # codecs that are not character sets (unicode_escape ...) warn on odd input
             warnings.simplefilter("error")
-            return clean_text(raw.decode(name, errors="replace")), ""
+            text = clean_text(raw.decode(name, errors="replace"))  # idna ... raise here
+            try:
+                raw.decode(name)
+            except UnicodeDecodeError as exc:
+                bad = raw[exc.start:min(exc.end, exc.start + 4)].hex(" ")
+                return text, (f"the body is not valid {name} (bytes {bad} at offset "
+                              f"{exc.start}; does Content-Type name its charset?)")
+            return text, ""
     except (UnicodeError, LookupError, ValueError, TypeError, Warning):
         return (raw.decode("utf-8", errors="replace"),
                 f"the body cannot be read as its declared charset {name!r}")

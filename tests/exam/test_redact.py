@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import base64
 import json
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import quote, quote_plus
 
 import pytest
@@ -13,6 +14,7 @@ from exam.redact import MIN_SECRET_CHARS, REDACTED, Redactor, scrub_urls
 from exam.store import Store
 from tests.exam.helpers import write_bank
 from tests.fakes.agent import FakeAgent
+from tests.fakes.server import send_json, serve
 
 SECRET = 'tök€n/+ "x😀y=9'
 
@@ -40,6 +42,51 @@ def test_every_encoding_of_a_secret_is_redacted(name, text):
     assert SECRET not in out and "tök€n" not in out
     for leaked in forms(SECRET).values():
         assert leaked.strip() not in out
+
+
+TOKEN = "Tk-9fQz2Lx7wPq4R"
+
+
+def read_back(s: str) -> dict[str, str]:
+    """Forms a person (or a script) reads back as the secret at a glance."""
+    raw = s.encode()
+    b64 = base64.b64encode(b"pad" * 20 + raw + b"tail" * 10).decode()
+    return {
+        "upper": s.upper(), "lower": s.lower(), "swapped case": s.swapcase(),
+        "full-width": "".join(chr(ord(c) + 0xFEE0) for c in s),
+        "spaced": " ".join(s), "broken across lines": s[:5] + "\n" + s[5:],
+        "broken by an escaped line break": s[:5] + "\\r\\n" + s[5:],
+        "zero-width spaces": "\u200b".join(s),
+        "UTF-16 read as UTF-8": s.encode("utf-16-le").decode("utf-8"),
+        "UTF-32 read as UTF-8": s.encode("utf-32-be").decode("utf-8"), "soft hyphens": "\u00ad".join(s),
+        "\\x escapes": "".join(f"\\x{b:02x}" for b in raw),
+        "html without ;": "".join(f"&#{ord(c)}" for c in s),
+        "base64 wrapped at 76": base64.encodebytes(b"pad" * 20 + raw + b"tail" * 10).decode(),
+        "base64 wrapped at 12": "\r\n".join(b64[i:i + 12] for i in range(0, len(b64), 12)),
+        "base64 split by zero-width spaces": "\u200b".join(b64),
+        "hex spaced, mixed case": " ".join(f"{b:02x}" if i % 2 else f"{b:02X}"
+                                           for i, b in enumerate(raw)),
+    }
+
+
+@pytest.mark.parametrize(("name", "text"), list(read_back(TOKEN).items()))
+def test_a_secret_read_back_at_a_glance_is_redacted(name, text):
+    out = Redactor.of([TOKEN]).text(f"before {text} after")
+    assert REDACTED in out
+
+    def squeezed(t: str) -> str:
+        return "".join(c for c in t if c.isprintable() and not c.isspace() and c != "\u00ad")
+
+    # what is left, gaps taken out, holds no run of the secret's own characters in that form
+    middle = (base64.b64encode(TOKEN.encode()).decode()[2:18] if name.startswith("base64")
+              else squeezed(text)[4:-4])
+    assert middle not in squeezed(out)
+
+
+def test_case_and_gaps_do_not_blank_ordinary_words():
+    r = Redactor.of([TOKEN])
+    text = "Tk 9 fQ, a token of 16 characters: Tk-9fQz2 and Lx7wPq4R apart"
+    assert r.text(text) == text
 
 
 def test_basic_auth_of_user_pass_is_redacted_inside_a_header_echo():
@@ -153,3 +200,58 @@ def test_a_json_escaped_percent_sign_is_still_percent_encoding():
     assert r.text("x tok\\u002f12345678 y") == f"x {REDACTED} y"
     assert r.text("x tok\\u002F12345678 y") == f"x {REDACTED} y"
     assert r.text("x tok\\u00252F12345678 y") == f"x {REDACTED} y"
+
+
+SERVICE_ENV = {
+    "W1_TOKEN": "w1-token-AAAA1111",
+    "LINE_CHANNEL_ACCESS_TOKEN": "line-access-BBBB2222",
+    "LINE_CHANNEL_SECRET": "line-secret-CCCC3333",
+    "EXAM_API_TOKEN": "api-token-DDDD4444",
+    "EXAM_VIEWER_TOKEN": "viewer-token-EEEE5555",
+    "EXAM_SECRET_KEY": "secret-key-FFFF6666",
+    "EXAM_WEBHOOK_AUTH": "Bearer hook-bearer-GGGG7777",
+    "EXAM_WEBHOOK_URL": "https://hooks.example/x?key=hook-query-HHHH8888",
+    "EXAM_DB": "postgresql://postgres:db-password-IIII9999@db.internal/agent_exam",
+}
+
+
+def test_every_agent_redacts_the_other_agents_and_the_services_secrets(tmp_path):
+    """An agent can know a secret that is not its own (its n8n holds the team's LINE channel
+    token, the after-change workflow's API token, another agent's header): none is stored."""
+    leaked = [v for k, v in SERVICE_ENV.items() if k not in ("EXAM_WEBHOOK_URL", "EXAM_DB")]
+    leaked += ["hook-bearer-GGGG7777", "hook-query-HHHH8888", "db-password-IIII9999"]
+    echo = " ".join(leaked)
+
+    class Leaky(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            send_json(self, 200, {"answer": f"備貨中 {echo}", "intermediateSteps": [
+                {"action": {"tool": "http", "toolInput": {"auth": echo.upper()}}}]})
+
+    with serve(Leaky) as url:
+        bank = write_bank(tmp_path, ["ok"])
+        data = {"agents": {"W1": {"url": "http://127.0.0.1:9/", "bank": str(bank),
+                                  "headers": {"X-Exam-Token": "${W1_TOKEN}"}},
+                           "W2": {"url": url, "bank": str(bank), "timeout_s": 5}}}
+        agent = parse_registry(data, "agents.yaml", SERVICE_ENV).get("W2")
+        store = Store.open(tmp_path / "exam.db")
+        run_id = create_run(store, agent, "v1")
+        execute(store, [job_for(store, run_id, agent)])
+        cells = store.cells([run_id])
+        store.close()
+    assert cells[0].run_status == "ok" and cells[0].text.startswith("備貨中 [redacted]")
+    dump = b"".join(p.read_bytes() for p in tmp_path.glob("exam.db*"))
+    for secret in leaked:
+        assert secret.encode() not in dump and secret.upper().encode() not in dump, secret
+
+
+def test_a_database_user_name_is_not_a_secret():
+    r = parse_registry(GOOD_ONE, "agents.yaml", {"EXAM_DB": SERVICE_ENV["EXAM_DB"]}).get("W1")
+    assert r.redactor.text("postgres is up") == "postgres is up"
+    assert r.redactor.text("db-password-IIII9999") == REDACTED
+
+
+GOOD_ONE = {"agents": {"W1": {"url": "http://127.0.0.1:9/"}}}

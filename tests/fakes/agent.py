@@ -37,6 +37,8 @@ HOSTILE = {
     "bigint-usage": '{"answer": "備貨中", "usage": {"total_tokens": 123456789012345678901234}}',
     "bigint-string-usage": '{"answer": "備貨中", "usage": {"total_tokens": "1e999"}}',
     "deep-json": '{"answer": "備貨中", "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    # deep enough to outrun a recursive walk of the parsed JSON, shallow enough to parse
+    "deep-json-500-levels": '{"answer": "備貨中", "x": ' + "[" * 500 + "]" * 500 + "}",
     "lone-surrogate": '{"answer": "備貨中 \\ud800", "intermediateSteps": [{"action": '
                       '{"tool": "t\\udfff", "toolInput": {"q": "\\ud800"}}}]}',
 }
@@ -233,6 +235,15 @@ class FakeAgent:
             self.send(h, 200, '{"answer": "oops"')
         elif behaviour == "array":
             self.json(h, [OK_BODY])
+        elif behaviour in ("many-headers", "long-header-line", "not-http"):  # raw bytes, no HTTP
+            head = {"many-headers": b"HTTP/1.1 200 OK\r\n" + b"X-A: b\r\n" * 200,
+                    "long-header-line": b"HTTP/1.1 200 OK\r\nX-A: " + b"b" * 70_000 + b"\r\n",
+                    "not-http": b"HELLO " + h.headers.get("X-Exam-Token", "").encode() + b"\r\n"
+                    }[behaviour]
+            h.wfile.write(head + b"Content-Length: 2\r\n\r\n{}")
+            h.close_connection = True
+        elif behaviour == "answer-object":  # the text path holds an object, the facts inside it
+            self.json(h, {**OK_BODY, "answer": {"text": OK_BODY["answer"]}})
         elif behaviour == "truncated":
             self.json(h, {**OK_BODY, "truncated": True})
         elif behaviour == "no-text":

@@ -14,6 +14,7 @@ import io
 import json
 import logging
 import os
+import re
 import sqlite3
 import tempfile
 from http.server import BaseHTTPRequestHandler
@@ -61,7 +62,19 @@ HEADER_SECRET = st.one_of(secret(UNRESERVED), secret(PRINTABLE),
                           st.tuples(secret(PRINTABLE), secret(PRINTABLE)).map(" ".join))
 
 FORMS = ("raw", "json-u", "json-partial", "quote", "quote_plus", "b64", "b64url", "b64-at-1",
-         "b64-at-2", "hex", "spaced", "error-401", "error-500-b64", "not-json", "ctype")
+         "b64-at-2", "hex", "spaced", "error-401", "error-500-b64", "not-json", "ctype",
+         "upper", "full-width", "zero-width", "b64-wrapped")
+# what a person reading an output would not see as breaking a secret (white space, invisible
+# characters, NUL, and their JSON escapes in a stored body)
+GAPS = re.compile(r"[\x00\s\u00ad\u200b-\u200d\u2060\ufeff]|\\[nrt]|\\u200[bcd]")
+
+
+def upper(s: str) -> str:
+    return "".join(c.upper() if len(c.upper()) == 1 else c for c in s)
+
+
+def full_width(s: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in s)
 
 
 def json_u(s: str, every: int = 1) -> str:
@@ -86,8 +99,10 @@ def encode(form: str, value: str) -> str:
             "b64url": lambda v: b64(v, True),
             "b64-at-1": lambda v: base64.b64encode(b"\x07" + v.encode() + b"zz").decode(),
             "b64-at-2": lambda v: base64.urlsafe_b64encode(b"\xfe\x01" + v.encode()).decode(),
-            "hex": lambda v: v.encode().hex(), "spaced": lambda v: f"\n  {v} \t"}.get(
-        form, lambda v: v)(value)
+            "hex": lambda v: v.encode().hex(), "spaced": lambda v: f"\n  {v} \t",
+            "upper": upper, "full-width": full_width, "zero-width": "\u200b".join,
+            "b64-wrapped": lambda v: "\n".join(b64(v)[i:i + 12] for i in range(0, len(b64(v)), 12)),
+            }.get(form, lambda v: v)(value)
 
 
 class EchoAgent:
@@ -168,6 +183,8 @@ def search_forms(value: str) -> set[str]:
              json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
              repr(value)[1:-1], quote(value, safe=""), quote(value), quote_plus(value),
              value.encode().hex(), b64(value), b64(value, True)}
+    forms |= {f(g(value)) for f in (str, html.escape, lambda v: json.dumps(v)[1:-1])
+              for g in (upper, full_width)}
     raw = value.encode()
     for align in range(3):  # the secret's own base64 characters inside a longer string
         enc = base64.b64encode(bytes(align) + raw).decode()
@@ -293,6 +310,12 @@ def test_planted_secrets_are_found_in_no_output(echo, table):
                     hay = text if isinstance(text, str) else text.decode("utf-8", "replace")
                     if form in hay:
                         leaks.append(f"{var} as {form!r} in {where}")
+                    # split by white space or invisible characters; not inside an escape
+                    # (%E4 written %\u200bE4 is an encoding of a split, not a split secret)
+                    squeezed = GAPS.sub("", form)
+                    if len(squeezed) >= MIN_SECRET_CHARS and not re.search(r"[%\\&]", form) \
+                            and squeezed in GAPS.sub("", hay):
+                        leaks.append(f"{var} as {form!r}, split by gaps, in {where}")
         assert leaks == []
         shown = "".join(t for _, t in outputs if isinstance(t, str))
         assert "[redacted]" in shown
@@ -306,7 +329,8 @@ def test_planted_secrets_are_found_in_no_output(echo, table):
                       "planted in a header, URL userinfo, path and query, some with a trailing "
                       f"newline, echoed back by a real agent in {len(FORMS)} ways (raw, \\uXXXX "
                       "whole and partial, quote, quote_plus, base64 std/urlsafe at every "
-                      "alignment, hex, 401/500 error bodies, Content-Type, not-JSON) and met in "
+                      "alignment and wrapped, hex, upper-cased, full-width, split by zero-width "
+                      "spaces, 401/500 error bodies, Content-Type, not-JSON) and met in "
                       "a TLS error naming the URL", stats["examples"],
                       f"no secret in any of {stats['forms']} searched spellings in "
                       f"{stats['outputs']} outputs per example (store bytes and dump, 20 report "

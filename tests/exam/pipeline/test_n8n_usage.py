@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from exam.pipeline.n8n_usage import measure, usage_of_execution
+from exam.pipeline.n8n_usage import execution_id, measure, usage_of_execution
 from exam.pipeline.registry import N8nUsage
 from tests.fakes.server import send_json, serve
 
@@ -213,3 +213,48 @@ def test_the_runner_stores_n8n_usage_and_the_scorecard_says_estimated_or_unknown
     text = scorecard.render_text(report)
     assert "tokens (estimated) 85/85" in text
     assert "usage unknown in 1 cell(s): n8n has no execution 404" in text
+
+
+def test_a_secret_in_the_n8n_api_urls_path_is_neither_in_the_note_nor_the_runs_settings(
+        tmp_path):
+    from exam.pipeline.registry import parse_registry
+    from exam.pipeline.runner import create_run, execute, job_for
+    from exam.store import Store
+    from tests.exam.helpers import write_bank
+    from tests.fakes.agent import OK_BODY, FakeAgent
+
+    class N8nAgent(FakeAgent):
+        def respond(self, h, behaviour, n):
+            self.json(h, {**OK_BODY, "executionId": "7"})
+
+    secret = "path-secret-XYZ12345"
+    with N8nAgent() as fake:
+        bank = write_bank(tmp_path, ["ok"])
+        data = {"agents": {"T": {"url": fake.url, "bank": str(bank), "timeout_s": 5, "n8n": {
+            "api_url": "http://127.0.0.1:9/${N8N_PATH}", "api_key": "${N8N_KEY}"}}}}
+        agent = parse_registry(data, "agents.yaml",
+                               {"N8N_PATH": secret, "N8N_KEY": KEY}).get("T")
+        store = Store(tmp_path / "exam.db")
+        run_id = create_run(store, agent, "v1")
+        execute(store, [job_for(store, run_id, agent)])
+        cell = store.cells([run_id])[0]
+        settings = store.get_run(run_id).settings
+        store.close()
+    assert cell.usage_note == ("usage unknown: cannot reach the n8n API "
+                               "(http://127.0.0.1:9/[redacted]/api/v1/executions/7): "
+                               "ConnectionError")
+    assert settings["n8n"]["api_url"] == "http://127.0.0.1:9/[redacted]"
+    dump = b"".join(p.read_bytes() for p in tmp_path.glob("exam.db*"))
+    assert secret.encode() not in dump
+
+
+@pytest.mark.parametrize(("value", "found"), [
+    ("7", "7"), (7, "7"), ("2b1e-77", "2b1e-77"), ("x" * 64, "x" * 64), ("1" * 65, None),
+    ("../7", None), ("7?x=1", None), (True, None), ({"id": 7}, None)])
+def test_only_an_id_like_value_is_an_execution_id(value, found):
+    assert execution_id(json.dumps({"executionId": value}), "executionId") == found
+
+
+def test_an_endless_execution_id_is_no_id_and_the_note_stays_short(api):
+    u = measure(cfg(api({}).url), [(1, "", reply("9" * 10_000))])
+    assert u.note == "usage unknown: attempt 1's reply carries no execution id at 'executionId'"

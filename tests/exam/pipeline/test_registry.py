@@ -130,3 +130,18 @@ def test_bad_n8n_usage_settings_name_the_key(n8n, message):
     with pytest.raises(RegistryError) as err:
         parse({"agents": {"W1": {"url": "http://x/y", "n8n": n8n}}})
     assert message in str(err.value)
+
+
+def test_a_header_value_an_http_header_cannot_carry_blocks_the_agent_without_showing_it():
+    data = {"agents": {"W1": {**GOOD["agents"]["W1"], "headers": {"X-Exam-Token": "${W1_TOKEN}"}}}}
+    agent = parse(data, {"W1_TOKEN": "tök€n-secret-123"}).get("W1")
+    assert agent.blocked == ("agents.W1.headers.X-Exam-Token: its value has a character outside "
+                             "Latin-1, which an HTTP header cannot carry")
+
+
+@pytest.mark.parametrize("url", ["http://user:${W1_PASS}@127.0.0.1:5678/webhook/x",
+                                 "http://user:p%E2%82%AC55-word@127.0.0.1:5678/webhook/x"])
+def test_a_url_password_basic_auth_cannot_carry_blocks_the_agent_without_showing_it(url):
+    agent = parse({"agents": {"W1": {"url": url}}}, {"W1_PASS": "p€55-word"}).get("W1")
+    assert agent.blocked == ("agents.W1.url: its user name or password has a character outside "
+                             "Latin-1, which Basic auth cannot carry")

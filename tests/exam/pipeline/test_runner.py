@@ -36,6 +36,7 @@ def run_one(store, tmp_path, agent_kw=None, behaviours=("ok",), repeats=1):
         ("array", "ok", ""),
         ("truncated", "truncated", "flagged its reply as truncated"),
         ("no-text", "bad_reply", "no text at answer / output / text"),
+        ("answer-object", "bad_reply", "no text at answer: an object (keys: text), not text"),
         ("reset", "http_error", "connection"),
         ("reset-mid-body", "http_error", "connection"),
         ("drip", "timeout", "not complete within 1 s"),

@@ -112,11 +112,14 @@ def test_each_attempt_ends_at_its_deadline_however_the_agent_dribbles(store, tmp
     ("bigint-usage", "usage.total_tokens: 123456789012345678901234 is out of range"),
     ("bigint-string-usage", "usage.total_tokens: '1e999' is out of range"),
     ("deep-json", "JSON nested deeper than"),
+    ("deep-json-500-levels", "JSON nested deeper than"),
     ("charset-idna", "cannot be read as its declared charset 'idna'"),
 ])
 def test_a_hostile_reply_is_that_cells_bad_reply_and_the_run_goes_on(store, tmp_path, behaviour,
                                                                      reason):
-    _, final, cells = run(store, tmp_path, [behaviour, "ok"])
+    # with a secret: redacting a body walks it before the reading refuses it
+    _, final, cells = run(store, tmp_path, [behaviour, "ok"],
+                          headers={"X-Exam-Token": "tok-SECRET-1234"})
     assert final == "done"
     assert (cells[behaviour].run_status, cells["ok"].run_status) == ("bad_reply", "ok")
     assert reason in cells[behaviour].error
@@ -128,6 +131,24 @@ def test_an_http_error_with_a_hostile_body_is_still_an_http_error(store, tmp_pat
     assert final == "done"
     assert cells["deep-json-500"].run_status == "http_error"
     assert cells["deep-json-500"].error.startswith("HTTP 500")
+
+
+@pytest.mark.parametrize(("behaviour", "error"), [
+    ("many-headers", "not a valid HTTP reply (HTTPException: got more than 100 headers)"),
+    ("long-header-line", "not a valid HTTP reply (LineTooLong: got more than 65536 bytes when "
+                         "reading header line)"),
+    ("not-http", "not a valid HTTP reply (BadStatusLine: HELLO [redacted])"),
+])
+def test_a_reply_that_is_not_http_is_named_so_not_a_connection_closed(store, tmp_path, behaviour,
+                                                                       error):
+    with FakeAgent() as fake:
+        bank = write_bank(tmp_path, [behaviour])
+        agent = agent_for(fake.url, bank, headers={"X-Exam-Token": "tok-SECRET-1234"})
+        run_id = create_run(store, agent, "v1")
+        execute(store, [job_for(store, run_id, agent)])
+    cell = store.cells([run_id])[0]
+    assert cell.run_status == "http_error"
+    assert cell.error == f"{error} ({agent.safe_url})"
 
 
 @pytest.mark.parametrize("behaviour", ["lone-surrogate", "charset-utf7-surrogate"])
@@ -206,6 +227,29 @@ def test_no_body_in_any_charset_makes_decoding_raise(raw, charset):
     text, problem = decode_text(raw, f"application/json; charset={charset}")
     text.encode("utf-8")  # storable
     assert "\n" not in problem
+
+
+@pytest.mark.parametrize(("raw", "ctype", "problem"), [
+    ("訂單備貨中".encode("big5"), "application/json",
+     "the body is not valid utf-8 (bytes ad at offset 0; does Content-Type name its charset?)"),
+    (b'{"answer": "ok \xe8\xa8"}', "application/json; charset=utf-8",  # cut inside a character
+     "the body is not valid utf-8 (bytes e8 a8 at offset 15; does Content-Type name its "
+     "charset?)"),
+])
+def test_bytes_not_valid_in_the_charset_are_a_problem_not_a_mangled_answer(raw, ctype, problem):
+    text, found = decode_text(raw, ctype)
+    assert found == problem and "\ufffd" in text
+
+
+def test_a_body_in_its_declared_charset_is_read_without_a_problem():
+    assert decode_text("訂單備貨中".encode("big5"), "application/json; charset=big5") == (
+        "訂單備貨中", "")
+
+
+@pytest.mark.parametrize("ctype", ["application/json", "application/json; charset=UTF8"])
+def test_a_utf8_byte_order_mark_is_dropped_so_the_json_reads(ctype):
+    text, problem = decode_text(b'\xef\xbb\xbf{"answer": "ok"}', ctype)
+    assert (text, problem) == ('{"answer": "ok"}', "")
 
 
 def test_json_nested_too_deep_is_refused_without_parsing_it(monkeypatch):
