@@ -20,7 +20,7 @@ from flask import (
     url_for,
 )
 
-from exam.errors import ExamError, NoSuchRun
+from exam.errors import ExamError, NoSuchRun, StoreError
 from exam.reports import kinds
 from exam.reports.html import FILTERS, _globals
 from exam.reports.selection import (
@@ -89,6 +89,11 @@ def share(token: str):
     if not is_admin():
         session["viewer_until"] = until
     return redirect(local_path(path) or url_for("dashboard.overview"))
+
+
+def error_page(status: int, heading: str, message: str):
+    """A page for an error of the dashboard: the status, a heading, one line saying why."""
+    return render_template("error.html", heading=heading, message=message), status
 
 
 def local_path(target: str | None) -> str | None:
@@ -194,6 +199,8 @@ def start_run():
                 run_id = queue_run(store(), reg.get(name), version, repeats=int(raw),
                                    source="dashboard")
                 message = f"run {run_id} queued: {name} {version} × {raw}"
+        except StoreError:  # the service's trouble: a 503 page, never "queued" nor a line
+            raise
         except ExamError as exc:
             message = str(exc)
     return redirect(url_for("dashboard.runs", message=message))
@@ -279,17 +286,22 @@ def compare():
     last_two = latest_pair(store(), agent)
     old = request.args.get("old") or last_two[0]
     new = request.args.get("new") or last_two[1]
-    report, error = None, None
-    if agent and old and new:
+    report, error, status = None, None, 200
+    if agent:
         try:
-            runs = compare_runs(store(), agent, old, new)
-            report = cmp.build(regrade(store(), runs, texts=False), agent, old, new)
-        except ExamError as exc:
-            error = str(exc)
+            if old and new:
+                runs = compare_runs(store(), agent, old, new)
+                report = cmp.build(regrade(store(), runs, texts=False), agent, old, new)
+            else:
+                report_runs(store(), agent)  # an agent with no counted run: the one message
+        except StoreError:  # the service's trouble: a 503 page (exam.app), not a line here
+            raise
+        except ExamError as exc:  # the same 404 as GET /api/compare, with the form kept
+            error, status = str(exc), 404
     return render_template("compare.html", report=report, error=error, versions=versions,
                            charts=kinds.charts("compare", report),
                            agent=agent, old=old, new=new,
-                           missing_banks=report["missing_banks"] if report else [])
+                           missing_banks=report["missing_banks"] if report else []), status
 
 
 @bp.get("/discrimination")
@@ -298,15 +310,15 @@ def discrimination():
     from exam.reports.regrade import regrade
 
     agent = request.args.get("agent") or None
-    report, error = None, None
+    report, error, status = None, None, 200
     try:
         report = disc.build(regrade(store(), report_runs(store(), agent), texts=False), agent)
-    except SelectionError as exc:
-        error = str(exc) if agent else None  # no runs at all: the page says "No runs yet."
+    except SelectionError as exc:  # an agent with no run: 404 as the API; none at all: "No runs yet."
+        error, status = (str(exc), 404) if agent else (None, 200)
     return render_template("discrimination.html", report=report, agent=agent, error=error,
                            charts=kinds.charts("discrimination", report),
                            agents=sorted(_versions()),
-                           missing_banks=report["missing_banks"] if report else [])
+                           missing_banks=report["missing_banks"] if report else []), status
 
 
 def _queue(agent: str | None, blind: bool):
@@ -357,6 +369,8 @@ def review_decide():
             review.decide(store(), item, request.form.get("decision", ""), reviewer,
                           request.form.get("reason", ""))
             message = f"{item.case_no}: {request.form.get('decision')} stored"
+        except StoreError:  # the service's trouble: a 503 page, not a line saying why not
+            raise
         except ExamError as exc:
             message = str(exc)
     return redirect(url_for("dashboard.review_page", agent=agent or "",

@@ -99,7 +99,7 @@ def test_a_form_from_one_instance_is_accepted_by_the_other(pair):
     assert [r["version"] for r in runs].count("from-b") == 1  # A sees what B queued
     forged = browser.post(f"{b.url}/runs", data={**form, "csrf_token": token[:-2] + "xx"},
                           allow_redirects=False, timeout=30)
-    assert forged.status_code == 400 and "refused" in forged.json()["error"]
+    assert forged.status_code == 400 and "refused: " in forged.text
 
 
 def test_a_share_link_made_by_one_instance_opens_on_the_other(pair):
