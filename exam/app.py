@@ -48,6 +48,11 @@ DEFAULTS: dict[str, Any] = {
     "SESSION_COOKIE_SECURE": False,  # false: Secure only on requests that arrived over HTTPS
     "WTF_CSRF_TIME_LIMIT": None,  # a form's token lives as long as the session
 }
+# the dashboard needs its inline CSS, data: images (the favicon) and forms to itself: no script
+# runs, nothing is fetched, no page frames it (a stored reply that slipped past escaping would
+# still run nothing)
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; "
+       "base-uri 'none'; frame-ancestors 'none'")
 STRING_KEYS = ("API_TOKEN", "VIEWER_TOKEN", "SECRET_KEY", "DB", "AGENTS", "PUBLIC_URL", "LINE_ALLOWED_GROUPS",
                "LINE_RUN_GROUPS")
 # whole numbers: key → smallest allowed
@@ -120,7 +125,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     @app.after_request
     def security_headers(resp: Response) -> Response:
         resp.headers["X-Frame-Options"] = "DENY"
-        resp.headers["Content-Security-Policy"] = "frame-ancestors 'none'"
+        resp.headers["Content-Security-Policy"] = CSP
         resp.headers["X-Content-Type-Options"] = "nosniff"
         resp.headers["Referrer-Policy"] = "same-origin"
         return resp

@@ -283,6 +283,25 @@ def test_a_viewer_reads_but_has_no_forms(browser, site):
     assert errors == []
 
 
+# markup that runs a script wherever one may run: what a reply that slipped past escaping
+# would be. An image that fails to load fires onerror (blocked by the CSP or a 404 alike).
+INJECTED = """document.body.insertAdjacentHTML('beforeend',
+    '<img id="injected" src="x.png" onerror="window.__ran = 1">'); 0"""
+
+
+def _runs_nothing_injected(page) -> bool:
+    page.evaluate(INJECTED)
+    page.wait_for_function("document.getElementById('injected').complete")
+    page.wait_for_timeout(100)  # the error event, had its handler been allowed
+    return page.evaluate("window.__ran") is None
+
+
+def test_the_browser_runs_no_script_a_page_did_not_mean(page, site):
+    """The CSP (default-src 'none'): markup injected into a dashboard page runs nothing."""
+    page.goto(f"{site}/runs")
+    assert _runs_nothing_injected(page)
+
+
 @pytest.mark.parametrize("kind,args", [
     ("scorecard", ["report", "scorecard", "--agent", "W3", "--version", "v2"]),
     ("compare", ["compare", "W3", "v1", "v2", "--fail-on", "never"]),
@@ -310,10 +329,13 @@ def test_the_html_report_opens_from_a_file_offline_with_its_charts(browser, site
     box = page.locator("figure.chart svg").first.bounding_box()
     assert box and box["width"] > 200 and box["height"] > 80
     assert page.locator("figure.chart svg rect, figure.chart svg path").count() > 5
+    assert page.locator("script").count() == 0  # the charts' too: "no script" is true
     page.screenshot(path=str(ARTIFACTS / f"report-{kind}.png"), full_page=True)
+    opened = list(errors)  # the refusal below is logged as an error: it is meant
+    assert _runs_nothing_injected(page)  # the file's own CSP, wherever it is opened or served
     context.close()
     assert [u for u in requested if not u.startswith("file://")] == []
-    assert errors == []
+    assert opened == []
 
 
 def test_an_admin_starts_a_run_from_the_runs_page(page, site):

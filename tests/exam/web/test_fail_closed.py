@@ -236,4 +236,8 @@ def test_every_response_refuses_framing_and_sniffing(client, auth, method, path,
     resp = client.open(path, method=method, headers=auth if authed else {}, json={})
     assert resp.headers["X-Frame-Options"] == "DENY"
     assert resp.headers["X-Content-Type-Options"] == "nosniff"
-    assert "frame-ancestors 'none'" in resp.headers["Content-Security-Policy"]
+    csp = resp.headers["Content-Security-Policy"]
+    assert "frame-ancestors 'none'" in csp
+    # no script runs and nothing is fetched: default-src 'none', and nothing lets scripts back
+    assert "default-src 'none'" in csp and "script-src" not in csp
+    assert "base-uri 'none'" in csp and "form-action 'self'" in csp
