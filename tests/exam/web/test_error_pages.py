@@ -141,3 +141,23 @@ def test_a_form_from_another_site_is_refused_on_a_page(app):
                        headers={"Origin": "https://evil.example"})
     assert resp.status_code == 400 and is_page(resp)
     assert "refused: the form was sent from another site" in error_line(resp)
+
+
+def test_the_compare_page_opens_on_the_last_versions_a_report_reads(demo_db, tmp_path):
+    """A run just queued (no cell yet) is not the default "new" version: the Compare page
+    opened from the menu while it waited showed "no stored run of W1 version 'v3'"."""
+    import shutil
+
+    db = tmp_path / "copy.db"
+    shutil.copy(demo_db, db)
+    registry = tmp_path / "agents.yaml"
+    registry.write_text(f"agents:\n  W1:\n    url: http://127.0.0.1:9/\n"
+                        f"    bank: {BANK_DIR / 'W1.json'}\n", encoding="utf-8")
+    client = logged_in(create_app({"API_TOKEN": ADMIN, "DB": str(db), "AGENTS": str(registry),
+                                   "TESTING": True}))
+    assert client.post("/runs", data={"agent": "W1", "version": "v3", "repeats": "1",
+                                      "csrf_token": _csrf(client)}).status_code == 302
+    resp = client.get("/compare?agent=W1")
+    assert resp.status_code == 200
+    assert 'name="old" value="v1"' in resp.text and 'name="new" value="v2"' in resp.text
+    assert 'id="verdict"' in resp.text
