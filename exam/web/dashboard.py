@@ -13,6 +13,7 @@ from flask import (
     Blueprint,
     abort,
     current_app,
+    flash,
     redirect,
     render_template,
     request,
@@ -35,6 +36,7 @@ from exam.web.context import registry, store
 
 bp = Blueprint("dashboard", __name__)
 OPEN = {"dashboard.login", "dashboard.static", "dashboard.share"}
+MESSAGE_CHARS = 300  # the longest message a form leaves for the next page
 # the only state-changing routes a viewer may use: to sign in and out
 VIEWER_POSTS = {"dashboard.login", "dashboard.logout"}
 
@@ -163,10 +165,17 @@ def runs():
                                                             for v in vs})
     return render_template("runs.html", rows=rows, versions=versions, agent=agent,
                            version_choices=choices,
-                           version=version, message=request.args.get("message"),
+                           version=version,
                            agents=_agent_names() if is_admin() else [],
                            max_repeats=current_app.config["MAX_REPEATS"],
                            missing_banks=regraded.missing_banks)
+
+
+def _say(message: str) -> None:
+    """What a form did, shown once on the page it leads to. Kept in the session (flash), never
+    in the URL: a link of someone else's would put their words on the page (``?message=``);
+    cut short, since a session cookie over 4 KB is dropped by the browser."""
+    flash(message if len(message) <= MESSAGE_CHARS else message[:MESSAGE_CHARS - 1] + "…")
 
 
 def _agent_names() -> list[str]:
@@ -185,7 +194,6 @@ def start_run():
     version = request.form.get("version", "").strip()
     limit = current_app.config["MAX_REPEATS"]
     raw = request.form.get("repeats", "1").strip()
-    message = None
     if not version:  # the label's own rule (exam.names) is checked where the run is created
         message = "version: expected a non-empty label"
     elif not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= limit:
@@ -203,7 +211,8 @@ def start_run():
             raise
         except ExamError as exc:
             message = str(exc)
-    return redirect(url_for("dashboard.runs", message=message))
+    _say(message)
+    return redirect(url_for("dashboard.runs"))
 
 
 @bp.post("/runs/<int:run_id>/exclude")
@@ -222,8 +231,9 @@ def exclude_run(run_id: int):
         message = "reason: say why the run is excluded (it is shown with the run)"
     else:
         store().set_excluded(run_id, reason[:500])
-        message = f"run {run_id} excluded from every report: {reason[:500]}"
-    return redirect(url_for("dashboard.runs", message=message))
+        message = f"run {run_id} excluded from every report (the reason is shown with it)"
+    _say(message)
+    return redirect(url_for("dashboard.runs"))
 
 
 @bp.get("/scorecard/<agent>/<version>")
@@ -349,7 +359,7 @@ def review_page():
     items, missing = _queue(agent, blind)
     return render_template("review.html", items=items, agent=agent, blind=blind,
                            reviewer=session.get("reviewer", ""), agents=sorted(_versions()),
-                           message=request.args.get("message"), missing_banks=missing)
+                           missing_banks=missing)
 
 
 @bp.post("/review")
@@ -373,5 +383,6 @@ def review_decide():
             raise
         except ExamError as exc:
             message = str(exc)
+    _say(message)
     return redirect(url_for("dashboard.review_page", agent=agent or "",
-                            blind="1" if blind else "", message=message))
+                            blind="1" if blind else ""))

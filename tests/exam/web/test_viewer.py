@@ -122,7 +122,8 @@ def test_the_admin_starts_a_run_from_the_dashboard_form(app, demo_db):
     before = _state(demo_db)[0]
     resp = client.post("/runs", data={"csrf_token": _csrf(client), "agent": "W1",
                                       "version": "v9", "repeats": "2"})
-    assert resp.status_code == 302 and "queued" in resp.headers["Location"]
+    assert resp.status_code == 302 and resp.headers["Location"] == "/runs"
+    assert "queued: W1 v9 × 2" in client.get("/runs").text
     s = Store(demo_db)
     try:
         runs = s.list_runs()
@@ -139,7 +140,7 @@ def test_the_admin_excludes_and_includes_a_run_from_the_dashboard(app, demo_db):
     run_id = _run_id(demo_db)
     token = _csrf(client)
     resp = client.post(f"/runs/{run_id}/exclude", data={"csrf_token": token, "reason": ""})
-    assert "reason" in resp.headers["Location"]  # a reason is required, nothing changes
+    assert "reason: say why" in client.get("/runs").text  # a reason is required
     resp = client.post(f"/runs/{run_id}/exclude", data={"csrf_token": token,
                                                          "reason": "forgot the secret"})
     assert resp.status_code == 302
@@ -172,6 +173,15 @@ def test_a_bad_start_run_form_says_which_field(app, form, message):
     resp = client.post("/runs", data={"csrf_token": _csrf(client), **form},
                        follow_redirects=True)
     assert message in html.unescape(resp.text)
+
+
+def test_a_message_in_the_address_is_not_shown(app):
+    """What a form did is shown from the session: words in a link (?message=) are not."""
+    client = app.test_client()
+    _login(client, ADMIN)
+    planted = "Your session expired: log in again at https://evil.example"
+    for page in ("/runs", "/review"):
+        assert planted not in client.get(f"{page}?message={planted}").text
 
 
 def test_a_share_link_gives_a_viewer_session_that_cannot_change_state(app, demo_db):
