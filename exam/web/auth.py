@@ -1,13 +1,13 @@
 """Bearer-token authentication, compared in constant time; dashboard sessions signed by Flask.
 
 Two roles: the *admin* (EXAM_API_TOKEN) queues runs, reviews and excludes runs; a *viewer*
-(EXAM_VIEWER_TOKEN, or a signed share link) opens every read page and nothing else.
+(EXAM_VIEWER_TOKEN) opens every read page and nothing else. A browser that only opened share
+links (exam/web/share.py) reads the pages they name, nothing more.
 """
 
 from __future__ import annotations
 
 import hmac
-import time
 
 from flask import current_app, request, session
 
@@ -49,12 +49,17 @@ def is_admin() -> bool:
 
 
 def is_viewer() -> bool:
-    """May read: an admin, a viewer-token session or bearer, or an unexpired share link."""
-    if is_admin() or session.get("viewer") or viewer_bearer_ok():
-        return True
-    until = session.get("viewer_until")
-    return isinstance(until, int) and until >= time.time()
+    """May read every page: an admin, or a viewer-token session or bearer."""
+    return bool(is_admin() or session.get("viewer") or viewer_bearer_ok())
+
+
+def shared_pages() -> dict[str, int]:
+    """The pages this browser's unexpired share links opened (page → until)."""
+    from exam.web.share import granted
+
+    return granted(session.get("shared"))
 
 
 def session_ok() -> bool:
-    return is_viewer()
+    """Signed in, or holding a share link: may open some page."""
+    return is_viewer() or bool(shared_pages())

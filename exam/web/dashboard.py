@@ -31,7 +31,14 @@ from exam.reports.selection import (
     report_runs,
     select_runs,
 )
-from exam.web.auth import is_admin, session_ok, token_ok, viewer_token_ok
+from exam.web.auth import (
+    is_admin,
+    is_viewer,
+    session_ok,
+    shared_pages,
+    token_ok,
+    viewer_token_ok,
+)
 from exam.web.context import registry, store
 
 bp = Blueprint("dashboard", __name__)
@@ -49,7 +56,8 @@ def helpers():
     def href(endpoint: str, **values):
         return url_for(f"dashboard.{endpoint}", **values)
 
-    role = "admin" if is_admin() else "viewer" if session_ok() else None
+    role = ("admin" if is_admin() else "viewer" if is_viewer() else
+            "shared" if session_ok() else None)
     return {"href": href, "role": role, "admin": role == "admin", **_globals()}
 
 
@@ -59,11 +67,36 @@ def require_login():
         return None
     if not session_ok():
         return redirect(url_for("dashboard.login", next=request.full_path.rstrip("?")))
+    if not is_viewer() and not _shared():
+        return error_page(403, "Not shared", "A share link opens the page it names (a "
+                          "scorecard: and the replies it links to), nothing else: log in with "
+                          "a token for the rest of the dashboard.")
     if request.method not in ("GET", "HEAD") and request.endpoint not in VIEWER_POSTS \
             and not is_admin():
         return render_template("error.html", message="Read-only access: this needs the admin "
                                "token (EXAM_API_TOKEN)."), 403
     return None
+
+
+def _shared() -> bool:
+    """This request reads a page the browser's share links opened: the page itself, or a
+    reply of a shared scorecard's agent and version. Logging out is always allowed."""
+    from exam.web.share import scorecard_page
+
+    if request.endpoint == "dashboard.logout":
+        return True
+    if request.method not in ("GET", "HEAD"):
+        return False
+    pages = shared_pages()
+    if request.path in pages:
+        return True
+    if request.endpoint == "dashboard.reply":
+        try:
+            run = store().get_run(request.view_args["run_id"])
+        except NoSuchRun:  # refused like any other page: no telling which runs exist
+            return False
+        return scorecard_page(run.agent, run.version) in pages
+    return False
 
 
 @bp.route("/login", methods=["GET", "POST"])
@@ -81,16 +114,20 @@ def login():
 
 @bp.get("/share/<token>")
 def share(token: str):
-    """A signed, expiring share link: a viewer session until it expires, then its page."""
-    from exam.web.share import ShareError, read_token
+    """A signed, expiring share link: its page (and a scorecard's replies) may be read in
+    this browser until it expires; then the page."""
+    from exam.web.share import ShareError, grant, read_token
 
     try:
         path, until = read_token(current_app.config["SECRET_KEY"], token)
     except ShareError as exc:
         return render_template("error.html", message=str(exc)), 403
-    if not is_admin():
-        session["viewer_until"] = until
-    return redirect(local_path(path) or url_for("dashboard.overview"))
+    target = local_path(path)
+    if target is None:  # a signed path that is not this site's: nothing to open
+        return redirect(url_for("dashboard.overview"))
+    if not is_viewer():
+        session["shared"] = grant(session.get("shared"), target, until)
+    return redirect(target)
 
 
 def error_page(status: int, heading: str, message: str):
