@@ -34,6 +34,7 @@ from exam.reports.selection import (
 from exam.web.auth import (
     is_admin,
     is_viewer,
+    open_session,
     session_ok,
     shared_pages,
     token_ok,
@@ -105,8 +106,7 @@ def login():
     if request.method == "POST":
         token = request.form.get("token", "")
         if token_ok(token) or viewer_token_ok(token):
-            session.clear()
-            session["auth" if token_ok(token) else "viewer"] = True
+            open_session("admin" if token_ok(token) else "viewer")
             return redirect(local_path(request.args.get("next")) or url_for("dashboard.overview"))
         error = "wrong token"
     return render_template("login.html", error=error), 401 if error else 200
