@@ -296,7 +296,7 @@ def scorecard(agent: str, version: str):
                            share_link=link, share_days=days)
 
 
-@bp.get("/reply/<int:run_id>/<case_no>/<int:repeat>")
+@bp.get("/reply/<int:run_id>/<path:case_no>/<int:repeat>")  # a bank may write W2/07
 def reply(run_id: int, case_no: str, repeat: int):
     """One cell: the reply with its deciding words marked, checks, attempts, cost."""
     from exam.reports import reply_view
@@ -311,7 +311,7 @@ def reply(run_id: int, case_no: str, repeat: int):
     return render_template("reply.html", v=view, missing_banks=view["missing_banks"])
 
 
-@bp.get("/question/<agent>/<case_no>")
+@bp.get("/question/<agent>/<path:case_no>")
 def question(agent: str, case_no: str):
     """Every reply to one question; with old= and new=, the two versions side by side."""
     from exam.reports import reply_view

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import time
 
 import pytest
@@ -71,3 +72,19 @@ def test_old_and_new_side_by_side(site):
     assert page.index('id="version-v1"') < page.index('id="version-v2"')
     assert 'class="side"' in page
     assert "備貨中" in page and "no reply within 60 s" in page
+
+
+def test_a_case_number_with_a_slash_opens_its_reply_and_question(history):
+    """A bank may number its questions FAQ/03: the scorecard's links to it were 404s."""
+    history.bank("A", [("FAQ/03", "c", "major"), ("W2 07?#", "c", "minor")])
+    history.run("A", "v1", {"FAQ/03": "p", "W2 07?#": "p"})
+    app = create_app({"API_TOKEN": "t", "DB": str(history.tmp / "exam.db"), "TESTING": True})
+    client = app.test_client()
+    card = client.get("/scorecard/A/v1", headers=AUTH).get_data(as_text=True)
+    links = [html.unescape(h) for h in re.findall(r'href="(/reply/[^"]+)"', card)]
+    assert len(links) == 2
+    for link in links:
+        page = client.get(link, headers=AUTH)
+        assert page.status_code == 200, link
+        question = re.search(r'href="(/question/[^"]+)"', page.get_data(as_text=True))
+        assert client.get(html.unescape(question.group(1)), headers=AUTH).status_code == 200
