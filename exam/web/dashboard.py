@@ -44,6 +44,7 @@ from exam.web.context import registry, store
 
 bp = Blueprint("dashboard", __name__)
 OPEN = {"dashboard.login", "dashboard.static", "dashboard.share"}
+RUNS_SHOWN = 200  # the newest runs the runs page lists; it says so when there are more
 MESSAGE_CHARS = 300  # the longest message a form leaves for the next page
 # the only state-changing routes a viewer may use: to sign in and out
 VIEWER_POSTS = {"dashboard.login", "dashboard.logout"}
@@ -189,7 +190,8 @@ def runs():
 
     agent = request.args.get("agent") or None
     version = request.args.get("version") or None
-    listed = store().list_runs(agent, version, limit=200)
+    listed = store().list_runs(agent, version, limit=RUNS_SHOWN + 1)
+    more, listed = len(listed) > RUNS_SHOWN, listed[:RUNS_SHOWN]
     graded = select_runs(store(), agent)
     regraded = regrade(store(), graded, texts=False)
     rows = ov.run_rows(regraded, listed, ov.build(regraded))
@@ -202,7 +204,7 @@ def runs():
                                                             for v in vs})
     return render_template("runs.html", rows=rows, versions=versions, agent=agent,
                            version_choices=choices,
-                           version=version,
+                           version=version, more=more, shown=RUNS_SHOWN,
                            agents=_agent_names() if is_admin() else [],
                            max_repeats=current_app.config["MAX_REPEATS"],
                            missing_banks=regraded.missing_banks)

@@ -161,3 +161,23 @@ def test_the_compare_page_opens_on_the_last_versions_a_report_reads(demo_db, tmp
     assert resp.status_code == 200
     assert 'name="old" value="v1"' in resp.text and 'name="new" value="v2"' in resp.text
     assert 'id="verdict"' in resp.text
+
+
+def test_the_runs_page_says_when_it_lists_only_the_newest(tmp_path):
+    """Thousands of runs: the page lists the newest 200, and says so (older ones vanished)."""
+    from exam.web.dashboard import RUNS_SHOWN
+
+    s = Store(str(tmp_path / "many.db"))
+    try:
+        for n in range(RUNS_SHOWN + 1):
+            s.create_run(agent="A" if n % 2 else "B", version=f"v{n}", bank_path="x.json",
+                         bank_digest="d", repeats=1, plan=[("A-01", "q")], settings={},
+                         status="queued")
+    finally:
+        s.close()
+    client = logged_in(create_app({"API_TOKEN": ADMIN, "DB": str(tmp_path / "many.db"),
+                                   "TESTING": True}))
+    page = client.get("/runs").get_data(as_text=True)
+    assert page.count("data-outcome=") == RUNS_SHOWN
+    assert f"The newest {RUNS_SHOWN} runs are shown" in page
+    assert 'id="more"' not in client.get("/runs?agent=A").get_data(as_text=True)
