@@ -97,6 +97,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         n = app.config["TRUSTED_PROXIES"]
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore
     app.session_interface = _Sessions()
+    from exam.textsafe import page_text
+
+    app.jinja_env.finalize = page_text  # before any template is compiled
 
     from flask_wtf.csrf import CSRFError, CSRFProtect
 

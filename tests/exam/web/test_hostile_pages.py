@@ -148,4 +148,6 @@ def test_hostile_text_runs_nothing_and_never_widens_a_page(browser, site, plante
     assert ran == [] and dialogs == []
     assert wide == [], f"pages wider than {width} px: {wide}"
     assert "<script>window.__ran=3</script>" in text
+    # bidi overrides would show the reviewer other words than the reply holds: made visible
+    assert "\u202e" not in text and "\\u202e\\u2066evil\\u2069" in text
     assert re.search(r"A{1000}", text)  # the long word is there, wrapped

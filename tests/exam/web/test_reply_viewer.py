@@ -88,3 +88,18 @@ def test_a_case_number_with_a_slash_opens_its_reply_and_question(history):
         assert page.status_code == 200, link
         question = re.search(r'href="(/question/[^"]+)"', page.get_data(as_text=True))
         assert client.get(html.unescape(question.group(1)), headers=AUTH).status_code == 200
+
+
+def test_bidi_overrides_are_shown_not_obeyed(history):
+    """U+202E would show a reviewer 'gnippihs eerf' as 'free shipping': shown as \\u202e,
+    as the terminal shows it, on the page and in the HTML report."""
+    from exam.reports import html as report_html
+
+    history.bank("A", [("Q-01", "c", "major")])
+    history.run("A", "v1", {"Q-01": "p"}, texts={"Q-01": "備貨中 \u202egnippihs eerf\u202c"})
+    app = create_app({"API_TOKEN": "t", "DB": str(history.tmp / "exam.db"), "TESTING": True})
+    run_id = history.store.list_runs("A")[0].id
+    page = app.test_client().get(f"/reply/{run_id}/Q-01/1", headers=AUTH).get_data(as_text=True)
+    assert "\u202e" not in page and "\\u202egnippihs eerf\\u202c" in page
+    out = report_html.environment().from_string("<p>{{ t }}</p>").render(t="\u2066x\u2069")
+    assert out == "<p>\\u2066x\\u2069</p>"
