@@ -131,6 +131,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         resp.headers["Content-Security-Policy"] = CSP
         resp.headers["X-Content-Type-Options"] = "nosniff"
         resp.headers["Referrer-Policy"] = "same-origin"
+        # replies, raw bodies and review notes: kept by no browser cache or proxy on the way
+        resp.headers.setdefault("Cache-Control", "no-store")
         return resp
 
     @app.get("/healthz")

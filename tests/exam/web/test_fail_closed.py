@@ -241,6 +241,7 @@ def test_every_response_refuses_framing_and_sniffing(client, auth, method, path,
     # no script runs and nothing is fetched: default-src 'none', and nothing lets scripts back
     assert "default-src 'none'" in csp and "script-src" not in csp
     assert "base-uri 'none'" in csp and "form-action 'self'" in csp
+    assert resp.headers["Cache-Control"] == "no-store"  # no disk or proxy copy of a page
 
 
 # -- sessions end with the token they were opened with ------------------------------------
