@@ -20,9 +20,9 @@ from flask import Flask, Response, has_request_context, jsonify, request
 from flask.sessions import SecureCookieSessionInterface
 from werkzeug.exceptions import HTTPException
 
-from exam.errors import ExamError, StoreError
+from exam.errors import ExamError, NoSuchRun, StoreError
 from exam.web import api, context, dashboard, line
-from exam.web.auth import bearer_ok
+from exam.web.auth import bearer_ok, is_admin
 
 log = logging.getLogger("exam.app")
 
@@ -48,6 +48,11 @@ DEFAULTS: dict[str, Any] = {
     "SESSION_COOKIE_SECURE": False,  # false: Secure only on requests that arrived over HTTPS
     "WTF_CSRF_TIME_LIMIT": None,  # a form's token lives as long as the session
 }
+# the dashboard needs its inline CSS, data: images (the favicon) and forms to itself: no script
+# runs, nothing is fetched, no page frames it (a stored reply that slipped past escaping would
+# still run nothing)
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; "
+       "base-uri 'none'; frame-ancestors 'none'")
 STRING_KEYS = ("API_TOKEN", "VIEWER_TOKEN", "SECRET_KEY", "DB", "AGENTS", "PUBLIC_URL", "LINE_ALLOWED_GROUPS",
                "LINE_RUN_GROUPS")
 # whole numbers: key → smallest allowed
@@ -92,6 +97,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         n = app.config["TRUSTED_PROXIES"]
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore
     app.session_interface = _Sessions()
+    from exam.textsafe import page_text
+
+    app.jinja_env.finalize = page_text  # before any template is compiled
 
     from flask_wtf.csrf import CSRFError, CSRFProtect
 
@@ -120,9 +128,11 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     @app.after_request
     def security_headers(resp: Response) -> Response:
         resp.headers["X-Frame-Options"] = "DENY"
-        resp.headers["Content-Security-Policy"] = "frame-ancestors 'none'"
+        resp.headers["Content-Security-Policy"] = CSP
         resp.headers["X-Content-Type-Options"] = "nosniff"
         resp.headers["Referrer-Policy"] = "same-origin"
+        # replies, raw bodies and review notes: kept by no browser cache or proxy on the way
+        resp.headers.setdefault("Cache-Control", "no-store")
         return resp
 
     @app.get("/healthz")
@@ -135,36 +145,48 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
             log.error("healthz: %s", exc)
             return jsonify(ok=False, error="the store cannot be opened (see the service log)"), 503
 
+    def answer(status: int, error: str, heading: str, page_message: str | None = None):
+        """JSON for the API, the LINE webhook and /healthz; a page for the dashboard."""
+        if _json_wanted():
+            return jsonify(error=error), status
+        return dashboard.error_page(status, heading, page_message or error)
+
     @app.errorhandler(CSRFError)
     def csrf_refused(err: CSRFError):
         message = (f"refused: {err.description} — reload the page and send the form again")
-        return jsonify(error=message), 400
+        return answer(400, message, "Form refused")
 
     @app.errorhandler(StoreError)
     def store_trouble(err: StoreError):
+        if isinstance(err, NoSuchRun):  # what was asked for is not there: not the store's fault
+            return answer(404, "not found", "Not found", str(err))
         log.error("store: %s", err)
-        return jsonify(error=str(err)), 503
+        # a viewer (a share link, perhaps forwarded) is not told where the store lives
+        return answer(503, str(err), "The store is not available",
+                      str(err) if is_admin() else "the store cannot be read just now (the "
+                      "reason is in the service log): try again in a moment")
 
     @app.errorhandler(400)
     def bad_request(err: HTTPException):
-        return jsonify(error=err.description or "bad request"), 400
+        return answer(400, err.description or "bad request", "Bad request")
 
     @app.errorhandler(413)
     def too_large(_err):
-        return jsonify(error=f"request body larger than {app.config['MAX_CONTENT_LENGTH']:,} "
-                             "bytes"), 413
+        return answer(413, f"request body larger than {app.config['MAX_CONTENT_LENGTH']:,} "
+                           "bytes", "Too large")
 
     @app.errorhandler(404)
     def not_found(_err):
-        return jsonify(error="not found"), 404
+        return answer(404, "not found", "Not found", "there is no such page: the run, agent, "
+                      "version or question may not be stored (or the address is mistyped)")
 
     @app.errorhandler(405)
     def not_allowed(_err):
-        return jsonify(error="method not allowed"), 405
+        return answer(405, "method not allowed", "Method not allowed")
 
     @app.errorhandler(500)
     def server_error(_err):
-        return jsonify(error="internal error (logged by the service)"), 500
+        return answer(500, "internal error (logged by the service)", "Internal error")
 
     context.init_app(app)
     _log_like_gunicorn()
@@ -192,6 +214,13 @@ class _Sessions(SecureCookieSessionInterface):
     def get_cookie_secure(self, app: Flask) -> bool:
         return bool(app.config["SESSION_COOKIE_SECURE"]) or (
             has_request_context() and request.is_secure)
+
+
+def _json_wanted() -> bool:
+    """Errors of the JSON API, the LINE webhook and /healthz are JSON; of anything else (the
+    dashboard, an unknown path a browser opened) a page."""
+    return any(request.path == p or request.path.startswith(p + "/")
+               for p in ("/api", "/line", "/healthz"))
 
 
 def _bearer_sent() -> bool:

@@ -77,6 +77,7 @@ from exam.errors import (
 from exam.records import RETRY_STATUSES, AttemptRow, CellRow, cap_text
 
 DEFAULT_DB = "results/exam.db"
+MAX_ID = 2**63 - 1  # the largest integer SQLite and PostgreSQL (BIGINT) store: a run id
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the first schema
@@ -627,6 +628,8 @@ class Store:
         )
 
     def get_run(self, run_id: int) -> Run:
+        if not 0 <= run_id <= MAX_ID:  # the database would refuse the number, not find no run
+            raise NoSuchRun(f"{self.path}: no run {run_id}")
         rows = self._rows(_read_sql("run"), {"rid": run_id})
         if not rows:
             raise NoSuchRun(f"{self.path}: no run {run_id}")

@@ -32,6 +32,23 @@ def csv_uncell(value: str) -> str:
     return value
 
 
+# -- web pages --------------------------------------------------------------------------
+
+# the bidirectional overrides and isolates: they reorder what is shown after them, so a reply,
+# a category or a review note could show a reviewer other words than it holds
+_BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
+
+
+def page_text(value: Any) -> Any:
+    """Every ``{{ }}`` of a page or HTML report (Jinja's ``finalize``): bidi controls shown as
+    ``\\u202e``, as a terminal shows them; anything else as it is. Escaping stays Jinja's, and
+    what is already markup stays markup (these characters are never part of a tag)."""
+    if not isinstance(value, str) or not _BIDI.search(value):
+        return value
+    shown = _BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", value)
+    return type(value)(shown) if hasattr(value, "__html__") else shown
+
+
 # -- terminals --------------------------------------------------------------------------
 
 # C0 and C1 controls, DEL, and the bidirectional overrides that reorder what is shown

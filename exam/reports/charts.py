@@ -12,12 +12,14 @@ draws nothing, and any changed figure, label or title is another key, drawn afre
 from __future__ import annotations
 
 import functools
+import re
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from markupsafe import Markup
 
+_SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.S | re.I)
 CHARTS_KEPT = 256  # SVGs of 10–30 KB: a few MB per process at most
 PASS, FAIL, HUMAN, MUTED, INK = "#2e7d32", "#c62828", "#b26a00", "#90a4ae", "#37474f"
 VERDICT_COLOUR = {"ship": PASS, "hold": FAIL, "incomplete": HUMAN, "undecided": HUMAN}
@@ -68,6 +70,9 @@ def _wide_margin(labels: Sequence[str]) -> int:
 def _svg(chart: Any, label: str) -> tuple[str, str]:
     """The drawn chart, and the id pygal gave it (its CSS and script are scoped by that id)."""
     svg = chart.render(is_unicode=True, disable_xml_declaration=True)
+    # pygal writes its config as an inline <script> even with no scripts to read it: dropped,
+    # so the page (and the HTML file) hold no script at all and its CSP can forbid scripts
+    svg = _SCRIPT.sub("", svg)
     return (f'<figure class="chart" role="img" aria-label="{Markup.escape(label)}">'
             f"{svg}</figure>"), chart.uuid
 

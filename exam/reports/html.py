@@ -108,7 +108,10 @@ def environment():
 
     # the package's templates, then those a report kind keeps in code (ReportKind.templates)
     loader = ChoiceLoader([PackageLoader("exam", "templates"), DictLoader(kinds.templates())])
-    env = Environment(loader=loader, autoescape=select_autoescape(["html", "css"]))
+    from exam.textsafe import page_text
+
+    env = Environment(loader=loader, autoescape=select_autoescape(["html", "css"]),
+                      finalize=page_text)
     env.filters.update(FILTERS)
     env.globals.update(_globals())
     env.globals["href"] = _no_link  # a file has no dashboard to link to

@@ -67,6 +67,8 @@ def compare_runs(store: Store, agent: str, old: str, new: str) -> list[Run]:
 
 
 def latest_pair(store: Store, agent: str | None) -> tuple[str | None, str | None]:
-    """(old, new) when none is asked for: the agent's last two versions."""
-    known = versions(store.list_runs(agent)) if agent else []
+    """(old, new) when none is asked for: the agent's last two versions with a counted run (a
+    version only queued, or only excluded, has nothing to compare yet: the Compare page would
+    open on an error while a run waits)."""
+    known = versions(select_runs(store, agent)) if agent else []
     return (known[-2] if len(known) >= 2 else None), (known[-1] if known else None)

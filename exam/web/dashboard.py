@@ -13,6 +13,7 @@ from flask import (
     Blueprint,
     abort,
     current_app,
+    flash,
     redirect,
     render_template,
     request,
@@ -20,7 +21,7 @@ from flask import (
     url_for,
 )
 
-from exam.errors import ExamError, NoSuchRun
+from exam.errors import ExamError, NoSuchRun, StoreError
 from exam.reports import kinds
 from exam.reports.html import FILTERS, _globals
 from exam.reports.selection import (
@@ -30,11 +31,21 @@ from exam.reports.selection import (
     report_runs,
     select_runs,
 )
-from exam.web.auth import is_admin, session_ok, token_ok, viewer_token_ok
+from exam.web.auth import (
+    is_admin,
+    is_viewer,
+    open_session,
+    session_ok,
+    shared_pages,
+    token_ok,
+    viewer_token_ok,
+)
 from exam.web.context import registry, store
 
 bp = Blueprint("dashboard", __name__)
 OPEN = {"dashboard.login", "dashboard.static", "dashboard.share"}
+RUNS_SHOWN = 200  # the newest runs the runs page lists; it says so when there are more
+MESSAGE_CHARS = 300  # the longest message a form leaves for the next page
 # the only state-changing routes a viewer may use: to sign in and out
 VIEWER_POSTS = {"dashboard.login", "dashboard.logout"}
 
@@ -47,7 +58,8 @@ def helpers():
     def href(endpoint: str, **values):
         return url_for(f"dashboard.{endpoint}", **values)
 
-    role = "admin" if is_admin() else "viewer" if session_ok() else None
+    role = ("admin" if is_admin() else "viewer" if is_viewer() else
+            "shared" if session_ok() else None)
     return {"href": href, "role": role, "admin": role == "admin", **_globals()}
 
 
@@ -57,11 +69,36 @@ def require_login():
         return None
     if not session_ok():
         return redirect(url_for("dashboard.login", next=request.full_path.rstrip("?")))
+    if not is_viewer() and not _shared():
+        return error_page(403, "Not shared", "A share link opens the page it names (a "
+                          "scorecard: and the replies it links to), nothing else: log in with "
+                          "a token for the rest of the dashboard.")
     if request.method not in ("GET", "HEAD") and request.endpoint not in VIEWER_POSTS \
             and not is_admin():
         return render_template("error.html", message="Read-only access: this needs the admin "
                                "token (EXAM_API_TOKEN)."), 403
     return None
+
+
+def _shared() -> bool:
+    """This request reads a page the browser's share links opened: the page itself, or a
+    reply of a shared scorecard's agent and version. Logging out is always allowed."""
+    from exam.web.share import scorecard_page
+
+    if request.endpoint == "dashboard.logout":
+        return True
+    if request.method not in ("GET", "HEAD"):
+        return False
+    pages = shared_pages()
+    if request.path in pages:
+        return True
+    if request.endpoint == "dashboard.reply":
+        try:
+            run = store().get_run(request.view_args["run_id"])
+        except NoSuchRun:  # refused like any other page: no telling which runs exist
+            return False
+        return scorecard_page(run.agent, run.version) in pages
+    return False
 
 
 @bp.route("/login", methods=["GET", "POST"])
@@ -70,8 +107,7 @@ def login():
     if request.method == "POST":
         token = request.form.get("token", "")
         if token_ok(token) or viewer_token_ok(token):
-            session.clear()
-            session["auth" if token_ok(token) else "viewer"] = True
+            open_session("admin" if token_ok(token) else "viewer")
             return redirect(local_path(request.args.get("next")) or url_for("dashboard.overview"))
         error = "wrong token"
     return render_template("login.html", error=error), 401 if error else 200
@@ -79,16 +115,25 @@ def login():
 
 @bp.get("/share/<token>")
 def share(token: str):
-    """A signed, expiring share link: a viewer session until it expires, then its page."""
-    from exam.web.share import ShareError, read_token
+    """A signed, expiring share link: its page (and a scorecard's replies) may be read in
+    this browser until it expires; then the page."""
+    from exam.web.share import ShareError, grant, read_token
 
     try:
         path, until = read_token(current_app.config["SECRET_KEY"], token)
     except ShareError as exc:
         return render_template("error.html", message=str(exc)), 403
-    if not is_admin():
-        session["viewer_until"] = until
-    return redirect(local_path(path) or url_for("dashboard.overview"))
+    target = local_path(path)
+    if target is None:  # a signed path that is not this site's: nothing to open
+        return redirect(url_for("dashboard.overview"))
+    if not is_viewer():
+        session["shared"] = grant(session.get("shared"), target, until)
+    return redirect(target)
+
+
+def error_page(status: int, heading: str, message: str):
+    """A page for an error of the dashboard: the status, a heading, one line saying why."""
+    return render_template("error.html", heading=heading, message=message), status
 
 
 def local_path(target: str | None) -> str | None:
@@ -145,7 +190,8 @@ def runs():
 
     agent = request.args.get("agent") or None
     version = request.args.get("version") or None
-    listed = store().list_runs(agent, version, limit=200)
+    listed = store().list_runs(agent, version, limit=RUNS_SHOWN + 1)
+    more, listed = len(listed) > RUNS_SHOWN, listed[:RUNS_SHOWN]
     graded = select_runs(store(), agent)
     regraded = regrade(store(), graded, texts=False)
     rows = ov.run_rows(regraded, listed, ov.build(regraded))
@@ -158,10 +204,17 @@ def runs():
                                                             for v in vs})
     return render_template("runs.html", rows=rows, versions=versions, agent=agent,
                            version_choices=choices,
-                           version=version, message=request.args.get("message"),
+                           version=version, more=more, shown=RUNS_SHOWN,
                            agents=_agent_names() if is_admin() else [],
                            max_repeats=current_app.config["MAX_REPEATS"],
                            missing_banks=regraded.missing_banks)
+
+
+def _say(message: str) -> None:
+    """What a form did, shown once on the page it leads to. Kept in the session (flash), never
+    in the URL: a link of someone else's would put their words on the page (``?message=``);
+    cut short, since a session cookie over 4 KB is dropped by the browser."""
+    flash(message if len(message) <= MESSAGE_CHARS else message[:MESSAGE_CHARS - 1] + "…")
 
 
 def _agent_names() -> list[str]:
@@ -180,7 +233,6 @@ def start_run():
     version = request.form.get("version", "").strip()
     limit = current_app.config["MAX_REPEATS"]
     raw = request.form.get("repeats", "1").strip()
-    message = None
     if not version:  # the label's own rule (exam.names) is checked where the run is created
         message = "version: expected a non-empty label"
     elif not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= limit:
@@ -194,9 +246,12 @@ def start_run():
                 run_id = queue_run(store(), reg.get(name), version, repeats=int(raw),
                                    source="dashboard")
                 message = f"run {run_id} queued: {name} {version} × {raw}"
+        except StoreError:  # the service's trouble: a 503 page, never "queued" nor a line
+            raise
         except ExamError as exc:
             message = str(exc)
-    return redirect(url_for("dashboard.runs", message=message))
+    _say(message)
+    return redirect(url_for("dashboard.runs"))
 
 
 @bp.post("/runs/<int:run_id>/exclude")
@@ -215,8 +270,9 @@ def exclude_run(run_id: int):
         message = "reason: say why the run is excluded (it is shown with the run)"
     else:
         store().set_excluded(run_id, reason[:500])
-        message = f"run {run_id} excluded from every report: {reason[:500]}"
-    return redirect(url_for("dashboard.runs", message=message))
+        message = f"run {run_id} excluded from every report (the reason is shown with it)"
+    _say(message)
+    return redirect(url_for("dashboard.runs"))
 
 
 @bp.get("/scorecard/<agent>/<version>")
@@ -242,7 +298,7 @@ def scorecard(agent: str, version: str):
                            share_link=link, share_days=days)
 
 
-@bp.get("/reply/<int:run_id>/<case_no>/<int:repeat>")
+@bp.get("/reply/<int:run_id>/<path:case_no>/<int:repeat>")  # a bank may write W2/07
 def reply(run_id: int, case_no: str, repeat: int):
     """One cell: the reply with its deciding words marked, checks, attempts, cost."""
     from exam.reports import reply_view
@@ -257,7 +313,7 @@ def reply(run_id: int, case_no: str, repeat: int):
     return render_template("reply.html", v=view, missing_banks=view["missing_banks"])
 
 
-@bp.get("/question/<agent>/<case_no>")
+@bp.get("/question/<agent>/<path:case_no>")
 def question(agent: str, case_no: str):
     """Every reply to one question; with old= and new=, the two versions side by side."""
     from exam.reports import reply_view
@@ -279,17 +335,22 @@ def compare():
     last_two = latest_pair(store(), agent)
     old = request.args.get("old") or last_two[0]
     new = request.args.get("new") or last_two[1]
-    report, error = None, None
-    if agent and old and new:
+    report, error, status = None, None, 200
+    if agent:
         try:
-            runs = compare_runs(store(), agent, old, new)
-            report = cmp.build(regrade(store(), runs, texts=False), agent, old, new)
-        except ExamError as exc:
-            error = str(exc)
+            if old and new:
+                runs = compare_runs(store(), agent, old, new)
+                report = cmp.build(regrade(store(), runs, texts=False), agent, old, new)
+            else:
+                report_runs(store(), agent)  # an agent with no counted run: the one message
+        except StoreError:  # the service's trouble: a 503 page (exam.app), not a line here
+            raise
+        except ExamError as exc:  # the same 404 as GET /api/compare, with the form kept
+            error, status = str(exc), 404
     return render_template("compare.html", report=report, error=error, versions=versions,
                            charts=kinds.charts("compare", report),
                            agent=agent, old=old, new=new,
-                           missing_banks=report["missing_banks"] if report else [])
+                           missing_banks=report["missing_banks"] if report else []), status
 
 
 @bp.get("/discrimination")
@@ -298,15 +359,15 @@ def discrimination():
     from exam.reports.regrade import regrade
 
     agent = request.args.get("agent") or None
-    report, error = None, None
+    report, error, status = None, None, 200
     try:
         report = disc.build(regrade(store(), report_runs(store(), agent), texts=False), agent)
-    except SelectionError as exc:
-        error = str(exc) if agent else None  # no runs at all: the page says "No runs yet."
+    except SelectionError as exc:  # an agent with no run: 404 as the API; none at all: "No runs yet."
+        error, status = (str(exc), 404) if agent else (None, 200)
     return render_template("discrimination.html", report=report, agent=agent, error=error,
                            charts=kinds.charts("discrimination", report),
                            agents=sorted(_versions()),
-                           missing_banks=report["missing_banks"] if report else [])
+                           missing_banks=report["missing_banks"] if report else []), status
 
 
 def _queue(agent: str | None, blind: bool):
@@ -337,7 +398,7 @@ def review_page():
     items, missing = _queue(agent, blind)
     return render_template("review.html", items=items, agent=agent, blind=blind,
                            reviewer=session.get("reviewer", ""), agents=sorted(_versions()),
-                           message=request.args.get("message"), missing_banks=missing)
+                           missing_banks=missing)
 
 
 @bp.post("/review")
@@ -357,7 +418,10 @@ def review_decide():
             review.decide(store(), item, request.form.get("decision", ""), reviewer,
                           request.form.get("reason", ""))
             message = f"{item.case_no}: {request.form.get('decision')} stored"
+        except StoreError:  # the service's trouble: a 503 page, not a line saying why not
+            raise
         except ExamError as exc:
             message = str(exc)
+    _say(message)
     return redirect(url_for("dashboard.review_page", agent=agent or "",
-                            blind="1" if blind else "", message=message))
+                            blind="1" if blind else ""))

@@ -52,3 +52,14 @@ def test_any_changed_figure_is_drawn_again():
     assert before[1] != after[1]  # coverage
     assert before[2:] == after[2:]  # the cost figures did not change
     assert UUID.sub("ID", charts.pass_rate(rows(), "another title")) != before[0]
+
+
+def test_a_chart_holds_no_script_and_its_labels_are_text():
+    """pygal writes an inline <script> (its config) into every chart; the dashboard's CSP
+    forbids scripts and the HTML file promises none, so it is dropped. A label a bank wrote
+    (a category) stays text, never markup."""
+    hostile = {"categories": {"</script><script>alert(1)</script>": {"pass": 1}}}
+    for svg in [*draw_all(rows()), charts.verdict_counts([hostile])]:
+        assert "<script" not in svg.lower()
+        assert "<svg" in svg and "</figure>" in svg
+    assert "&lt;/script&gt;&lt;script&gt;alert(1)" in charts.verdict_counts([hostile])

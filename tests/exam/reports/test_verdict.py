@@ -320,9 +320,8 @@ def test_api_dashboard_line_and_n8n_read_the_same_word(history):
     with app.test_client() as client:
         api = client.get("/api/compare?agent=A&old=v1&new=v2",
                          headers={"Authorization": "Bearer tok"}).json
-        with client.session_transaction() as s:
-            s["auth"] = True
-        page = client.get("/compare?agent=A&old=v1&new=v2").get_data(as_text=True)
+        page = client.get("/compare?agent=A&old=v1&new=v2",
+                          headers={"Authorization": "Bearer tok"}).get_data(as_text=True)
     assert api["verdict"] == "incomplete" and api["exit_code"] == 3
     assert 'data-verdict="incomplete"' in page
     report = compare.build(regrade(history.store, select_runs(history.store)), "A", "v1", "v2")

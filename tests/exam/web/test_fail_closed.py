@@ -138,7 +138,7 @@ def decision(key, **extra):
 def test_a_cookie_only_review_from_elsewhere_is_refused_and_stores_nothing(review_site, headers):
     history, client, key, _ = review_site
     resp = client.post("/review", data=decision(key), headers=headers)
-    assert resp.status_code == 400 and "refused" in resp.json["error"]
+    assert resp.status_code == 400 and "refused: " in resp.get_data(as_text=True)
     assert history.store.adjudications() == []
 
 
@@ -236,4 +236,52 @@ def test_every_response_refuses_framing_and_sniffing(client, auth, method, path,
     resp = client.open(path, method=method, headers=auth if authed else {}, json={})
     assert resp.headers["X-Frame-Options"] == "DENY"
     assert resp.headers["X-Content-Type-Options"] == "nosniff"
-    assert "frame-ancestors 'none'" in resp.headers["Content-Security-Policy"]
+    csp = resp.headers["Content-Security-Policy"]
+    assert "frame-ancestors 'none'" in csp
+    # no script runs and nothing is fetched: default-src 'none', and nothing lets scripts back
+    assert "default-src 'none'" in csp and "script-src" not in csp
+    assert "base-uri 'none'" in csp and "form-action 'self'" in csp
+    assert resp.headers["Cache-Control"] == "no-store"  # no disk or proxy copy of a page
+
+
+# -- sessions end with the token they were opened with ------------------------------------
+
+def _rotated(tmp_path, **tokens):
+    """An app over the same store with EXAM_SECRET_KEY set, as deployment.md advises."""
+    return create_app({"DB": str(tmp_path / "exam.db"), "SECRET_KEY": "team-key",
+                       "TESTING": True, **tokens})
+
+
+def _cookie(app, token: str) -> str:
+    client = app.test_client()
+    form = token_of(client.get("/login").get_data(as_text=True))
+    assert client.post("/login", data={"token": token, "csrf_token": form}).status_code == 302
+    return client.get_cookie("session").value
+
+
+def _opens(app, cookie: str) -> bool:
+    client = app.test_client()
+    client.set_cookie("session", cookie)
+    return client.get("/runs").status_code == 200
+
+
+@pytest.mark.parametrize("role", ["API_TOKEN", "VIEWER_TOKEN"])
+def test_changing_a_token_ends_the_sessions_opened_with_it(tmp_path, role):
+    """A leaked token is changed: the sessions it opened (the leaker's) end at once, though
+    EXAM_SECRET_KEY (which signs the cookies and share links) stays the same."""
+    before = {"API_TOKEN": "admin-old", "VIEWER_TOKEN": "viewer-old"}
+    cookie = _cookie(_rotated(tmp_path, **before), before[role])
+    assert _opens(_rotated(tmp_path, **before), cookie)  # another instance, same settings
+    after = {**before, role: before[role].replace("old", "new")}
+    assert not _opens(_rotated(tmp_path, **after), cookie)
+    assert _opens(_rotated(tmp_path, **after), _cookie(_rotated(tmp_path, **after),
+                                                      after[role]))  # the new token logs in
+
+
+def test_changing_the_admin_token_keeps_share_links(tmp_path):
+    from exam.web.share import make_token
+
+    token = make_token("team-key", "/runs")
+    client = _rotated(tmp_path, API_TOKEN="admin-new").test_client()
+    assert client.get(f"/share/{token}").status_code == 302
+    assert client.get("/runs").status_code == 200

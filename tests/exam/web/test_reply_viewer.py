@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import time
 
 import pytest
@@ -71,3 +72,34 @@ def test_old_and_new_side_by_side(site):
     assert page.index('id="version-v1"') < page.index('id="version-v2"')
     assert 'class="side"' in page
     assert "備貨中" in page and "no reply within 60 s" in page
+
+
+def test_a_case_number_with_a_slash_opens_its_reply_and_question(history):
+    """A bank may number its questions FAQ/03: the scorecard's links to it were 404s."""
+    history.bank("A", [("FAQ/03", "c", "major"), ("W2 07?#", "c", "minor")])
+    history.run("A", "v1", {"FAQ/03": "p", "W2 07?#": "p"})
+    app = create_app({"API_TOKEN": "t", "DB": str(history.tmp / "exam.db"), "TESTING": True})
+    client = app.test_client()
+    card = client.get("/scorecard/A/v1", headers=AUTH).get_data(as_text=True)
+    links = [html.unescape(h) for h in re.findall(r'href="(/reply/[^"]+)"', card)]
+    assert len(links) == 2
+    for link in links:
+        page = client.get(link, headers=AUTH)
+        assert page.status_code == 200, link
+        question = re.search(r'href="(/question/[^"]+)"', page.get_data(as_text=True))
+        assert client.get(html.unescape(question.group(1)), headers=AUTH).status_code == 200
+
+
+def test_bidi_overrides_are_shown_not_obeyed(history):
+    """U+202E would show a reviewer 'gnippihs eerf' as 'free shipping': shown as \\u202e,
+    as the terminal shows it, on the page and in the HTML report."""
+    from exam.reports import html as report_html
+
+    history.bank("A", [("Q-01", "c", "major")])
+    history.run("A", "v1", {"Q-01": "p"}, texts={"Q-01": "備貨中 \u202egnippihs eerf\u202c"})
+    app = create_app({"API_TOKEN": "t", "DB": str(history.tmp / "exam.db"), "TESTING": True})
+    run_id = history.store.list_runs("A")[0].id
+    page = app.test_client().get(f"/reply/{run_id}/Q-01/1", headers=AUTH).get_data(as_text=True)
+    assert "\u202e" not in page and "\\u202egnippihs eerf\\u202c" in page
+    out = report_html.environment().from_string("<p>{{ t }}</p>").render(t="\u2066x\u2069")
+    assert out == "<p>\\u2066x\\u2069</p>"

@@ -93,13 +93,14 @@ def test_a_form_from_one_instance_is_accepted_by_the_other(pair):
     form = {"agent": "T", "version": "from-b", "repeats": "1"}
     sent = browser.post(f"{b.url}/runs", data={**form, "csrf_token": token},
                         allow_redirects=False, timeout=30)
-    assert sent.status_code == 302 and "queued" in sent.headers["Location"], sent.text
+    assert sent.status_code == 302, sent.text
+    assert "queued: T from-b" in browser.get(f"{a.url}/runs", timeout=30).text  # A says it
     runs = browser.get(f"{a.url}/api/runs", headers={"Authorization": f"Bearer {TOKEN}"},
                        timeout=30).json()["runs"]
     assert [r["version"] for r in runs].count("from-b") == 1  # A sees what B queued
     forged = browser.post(f"{b.url}/runs", data={**form, "csrf_token": token[:-2] + "xx"},
                           allow_redirects=False, timeout=30)
-    assert forged.status_code == 400 and "refused" in forged.json()["error"]
+    assert forged.status_code == 400 and "refused: " in forged.text
 
 
 def test_a_share_link_made_by_one_instance_opens_on_the_other(pair):
@@ -133,9 +134,9 @@ def test_a_review_decision_on_one_instance_is_seen_by_the_other(pair):
         "csrf_token": csrf_in(on_b.text), "key": key, "agent": "", "blind": "1",
         "reviewer": "pat", "reason": "", "decision": "pass"}, allow_redirects=False,
         timeout=30)
-    assert sent.status_code == 302 and "stored" in sent.headers["Location"], sent.text
-    assert "review queue: 0 distinct replies" in browser.get(f"{a.url}/review",
-                                                             timeout=30).text
+    assert sent.status_code == 302, sent.text
+    after = browser.get(f"{a.url}/review", timeout=30).text
+    assert "pass stored" in after and "review queue: 0 distinct replies" in after
 
 
 def sign(body: bytes) -> str:

@@ -122,7 +122,8 @@ def test_the_admin_starts_a_run_from_the_dashboard_form(app, demo_db):
     before = _state(demo_db)[0]
     resp = client.post("/runs", data={"csrf_token": _csrf(client), "agent": "W1",
                                       "version": "v9", "repeats": "2"})
-    assert resp.status_code == 302 and "queued" in resp.headers["Location"]
+    assert resp.status_code == 302 and resp.headers["Location"] == "/runs"
+    assert "queued: W1 v9 × 2" in client.get("/runs").text
     s = Store(demo_db)
     try:
         runs = s.list_runs()
@@ -139,7 +140,7 @@ def test_the_admin_excludes_and_includes_a_run_from_the_dashboard(app, demo_db):
     run_id = _run_id(demo_db)
     token = _csrf(client)
     resp = client.post(f"/runs/{run_id}/exclude", data={"csrf_token": token, "reason": ""})
-    assert "reason" in resp.headers["Location"]  # a reason is required, nothing changes
+    assert "reason: say why" in client.get("/runs").text  # a reason is required
     resp = client.post(f"/runs/{run_id}/exclude", data={"csrf_token": token,
                                                          "reason": "forgot the secret"})
     assert resp.status_code == 302
@@ -174,18 +175,84 @@ def test_a_bad_start_run_form_says_which_field(app, form, message):
     assert message in html.unescape(resp.text)
 
 
-def test_a_share_link_gives_a_viewer_session_that_cannot_change_state(app, demo_db):
+def test_a_message_in_the_address_is_not_shown(app):
+    """What a form did is shown from the session: words in a link (?message=) are not."""
+    client = app.test_client()
+    _login(client, ADMIN)
+    planted = "Your session expired: log in again at https://evil.example"
+    for page in ("/runs", "/review"):
+        assert planted not in client.get(f"{page}?message={planted}").text
+
+
+def _run_of(db: str, agent: str, version: str) -> int:
+    s = Store(db)
+    try:
+        return s.list_runs(agent, version)[0].id
+    finally:
+        s.close()
+
+
+def test_a_share_link_opens_its_scorecard_and_changes_nothing(app, demo_db):
     client = app.test_client()
     token = make_token(app.config["SECRET_KEY"], "/scorecard/W3/v2")
     resp = client.get(f"/share/{token}")
     assert resp.status_code == 302 and resp.headers["Location"] == "/scorecard/W3/v2"
-    assert client.get("/scorecard/W3/v2").status_code == 200
-    assert client.get("/runs").status_code == 200
+    page = client.get("/scorecard/W3/v2")
+    assert page.status_code == 200 and 'id="role">shared<' in page.text
+    assert 'href="/runs"' not in page.text  # no menu to pages it does not open
+    reply = client.get(f"/reply/{_run_of(demo_db, 'W3', 'v2')}/W3-10/1")  # linked from it
+    assert reply.status_code == 200 and "every version&#39;s replies" not in reply.text
     before = _state(demo_db)
     resp = client.post("/runs", data={"csrf_token": _csrf(client), "agent": "W1",
                                       "version": "v9", "repeats": "1"})
-    assert resp.status_code == 403 and "admin token" in resp.text
+    assert resp.status_code == 403
     assert _state(demo_db) == before
+
+
+def test_a_share_link_opens_nothing_beyond_its_scorecard(app, demo_db):
+    """A scorecard's link, forwarded or sent to a LINE group, was a viewer session: every
+    agent's replies, raw bodies, the runs and the review queue for 7 days."""
+    client = app.test_client()
+    client.get(f"/share/{make_token(app.config['SECRET_KEY'], '/scorecard/W3/v2')}")
+    for path in ("/", "/runs", "/review", "/compare?agent=W3&old=v1&new=v2", "/discrimination",
+                 "/scorecard/W3/v1", "/scorecard/W1/v2", "/question/W3/W3-10",
+                 f"/reply/{_run_of(demo_db, 'W3', 'v1')}/W3-10/1",
+                 f"/reply/{_run_of(demo_db, 'W1', 'v2')}/W1-01/1",
+                 "/reply/999999/W3-10/1"):  # no telling which runs exist
+        resp = client.get(path)
+        assert resp.status_code == 403 and "A share link opens the page it names" in resp.text, \
+            path
+    assert client.get("/api/runs").status_code == 401  # and the API was never open to it
+
+
+def test_two_share_links_open_both_pages_until_each_expires(app):
+    client = app.test_client()
+    key = app.config["SECRET_KEY"]
+    client.get(f"/share/{make_token(key, '/scorecard/W3/v2')}")
+    client.get(f"/share/{make_token(key, '/scorecard/W1/v1', days=1 / 86400)}")  # 1 second
+    assert client.get("/scorecard/W3/v2").status_code == 200
+    time.sleep(1.1)
+    assert client.get("/scorecard/W1/v1").status_code == 403  # expired: the other one holds
+    assert client.get("/scorecard/W3/v2").status_code == 200
+
+
+def test_an_expired_share_link_session_asks_to_log_in(app):
+    client = app.test_client()
+    client.get(f"/share/{make_token(app.config['SECRET_KEY'], '/scorecard/W3/v2', days=1e-5)}")
+    time.sleep(1.0)
+    resp = client.get("/scorecard/W3/v2")
+    assert resp.status_code == 302 and "/login" in resp.headers["Location"]
+
+
+def test_a_line_link_with_an_encoded_path_opens_its_page(app):
+    """LINE and `exam notify` sign the path %-encoded (a CJK agent name); Flask sees it
+    decoded."""
+    from urllib.parse import quote
+
+    client = app.test_client()
+    signed = f"/scorecard/W3/{quote('v2+x', safe='')}"  # /scorecard/W3/v2%2Bx
+    client.get(f"/share/{make_token(app.config['SECRET_KEY'], signed)}")
+    assert client.get("/scorecard/W3/v2+x").status_code == 404  # let in: no such version
 
 
 @pytest.mark.parametrize("make,message", [
