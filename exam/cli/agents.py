@@ -29,12 +29,13 @@ def agents_check(names, case_no, full, agents) -> None:
     """Send one work order to each AGENT (default: every agent) and show what came back.
 
     Prints the raw reply, then what the registry's `reply:` mapping read from it (text, status,
-    model calls, tokens, steps) and, for what it could not find, the keys the reply had.
+    model calls, tokens, steps) and, for what it could not find, the keys the reply had. With
+    `n8n:` in the registry, model calls and tokens are read from the execution, as a run does.
     Stores nothing.
 
     \b
     Exit status: 0 every agent answered readably · 2 bad input · 3 an agent's reply did not
-    arrive or could not be read (the line says why).
+    arrive or could not be read, or its n8n usage could not be read (the line says why).
     """
     from exam.pipeline.probe import describe_read, probe, show_body
 
@@ -60,6 +61,7 @@ def agents_check(names, case_no, full, agents) -> None:
         for line in describe_read(agent, p):
             click.echo(f"  {line}")
         trouble |= p.result.run_status != "ok"
+        trouble |= p.usage is not None and p.usage.model_calls is None  # `n8n:` set, not read
         click.echo("")
     sys.exit(3 if trouble else 0)
 

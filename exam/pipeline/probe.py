@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from exam.errors import PLACEHOLDER
+from exam.pipeline import n8n_usage
 from exam.pipeline.gate import RequestGate
 from exam.pipeline.reading import MISSING, ReplyMapping, keys_present, unwrap
 from exam.pipeline.registry import Agent
@@ -35,13 +36,19 @@ class Probe:
     result: Result
     attempts: int
     latency_ms: float
+    usage: n8n_usage.Usage | None = None  # read from n8n's executions, as `exam run` does
 
 
 def probe(agent: Agent, work_order: Any) -> Probe:
     outcomes = send(agent, work_order, RequestGate(1, 0.0))
     last = outcomes[-1]
+    usage = None
+    if agent.n8n is not None:  # the run reads usage there, so the check must read it there too
+        usage = n8n_usage.measure(agent.n8n, [
+            (o.row.n, o.row.error, o.body if o.body is not None else o.row.body)
+            for o in outcomes])
     return Probe(last.row.http_status, last.row.body, classify(agent, outcomes), len(outcomes),
-                 sum(o.row.latency_ms for o in outcomes))
+                 sum(o.row.latency_ms for o in outcomes), usage)
 
 
 def _paths(obj: Any, prefix: str = "", depth: int = 0) -> list[tuple[str, Any]]:
@@ -156,10 +163,17 @@ def describe_read(agent: Agent, p: Probe) -> list[str]:
                  f"text         {missing(m.text if agent.reply_format == 'json' else None)}")
     status = read.status if read else None
     lines.append(f"status       {status}" if status is not None else f"status       {missing(m.status)}")
-    lines.append(f"model calls  {r.model_calls}" if r.model_calls is not None else
-                 f"model calls  {missing(m.model_calls)}")
-    lines.append(f"tokens       {r.tokens}" if r.tokens is not None else
-                 f"tokens       {missing(m.tokens)}")
+    if p.usage is not None:  # `n8n:` in the registry: the reply's own figures are not used
+        u = p.usage
+        lines.append(f"model calls  {u.model_calls if u.model_calls is not None else 'unknown'}")
+        lines.append(f"tokens       {u.tokens if u.tokens is not None else 'unknown'}"
+                     + (" (estimated)" if u.estimated and u.tokens is not None else ""))
+        lines.append(f"usage        {u.note}")
+    else:
+        lines.append(f"model calls  {r.model_calls}" if r.model_calls is not None else
+                     f"model calls  {missing(m.model_calls)}")
+        lines.append(f"tokens       {r.tokens}" if r.tokens is not None else
+                     f"tokens       {missing(m.tokens)}")
     steps = read.steps if read else None
     if steps is not None:
         tools = ", ".join(s.tool for s in steps) or "none called"

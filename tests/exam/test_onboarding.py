@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from http.server import BaseHTTPRequestHandler
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
 from exam.cli.main import main
+from tests.exam.pipeline.test_n8n_usage import KEY, FakeN8nApi, execution
 from tests.fakes.server import send_json, serve
 
 
@@ -293,3 +295,65 @@ def test_a_todo_anywhere_in_the_reply_mapping_is_named_by_its_field(tmp_path):
     assert [line.split(" is still")[0] for line in agent.blocked.split("; ")] == [
         "reg.yaml: agents.A.reply.text[1]", "reg.yaml: agents.A.reply.tokens",
         "reg.yaml: agents.A.reply.steps.tool"]
+
+
+class ExecutionIdAgent:
+    """An n8n AI Agent workflow's reply: the answer, a placeholder usage, the execution id."""
+
+    def __init__(self, exec_id: str | None):
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                send_json(self, 200, {"answer": "本店不提供貨到付款。",
+                                      "usage": {"model_calls": 0, "total_tokens": 0},
+                                      **({"executionId": exec_id} if exec_id else {})})
+
+        self.served = serve(Handler).start()
+        self.url = self.served.url + "/webhook/w4"
+
+    def close(self):
+        self.served.close()
+
+
+def _n8n_registry(tmp_path, agent_url: str, api_url: str):
+    registry = tmp_path / "agents.yaml"
+    bank = tmp_path / "bank" / "W4.yaml"
+    bank.parent.mkdir()
+    bank.write_text(yaml.safe_dump({"agent": "W4", "questions": [
+        {"case_no": "W4-01", "input": {"question": "hi"}, "expect_facts": ["貨到付款"]}]}))
+    registry.write_text(yaml.safe_dump({"agents": {"W4": {
+        "url": agent_url, "bank": "bank/W4.yaml",
+        "n8n": {"api_url": api_url, "api_key": "${N8N_API_KEY}"}}}}))
+    return registry
+
+
+@pytest.mark.parametrize("exec_id, key, code, lines", [
+    ("7", KEY, 0, ["model calls  2", "tokens       249",
+                   "usage        from n8n execution 7: 2 model call(s), tokens as the provider "
+                   "counted them"]),
+    ("7", "a-wrong-key-0123456789", 3, [
+        "model calls  unknown", "tokens       unknown",
+        "usage        usage unknown: the n8n API refused the key (HTTP 401, "]),
+    (None, KEY, 3, ["model calls  unknown", "usage        usage unknown: attempt 1's reply "
+                    "carries no execution id at 'executionId'"]),
+])
+def test_agents_check_reads_usage_from_n8n_as_a_run_does(tmp_path, exec_id, key, code, lines):
+    """With `n8n:` set a run reads usage from the execution, not the reply's placeholder 0s:
+    the check must show that (or why it cannot), not the figures the run will ignore."""
+    api = FakeN8nApi({"7": execution("chat-completions-parallel")})
+    agent = ExecutionIdAgent(exec_id)
+    try:
+        registry = _n8n_registry(tmp_path, agent.url, api.url)
+        r = invoke("agents", "check", "--agents", str(registry), env={"N8N_API_KEY": key})
+    finally:
+        agent.close()
+        api.close()
+    assert r.exit_code == code, r.output
+    for line in lines:
+        assert f"  {line}" in r.output
+    assert "tokens       0" not in r.output and key not in r.output
