@@ -37,7 +37,7 @@ def agents_check(names, case_no, full, agents) -> None:
     Exit status: 0 every agent answered readably · 2 bad input · 3 an agent's reply did not
     arrive or could not be read, or its n8n usage could not be read (the line says why).
     """
-    from exam.pipeline.probe import describe_read, probe, show_body
+    from exam.pipeline.probe import describe_read, next_step, probe, show_body
 
     registry = open_registry(agents)
     chosen = [registry.get(n) for n in names] if names else list(registry.agents.values())
@@ -60,6 +60,8 @@ def agents_check(names, case_no, full, agents) -> None:
         click.echo("the mapping read:")
         for line in describe_read(agent, p):
             click.echo(f"  {line}")
+        if hint := next_step(agent, p, registry.path):
+            click.echo(f"next: {hint}")
         trouble |= p.result.run_status != "ok"
         trouble |= p.usage is not None and p.usage.model_calls is None  # `n8n:` set, not read
         click.echo("")
@@ -150,7 +152,7 @@ def init_cmd(url, name, question, header_values, bank_path, timeout_s, agents) -
     Exit status: 0 written · 2 bad input (URL, name, header, an existing agent) · 3 the probe
     got no reply (nothing written).
     """
-    from exam.pipeline.probe import probe, propose_mapping, show_body
+    from exam.pipeline.probe import next_step, probe, propose_mapping, show_body
     from exam.pipeline.registry import DEFAULT_PATH, parse_agent
 
     registry_path = Path(agents or os.environ.get("EXAM_AGENTS") or DEFAULT_PATH)
@@ -172,6 +174,8 @@ def init_cmd(url, name, question, header_values, bank_path, timeout_s, agents) -
     if p.result.run_status in ("timeout", "http_error") or not p.body:
         click.echo(f"\nno usable reply ({p.result.run_status}: {p.result.error or 'empty body'}); "
                    f"nothing written", err=True)
+        if hint := next_step(agent, p):
+            click.echo(f"next: {hint}", err=True)
         sys.exit(3)
     import json
 

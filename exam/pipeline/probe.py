@@ -137,6 +137,11 @@ def describe_read(agent: Agent, p: Probe) -> list[str]:
     that were there."""
     r = p.result
     lines = [f"run status   {r.run_status}" + (f": {r.error}" if r.error else "")]
+    if r.run_status in ("http_error", "timeout"):
+        # an error page or nothing at all: "nothing at answer" would send people to the mapping
+        why = "nothing came back" if p.body is None else "an error reply, not an answer"
+        return [*lines, f"(the reply mapping was not applied: {why})",
+                f"attempts     {p.attempts}, {p.latency_ms:.0f} ms"]
     m: ReplyMapping = agent.reply
     body: Any = MISSING
     if p.body and agent.reply_format == "json":
@@ -182,6 +187,34 @@ def describe_read(agent: Agent, p: Probe) -> list[str]:
         lines.append(f"steps        {missing(m.steps.path if m.steps else None)}")
     lines.append(f"attempts     {p.attempts}, {p.latency_ms:.0f} ms")
     return lines
+
+
+def next_step(agent: Agent, p: Probe, registry: str | None = None) -> str | None:
+    """What to do about a probe that got no answer, naming the registry key to look at (or,
+    for ``exam init``, which has no entry yet, its argument and options)."""
+    r = p.result
+    key = f"{registry}: agents.{agent.name}" if registry else None
+    url, headers, timeout = ((f"{key}.url", f"{key}.headers", f"{key}.timeout_s") if key else
+                             ("the URL", "--header", "--timeout"))
+    if r.run_status == "timeout":
+        return (f"no answer within {agent.timeout_s:g} s: is the workflow stuck (its executions "
+                f"in n8n say), or does it need longer ({timeout})?")
+    if r.run_status != "http_error":
+        return None
+    if r.error.startswith("connection refused"):
+        return (f"nothing listens there: start the agent (n8n), or correct the host and port in "
+                f"{url}")
+    if r.error.startswith("cannot resolve"):
+        return f"no such host: correct the host name in {url}"
+    if p.http_status == 404 and "not registered" in r.error:
+        return (f"n8n knows no such webhook: activate (publish) the workflow, and check that "
+                f"{url} ends in /webhook/<the Webhook node's Path> (a /webhook-test/ URL "
+                f"answers only while the editor listens)")
+    if p.http_status in (401, 403):
+        return (f"the agent refused the request: the header in {headers} (name, and the "
+                f"value of its variable) must be what the Webhook node's Header Auth credential "
+                f"expects")
+    return None
 
 
 def _short(text: str, limit: int = 160) -> str:

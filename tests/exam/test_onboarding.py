@@ -4,6 +4,8 @@ described, `exam init`, `exam agents check`, a YAML bank, `exam bank check`, two
 from __future__ import annotations
 
 import json
+import socket
+import time
 from http.server import BaseHTTPRequestHandler
 
 import pytest
@@ -357,3 +359,86 @@ def test_agents_check_reads_usage_from_n8n_as_a_run_does(tmp_path, exec_id, key,
     for line in lines:
         assert f"  {line}" in r.output
     assert "tokens       0" not in r.output and key not in r.output
+
+
+N8N_404 = {"code": 404, "message": "The requested webhook \"POST w4\" is not registered.",
+           "hint": "The workflow must be active for a production URL to run successfully."}
+
+
+class StatusAgent:
+    """Answers every POST with ``status`` and ``body`` (n8n's own error shapes), or sleeps."""
+
+    def __init__(self, status: int, body: object, sleep_s: float = 0.0):
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                if sleep_s:
+                    time.sleep(sleep_s)
+                try:
+                    send_json(self, status, body)
+                except OSError:  # the exam gave up waiting: that is the point
+                    pass
+
+        self.served = serve(Handler).start()
+        self.url = self.served.url + "/webhook/w4"
+
+    def close(self):
+        self.served.close()
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("status, body, sleep_s, mistake, hint", [
+    (None, None, 0, "connection refused",
+     "next: nothing listens there: start the agent (n8n), or correct the host and port in {reg}: "
+     "agents.W4.url"),
+    (404, N8N_404, 0, "HTTP 404: The requested webhook",
+     "next: n8n knows no such webhook: activate (publish) the workflow, and check that {reg}: "
+     "agents.W4.url ends in /webhook/<the Webhook node's Path>"),
+    (403, "Authorization data is wrong!", 0, "HTTP 403",
+     "next: the agent refused the request: the header in {reg}: agents.W4.headers"),
+    (200, {"answer": "late"}, 2, "no reply within 0.5 s",
+     "next: no answer within 0.5 s: is the workflow stuck (its executions in n8n say), or does "
+     "it need longer ({reg}: agents.W4.timeout_s)?"),
+])
+def test_agents_check_says_what_to_do_when_no_answer_came(tmp_path, status, body, sleep_s,
+                                                          mistake, hint):
+    """A wrong port, an inactive workflow or a wrong path, a wrong token, a slow workflow: one
+    line naming the registry key to fix, and no 'nothing at answer' sending people to the
+    reply mapping, which was never the problem."""
+    agent = StatusAgent(status, body, sleep_s) if status else None
+    url = agent.url if agent else f"http://127.0.0.1:{_closed_port()}/webhook/w4"
+    try:
+        registry = _n8n_registry(tmp_path, url, "http://127.0.0.1:9")
+        entry = yaml.safe_load(registry.read_text())
+        del entry["agents"]["W4"]["n8n"]
+        entry["agents"]["W4"]["timeout_s"] = 0.5
+        registry.write_text(yaml.safe_dump(entry))
+        r = invoke("agents", "check", "--agents", str(registry))
+    finally:
+        if agent:
+            agent.close()
+    assert r.exit_code == 3
+    assert mistake in r.output
+    assert hint.format(reg=registry) in r.output
+    assert "nothing at" not in r.output
+
+
+def test_init_says_what_to_do_when_the_probe_gets_no_answer(tmp_path):
+    agent = StatusAgent(404, N8N_404)
+    try:
+        r = invoke("init", agent.url, "--name", "W4", "--agents", str(tmp_path / "agents.yaml"))
+    finally:
+        agent.close()
+    assert r.exit_code == 3
+    assert ("next: n8n knows no such webhook: activate (publish) the workflow, and check that "
+            "the URL ends in /webhook/<the Webhook node's Path>") in r.output
