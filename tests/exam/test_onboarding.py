@@ -442,3 +442,30 @@ def test_init_says_what_to_do_when_the_probe_gets_no_answer(tmp_path):
     assert r.exit_code == 3
     assert ("next: n8n knows no such webhook: activate (publish) the workflow, and check that "
             "the URL ends in /webhook/<the Webhook node's Path>") in r.output
+
+
+def test_a_run_nothing_of_which_was_answered_says_where_to_look_and_how_to_go_on(tmp_path):
+    """Every cell http_error (a wrong port) or bad_reply (a wrong mapping) is a setup mistake:
+    the run says to check the agent, and how to finish (resume re-sends transport failures; a
+    misread run is left out, since resume does not send bad replies again)."""
+    env = {"EXAM_DB": str(tmp_path / "exam.db")}
+    registry = _n8n_registry(tmp_path, f"http://127.0.0.1:{_closed_port()}/webhook/w4", "http://x")
+    entry = yaml.safe_load(registry.read_text())
+    del entry["agents"]["W4"]["n8n"]
+    registry.write_text(yaml.safe_dump(entry))
+    r = invoke("run", "W4", "--version", "v1", "--agents", str(registry), env=env)
+    assert r.exit_code == 3
+    assert ("next: no reply of W4 was answered; `exam agents check W4` shows one reply and what "
+            "to fix, then `exam resume 1 --retry-failed`") in r.output
+    with ShapedAgent() as agent:  # answers under data.reply: the default mapping reads nothing
+        entry["agents"]["W4"]["url"] = agent.url
+        registry.write_text(yaml.safe_dump(entry))
+        r = invoke("run", "W4", "--version", "v1", "--agents", str(registry), env=env)
+        assert r.exit_code == 3
+        assert ("then run it again and leave this one out of every report: "
+                "`exam runs exclude 2 --reason \"setup\"`") in r.output
+        entry["agents"]["W4"]["reply"] = {"text": "data.reply"}
+        registry.write_text(yaml.safe_dump(entry))
+        r = invoke("run", "W4", "--version", "v2", "--agents", str(registry), env=env)
+    assert r.exit_code == 1, r.output  # answered, and graded: a content failure, no setup hint
+    assert "next:" not in r.output
