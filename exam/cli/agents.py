@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from exam.cli.common import InputError, agents_option, open_bank, open_registry
+from exam.cli.common import InputError, agents_option, open_registry
 
 _HEADER = re.compile(r"^\s*([A-Za-z0-9-]+)\s*:\s*(.+?)\s*$")
 
@@ -38,9 +38,11 @@ def agents_check(names, case_no, full, agents) -> None:
     arrive or could not be read, or its n8n usage could not be read (the line says why).
     """
     from exam.pipeline.probe import describe_read, next_step, probe, show_body
+    from exam.pipeline.runner import agent_bank
 
     registry = open_registry(agents)
     chosen = [registry.get(n) for n in names] if names else list(registry.agents.values())
+    banks = {a.name: agent_bank(a) for a in chosen if not a.blocked}  # before anything is sent
     trouble = False
     for agent in chosen:
         click.echo(f"== {agent.name}  {agent.safe_url}")
@@ -48,7 +50,7 @@ def agents_check(names, case_no, full, agents) -> None:
             click.echo(f"blocked, nothing sent: {agent.blocked}")
             trouble = True
             continue
-        items = open_bank(agent.bank).by_case()
+        items = banks[agent.name].by_case()
         if case_no and case_no not in items:
             raise InputError(f"--question: {case_no!r} is not in {agent.bank}")
         item = items[case_no] if case_no else next(iter(items.values()))

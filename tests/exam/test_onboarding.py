@@ -469,3 +469,18 @@ def test_a_run_nothing_of_which_was_answered_says_where_to_look_and_how_to_go_on
         r = invoke("run", "W4", "--version", "v2", "--agents", str(registry), env=env)
     assert r.exit_code == 1, r.output  # answered, and graded: a content failure, no setup hint
     assert "next:" not in r.output
+
+
+def test_agents_check_with_a_missing_bank_says_whose_bank_and_where_it_is_set(tmp_path):
+    agent = StatusAgent(200, {"answer": "x"})
+    try:
+        registry = tmp_path / "agents.yaml"
+        registry.write_text(yaml.safe_dump({"agents": {"W4": {"url": agent.url,
+                                                              "bank": "bank/W4x.yaml"}}}))
+        r = invoke("agents", "check", "--agents", str(registry))
+    finally:
+        agent.close()
+    assert r.exit_code == 2
+    assert (f"{tmp_path}/bank/W4x.yaml: no such file: the question bank of agent W4 (set 'bank:' "
+            "for it in the registry") in r.output
+    assert "==" not in r.output  # checked before anything is sent
