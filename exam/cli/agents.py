@@ -156,6 +156,7 @@ def init_cmd(url, name, question, header_values, bank_path, timeout_s, agents) -
     """
     from exam.pipeline.probe import next_step, probe, propose_mapping, show_body
     from exam.pipeline.registry import DEFAULT_PATH, parse_agent
+    from exam.pipeline.transport import N8N_STARTED_ERROR
 
     registry_path = Path(agents or os.environ.get("EXAM_AGENTS") or DEFAULT_PATH)
     bank = Path(bank_path or Path("bank") / f"{name}.yaml")
@@ -173,7 +174,8 @@ def init_cmd(url, name, question, header_values, bank_path, timeout_s, agents) -
     p = probe(dataclasses.replace(agent, reply_format="text"), work_order)
     click.echo(f"POST {agent.safe_url} → HTTP {p.http_status or '-'} in {p.latency_ms:.0f} ms")
     click.echo(show_body(p.body, 3000))
-    if p.result.run_status in ("timeout", "http_error") or not p.body:
+    if p.result.run_status in ("timeout", "http_error") or not p.body or \
+            p.result.error == N8N_STARTED_ERROR:
         click.echo(f"\nno usable reply ({p.result.run_status}: {p.result.error or 'empty body'}); "
                    f"nothing written", err=True)
         if hint := next_step(agent, p):

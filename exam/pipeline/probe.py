@@ -206,6 +206,12 @@ def next_step(agent: Agent, p: Probe, registry: str | None = None) -> str | None
                 f"{url}")
     if r.error.startswith("cannot resolve"):
         return f"no such host: correct the host name in {url}"
+    if p.http_status == 404 and "not registered for POST" in r.error:
+        return ("the Webhook node takes another HTTP method: set its HTTP Method to POST (the "
+                "exam POSTs every work order as JSON)")
+    if "Unused Respond to Webhook node" in r.error:
+        return ("the Webhook node does not wait for the Respond to Webhook node: set its "
+                "Respond to \"Using 'Respond to Webhook' Node\"")
     if p.http_status == 404 and "not registered" in r.error:
         return (f"n8n knows no such webhook: activate (publish) the workflow, and check that "
                 f"{url} ends in /webhook/<the Webhook node's Path> (a /webhook-test/ URL "

@@ -406,6 +406,13 @@ def _closed_port() -> int:
      "agents.W4.url ends in /webhook/<the Webhook node's Path>"),
     (403, "Authorization data is wrong!", 0, "HTTP 403",
      "next: the agent refused the request: the header in {reg}: agents.W4.headers"),
+    (404, {"code": 404, "message": "This webhook is not registered for POST requests. Did you "
+                                   "mean to make a GET request?"}, 0, "HTTP 404: This webhook",
+     "next: the Webhook node takes another HTTP method: set its HTTP Method to POST"),
+    (500, {"code": 0, "message": "Unused Respond to Webhook node found in the workflow"}, 0,
+     "HTTP 500: Unused Respond to Webhook node",
+     "next: the Webhook node does not wait for the Respond to Webhook node: set its Respond to "
+     "\"Using 'Respond to Webhook' Node\""),
     (200, {"answer": "late"}, 2, "no reply within 0.5 s",
      "next: no answer within 0.5 s: is the workflow stuck (its executions in n8n say), or does "
      "it need longer ({reg}: agents.W4.timeout_s)?"),
@@ -484,3 +491,39 @@ def test_agents_check_with_a_missing_bank_says_whose_bank_and_where_it_is_set(tm
     assert (f"{tmp_path}/bank/W4x.yaml: no such file: the question bank of agent W4 (set 'bank:' "
             "for it in the registry") in r.output
     assert "==" not in r.output  # checked before anything is sent
+
+
+N8N_STARTED = {"message": "Workflow was started"}  # n8n's reply when the Webhook responds Immediately
+
+
+def test_init_refuses_n8ns_workflow_was_started_as_an_answer(tmp_path):
+    """Responding Immediately, n8n answers before the workflow runs; `message` is a text key
+    init would map, and every run would then grade these words as the agent's answer."""
+    agent = StatusAgent(200, N8N_STARTED)
+    try:
+        r = invoke("init", agent.url, "--name", "W4", "--agents", str(tmp_path / "agents.yaml"),
+                   "--bank", str(tmp_path / "W4.yaml"))
+    finally:
+        agent.close()
+    assert r.exit_code == 3
+    assert ("n8n answered 'Workflow was started' before the workflow ran (the Webhook node "
+            "responds Immediately): set its Respond to \"Using 'Respond to Webhook' Node\"") \
+        in r.output
+    assert not (tmp_path / "agents.yaml").exists() and not (tmp_path / "W4.yaml").exists()
+
+
+def test_workflow_was_started_is_a_bad_reply_whatever_the_mapping_reads(tmp_path):
+    env = {"EXAM_DB": str(tmp_path / "exam.db")}
+    agent = StatusAgent(200, N8N_STARTED)
+    try:
+        registry = _n8n_registry(tmp_path, agent.url, "http://x")
+        entry = yaml.safe_load(registry.read_text())
+        del entry["agents"]["W4"]["n8n"]
+        entry["agents"]["W4"]["reply"] = {"text": "message"}
+        registry.write_text(yaml.safe_dump(entry))
+        r = invoke("run", "W4", "--version", "v1", "--agents", str(registry), env=env)
+    finally:
+        agent.close()
+    assert r.exit_code == 3  # not answered: never graded as the answer (exit 1)
+    assert "bad_reply: n8n answered 'Workflow was started' before the workflow ran" in r.output
+    assert "fact[0]" not in r.output
