@@ -174,11 +174,16 @@ def _hint_unanswered(report: dict) -> None:
     mapping), not a bad version: say where to look before anyone reads the scorecard."""
     for card in report["scorecards"]:
         counts = {k: n for k, n in card["run_status"].items() if n}
-        if counts and not counts.get("ok") and not counts.get("truncated") \
-                and set(counts) != {"blocked"}:  # blocked already said why, before the run
+        if counts and not counts.get("ok") and not counts.get("truncated"):
             from exam.records import RETRY_STATUSES
 
             runs = " ".join(str(i) for i in card["run_ids"])
+            if set(counts) == {"blocked"}:  # the warning before the run said why
+                click.echo(f"next: nothing was sent to {card['agent']}: fix what the warning "
+                           f"above names, then `exam resume {runs} --retry-failed` (a new run of "
+                           f"the same version would keep these blocked cells in its reports)",
+                           err=True)
+                continue
             then = (f"then `exam resume {runs} --retry-failed`"
                     if set(counts) & set(RETRY_STATUSES) else  # resume sends those again
                     f"then run it again and leave this one out of every report: "

@@ -527,3 +527,17 @@ def test_workflow_was_started_is_a_bad_reply_whatever_the_mapping_reads(tmp_path
     assert r.exit_code == 3  # not answered: never graded as the answer (exit 1)
     assert "bad_reply: n8n answered 'Workflow was started' before the workflow ran" in r.output
     assert "fact[0]" not in r.output
+
+
+def test_a_blocked_run_says_to_resume_it_not_to_run_the_version_again(tmp_path):
+    env = {"EXAM_DB": str(tmp_path / "exam.db")}
+    registry = _n8n_registry(tmp_path, "http://127.0.0.1:9/webhook/w4", "http://x")
+    entry = yaml.safe_load(registry.read_text())
+    del entry["agents"]["W4"]["n8n"]
+    entry["agents"]["W4"]["headers"] = {"X-Exam-Token": "${W4_TOKEN_UNSET}"}
+    registry.write_text(yaml.safe_dump(entry))
+    r = invoke("run", "W4", "--version", "v1", "--agents", str(registry), env=env)
+    assert r.exit_code == 3
+    assert "environment variable W4_TOKEN_UNSET is not set" in r.output
+    assert ("next: nothing was sent to W4: fix what the warning above names, then "
+            "`exam resume 1 --retry-failed`") in r.output
