@@ -171,6 +171,13 @@ def init_cmd(url, name, question, header_values, bank_path, timeout_s, agents) -
     work_order = {"task_id": f"{name}-01", "question": question}
     import dataclasses
 
+    if "/webhook-test/" in agent.safe_url:  # it may answer now, but not the exam's next call
+        from exam.pipeline.probe import test_to_production
+
+        click.echo(f"warning: {agent.safe_url} is n8n's test URL: it answers one call after "
+                   f"Execute workflow in the editor, so a run's second work order gets a 404. "
+                   f"Register the production URL ({test_to_production(agent.safe_url)}) with "
+                   f"the workflow active", err=True)
     p = probe(dataclasses.replace(agent, reply_format="text"), work_order)
     click.echo(f"POST {agent.safe_url} → HTTP {p.http_status or '-'} in {p.latency_ms:.0f} ms")
     click.echo(show_body(p.body, 3000))

@@ -189,6 +189,11 @@ def describe_read(agent: Agent, p: Probe) -> list[str]:
     return lines
 
 
+def test_to_production(url: str) -> str:
+    """n8n's production URL for a test URL (``/webhook-test/<path>`` → ``/webhook/<path>``)."""
+    return url.replace("/webhook-test/", "/webhook/", 1)
+
+
 def next_step(agent: Agent, p: Probe, registry: str | None = None) -> str | None:
     """What to do about a probe that got no answer, naming the registry key to look at (or,
     for ``exam init``, which has no entry yet, its argument and options)."""
@@ -212,6 +217,10 @@ def next_step(agent: Agent, p: Probe, registry: str | None = None) -> str | None
     if "Unused Respond to Webhook node" in r.error:
         return ("the Webhook node does not wait for the Respond to Webhook node: set its "
                 "Respond to \"Using 'Respond to Webhook' Node\"")
+    if p.http_status == 404 and "/webhook-test/" in agent.safe_url:
+        return (f"{url} is n8n's test URL, which answers one call after Execute workflow in the "
+                f"editor: use the production URL ({test_to_production(agent.safe_url)}) with "
+                f"the workflow active (published)")
     if p.http_status == 404 and "not registered" in r.error:
         return (f"n8n knows no such webhook: activate (publish) the workflow, and check that "
                 f"{url} ends in /webhook/<the Webhook node's Path> (a /webhook-test/ URL "

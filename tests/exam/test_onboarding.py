@@ -541,3 +541,37 @@ def test_a_blocked_run_says_to_resume_it_not_to_run_the_version_again(tmp_path):
     assert "environment variable W4_TOKEN_UNSET is not set" in r.output
     assert ("next: nothing was sent to W4: fix what the warning above names, then "
             "`exam resume 1 --retry-failed`") in r.output
+
+
+N8N_TEST_404 = {"code": 404, "message": "The requested webhook \"w4\" is not registered.",
+                "hint": "Click the 'Execute workflow' button on the canvas, then try again."}
+
+
+def test_a_test_url_is_named_with_the_production_url_to_use(tmp_path):
+    agent = StatusAgent(404, N8N_TEST_404)
+    test_url = agent.url.replace("/webhook/", "/webhook-test/")
+    try:
+        registry = _n8n_registry(tmp_path, test_url, "http://x")
+        entry = yaml.safe_load(registry.read_text())
+        del entry["agents"]["W4"]["n8n"]
+        registry.write_text(yaml.safe_dump(entry))
+        r = invoke("agents", "check", "--agents", str(registry))
+    finally:
+        agent.close()
+    assert r.exit_code == 3
+    assert (f"next: {registry}: agents.W4.url is n8n's test URL, which answers one call after "
+            f"Execute workflow in the editor: use the production URL ({agent.url})") in r.output
+
+
+def test_init_warns_that_a_test_url_answers_one_call_even_when_it_answers(tmp_path):
+    agent = StatusAgent(200, {"answer": "ok"})
+    test_url = agent.url.replace("/webhook/", "/webhook-test/")
+    try:
+        r = invoke("init", test_url, "--name", "W4", "--agents", str(tmp_path / "agents.yaml"),
+                   "--bank", str(tmp_path / "W4.yaml"))
+    finally:
+        agent.close()
+    assert r.exit_code == 0
+    assert (f"warning: {test_url} is n8n's test URL: it answers one call after Execute workflow "
+            f"in the editor, so a run's second work order gets a 404. Register the production "
+            f"URL ({agent.url})") in r.output
