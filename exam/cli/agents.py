@@ -199,7 +199,9 @@ def init_cmd(url, name, question, header_values, bank_path, timeout_s, agents) -
              "timeout_s": timeout_s, "reply": mapping}
     click.echo("\nproposed reply mapping:")
     for key, value in mapping.items():
-        click.echo(f"  {key}: {value}")
+        shown = ("null" if value is None else  # as the registry file has it, not Python's None
+                 f"[{', '.join(value)}]" if isinstance(value, list) else value)
+        click.echo(f"  {key}: {shown}")
     for note in notes:
         click.echo(f"  note: {note}")
     from exam.pipeline.reading import lookup, unwrap

@@ -575,3 +575,18 @@ def test_init_warns_that_a_test_url_answers_one_call_even_when_it_answers(tmp_pa
     assert (f"warning: {test_url} is n8n's test URL: it answers one call after Execute workflow "
             f"in the editor, so a run's second work order gets a 404. Register the production "
             f"URL ({agent.url})") in r.output
+
+
+def test_init_shows_the_proposed_mapping_as_the_registry_file_has_it(tmp_path):
+    agent = StatusAgent(200, {"answer": "ok", "usage": {"prompt_tokens": 3, "completion_tokens": 4}})
+    try:
+        r = invoke("init", agent.url, "--name", "W4", "--agents", str(tmp_path / "agents.yaml"),
+                   "--bank", str(tmp_path / "W4.yaml"))
+    finally:
+        agent.close()
+    assert r.exit_code == 0
+    assert "  status: null\n" in r.output and "None" not in r.output
+    assert "  tokens: [usage.prompt_tokens, usage.completion_tokens]\n" in r.output
+    entry = yaml.safe_load((tmp_path / "agents.yaml").read_text())["agents"]["W4"]["reply"]
+    assert entry["status"] is None
+    assert entry["tokens"] == ["usage.prompt_tokens", "usage.completion_tokens"]
