@@ -23,7 +23,7 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # that check (issue 9) is dropped when the rule it was made under changes, and the grade
 # cache is keyed by every entry. A registered kind (below) adds its own.
 RULE_VERSIONS: dict[str, int] = {
-    "fact": 2, "forbidden": 2, "status": 1, "field": 1, "numbers_grounded": 1, "budget": 2,
+    "fact": 3, "forbidden": 3, "status": 1, "field": 1, "numbers_grounded": 1, "budget": 2,
     "tools": 1,
 }
 
@@ -37,7 +37,7 @@ def check_fact(name: str, entry: Entry, text: str, input_text: str = "") -> Chec
         if occ.kind == "asserted":
             return CheckResult(name, "pass", evidence=occ.sentence)
         seen.append(occ)
-    unclear = [o for o in seen if o.kind in AMBIGUOUS]
+    unclear = [o for o in seen if o.kind in AMBIGUOUS or o.kind == "hedged"]
     if unclear:
         return CheckResult(
             name, "needs_human", evidence="only unclear occurrences: " + unclear[0].describe()
@@ -51,13 +51,14 @@ def check_fact(name: str, entry: Entry, text: str, input_text: str = "") -> Chec
 
 
 def check_forbidden(name: str, entry: Entry, text: str, input_text: str) -> CheckResult:
-    """Must not be asserted. Every occurrence is classified; one asserted is enough to fail."""
+    """Must not be asserted. Every occurrence is classified; one asserted (or asserted with a
+    hedge: 可能會延誤) is enough to fail."""
     occs = [classify(text, m.start, m.end, input_text=input_text) for m in find_all(entry, text)]
-    asserted = [o for o in occs if o.kind == "asserted"]
+    asserted = [o for o in occs if o.kind in ("asserted", "hedged")]
     if asserted:
-        return CheckResult(
-            name, "fail", unexpected=(entry.source,), evidence="asserted: " + asserted[0].sentence
-        )
+        o = asserted[0]
+        how = "asserted" if o.kind == "asserted" else f"asserted with a hedge ('{o.cue}')"
+        return CheckResult(name, "fail", unexpected=(entry.source,), evidence=f"{how}: {o.sentence}")
     unclear = [o for o in occs if o.kind in AMBIGUOUS]
     if unclear:
         return CheckResult(name, "needs_human", evidence=unclear[0].describe())

@@ -21,6 +21,8 @@ NEGATION_ZH = (
     "不到", "不了", "恕不", "不予", "無從", "无从", "難以", "难以",
     # negators that begin like a pseudo-negation below (不適 discomfort, 不同 different...)
     "不適用", "不适用", "不適合", "不适合", "不同意", "不便宜", "不滿意", "不满意",
+    # refusing, and the Cantonese negators of Hong Kong replies (冇提供, 唔得)
+    "謝絕", "谢绝", "婉拒", "恕難", "恕难", "不必", "冇", "唔",
 )
 NEGATION_EN = (
     "not", "no", "never", "cannot", "can't", "can’t", "cant", "don't", "don’t", "dont",
@@ -29,7 +31,17 @@ NEGATION_EN = (
     "wouldn't", "haven't", "hasn't", "hadn't", "mustn't", "neither", "nor", "without",
     "unable", "none", "nothing", "nobody", "lack", "lacks", "lacking", "no longer", "not yet",
     "impossible", "unavailable",
+    # refusing, failing, stopping: "we declined to refund", "has been discontinued"
+    "refuse", "refuses", "refused", "refusing", "decline to", "declines to", "declined to",
+    "fail to", "fails to", "failed to", "failing to", "discontinue", "discontinued",
+    "stopped", "ceased", "suspended", "halted",
 )
+# "No need to X" negators: the modal of a claim after them (無需申請即可使用, 不用先付款可以
+# 直接…) is the reply's own predicate, out of their scope; 沒有任何商品可以… is not one of them.
+NEED_NEGATION = (
+    "不需要", "不需", "不用", "不必", "無需", "无需", "無須", "无须", "毋須", "毋须", "免",
+)
+MODAL_ZH = ("可以", "即可", "便可", "皆可", "均可", "都可", "能夠", "能够", "都能", "就能")
 # A bare prefix negator followed, in the same scope, by another negator forms a word with
 # its noun (非會員, 未開封商品, 無糖) and does not negate the predicate: 非會員無法折抵.
 WORD_PREFIX_NEGATION = ("非", "無", "无", "未", "沒", "没", "免")
@@ -39,6 +51,19 @@ CLAUSAL_NEGATION = (
     "not that", "it's not that", "it’s not that", "不是說", "不是说", "並不是說", "并不是说",
     "倒不是", "並不是", "并不是", "也不是說", "no reason", "no reason why", "沒有理由", "没有理由",
     "沒有道理", "没有道理",
+    "no way", "never said", "didn't say", "didn’t say", "did not say", "never claimed",
+    "沒有說", "没有说", "沒說", "没说", "並沒有說", "并没有说", "從沒說", "从没说",
+    "not true that", "isn't true that", "isn’t true that", "not the case that",
+    "isn't the case that", "isn’t the case that",
+    # a report made in error: what it reported is not so (系統誤顯示已出貨, "we mistakenly told
+    # you the refund was issued"); "mistakenly shipped" is not one: the shipping happened
+    "誤顯示", "误显示", "錯誤顯示", "错误显示", "誤植", "误植", "誤標", "误标", "誤報", "误报",
+    "誤傳", "误传", "誤告知", "误告知", "誤通知", "误通知", "錯誤通知", "错误通知",
+    "mistakenly told", "mistakenly said", "mistakenly marked", "mistakenly showed",
+    "incorrectly marked", "incorrectly showed", "incorrectly shown", "incorrectly told",
+    "wrongly told", "erroneously marked",
+    # a rhetorical question denies what it asks (怎麼可能提供…); with a negator it asserts
+    "怎麼可能", "怎么可能", "難道", "难道", "哪有", "何嘗", "何尝", "豈", "岂",
 )
 # A negated quantifier says some do and some do not ("not every store offers pickup",
 # 不是每一款都可以退貨): the reply asserts the hit for some; a person reads it (``unclear``).
@@ -48,11 +73,24 @@ PARTIAL_NEGATION = (
     "未必", "不見得", "不见得",
 )
 # After the hit, a predicate of ending is its verdict: 九折優惠已經結束了 (before the hit,
-# 活動結束後寄出 negates nothing).
+# 活動結束後寄出 negates nothing); not after a modal (訂單可以取消, orders can be cancelled)
+# nor under a negator, which then governs it (無法關閉). Not 取消 / cancelled: 訂單 A10305
+# 已取消 reports the order's state; the order is not denied.
 ENDING_ZH = (
     "結束", "结束", "截止", "下架", "停售", "停產", "停产", "停辦", "停办", "失效", "過期", "过期",
-    "終止", "终止", "中止", "尚無", "尚无",
+    "終止", "终止", "中止", "尚無", "尚无", "關閉", "关闭", "停用", "撤銷", "撤销",
+    # English participles of ending: "cash on delivery was paused until further notice"
+    "paused", "withdrawn", "ended", "terminated", "expired",
+    # a report called wrong after it: 已退款的訊息有誤, "marked as shipped by mistake"
+    "有誤", "有误", "是錯的", "是错的", "錯誤", "错误", "不實", "不实", "by mistake", "in error",
+    "mistaken", "incorrect", "untrue",
 )
+
+# Verbs of cancelling count only right after a negator, which they turn back (我們並沒有取消
+# 貨到付款, we haven't cancelled it: double negation). Alone they report a state (訂單 A10305
+# 已取消) or an action (幫您取消訂單), not that the thing after them is absent.
+CANCEL_ZH = ("取消", "停掉", "撤掉")
+CANCEL_EN = ("cancel", "cancelled", "canceled", "stop")
 
 # Words that contain a negating character and negate nothing the reply offers: pseudo-
 # negations, fixed phrases, quantities (未滿 = below), "free of charge" (the thing priced is
@@ -66,6 +104,8 @@ PSEUDO_NEGATION_ZH = (
     "沒錯", "没错", "沒事", "没事", "不便", "不適", "不适", "不定期", "不時", "不时",
     "未滿", "未满", "不滿", "不满", "不超過", "不超过", "未超過", "未超过", "不到一",
     "難免", "难免", "未免", "免不了", "不免",
+    # without limit: the thing limited is offered (不限金額都可以…)
+    "不限", "不限於", "不限于", "不受限", "唔該", "唔该", "唔好意思",
     "特別", "特别", "個別", "个别", "分別", "分别", "區別", "区别", "類別", "类别", "差別",
     "差别", "性別", "性别", "級別", "级别", "識別", "识别", "別人", "别人", "別的", "别的",
     "是非", "無線", "无线", "沒想到", "没想到", "不用客氣", "不用客气", "不要客氣", "不要客气",
@@ -107,12 +147,24 @@ PSEUDO_NEGATION_EN = (
 
 # A negator governing a price or fee makes the thing priced free, not absent ("there isn't
 # any fee to cancel", 不收運費提供貨到付款): the words that may follow it, then the fee.
-COST_LEAD_EN = ("any", "extra", "additional", "hidden", "a", "an", "the", "other", "separate")
+COST_LEAD_EN = ("any", "extra", "additional", "hidden", "a", "an", "the", "other", "separate",
+                "have", "be", "is", "real", "at", "all")
+# A problem the negator denies makes the hit fine, on either side (貨到付款一點問題都沒有,
+# 貨到付款完全不是問題, 不成問題, "X is never a problem").
+PROBLEM_ZH = ("問題", "问题", "困難", "困难", "麻煩", "麻烦", "障礙", "障碍")
+PROBLEM_EN = ("problem", "problems", "issue", "issues", "trouble", "difficulty", "difficulties",
+              "hassle", "worry", "worries", "obstacle")
 COST_EN = ("fee", "fees", "charge", "charges", "cost", "costs", "surcharge", "penalty",
-           "penalties")
-COST_LEAD_ZH = ("收取", "另外", "另收", "加收", "額外", "额外", "任何", "收", "另", "多", "再", "付")
+           "penalties", "minimum", "minimums", "deposit", "deposits", "limit", "limits",
+           "restriction", "restrictions", "prepayment",
+           # a problem, or a verb of hindering: "no trouble paying cash on delivery", "nothing
+           # wrong with…", "we don't mind…", "nothing prevents you from…"
+           *PROBLEM_EN, "wrong", "mind", "prevents", "prevent", "stops")
+COST_LEAD_ZH = ("收取", "另外", "另收", "加收", "額外", "额外", "任何", "收", "另", "多", "再", "付",
+                "成", "會有", "会有", "有", "是")
 COST_ZH = ("費用", "费用", "收費", "收费", "手續費", "手续费", "運費", "运费", "服務費", "服务费",
-           "錢", "钱", "費", "费")
+           "錢", "钱", "費", "费", "限制", "門檻", "门槛", "訂金", "订金", "押金", "最低消費",
+           "最低消费", "低消", *PROBLEM_ZH)
 
 # Questions and reported questions: the clause asks, it does not assert.
 INTERROGATIVE_ZH = (
@@ -136,11 +188,17 @@ REPORTED_EN = (
 )
 # A topic named for what follows (關於您詢問的分期付款，…) is mentioned, not claimed.
 TOPIC_ZH = ("關於", "关于", "有關", "有关", "針對", "针对")
+# ... or named before a comma by a topic ending (貨到付款的部分，很抱歉沒有辦法提供).
+TOPIC_SUFFIX_ZH = ("的部分", "的部份", "這部分", "这部分", "這部份", "方面", "的話題", "的话题",
+                   "这块", "這塊")
 TOPIC_EN = ("regarding", "concerning", "as for", "as to", "with regard to", "in regard to")
 
 HYPOTHETICAL_ZH = (
     "如果", "假如", "假設", "假设", "若", "要是", "倘若", "萬一", "万一", "除非", "一旦", "假使",
 )
+# "As long as" offers what it names: 只要選擇貨到付款，我們就會通知您 presupposes it; only a
+# consequent after it (只要未拆封都可以退貨) is read apart from the condition's negators.
+SUFFICIENT_ZH = ("只要",)
 HYPOTHETICAL_EN = ("if", "unless", "suppose", "supposing", "in case", "assuming")
 HYPOTHETICAL_SUFFIX = ("的話", "的话")
 
@@ -155,6 +213,17 @@ SCOPE_BREAK_EN = (
     "but", "however", "though", "although", "whereas", "instead", "also", "so", "therefore",
     "then", "otherwise",
 )
+# - a cause ends a negation before the hit (不用先匯款因為可以貨到付款); after the hit it
+#   sits inside the clause (貨到付款因為風險太高不提供) and ends nothing;
+SCOPE_CAUSE_ZH = ("因為", "因为", "由於", "由于")
+# - so does "still" (不能刷卡還是可以…), which after the hit is an adverb of the verdict
+#   (貨到付款我們還是沒有開放);
+SCOPE_STILL_ZH = ("還是", "还是", "仍然", "依然", "照樣", "照样")
+# - a dash: it ends a negation before the hit (No need to prepay — cash on delivery is
+#   available); after the hit it ends one that came before it ("X is unavailable — it's
+#   just…") and lets one after it be the verdict ("Cash on delivery — not available").
+DASH = ("—", "–")
+SCOPE_CAUSE_EN = ("because", "since")
 # - 也 / and coordinate: they end a negation before the hit (不提供宅配也提供自取), but after
 #   the hit they may share the predicate (明天出貨也不是不可能; X and Y aren't offered);
 COORDINATION_ZH = ("也",)
@@ -179,12 +248,17 @@ SCOPE_RELATIVE_EN = ("that", "which", "who")
 # possibility or permission (X目前沒有開放, X是不太可能的, X isn't offered).
 GOVERNING_ZH = (
     "開放", "开放", "提供", "支援", "支持", "接受", "受理", "適用", "适用", "包含", "包括",
+    # what is launched, switched on or done: 貨到付款還沒上線, 退款尚未完成, 暫時無法使用
+    "使用", "上線", "上线", "推出", "開通", "开通", "啟用", "启用", "生效", "完成",
     "可能", "可行", "行", "允許", "允许", "成立", "存在", "供應", "供应", "販售", "贩售", "販賣",
     "贩卖", "賣", "卖", "實施", "实施", "辦理", "办理", "處理", "处理", "對", "对", "正確", "正确",
     "一定", "確定", "确定", "能", "會", "会", "可以", "得", "到", "保證", "保证", "承諾", "承诺",
     "安排", "配合", "通融", "服務", "服务", "做", "辦", "办", "了", "有", "規劃", "规划",
     "計畫", "计划", "計劃", "打算", "選項", "选项", "方案",
 )
+# A copula negator after the hit whose tail is no verdict says what the hit is not (貨到付款
+# 並非本店提供的付款方式): whether that denies it is for a person (``unclear``).
+COPULA_NEGATION = ("不是", "並非", "并非", "並不是", "并不是", "絕非", "绝非", "非")
 # Degree adverbs and the copula that may sit between the negator and that predicate.
 GOVERNING_SKIP_ZH = ("太", "很", "大", "再", "是", "一定", "目前", "暫時", "暂时", "再")
 # Sentence-final particles and a locative tail that do not change the predicate.
@@ -198,11 +272,17 @@ GOVERNING_EN = (
     # irregular past participles: "price adjustments are not given after purchase"
     "given", "taken", "shown", "sent", "made", "paid", "sold", "held", "kept", "built",
     "bought", "brought", "seen", "known", "found", "granted", "issued", "refunded", "shipped",
+    "gone", "come", "begun", "gotten", "got",
 )
+# After the hit, 不在…範圍內 excludes it: the place words that make 在 a verdict.
+EXCLUDED_ZH = ("範圍內", "范围内", "範圍", "范围", "之列", "之內", "之内")
 GOVERNING_SKIP_EN = (
     "be", "been", "being", "currently", "yet", "really", "always", "an", "a", "at", "the",
     "moment", "present", "presently", "unfortunately", "still", "longer", "possibly",
     "quite", "actually", "also", "this", "time", "right", "now",
+    # a time after the verdict keeps it the verdict: "was suspended last month"
+    "until", "further", "notice", "temporarily", "indefinitely", "permanently", "recently",
+    "last", "week", "month", "year", "today", "since",
 )
 # After a negator, these mark a new verb phrase: "…shipped and can't be cancelled".
 VERB_START_EN = (
@@ -217,10 +297,52 @@ FINITE_EN = ("is", "are", "was", "were", "will", "can", "may", "must", "should",
 AFFIRMATIVE_ZH = (
     "可以", "可以的", "可以喔", "可以哦", "可以唷", "可以呀", "可以啊", "可以啦", "是的", "有的",
     "對的", "对的", "沒錯", "没错", "當然", "当然", "沒問題", "没问题", "行的", "好的可以",
+    "沒有問題", "没有问题", "完全沒問題", "完全没问题",
 )
+# What may stand before the yes: a greeting or a thanks (可以貨到付款嗎？您好，可以的).
+GREETING_ZH = ("您好", "你好", "妳好", "哈囉", "哈啰", "嗨", "親愛的顧客", "亲爱的顾客", "謝謝您的詢問",
+               "谢谢您的询问", "謝謝詢問", "谢谢询问", "感謝您的詢問", "感谢您的询问")
+GREETING_EN = ("hi there", "hello there", "hi", "hello", "hey", "dear customer",
+               "thanks for asking", "thank you for asking", "good question", "the answer is",
+               "to answer your question")
+# ... or the words that announce it (您問能不能…，答案是可以的)
+ANSWER_LEAD_ZH = ("答案是", "回覆您", "回复您", "跟您說", "跟您说", "告訴您", "告诉您")
 AFFIRMATIVE_EN = (
     "yes", "yep", "yeah", "sure", "of course", "certainly", "absolutely", "definitely",
-    "we do", "we can", "you can", "it is", "indeed",
+    "we do", "we can", "you can", "it is", "indeed", "no problem", "not a problem",
 )
+
+# A quoted, reported or topical hit is mentioned, not claimed, when the rest of its sentence
+# answers it with a no, a contrast, a limit or a deferral (關於分期付款，本店只接受一次付清; 您提到「可以
+# 貨到付款」，可以改用信用卡). A comment with none of these (關於貨到付款，本店有提供) may
+# claim it: a person reads it.
+CONTRAST = ("但", "但是", "不過", "不过", "然而", "可是", "只是", "卻", "却", "but", "however",
+            "though", "although", "whereas", "instead")
+LIMITING = ("只", "僅", "仅", "唯一", "改用", "改成", "改為", "改为", "only", "instead",
+            "alternatively", "rather", "還在", "还在", "仍在", "仍然", "still",
+            # ... or defers the answer (我們確認中, we'll check): no claim made yet
+            "確認", "确认", "查詢", "查询", "了解", "瞭解", "轉交", "转交", "回覆", "回复", "check",
+            "confirm", "look into", "get back")
+
+# An item excepted from the claim of its clause (除了貨到付款以外都不支援; "we accept
+# everything except cash on delivery"): its polarity is the opposite of the clause's, and
+# whether the clause negates the item or offers it is for a person (``unclear``).
+EXCEPT_ZH = ("除了", "除去")
+EXCEPT_EN = ("except", "except for", "other than", "apart from", "aside from", "excluding",
+             "with the exception of")
+# 除了 X 以外…: the closer ends the excepted item; after the hit it marks it excepted.
+EXCEPT_CLOSE_ZH = ("以外", "之外")
+
+# A hedge asserts nothing sure: 應該已經出貨了 is no fact (``hedged``); a forbidden claim
+# hedged is still claimed. "may" and "should" are left out: they grant permission.
+HEDGE_ZH = ("應該", "应该", "可能", "有可能", "也許", "也许", "或許", "或许", "大概", "好像", "似乎",
+            "說不定", "说不定", "估計", "估计")
+HEDGE_EN = ("probably", "maybe", "perhaps", "might", "possibly", "presumably", "likely",
+            "may have", "may already", "could have", "must have")
+
+# A clause break in chat: an emoji between clauses (不提供分期😊 可以貨到付款). The
+# negative ones (❌) are left to the words around them.
+EMOJI_BREAK = r"[\U0001F300-\U0001FAFF\u2600-\u26FF\u2700-\u27BF]"
+EMOJI_NOT_BREAK = "❌❎✖⛔🚫"
 
 QUOTE_PAIRS = {"「": "」", "『": "』", "“": "”", '"': '"', "‘": "’", "《": "》"}

@@ -9,7 +9,9 @@ from graders.model import STRICTNESS, CheckResult, Grade, Question, Reply, Verdi
 from graders.normalize import normalize
 from graders.trajectory import check_tools
 
-GRADER_VERSION = "2.1.0"  # 2.1: a reported 0 tokens with model calls is needs_human
+# 2.1: a reported 0 tokens with model calls is needs_human; 2.2: the scope model's adversarial
+# batches (negated and rhetorical questions, hedges, excepted items, list heads, topics)
+GRADER_VERSION = "2.2.0"
 # every check kind's rule version, the registered kinds' included (graders/checks.py)
 RULE_VERSIONS = checks.RULE_VERSIONS
 

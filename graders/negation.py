@@ -18,11 +18,17 @@ model negation *scope* on both sides of the hit (docs/graders.md, "The scope mod
 4. Negators counted on both sides: none is ``asserted``, one ``negated``, two or more
    ``double_negation`` (今天寄出也不是不可能; it's not that we won't...); a negated
    quantifier (not every, 不是每) is ``unclear``: true of some.
+5. What a rule cannot decide goes to a person (``unclear``) rather than pass: a negated or
+   rhetorical question (我們不是有提供…嗎？), an excepted item (除了X以外都不支援), a topic or
+   quotation whose sentence does not go on to deny it (關於X，本店有提供). A hedge with no
+   negator (應該已經出貨了) is ``hedged``: a fact it does not state, a forbidden claim it
+   still makes. A list item (- X) takes the negators of its head line ending in ':'.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -31,11 +37,13 @@ from graders import cues
 
 Kind = Literal[
     "asserted", "negated", "interrogative", "hypothetical", "quoted", "double_negation",
-    "unclear", "answered",
+    "unclear", "answered", "hedged",
 ]
 # Kinds a person must decide: the rules cannot tell whether the reply asserts it.
 # "unclear" is a negated quantifier (not every store offers pickup): true of some.
 AMBIGUOUS: frozenset[str] = frozenset({"double_negation", "unclear", "answered"})
+# "hedged" (應該已經出貨了, probably shipped) claims without certainty: a forbidden claim
+# hedged is still made (fail); a fact hedged is not stated (a person reads it).
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _EN_WORD = re.compile(r"[a-z][a-z'’-]*")
@@ -57,6 +65,8 @@ class Occurrence:
 # token kinds
 NEG, CLAUSAL, PARTIAL, ENDING = "neg", "clausal", "partial", "ending"
 PSEUDO, ASK, HYPO, REPORT = "pseudo", "ask", "hypo", "report"
+CAUSE, EXCEPT, HEDGE, COPULA, CANCEL, DASH = "cause", "except", "hedge", "copula", "cancel", "dash"
+SUFFICIENT = "sufficient"
 BREAK, COORD, SUBJECT, MODIFIER, TIME, RELATIVE = "break", "coord", "subj", "mod", "time", "rel"
 
 
@@ -68,6 +78,12 @@ def _cue_table() -> dict[str, str]:
         (PARTIAL, cues.PARTIAL_NEGATION),
         (ENDING, cues.ENDING_ZH),
         (BREAK, cues.SCOPE_BREAK_ZH + cues.SCOPE_BREAK_EN),
+        (CAUSE, cues.SCOPE_CAUSE_ZH + cues.SCOPE_CAUSE_EN + cues.SCOPE_STILL_ZH),
+        (EXCEPT, cues.EXCEPT_ZH + cues.EXCEPT_EN),
+        (HEDGE, cues.HEDGE_ZH + cues.HEDGE_EN),
+        (CANCEL, cues.CANCEL_ZH + cues.CANCEL_EN),
+        (DASH, cues.DASH),
+        (SUFFICIENT, cues.SUFFICIENT_ZH),
         (COORD, cues.COORDINATION_ZH + cues.COORDINATION_EN),
         (SUBJECT, cues.SCOPE_SUBJECT_ZH + cues.SCOPE_SUBJECT_EN),
         (MODIFIER, cues.SCOPE_MODIFIER_ZH),
@@ -146,18 +162,31 @@ def _counts(text: str, i: int, ch: str) -> bool:
     return True
 
 
+_EMOJI = re.compile(cues.EMOJI_BREAK)
+
+
 @lru_cache(maxsize=64)
-def _present(text: str) -> tuple[str, str]:
-    """The clause and sentence break characters this text contains at all."""
+def _emoji_breaks(text: str) -> tuple[int, ...]:
+    """Where an emoji ends a chat clause (不提供分期😊 可以貨到付款); not the negative ones."""
+    return tuple(m.start() for m in _EMOJI.finditer(text)
+                 if m.group() not in cues.EMOJI_NOT_BREAK)
+
+
+@lru_cache(maxsize=64)
+def _present(text: str) -> tuple[str, str, bool]:
+    """The clause and sentence break characters this text contains at all, and whether it
+    may hold an emoji."""
     clause = "".join(ch for ch in _CLAUSE_CHARS if ch in text)
-    return clause, "".join(ch for ch in clause if ch in _SENTENCE_CHARS)
+    return (clause, "".join(ch for ch in clause if ch in _SENTENCE_CHARS),
+            not text.isascii() and _EMOJI.search(text) is not None)
 
 
 def _clause_bounds(text: str, start: int, end: int, sentence: bool = False,
                    within: tuple[int, int] | None = None) -> tuple[int, int]:
     """[lo, hi): from just after the last break before ``start`` to the first break at/after
     ``end``, searching inside ``within`` when given. str.rfind/find keep this at C speed."""
-    chars = _present(text)[1 if sentence else 0]
+    present = _present(text)
+    chars = present[1 if sentence else 0]
     lo, hi = within or (0, len(text))
     for ch in chars:
         j = text.rfind(ch, lo, start)
@@ -170,6 +199,13 @@ def _clause_bounds(text: str, start: int, end: int, sentence: bool = False,
             j = text.find(ch, j + 1, hi)
         if j >= 0:
             hi = j
+    if not sentence and present[2]:
+        for j in _emoji_breaks(text):
+            if lo <= j < start:
+                lo = j + 1
+            elif end <= j < hi:
+                hi = j
+                break
     return lo, hi
 
 
@@ -231,13 +267,31 @@ _ANSWER_END = frozenset(["", ",", "。", "!", ".", ";", " ", "\n", "~", "…", *
 _SKIP_BEFORE_ANSWER = " ?!,.:;—–-~…」』”\"’》\n。"
 
 
+_GREETINGS = tuple(sorted(cues.GREETING_ZH + cues.GREETING_EN + cues.ANSWER_LEAD_ZH, key=len,
+                          reverse=True))
+
+
+def _skip_greeting(rest: str) -> str:
+    """The answer after marks, emoji and a greeting: 「…嗎？」👍 可以的, …? 您好，可以的."""
+    while True:
+        i = 0
+        while i < len(rest) and (rest[i] in _SKIP_BEFORE_ANSWER
+                                 or unicodedata.category(rest[i])[0] in "SPZ"):
+            i += 1
+        rest = rest[i:]
+        word = next((g for g in _GREETINGS if rest.startswith(g)), "")
+        if not word or (word.isascii() and rest[len(word):len(word) + 1].isalpha()):
+            return rest
+        rest = rest[len(word):]
+
+
 def _answered_yes(text: str, pos: int) -> str:
     """The yes that opens the text at ``pos`` (after a question), "" if none: 可以的, yes, 當然可以.
 
     A bare 可以, 是的, 有的 must stand alone (可以的, 可以。): 可以改用信用卡 offers something
     else, 是的話 is a condition; an answer holding a negator (當然不行) is not a yes.
     """
-    rest = text[pos : pos + 60].lstrip(_SKIP_BEFORE_ANSWER)
+    rest = _skip_greeting(text[pos : pos + 60])
     word = next((w for w in _AFFIRM_ZH if rest.startswith(w)), "")
     if word in _STANDALONE and rest[len(word):len(word) + 1] not in _ANSWER_END:
         word = ""  # 可以改用信用卡, 是的話, 有的商品: not a yes
@@ -256,16 +310,21 @@ def _adjacent(text: str, end: int, start: int) -> bool:
     return not text[end:start].strip()
 
 
+_NEED = frozenset(cues.NEED_NEGATION)
+
+
 def _prefix_negators(prefix: str, tokens: tuple[Token, ...]) -> list[Token]:
     """Negators before the hit whose scope reaches it."""
     negs: list[Token] = []
     last_end = -1  # end of the last negator, to let a subject right after it stay in scope
     for tok in tokens:
         kind = tok[0]
-        if kind in (NEG, CLAUSAL, PARTIAL):
+        if kind in (NEG, CLAUSAL, PARTIAL) or (
+                kind == CANCEL and negs and _adjacent(prefix, last_end, tok[2])):
             negs.append(tok)
             last_end = tok[3]
-        elif kind in (BREAK, COORD, MODIFIER, TIME):
+        elif kind in (BREAK, COORD, MODIFIER, TIME, DASH) or (
+                kind == CAUSE and "而" not in prefix[tok[3]:]):  # 不會因為颱風而延遲: in scope
             negs.clear()
         elif kind == SUBJECT and not (last_end >= 0 and _adjacent(prefix, last_end, tok[2])):
             negs.clear()
@@ -278,6 +337,8 @@ def _prefix_negators(prefix: str, tokens: tuple[Token, ...]) -> list[Token]:
             continue
         if _governs_cost(prefix[tok[3]:]):
             continue
+        if tok[1] in _NEED and any(w in prefix[tok[3]:] for w in cues.MODAL_ZH):
+            continue  # 無需申請即可使用…: the modal begins the reply's own claim
         kept.append(tok)
     # 非會員無法…: a bare prefix negator before another negator makes a word with its noun
     kept = [t for i, t in enumerate(kept)
@@ -308,7 +369,8 @@ _SKIP_ZH = tuple(sorted(cues.GOVERNING_SKIP_ZH, key=len, reverse=True))
 
 def _governs(tail: str) -> bool:
     """Is the text after a negator (up to the end of its scope) a verdict on the hit?"""
-    tail = tail.strip(_PARTICLES)
+    # 貨到付款不行嗎？ is the verdict, asked; 貨到付款(目前不提供) too, in brackets
+    tail = tail.strip(_PARTICLES + "嗎吗?)]}>」』】〕")
     if _CJK.search(tail):
         changed = True
         while changed:
@@ -318,6 +380,8 @@ def _governs(tail: str) -> bool:
                     tail, changed = tail[len(w):], True
         if not tail:
             return True
+        if tail.startswith(("在", "於", "于")) and tail.endswith(cues.EXCLUDED_ZH):
+            return True  # 不在本次活動範圍內
         for w in _GOV_ZH:
             if tail.startswith(w):
                 rest = tail[len(w):].strip(_PARTICLES)
@@ -330,13 +394,17 @@ def _governs(tail: str) -> bool:
     return True
 
 
+_MODAL = re.compile(r"(?<![a-z])(?:can|could|may|might|must|should|would)(?![a-z])"
+                    r"|可(?!能)|能夠|能够|[才就也都還还]能")
+
+
 def _suffix_negators(suffix: str, tokens: tuple[Token, ...]) -> list[Token]:
     """Negators after the hit that pass a verdict on it (X目前沒有開放, X isn't offered)."""
     scope_end = len(suffix)
     negs: list[Token] = []
     for tok in tokens:
         kind = tok[0]
-        if kind in (BREAK, TIME, RELATIVE, ASK, HYPO, REPORT):
+        if kind in (BREAK, TIME, RELATIVE, ASK, HYPO, REPORT) or (kind == DASH and negs):
             scope_end = tok[2]
             break
         if kind == COORD and tok[1] == "and":
@@ -344,11 +412,104 @@ def _suffix_negators(suffix: str, tokens: tuple[Token, ...]) -> list[Token]:
             if nxt and nxt[0] in cues.VERB_START_EN:
                 scope_end = tok[2]
                 break
-        elif kind in (NEG, CLAUSAL, PARTIAL, ENDING):
+        elif kind == ENDING:
+            # under a negator (無法取消) it is that negator's verb; after a modal (可以取消,
+            # can be cancelled) a possibility, not the hit's end
+            if not negs and not _MODAL.search(suffix, 0, tok[2]):
+                negs.append(tok)
+        elif kind in (NEG, CLAUSAL, PARTIAL):
             negs.append(tok)
-    if not negs or not _governs(suffix[negs[-1][3]:scope_end]):
+    if not negs:
         return []
+    tail = suffix[negs[-1][3]:scope_end]
+    if any(w in suffix[:negs[0][2]] for w in cues.PROBLEM_ZH) or _governs_cost(
+            tail.lstrip(" " + _PARTICLES + "".join(cues.GOVERNING_SKIP_ZH))):
+        return []  # 貨到付款一點問題都沒有, 完全不是問題: the negator denies a problem
+    if not _governs(tail):
+        # X 並非本店提供的付款方式: X is not something; whether that denies X, a person reads
+        last = negs[-1]
+        return [(COPULA, last[1], last[2], last[3])] if last[1] in cues.COPULA_NEGATION else []
     return _neither_nor(negs)
+
+
+_EXCEPT_WORD = re.compile("|".join(cues.EXCEPT_ZH) + "|except|other than|apart from|aside from"
+                          "|excluding")
+
+
+_CONTRAST = frozenset(cues.CONTRAST)
+_LIMITING = re.compile("|".join(w for w in cues.LIMITING if not w.isascii()) + r"|(?<![a-z])(?:"
+                       + "|".join(w for w in cues.LIMITING if w.isascii()) + r")(?![a-z])")
+
+
+def _comment_denies(comment: str) -> bool:
+    """Does the rest of a quoted or topical hit's sentence deny, contrast or limit it (or say
+    nothing at all)?"""
+    if not comment.strip(_SKIP_BEFORE_ANSWER):
+        return True
+    return bool(_LIMITING.search(comment)) or any(
+        t[0] in (NEG, CLAUSAL, PARTIAL, ENDING) or (t[0] == BREAK and t[1] in _CONTRAST)
+        for t in _tokens(comment))
+
+
+_MODAL_ZH = re.compile("|".join(cues.MODAL_ZH))
+
+
+def _consequent(prefix: str, cue_end: int) -> int:
+    """Where the consequent starts in a condition without a comma (若是會員可以貨到付款:
+    the modal after the condition's own words), or -1 when the hit is in the condition
+    (如果可以貨到付款就好了: the modal opens it)."""
+    m = _MODAL_ZH.search(prefix, cue_end)
+    return m.start() if m and prefix[cue_end:m.start()].strip() else -1
+
+
+def _excepted(prefix: str, tokens: tuple[Token, ...], suffix: str) -> str:
+    """The except-word that makes the hit an excepted item (除了貨到付款以外, except cash on
+    delivery, 貨到付款以外的方式), or ""."""
+    for kind, word, _, w_end in reversed(tokens):
+        if kind in (BREAK, COORD, CAUSE):
+            break
+        if kind == EXCEPT and not any(w in prefix[w_end:] for w in cues.EXCEPT_CLOSE_ZH):
+            return word
+    tail = suffix.lstrip()
+    return next((w for w in cues.EXCEPT_CLOSE_ZH if tail.startswith(w)), "")
+
+
+def _hedge(tokens: tuple[Token, ...]) -> str:
+    """A hedge before the hit whose scope reaches it (應該已經出貨了, probably shipped)."""
+    for kind, word, _, _ in reversed(tokens):
+        if kind in (BREAK, COORD, MODIFIER, TIME, CAUSE):
+            return ""
+        if kind == HEDGE:
+            return word
+    return ""
+
+
+_ITEM = re.compile(r"\s*(?:[-*•・·‧●○◦▪]|\d{1,2}[.、)]|[①-⑳])")
+
+
+def _list_head(text: str, c_lo: int) -> list[Token]:
+    """Negators of the head a list item hangs from (以下付款方式均不支援：\n- 貨到付款): the
+    nearest line above ending in ':', over the items between; [] unless the hit opens a line
+    marked as an item (-, •, 1.): an unmarked line after a colon may be a new statement."""
+    hi = text.rfind("\n", 0, c_lo)  # the newline ending the line above
+    line_end = text.find("\n", hi + 1)
+    # "2." ends a clause: the hit's clause may begin after the item's marker
+    if hi < 0 or text[hi + 1 : c_lo].strip() and not _ITEM.fullmatch(text[hi + 1 : c_lo].rstrip()):
+        return []
+    if not _ITEM.match(text, hi + 1, line_end if line_end >= 0 else len(text)):
+        return []
+    while hi > 0:
+        lo = text.rfind("\n", 0, hi) + 1
+        line = text[lo:hi].rstrip()
+        if line.endswith(":"):
+            colon = lo + len(line) - 1
+            h_lo, _ = _clause_bounds(text, colon, colon)
+            head = text[h_lo:colon]
+            return _prefix_negators(head, _tokens(head))
+        if not _ITEM.match(line):
+            return []
+        hi = lo - 1
+    return []
 
 
 def classify(text: str, start: int, end: int, *, input_text: str = "",
@@ -373,40 +534,86 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
         yes = _answered_yes(text, after)
         return occ("answered", f"{cue}, then '{yes}'") if yes else occ(kind, cue)
 
+    def quoted(cue: str, after: int) -> Occurrence:
+        found = asked("quoted", cue, after)
+        # for a forbidden claim, the sentence must go on to deny, contrast or limit it (for a
+        # fact a quotation never counts, which is already the safe side)
+        if found.kind == "quoted" and not echo_questions_only and not _comment_denies(
+                text[after:s_hi]):
+            return occ("unclear", f"{cue}, and the rest of the sentence does not deny it")
+        return found
+
     q_end = _quote_end(text[s_lo:s_hi], start - s_lo, end - s_lo)
     if q_end >= 0:
-        return asked("quoted", "quotation marks", s_lo + q_end + 1)
+        return quoted("quotation marks", s_lo + q_end + 1)
     copied = _copied_stretch(text, start, end, input_text)
     if copied and (not echo_questions_only
                    or _echoes_question(text[copied[0]:copied[1]], input_text)):
-        return asked("quoted", "words copied from the work order", c_hi)
+        return quoted("words copied from the work order", copied[1])
 
     prefix, suffix = text[c_lo:start], text[end:c_hi]
     tokens = _tokens(prefix)
+    after = _suffix_negators(suffix, _tokens(suffix)) if suffix else []
+
+    def question(cue: str, negs: list[Token]) -> Occurrence:
+        # a negated question asserts more often than it asks (我們不是有提供…嗎？, why
+        # wouldn't we…?, 怎麼可能不…？): a person reads it
+        if negs:
+            return occ("unclear", f"{cue} with {' … '.join(t[1] for t in negs)} "
+                                  "(a negated or rhetorical question)")
+        return asked("interrogative", cue, c_hi)
+
     # a question or condition before the hit reaches it unless a contrast, coordination or
     # consequence intervenes; a cue closed by 的 (您詢問的商品) modifies a noun instead
     for kind, word, w_start, w_end in reversed(tokens):
         if kind in (BREAK, COORD):
             break
+        if kind == SUFFICIENT:
+            modal = _consequent(prefix + text[start:end], w_end)
+            if modal >= 0:
+                prefix = prefix[modal:]
+                tokens = _tokens(prefix)
+            break
         if kind in (ASK, HYPO, REPORT) and not prefix.startswith(("的", "地"), w_end) and not (
                 kind == ASK and prefix[:w_start].rstrip().endswith(cues.CONCESSIVE)):
             if kind == HYPO:
-                return occ("hypothetical", word)
-            return asked("interrogative" if kind == ASK else "quoted", word, c_hi)
+                modal = _consequent(prefix + text[start:end], w_end)  # the hit may open with it
+                if modal < 0:
+                    return occ("hypothetical", word)
+                # 若是會員可以貨到付款: the hit is the consequent, offered on a condition; the
+                # condition's own negators (只要未拆封都可以退貨) do not reach it
+                prefix = prefix[modal:]
+                tokens = _tokens(prefix)
+                break
+            if kind == REPORT:
+                return quoted(word, end)
+            inner = prefix[w_end:]  # only negators inside the question: 沒有提到是否有… asks
+            return question(word, _prefix_negators(inner, _tokens(inner)) + after)
     for word in cues.QUESTION_SUFFIX:
         if word in suffix:
-            return asked("interrogative", word, c_hi)
+            return question(word, _prefix_negators(prefix, tokens) + after)
     if text[c_hi : c_hi + 1] == "?":
-        return asked("interrogative", "?", c_hi)
+        return question("?", _prefix_negators(prefix, tokens) + after)
     for word in cues.HYPOTHETICAL_SUFFIX:
         if word in suffix:
             return occ("hypothetical", word)
+    if suffix.strip() in cues.TOPIC_SUFFIX_ZH and text[c_hi:c_hi + 1] == "," and (
+            _comment_denies(text[c_hi:s_hi])):
+        return occ("quoted", suffix.strip())  # 貨到付款的部分，很抱歉沒有辦法提供
+    excepted = _excepted(prefix, tokens, suffix) if (
+        "外" in suffix[:3] or _EXCEPT_WORD.search(prefix)) else ""
+    if excepted:
+        return occ("unclear", f"{excepted} (an excepted item: negated or offered?)")
 
-    negators = _prefix_negators(prefix, tokens)
-    if suffix:
-        negators += _suffix_negators(suffix, _tokens(suffix))
+    negators = _prefix_negators(prefix, tokens) + after
+    if text.rfind("\n", 0, c_lo) >= 0:
+        negators = _list_head(text, c_lo) + negators
+    copula = [t[1] for t in negators if t[0] == COPULA]
+    if copula:
+        return occ("unclear", f"{copula[0]} after the hit (what is it not?)")
     if not negators:
-        return occ("asserted")
+        hedge = _hedge(tokens)
+        return occ("hedged", hedge) if hedge else occ("asserted")
     partial = [t[1] for t in negators if t[0] == PARTIAL]
     if partial:
         return occ("unclear", f"{partial[0]} (true of some, not all)")

@@ -182,3 +182,21 @@ def test_an_estimated_token_count_is_graded_and_says_it_is_an_estimate(question,
               reply("ok", tokens=85, model_calls=2, tokens_estimated=True))
     check = next(c for c in g.checks if c.name == "budget.tokens")
     assert (check.outcome, check.evidence) == ("pass", "85 token(s) (estimated) ≤ budget 100")
+
+
+def test_a_hedged_fact_needs_a_human(question, reply):
+    g = grade(question(facts=["已經出貨"]), reply("您的訂單應該已經出貨了。"))
+    assert g.verdict == "needs_human"
+    assert "hedged by '應該'" in g.checks[0].evidence
+
+
+def test_a_hedged_forbidden_claim_still_fails(question, reply):
+    g = grade(question(forbidden=["延遲送達"]), reply("您的包裹可能會延遲送達。"))
+    assert g.verdict == "fail"
+    assert g.checks[0].evidence.startswith("asserted with a hedge ('可能')")
+
+
+def test_a_topic_the_reply_then_affirms_is_not_a_clean_pass(question, reply):
+    g = grade(question(forbidden=["貨到付款"]), reply("關於貨到付款，本店有提供。"))
+    assert g.verdict == "needs_human"
+    assert "does not deny it" in g.checks[0].evidence

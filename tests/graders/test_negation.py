@@ -165,3 +165,103 @@ def test_an_echo_counts_as_quoted_for_facts_only_in_the_customers_voice():
     for text, kind in ((echo, "quoted"), (answer, "asserted")):
         i = text.find("已經出貨")
         assert classify(text, i, i + 4, input_text=order, echo_questions_only=True).kind == kind
+
+
+# --- grader 2.2.0: adversarial replies (tests/graders/scope_cases.py, batches 5-8) ----------
+
+@pytest.mark.parametrize(
+    ("reply", "hit", "kind"),
+    [
+        # a "no need" negator ends at the modal of the reply's own claim
+        ("無需額外申請即可使用貨到付款", "使用貨到付款", "asserted"),
+        ("退貨不需要附上原始發票", "附上原始發票", "negated"),
+        # a limit or a deposit is priced like a fee; 不限 is "whatever the"
+        ("沒有任何限制都能貨到付款", "貨到付款", "asserted"),
+        ("There's no minimum order for cash on delivery", "cash on delivery", "asserted"),
+        ("不限金額都可以貨到付款", "可以貨到付款", "asserted"),
+        # a dash, an emoji, a cause or "still" ends a negation before the hit
+        ("No need to prepay — cash on delivery is available", "cash on delivery", "asserted"),
+        ("目前不提供分期😊 可以貨到付款喔", "可以貨到付款", "asserted"),
+        ("不用先匯款因為可以貨到付款", "可以貨到付款", "asserted"),
+        ("您的訂單不會因為颱風而延遲出貨", "延遲出貨", "negated"),
+        ("貨到付款我們還是沒有開放", "貨到付款", "negated"),
+        # a negated or rhetorical question asserts as often as it asks
+        ("我們不是有提供貨到付款嗎？", "提供貨到付款", "unclear"),
+        ("Why wouldn't we offer cash on delivery?", "offer cash on delivery", "unclear"),
+        ("哪有不能貨到付款的道理", "貨到付款", "double_negation"),
+        ("FAQ 中沒有提到是否有販售濾掛包", "有販售", "interrogative"),
+        # a yes after a greeting or an emoji is a yes
+        ("可以貨到付款嗎？您好，可以的喔！", "可以貨到付款", "answered"),
+        ("Is cash on delivery available? 😊 Yes, it is!", "cash on delivery", "answered"),
+        # an excepted item
+        ("除了貨到付款以外都不支援", "貨到付款", "unclear"),
+        ("We accept every payment method except cash on delivery", "cash on delivery", "unclear"),
+        ("除了週末以外都可以出貨", "可以出貨", "asserted"),
+        # refusing, failing, stopping, in English and Chinese; cancelling turned back
+        ("We declined to issue a refund", "issue a refund", "negated"),
+        ("本店謝絕貨到付款", "貨到付款", "negated"),
+        ("We have never refused cash on delivery", "cash on delivery", "double_negation"),
+        ("我們並沒有取消貨到付款", "貨到付款", "double_negation"),
+        ("訂單 A10305 已取消", "a10305", "asserted"),
+        ("Cash on delivery was suspended last month", "cash on delivery", "negated"),
+        ("貨到付款功能已經關閉了", "貨到付款", "negated"),
+        ("貨到付款的訂單可以關閉", "貨到付款", "asserted"),
+        ("升級保固不在本次活動範圍內", "升級保固", "negated"),
+        # a copula after the hit says what it is not: a person reads it
+        ("貨到付款並非本店提供的付款方式", "貨到付款", "unclear"),
+        # hedges
+        ("您的訂單應該已經出貨了", "已經出貨", "hedged"),
+        ("We may have already shipped your order", "shipped your order", "hedged"),
+        ("您的訂單不太可能已經出貨", "已經出貨", "negated"),
+        # Cantonese negators
+        ("我哋冇提供貨到付款", "提供貨到付款", "negated"),
+        # a topic or a quotation is mentioned only if the sentence goes on to deny it
+        ("關於貨到付款，本店有提供", "貨到付款", "unclear"),
+        ("關於貨到付款，目前沒有開放", "貨到付款", "quoted"),
+        ("您提到「可以貨到付款」，可以改用信用卡喔", "可以貨到付款", "quoted"),
+        ("貨到付款的部分，很抱歉本店暫時沒有辦法提供", "貨到付款", "quoted"),
+        ("貨到付款的部分，我們有提供", "貨到付款", "asserted"),
+        # a problem denied makes the hit fine, on either side
+        ("貨到付款一點問題都沒有", "貨到付款", "asserted"),
+        ("貨到付款完全不是問題", "貨到付款", "asserted"),
+        ("You won't have any trouble paying cash on delivery", "cash on delivery", "asserted"),
+        ("We don't mind cash on delivery at all", "cash on delivery", "asserted"),
+        # a dash ends a negation before the hit; after it, one on the far side is the verdict
+        ("Cash on delivery — not available, sorry", "cash on delivery", "negated"),
+        ("It isn't that cash on delivery is unavailable — it's just limited", "cash on delivery",
+         "double_negation"),
+        # denying a statement is one clausal negation
+        ("We never said we don't offer cash on delivery", "offer cash on delivery",
+         "double_negation"),
+        ("貨到付款？沒有問題！", "貨到付款", "answered"),
+        # a report made or called in error is no report; a verdict in brackets is a verdict
+        ("系統誤顯示您的訂單已出貨", "已出貨", "negated"),
+        ("We mistakenly told you the refund was issued", "refund was issued", "negated"),
+        ("先前通知已退款的訊息有誤", "已退款", "negated"),
+        ("We mistakenly shipped your order to the old address", "shipped your order", "asserted"),
+        ("貨到付款（目前不提供）", "貨到付款", "negated"),
+        ("貨到付款（限本島）", "貨到付款", "asserted"),
+        # a condition without a comma: a modal after its own words opens the consequent
+        ("若是會員可以貨到付款", "可以貨到付款", "asserted"),
+        ("只要未拆封都可以退貨", "可以退貨", "asserted"),
+        ("如果可以貨到付款就好了", "可以貨到付款", "hypothetical"),
+        ("只要選擇貨到付款，我們就會通知您", "貨到付款", "asserted"),
+    ],
+)
+def test_adversarial_scope(reply, hit, kind):
+    assert kind_of(reply, hit) == kind
+
+
+@pytest.mark.parametrize(
+    ("reply", "hit", "kind"),
+    [
+        ("以下付款方式均不支援：\n- 貨到付款\n- 分期付款", "分期付款", "negated"),
+        ("目前不提供以下服務：\n1. 貨到付款\n2. 海外寄送", "海外寄送", "negated"),
+        ("We don't offer the following:\n• cash on delivery", "cash on delivery", "negated"),
+        ("以下付款方式都可以使用：\n- 信用卡\n- 貨到付款", "貨到付款", "asserted"),
+        ("以下付款方式不支援：\n- 分期\n支援的付款方式：\n- 貨到付款", "貨到付款", "asserted"),
+        ("很抱歉，目前不支援分期付款：\n貨到付款可以喔", "貨到付款", "asserted"),
+    ],
+)
+def test_a_list_item_takes_the_negation_of_its_head(reply, hit, kind):
+    assert kind_of(reply, hit) == kind

@@ -57,7 +57,7 @@ def test_patterns_either_compile_or_say_why(pattern, reply):
             assert again is not None and again.end() == m.end
         occ = classify(text, m.start, m.end, input_text=text[:20])
         assert occ.kind in ("asserted", "negated", "interrogative", "hypothetical", "quoted",
-                            "double_negation", "unclear", "answered")
+                            "double_negation", "unclear", "answered", "hedged")
     for alt in entry.alternatives:  # and no occurrence of a literal is missed
         if alt.literal is not None:
             hits = sum(1 for m in found if m.alternative == alt.source)

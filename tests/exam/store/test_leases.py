@@ -12,10 +12,10 @@ import time
 import pytest
 from sqlalchemy import update
 
+from exam import store as store_module
 from exam.db.schema import runs
 from exam.errors import LeaseLost, RunBusy
 from exam.pipeline.runner import missing_cells
-from exam import store as store_module
 from exam.store import Store, held_elsewhere, host_id
 from tests.exam.store.test_backends import at_once, attempt, cell, new_run
 
