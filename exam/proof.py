@@ -11,6 +11,7 @@ from exam.bank import Bank, Item, bank_files, read_bank
 from exam.errors import PLACEHOLDER, Problem, is_placeholder
 from exam.pipeline.reading import read_body, to_reply
 from graders import Grade, Reply, grade
+from graders.trajectory import NO_STEPS
 
 
 def example_reply(item: Item, example: Any) -> Reply:
@@ -35,8 +36,13 @@ def prove_item(file: str, item: Item) -> list[Problem]:
     for i, example in enumerate(item.golden):
         g = grade(item.question, example_reply(item, example))
         if g.verdict != "pass":
+            fix = ""
+            if any(c.outcome == "needs_human" and c.evidence == NO_STEPS for c in g.checks):
+                fix = ("; a tool check needs the golden's steps: give it as the agent's JSON "
+                       "body, e.g. {\"answer\": \"…\", \"intermediateSteps\": [{\"action\": "
+                       "{\"tool\": \"…\"}}]}")
             problems.append(Problem(file, f"{item.case_no}.golden[{i}]",
-                                    f"expected pass, got {g.verdict}: {_summary(g)}"))
+                                    f"expected pass, got {g.verdict}: {_summary(g)}{fix}"))
     for i, example in enumerate(item.counterexamples):
         g = grade(item.question, example_reply(item, example))
         if g.verdict != "fail":

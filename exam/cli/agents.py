@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from exam.cli.common import InputError, agents_option, open_bank, open_registry
+from exam.cli.common import InputError, agents_option, open_registry
 
 _HEADER = re.compile(r"^\s*([A-Za-z0-9-]+)\s*:\s*(.+?)\s*$")
 
@@ -29,17 +29,20 @@ def agents_check(names, case_no, full, agents) -> None:
     """Send one work order to each AGENT (default: every agent) and show what came back.
 
     Prints the raw reply, then what the registry's `reply:` mapping read from it (text, status,
-    model calls, tokens, steps) and, for what it could not find, the keys the reply had.
+    model calls, tokens, steps) and, for what it could not find, the keys the reply had. With
+    `n8n:` in the registry, model calls and tokens are read from the execution, as a run does.
     Stores nothing.
 
     \b
     Exit status: 0 every agent answered readably · 2 bad input · 3 an agent's reply did not
-    arrive or could not be read (the line says why).
+    arrive or could not be read, or its n8n usage could not be read (the line says why).
     """
-    from exam.pipeline.probe import describe_read, probe, show_body
+    from exam.pipeline.probe import describe_read, next_step, probe, show_body
+    from exam.pipeline.runner import agent_bank
 
     registry = open_registry(agents)
     chosen = [registry.get(n) for n in names] if names else list(registry.agents.values())
+    banks = {a.name: agent_bank(a) for a in chosen if not a.blocked}  # before anything is sent
     trouble = False
     for agent in chosen:
         click.echo(f"== {agent.name}  {agent.safe_url}")
@@ -47,7 +50,7 @@ def agents_check(names, case_no, full, agents) -> None:
             click.echo(f"blocked, nothing sent: {agent.blocked}")
             trouble = True
             continue
-        items = open_bank(agent.bank).by_case()
+        items = banks[agent.name].by_case()
         if case_no and case_no not in items:
             raise InputError(f"--question: {case_no!r} is not in {agent.bank}")
         item = items[case_no] if case_no else next(iter(items.values()))
@@ -59,7 +62,10 @@ def agents_check(names, case_no, full, agents) -> None:
         click.echo("the mapping read:")
         for line in describe_read(agent, p):
             click.echo(f"  {line}")
+        if hint := next_step(agent, p, registry.path):
+            click.echo(f"next: {hint}")
         trouble |= p.result.run_status != "ok"
+        trouble |= p.usage is not None and p.usage.model_calls is None  # `n8n:` set, not read
         click.echo("")
     sys.exit(3 if trouble else 0)
 
@@ -148,8 +154,9 @@ def init_cmd(url, name, question, header_values, bank_path, timeout_s, agents) -
     Exit status: 0 written · 2 bad input (URL, name, header, an existing agent) · 3 the probe
     got no reply (nothing written).
     """
-    from exam.pipeline.probe import probe, propose_mapping, show_body
+    from exam.pipeline.probe import next_step, probe, propose_mapping, show_body
     from exam.pipeline.registry import DEFAULT_PATH, parse_agent
+    from exam.pipeline.transport import N8N_STARTED_ERROR
 
     registry_path = Path(agents or os.environ.get("EXAM_AGENTS") or DEFAULT_PATH)
     bank = Path(bank_path or Path("bank") / f"{name}.yaml")
@@ -164,12 +171,22 @@ def init_cmd(url, name, question, header_values, bank_path, timeout_s, agents) -
     work_order = {"task_id": f"{name}-01", "question": question}
     import dataclasses
 
+    if "/webhook-test/" in agent.safe_url:  # it may answer now, but not the exam's next call
+        from exam.pipeline.probe import test_to_production
+
+        click.echo(f"warning: {agent.safe_url} is n8n's test URL: it answers one call after "
+                   f"Execute workflow in the editor, so a run's second work order gets a 404. "
+                   f"Register the production URL ({test_to_production(agent.safe_url)}) with "
+                   f"the workflow active", err=True)
     p = probe(dataclasses.replace(agent, reply_format="text"), work_order)
     click.echo(f"POST {agent.safe_url} → HTTP {p.http_status or '-'} in {p.latency_ms:.0f} ms")
     click.echo(show_body(p.body, 3000))
-    if p.result.run_status in ("timeout", "http_error") or not p.body:
+    if p.result.run_status in ("timeout", "http_error") or not p.body or \
+            p.result.error == N8N_STARTED_ERROR:
         click.echo(f"\nno usable reply ({p.result.run_status}: {p.result.error or 'empty body'}); "
                    f"nothing written", err=True)
+        if hint := next_step(agent, p):
+            click.echo(f"next: {hint}", err=True)
         sys.exit(3)
     import json
 
@@ -182,7 +199,9 @@ def init_cmd(url, name, question, header_values, bank_path, timeout_s, agents) -
              "timeout_s": timeout_s, "reply": mapping}
     click.echo("\nproposed reply mapping:")
     for key, value in mapping.items():
-        click.echo(f"  {key}: {value}")
+        shown = ("null" if value is None else  # as the registry file has it, not Python's None
+                 f"[{', '.join(value)}]" if isinstance(value, list) else value)
+        click.echo(f"  {key}: {shown}")
     for note in notes:
         click.echo(f"  note: {note}")
     from exam.pipeline.reading import lookup, unwrap

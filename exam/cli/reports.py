@@ -181,4 +181,8 @@ def compare_cmd(agent, old, new, fail_on, alpha, min_effect, min_answered, cover
     else:
         result = compare.build(regrade(store, every, parallel=True), agent, old, new, settings)
     print_report("compare", result, fmt)
+    if result["verdict"] == "undecided" and not settle:
+        click.echo(f"next: exam compare {agent} {old} {new} --settle   # re-runs only the "
+                   f"undecided questions of {new} until decided (at most --budget calls)",
+                   err=True)
     sys.exit(compare.exit_code(result, fail_on))

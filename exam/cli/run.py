@@ -161,11 +161,36 @@ def run_cmd(agent_names, label, repeats, only, category, notify, against, fmt, a
         jobs.append(job_for(store, run_id, agent))
     final = _execute(store, jobs, quiet=fmt == "json")
     report = print_scorecards(store, [j.run for j in jobs], "text" if against else fmt)
+    _hint_unanswered(report)
     if notify:
         notify_channel_runs(store, notify, [j.run.id for j in jobs], against, told)
     if against:
         sys.exit(_against(store, jobs, against, settings, fmt))
     sys.exit(_run_exit(report, final))
+
+
+def _hint_unanswered(report: dict) -> None:
+    """An agent none of whose cells was answered is a setup mistake (port, path, token,
+    mapping), not a bad version: say where to look before anyone reads the scorecard."""
+    for card in report["scorecards"]:
+        counts = {k: n for k, n in card["run_status"].items() if n}
+        if counts and not counts.get("ok") and not counts.get("truncated"):
+            from exam.records import RETRY_STATUSES
+
+            runs = " ".join(str(i) for i in card["run_ids"])
+            if set(counts) == {"blocked"}:  # the warning before the run said why
+                click.echo(f"next: nothing was sent to {card['agent']}: fix what the warning "
+                           f"above names, then `exam resume {runs} --retry-failed` (a new run of "
+                           f"the same version would keep these blocked cells in its reports)",
+                           err=True)
+                continue
+            then = (f"then `exam resume {runs} --retry-failed`"
+                    if set(counts) & set(RETRY_STATUSES) else  # resume sends those again
+                    f"then run it again and leave this one out of every report: "
+                    f"`exam runs exclude {runs} --reason \"setup\"`")
+            click.echo(f"next: no reply of {card['agent']} was answered; "
+                       f"`exam agents check {card['agent']}` shows one reply and what to fix, "
+                       f"{then}", err=True)
 
 
 @click.command("resume")

@@ -87,6 +87,25 @@ def write_registry(path: Path, server: DemoServer, version: str = "v2",
                     encoding="utf-8")
 
 
+def path_hint() -> str:
+    """A line putting ``exam`` on PATH when the shell would not find this one (``make demo``
+    runs .venv/bin/exam; the commands printed after it say plain ``exam``)."""
+    import os
+    import shutil
+    import sys
+
+    bin_dir = Path(sys.executable).parent
+    found = shutil.which("exam")
+    if found and Path(found).resolve().parent == bin_dir.resolve():
+        return ""
+    activate = bin_dir / "activate"
+    if activate.is_file():
+        where = os.path.relpath(activate) if not os.path.relpath(activate).startswith("..") \
+            else str(activate)
+        return f"  source {where}      # first: puts this exam on PATH\n"
+    return f"  export PATH={bin_dir}:$PATH      # first: puts this exam on PATH\n"
+
+
 def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.echo,
              serve: Callable[[DemoServer, str], None] | None = None) -> int:
     """Run the demo exam and print its reports; with ``serve``, hand the running demo agents
@@ -119,7 +138,7 @@ def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.ec
         if serve is not None:
             serve(server, db)
             return 0
-    echo(f"\n{elapsed:.1f} s. The store is {db}; try:\n"
+    echo(f"\n{elapsed:.1f} s. The store is {db}; try:\n{path_hint()}"
          f"  exam report scorecard --db {db} --agent W3 --version v1\n"
          f"  exam compare W3 v1 v2 --db {db} --format markdown\n"
          f"  exam report rebalance --db {db}\n"

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from exam.errors import PLACEHOLDER
+from exam.pipeline import n8n_usage
 from exam.pipeline.gate import RequestGate
 from exam.pipeline.reading import MISSING, ReplyMapping, keys_present, unwrap
 from exam.pipeline.registry import Agent
@@ -35,13 +36,19 @@ class Probe:
     result: Result
     attempts: int
     latency_ms: float
+    usage: n8n_usage.Usage | None = None  # read from n8n's executions, as `exam run` does
 
 
 def probe(agent: Agent, work_order: Any) -> Probe:
     outcomes = send(agent, work_order, RequestGate(1, 0.0))
     last = outcomes[-1]
+    usage = None
+    if agent.n8n is not None:  # the run reads usage there, so the check must read it there too
+        usage = n8n_usage.measure(agent.n8n, [
+            (o.row.n, o.row.error, o.body if o.body is not None else o.row.body)
+            for o in outcomes])
     return Probe(last.row.http_status, last.row.body, classify(agent, outcomes), len(outcomes),
-                 sum(o.row.latency_ms for o in outcomes))
+                 sum(o.row.latency_ms for o in outcomes), usage)
 
 
 def _paths(obj: Any, prefix: str = "", depth: int = 0) -> list[tuple[str, Any]]:
@@ -130,6 +137,11 @@ def describe_read(agent: Agent, p: Probe) -> list[str]:
     that were there."""
     r = p.result
     lines = [f"run status   {r.run_status}" + (f": {r.error}" if r.error else "")]
+    if r.run_status in ("http_error", "timeout"):
+        # an error page or nothing at all: "nothing at answer" would send people to the mapping
+        why = "nothing came back" if p.body is None else "an error reply, not an answer"
+        return [*lines, f"(the reply mapping was not applied: {why})",
+                f"attempts     {p.attempts}, {p.latency_ms:.0f} ms"]
     m: ReplyMapping = agent.reply
     body: Any = MISSING
     if p.body and agent.reply_format == "json":
@@ -156,10 +168,17 @@ def describe_read(agent: Agent, p: Probe) -> list[str]:
                  f"text         {missing(m.text if agent.reply_format == 'json' else None)}")
     status = read.status if read else None
     lines.append(f"status       {status}" if status is not None else f"status       {missing(m.status)}")
-    lines.append(f"model calls  {r.model_calls}" if r.model_calls is not None else
-                 f"model calls  {missing(m.model_calls)}")
-    lines.append(f"tokens       {r.tokens}" if r.tokens is not None else
-                 f"tokens       {missing(m.tokens)}")
+    if p.usage is not None:  # `n8n:` in the registry: the reply's own figures are not used
+        u = p.usage
+        lines.append(f"model calls  {u.model_calls if u.model_calls is not None else 'unknown'}")
+        lines.append(f"tokens       {u.tokens if u.tokens is not None else 'unknown'}"
+                     + (" (estimated)" if u.estimated and u.tokens is not None else ""))
+        lines.append(f"usage        {u.note}")
+    else:
+        lines.append(f"model calls  {r.model_calls}" if r.model_calls is not None else
+                     f"model calls  {missing(m.model_calls)}")
+        lines.append(f"tokens       {r.tokens}" if r.tokens is not None else
+                     f"tokens       {missing(m.tokens)}")
     steps = read.steps if read else None
     if steps is not None:
         tools = ", ".join(s.tool for s in steps) or "none called"
@@ -168,6 +187,49 @@ def describe_read(agent: Agent, p: Probe) -> list[str]:
         lines.append(f"steps        {missing(m.steps.path if m.steps else None)}")
     lines.append(f"attempts     {p.attempts}, {p.latency_ms:.0f} ms")
     return lines
+
+
+def test_to_production(url: str) -> str:
+    """n8n's production URL for a test URL (``/webhook-test/<path>`` → ``/webhook/<path>``)."""
+    return url.replace("/webhook-test/", "/webhook/", 1)
+
+
+def next_step(agent: Agent, p: Probe, registry: str | None = None) -> str | None:
+    """What to do about a probe that got no answer, naming the registry key to look at (or,
+    for ``exam init``, which has no entry yet, its argument and options)."""
+    r = p.result
+    key = f"{registry}: agents.{agent.name}" if registry else None
+    url, headers, timeout = ((f"{key}.url", f"{key}.headers", f"{key}.timeout_s") if key else
+                             ("the URL", "--header", "--timeout"))
+    if r.run_status == "timeout":
+        return (f"no answer within {agent.timeout_s:g} s: is the workflow stuck (its executions "
+                f"in n8n say), or does it need longer ({timeout})?")
+    if r.run_status != "http_error":
+        return None
+    if r.error.startswith("connection refused"):
+        return (f"nothing listens there: start the agent (n8n), or correct the host and port in "
+                f"{url}")
+    if r.error.startswith("cannot resolve"):
+        return f"no such host: correct the host name in {url}"
+    if p.http_status == 404 and "not registered for POST" in r.error:
+        return ("the Webhook node takes another HTTP method: set its HTTP Method to POST (the "
+                "exam POSTs every work order as JSON)")
+    if "Unused Respond to Webhook node" in r.error:
+        return ("the Webhook node does not wait for the Respond to Webhook node: set its "
+                "Respond to \"Using 'Respond to Webhook' Node\"")
+    if p.http_status == 404 and "/webhook-test/" in agent.safe_url:
+        return (f"{url} is n8n's test URL, which answers one call after Execute workflow in the "
+                f"editor: use the production URL ({test_to_production(agent.safe_url)}) with "
+                f"the workflow active (published)")
+    if p.http_status == 404 and "not registered" in r.error:
+        return (f"n8n knows no such webhook: activate (publish) the workflow, and check that "
+                f"{url} ends in /webhook/<the Webhook node's Path> (a /webhook-test/ URL "
+                f"answers only while the editor listens)")
+    if p.http_status in (401, 403):
+        return (f"the agent refused the request: the header in {headers} (name, and the "
+                f"value of its variable) must be what the Webhook node's Header Auth credential "
+                f"expects")
+    return None
 
 
 def _short(text: str, limit: int = 160) -> str:

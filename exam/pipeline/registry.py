@@ -238,12 +238,18 @@ def _n8n_usage(path: str, where: str, raw: Any, env: Mapping[str, str], missing:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise RegistryError(f"{path}: {where}.api_url: expected the n8n instance's http(s) "
                                 "base URL, e.g. https://n8n.example.com")
+        if re.search(r"/webhook(-test)?(/|$)", parts.path):
+            raise RegistryError(f"{path}: {where}.api_url: {raw['api_url']!r} is a webhook URL; "
+                                "expected the n8n instance's base URL, e.g. "
+                                "https://n8n.example.com (/api/v1/executions/<id> is added)")
+    # n8n's API docs give the base as https://<n8n>/api/v1: the part the exam adds itself
+    api_url = re.sub(r"/api/v1/*$", "", api_url.rstrip("/"))
     execution_id = raw.get("execution_id", "executionId")
     if not isinstance(execution_id, str) or not execution_id:
         raise RegistryError(f"{path}: {where}.execution_id: expected a dot path, "
                             f"found {execution_id!r}")
     wait_s = _bounded_number(path, f"{where}.wait_s", raw.get("wait_s", 10), minimum=0, integer=False)
-    return N8nUsage(api_url.rstrip("/"), api_key, execution_id, wait_s)
+    return N8nUsage(api_url, api_key, execution_id, wait_s)
 
 
 def resolve_bank(registry_path: str, name: str, bank: str | None) -> str:

@@ -61,6 +61,15 @@ def select_items(bank: Bank, only: Sequence[str] = (), category: str | None = No
     return items
 
 
+def agent_bank(agent: Agent) -> Bank:
+    """The agent's question bank; a missing file says whose bank it is and where it is set."""
+    if not Path(agent.bank).is_file():
+        raise ExamError(f"{agent.bank}: no such file: the question bank of agent {agent.name} "
+                        f"(set 'bank:' for it in the registry, relative to the registry file; the default is "
+                        f"bank/<name>.json beside the registry or its folder)")
+    return load_bank(agent.bank)
+
+
 def create_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
                only: Sequence[str] = (), category: str | None = None, status: str = "running",
                source: str = "cli") -> int:
@@ -69,11 +78,7 @@ def create_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
     if not version.strip():
         raise ExamError("--version: give a label for what is being examined, e.g. v2 or prompt-0913")
     names.check("version label", version)  # the CLI, the API and LINE all come through here
-    if not Path(agent.bank).is_file():
-        raise ExamError(f"{agent.bank}: no such file: the question bank of agent {agent.name} "
-                        f"(set 'bank:' for it in the registry, relative to the registry file; the default is "
-                        f"bank/<name>.json beside the registry or its folder)")
-    bank = load_bank(agent.bank)
+    bank = agent_bank(agent)
     items = select_items(bank, only, category)
     return store.create_run(agent=agent.name, version=version, bank_path=bank.path,
                             bank_digest=bank.digest, repeats=repeats,

@@ -446,6 +446,23 @@ def _within(figure: int | None) -> int | None:
     return figure if figure is None or abs(figure) < 2**63 else None
 
 
+# n8n's whole reply when the Webhook node responds *Immediately*: the workflow has not run yet,
+# so there is no answer to grade (a mapping reading `message` would grade these words)
+N8N_STARTED = {"message": "Workflow was started"}
+N8N_STARTED_ERROR = ("n8n answered 'Workflow was started' before the workflow ran (the Webhook "
+                     "node responds Immediately): set its Respond to \"Using 'Respond to "
+                     "Webhook' Node\" (docs/n8n.md, Response modes)")
+
+
+def _n8n_started(body: str | None, parse) -> bool:
+    if not body or "Workflow was started" not in body:
+        return False
+    try:
+        return parse(body) == N8N_STARTED
+    except ReplyError:
+        return False
+
+
 def classify(agent: Agent, outcomes: list[Outcome]) -> Result:
     """The run status of a cell from its last attempt; usage summed over every attempt."""
     last = outcomes[-1]
@@ -462,6 +479,8 @@ def classify(agent: Agent, outcomes: list[Outcome]) -> Result:
         return Result("http_error", last.row.error, None, calls, tokens)
     if last.kind == "bad":
         return Result("bad_reply", last.row.error, None, calls, tokens)
+    if _n8n_started(last.body, parse):
+        return Result("bad_reply", N8N_STARTED_ERROR, None, calls, tokens)
     # decoding can assemble a secret form the raw body did not show (\u0025 + "41" → %41)
     read, problem = read_reply(last.body or "", agent.reply, agent.reply_format,
                                clean=lambda data: no_lone_surrogates(agent.redactor.data(data)),

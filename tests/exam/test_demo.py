@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from exam.demo.main import run_demo
+import os
+import sys
+from pathlib import Path
+
+from exam.demo.main import path_hint, run_demo
 from tests.conftest import BANK_DIR
 
 
@@ -22,3 +26,15 @@ def test_demo_prints_scorecards_for_every_agent_and_version(tmp_path):
     assert "W1: 2 of 20 questions separate versions" in out
     # W1-11: right answer, 2 attempts, 8 model calls, shown as a cost outlier
     assert "W1-11 #1 (pass): 2 attempts, 8 model calls" in out
+
+
+def test_the_commands_the_demo_suggests_say_how_to_reach_exam_when_it_is_not_on_path(
+        monkeypatch, tmp_path):
+    """`make demo` runs .venv/bin/exam; its closing 'try: exam report …' lines then fail with
+    'exam: command not found' in the newcomer's shell unless they say to activate first."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # no exam here
+    hint = path_hint()
+    assert hint.startswith(f"  source {os.path.relpath(Path(sys.executable).parent / 'activate')}")
+    assert hint.endswith("# first: puts this exam on PATH\n")
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
+    assert path_hint() == ""

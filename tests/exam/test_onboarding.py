@@ -4,12 +4,16 @@ described, `exam init`, `exam agents check`, a YAML bank, `exam bank check`, two
 from __future__ import annotations
 
 import json
+import socket
+import time
 from http.server import BaseHTTPRequestHandler
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
 from exam.cli.main import main
+from tests.exam.pipeline.test_n8n_usage import KEY, FakeN8nApi, execution
 from tests.fakes.server import send_json, serve
 
 
@@ -293,3 +297,296 @@ def test_a_todo_anywhere_in_the_reply_mapping_is_named_by_its_field(tmp_path):
     assert [line.split(" is still")[0] for line in agent.blocked.split("; ")] == [
         "reg.yaml: agents.A.reply.text[1]", "reg.yaml: agents.A.reply.tokens",
         "reg.yaml: agents.A.reply.steps.tool"]
+
+
+class ExecutionIdAgent:
+    """An n8n AI Agent workflow's reply: the answer, a placeholder usage, the execution id."""
+
+    def __init__(self, exec_id: str | None):
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                send_json(self, 200, {"answer": "本店不提供貨到付款。",
+                                      "usage": {"model_calls": 0, "total_tokens": 0},
+                                      **({"executionId": exec_id} if exec_id else {})})
+
+        self.served = serve(Handler).start()
+        self.url = self.served.url + "/webhook/w4"
+
+    def close(self):
+        self.served.close()
+
+
+def _n8n_registry(tmp_path, agent_url: str, api_url: str):
+    registry = tmp_path / "agents.yaml"
+    bank = tmp_path / "bank" / "W4.yaml"
+    bank.parent.mkdir()
+    bank.write_text(yaml.safe_dump({"agent": "W4", "questions": [
+        {"case_no": "W4-01", "input": {"question": "hi"}, "expect_facts": ["貨到付款"]}]}))
+    registry.write_text(yaml.safe_dump({"agents": {"W4": {
+        "url": agent_url, "bank": "bank/W4.yaml",
+        "n8n": {"api_url": api_url, "api_key": "${N8N_API_KEY}"}}}}))
+    return registry
+
+
+@pytest.mark.parametrize("exec_id, key, code, lines", [
+    ("7", KEY, 0, ["model calls  2", "tokens       249",
+                   "usage        from n8n execution 7: 2 model call(s), tokens as the provider "
+                   "counted them"]),
+    ("7", "a-wrong-key-0123456789", 3, [
+        "model calls  unknown", "tokens       unknown",
+        "usage        usage unknown: the n8n API refused the key (HTTP 401, "]),
+    (None, KEY, 3, ["model calls  unknown", "usage        usage unknown: attempt 1's reply "
+                    "carries no execution id at 'executionId'"]),
+])
+def test_agents_check_reads_usage_from_n8n_as_a_run_does(tmp_path, exec_id, key, code, lines):
+    """With `n8n:` set a run reads usage from the execution, not the reply's placeholder 0s:
+    the check must show that (or why it cannot), not the figures the run will ignore."""
+    api = FakeN8nApi({"7": execution("chat-completions-parallel")})
+    agent = ExecutionIdAgent(exec_id)
+    try:
+        registry = _n8n_registry(tmp_path, agent.url, api.url)
+        r = invoke("agents", "check", "--agents", str(registry), env={"N8N_API_KEY": key})
+    finally:
+        agent.close()
+        api.close()
+    assert r.exit_code == code, r.output
+    for line in lines:
+        assert f"  {line}" in r.output
+    assert "tokens       0" not in r.output and key not in r.output
+
+
+N8N_404 = {"code": 404, "message": "The requested webhook \"POST w4\" is not registered.",
+           "hint": "The workflow must be active for a production URL to run successfully."}
+
+
+class StatusAgent:
+    """Answers every POST with ``status`` and ``body`` (n8n's own error shapes), or sleeps."""
+
+    def __init__(self, status: int, body: object, sleep_s: float = 0.0):
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                if sleep_s:
+                    time.sleep(sleep_s)
+                try:
+                    send_json(self, status, body)
+                except OSError:  # the exam gave up waiting: that is the point
+                    pass
+
+        self.served = serve(Handler).start()
+        self.url = self.served.url + "/webhook/w4"
+
+    def close(self):
+        self.served.close()
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("status, body, sleep_s, mistake, hint", [
+    (None, None, 0, "connection refused",
+     "next: nothing listens there: start the agent (n8n), or correct the host and port in {reg}: "
+     "agents.W4.url"),
+    (404, N8N_404, 0, "HTTP 404: The requested webhook",
+     "next: n8n knows no such webhook: activate (publish) the workflow, and check that {reg}: "
+     "agents.W4.url ends in /webhook/<the Webhook node's Path>"),
+    (403, "Authorization data is wrong!", 0, "HTTP 403",
+     "next: the agent refused the request: the header in {reg}: agents.W4.headers"),
+    (404, {"code": 404, "message": "This webhook is not registered for POST requests. Did you "
+                                   "mean to make a GET request?"}, 0, "HTTP 404: This webhook",
+     "next: the Webhook node takes another HTTP method: set its HTTP Method to POST"),
+    (500, {"code": 0, "message": "Unused Respond to Webhook node found in the workflow"}, 0,
+     "HTTP 500: Unused Respond to Webhook node",
+     "next: the Webhook node does not wait for the Respond to Webhook node: set its Respond to "
+     "\"Using 'Respond to Webhook' Node\""),
+    (200, {"answer": "late"}, 2, "no reply within 0.5 s",
+     "next: no answer within 0.5 s: is the workflow stuck (its executions in n8n say), or does "
+     "it need longer ({reg}: agents.W4.timeout_s)?"),
+])
+def test_agents_check_says_what_to_do_when_no_answer_came(tmp_path, status, body, sleep_s,
+                                                          mistake, hint):
+    """A wrong port, an inactive workflow or a wrong path, a wrong token, a slow workflow: one
+    line naming the registry key to fix, and no 'nothing at answer' sending people to the
+    reply mapping, which was never the problem."""
+    agent = StatusAgent(status, body, sleep_s) if status else None
+    url = agent.url if agent else f"http://127.0.0.1:{_closed_port()}/webhook/w4"
+    try:
+        registry = _n8n_registry(tmp_path, url, "http://127.0.0.1:9")
+        entry = yaml.safe_load(registry.read_text())
+        del entry["agents"]["W4"]["n8n"]
+        entry["agents"]["W4"]["timeout_s"] = 0.5
+        registry.write_text(yaml.safe_dump(entry))
+        r = invoke("agents", "check", "--agents", str(registry))
+    finally:
+        if agent:
+            agent.close()
+    assert r.exit_code == 3
+    assert mistake in r.output
+    assert hint.format(reg=registry) in r.output
+    assert "nothing at" not in r.output
+
+
+def test_init_says_what_to_do_when_the_probe_gets_no_answer(tmp_path):
+    agent = StatusAgent(404, N8N_404)
+    try:
+        r = invoke("init", agent.url, "--name", "W4", "--agents", str(tmp_path / "agents.yaml"))
+    finally:
+        agent.close()
+    assert r.exit_code == 3
+    assert ("next: n8n knows no such webhook: activate (publish) the workflow, and check that "
+            "the URL ends in /webhook/<the Webhook node's Path>") in r.output
+
+
+def test_a_run_nothing_of_which_was_answered_says_where_to_look_and_how_to_go_on(tmp_path):
+    """Every cell http_error (a wrong port) or bad_reply (a wrong mapping) is a setup mistake:
+    the run says to check the agent, and how to finish (resume re-sends transport failures; a
+    misread run is left out, since resume does not send bad replies again)."""
+    env = {"EXAM_DB": str(tmp_path / "exam.db")}
+    registry = _n8n_registry(tmp_path, f"http://127.0.0.1:{_closed_port()}/webhook/w4", "http://x")
+    entry = yaml.safe_load(registry.read_text())
+    del entry["agents"]["W4"]["n8n"]
+    registry.write_text(yaml.safe_dump(entry))
+    r = invoke("run", "W4", "--version", "v1", "--agents", str(registry), env=env)
+    assert r.exit_code == 3
+    assert ("next: no reply of W4 was answered; `exam agents check W4` shows one reply and what "
+            "to fix, then `exam resume 1 --retry-failed`") in r.output
+    with ShapedAgent() as agent:  # answers under data.reply: the default mapping reads nothing
+        entry["agents"]["W4"]["url"] = agent.url
+        registry.write_text(yaml.safe_dump(entry))
+        r = invoke("run", "W4", "--version", "v1", "--agents", str(registry), env=env)
+        assert r.exit_code == 3
+        assert ("then run it again and leave this one out of every report: "
+                "`exam runs exclude 2 --reason \"setup\"`") in r.output
+        entry["agents"]["W4"]["reply"] = {"text": "data.reply"}
+        registry.write_text(yaml.safe_dump(entry))
+        r = invoke("run", "W4", "--version", "v2", "--agents", str(registry), env=env)
+    assert r.exit_code == 1, r.output  # answered, and graded: a content failure, no setup hint
+    assert "next:" not in r.output
+
+
+def test_agents_check_with_a_missing_bank_says_whose_bank_and_where_it_is_set(tmp_path):
+    agent = StatusAgent(200, {"answer": "x"})
+    try:
+        registry = tmp_path / "agents.yaml"
+        registry.write_text(yaml.safe_dump({"agents": {"W4": {"url": agent.url,
+                                                              "bank": "bank/W4x.yaml"}}}))
+        r = invoke("agents", "check", "--agents", str(registry))
+    finally:
+        agent.close()
+    assert r.exit_code == 2
+    assert (f"{tmp_path}/bank/W4x.yaml: no such file: the question bank of agent W4 (set 'bank:' "
+            "for it in the registry") in r.output
+    assert "==" not in r.output  # checked before anything is sent
+
+
+N8N_STARTED = {"message": "Workflow was started"}  # n8n's reply when the Webhook responds Immediately
+
+
+def test_init_refuses_n8ns_workflow_was_started_as_an_answer(tmp_path):
+    """Responding Immediately, n8n answers before the workflow runs; `message` is a text key
+    init would map, and every run would then grade these words as the agent's answer."""
+    agent = StatusAgent(200, N8N_STARTED)
+    try:
+        r = invoke("init", agent.url, "--name", "W4", "--agents", str(tmp_path / "agents.yaml"),
+                   "--bank", str(tmp_path / "W4.yaml"))
+    finally:
+        agent.close()
+    assert r.exit_code == 3
+    assert ("n8n answered 'Workflow was started' before the workflow ran (the Webhook node "
+            "responds Immediately): set its Respond to \"Using 'Respond to Webhook' Node\"") \
+        in r.output
+    assert not (tmp_path / "agents.yaml").exists() and not (tmp_path / "W4.yaml").exists()
+
+
+def test_workflow_was_started_is_a_bad_reply_whatever_the_mapping_reads(tmp_path):
+    env = {"EXAM_DB": str(tmp_path / "exam.db")}
+    agent = StatusAgent(200, N8N_STARTED)
+    try:
+        registry = _n8n_registry(tmp_path, agent.url, "http://x")
+        entry = yaml.safe_load(registry.read_text())
+        del entry["agents"]["W4"]["n8n"]
+        entry["agents"]["W4"]["reply"] = {"text": "message"}
+        registry.write_text(yaml.safe_dump(entry))
+        r = invoke("run", "W4", "--version", "v1", "--agents", str(registry), env=env)
+    finally:
+        agent.close()
+    assert r.exit_code == 3  # not answered: never graded as the answer (exit 1)
+    assert "bad_reply: n8n answered 'Workflow was started' before the workflow ran" in r.output
+    assert "fact[0]" not in r.output
+
+
+def test_a_blocked_run_says_to_resume_it_not_to_run_the_version_again(tmp_path):
+    env = {"EXAM_DB": str(tmp_path / "exam.db")}
+    registry = _n8n_registry(tmp_path, "http://127.0.0.1:9/webhook/w4", "http://x")
+    entry = yaml.safe_load(registry.read_text())
+    del entry["agents"]["W4"]["n8n"]
+    entry["agents"]["W4"]["headers"] = {"X-Exam-Token": "${W4_TOKEN_UNSET}"}
+    registry.write_text(yaml.safe_dump(entry))
+    r = invoke("run", "W4", "--version", "v1", "--agents", str(registry), env=env)
+    assert r.exit_code == 3
+    assert "environment variable W4_TOKEN_UNSET is not set" in r.output
+    assert ("next: nothing was sent to W4: fix what the warning above names, then "
+            "`exam resume 1 --retry-failed`") in r.output
+
+
+N8N_TEST_404 = {"code": 404, "message": "The requested webhook \"w4\" is not registered.",
+                "hint": "Click the 'Execute workflow' button on the canvas, then try again."}
+
+
+def test_a_test_url_is_named_with_the_production_url_to_use(tmp_path):
+    agent = StatusAgent(404, N8N_TEST_404)
+    test_url = agent.url.replace("/webhook/", "/webhook-test/")
+    try:
+        registry = _n8n_registry(tmp_path, test_url, "http://x")
+        entry = yaml.safe_load(registry.read_text())
+        del entry["agents"]["W4"]["n8n"]
+        registry.write_text(yaml.safe_dump(entry))
+        r = invoke("agents", "check", "--agents", str(registry))
+    finally:
+        agent.close()
+    assert r.exit_code == 3
+    assert (f"next: {registry}: agents.W4.url is n8n's test URL, which answers one call after "
+            f"Execute workflow in the editor: use the production URL ({agent.url})") in r.output
+
+
+def test_init_warns_that_a_test_url_answers_one_call_even_when_it_answers(tmp_path):
+    agent = StatusAgent(200, {"answer": "ok"})
+    test_url = agent.url.replace("/webhook/", "/webhook-test/")
+    try:
+        r = invoke("init", test_url, "--name", "W4", "--agents", str(tmp_path / "agents.yaml"),
+                   "--bank", str(tmp_path / "W4.yaml"))
+    finally:
+        agent.close()
+    assert r.exit_code == 0
+    assert (f"warning: {test_url} is n8n's test URL: it answers one call after Execute workflow "
+            f"in the editor, so a run's second work order gets a 404. Register the production "
+            f"URL ({agent.url})") in r.output
+
+
+def test_init_shows_the_proposed_mapping_as_the_registry_file_has_it(tmp_path):
+    agent = StatusAgent(200, {"answer": "ok", "usage": {"prompt_tokens": 3, "completion_tokens": 4}})
+    try:
+        r = invoke("init", agent.url, "--name", "W4", "--agents", str(tmp_path / "agents.yaml"),
+                   "--bank", str(tmp_path / "W4.yaml"))
+    finally:
+        agent.close()
+    assert r.exit_code == 0
+    assert "  status: null\n" in r.output and "None" not in r.output
+    assert "  tokens: [usage.prompt_tokens, usage.completion_tokens]\n" in r.output
+    entry = yaml.safe_load((tmp_path / "agents.yaml").read_text())["agents"]["W4"]["reply"]
+    assert entry["status"] is None
+    assert entry["tokens"] == ["usage.prompt_tokens", "usage.completion_tokens"]

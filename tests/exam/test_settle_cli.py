@@ -58,6 +58,8 @@ def test_settle_reruns_only_the_undecided_question_until_it_holds(tmp_path):
         assert first.exit_code == 1
         undecided = run(main, ["compare", "T", "v1", "v2"], env=env)
         assert undecided.exit_code == 4 and "VERDICT: UNDECIDED" in undecided.output
+        # an undecided verdict says how to decide it, as pending says `exam review`
+        assert "next: exam compare T v1 v2 --settle" in undecided.stderr
         settled = run(main, ["compare", "T", "v1", "v2", "--settle", "--format", "json"],
                       env=env)
         assert settled.exit_code == 1, settled.output

@@ -129,6 +129,34 @@ def test_ai_agent_model_calls_and_tokens_come_from_its_execution(n8n, fake_model
     assert n8n.api_key not in result.output
 
 
+def test_agents_check_reads_an_ai_agents_usage_from_its_execution_as_a_run_does(
+        n8n, fake_model, tmp_path):
+    """The first-hour check of an `n8n:` registry entry: what a run will store, not the
+    reply's (absent) usage; a wrong key is named before any run."""
+    prompt = "what is 6*7? (agents check)"
+    bank = tmp_path / "T.json"
+    bank.write_text(json.dumps({"agent": "T", "questions": [agent_question("T-01", prompt)]}),
+                    encoding="utf-8")
+    registry = tmp_path / "agents.yaml"
+    registry.write_text(yaml.safe_dump({"agents": {"T": {
+        "bank": str(bank), "timeout_s": 90, "url": f"{n8n.url}/webhook/exam-agent",
+        **usage_from_n8n(n8n)}}}), encoding="utf-8")
+
+    def check(key: str):
+        return CliRunner().invoke(main, ["agents", "check", "T", "--agents", str(registry)],
+                                  env={"N8N_TEST_API_KEY": key}, catch_exceptions=False)
+
+    ok = check(n8n.api_key)
+    assert ok.exit_code == 0, ok.output
+    calls, tokens = billed(fake_model, prompt)
+    assert f"  model calls  {calls}\n" in ok.output and f"  tokens       {tokens}\n" in ok.output
+    assert "  usage        from n8n execution " in ok.output
+    refused = check("not-the-n8n-api-key-0123")
+    assert refused.exit_code == 3
+    assert "usage unknown: the n8n API refused the key (HTTP 401" in refused.output
+    assert n8n.api_key not in ok.output + refused.output
+
+
 def test_responses_api_tokens_are_stored_and_reported_as_an_estimate(n8n, fake_model, tmp_path):
     prompt = "what is 6*7? (Responses API)"
     result, cells, _ = exam(

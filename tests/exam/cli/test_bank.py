@@ -32,6 +32,20 @@ def test_breaking_a_golden_reply_names_the_question(tmp_path):
     assert "W2.json: W2-06.golden[0]: expected pass, got fail" in result.output
 
 
+@pytest.mark.parametrize("golden", ["我幫您轉給客服確認。", {"answer": "我幫您轉給客服確認。"}])
+def test_a_golden_without_steps_for_a_tool_check_says_how_to_give_them(tmp_path, golden):
+    (tmp_path / "S.json").write_text(json.dumps({"agent": "S", "questions": [{
+        "case_no": "S-01", "input": {"q": "x"}, "expect_facts": ["轉給客服"],
+        "expect_tools": ["faq_lookup"], "golden": [golden],
+        "counterexamples": ["我們有實體店"]}]}, ensure_ascii=False), encoding="utf-8")
+    result = run("bank", "check", str(tmp_path / "S.json"))
+    assert result.exit_code == 1
+    assert ("S-01.golden[0]: expected pass, got needs_human: tools needs_human (agent reports no "
+            "steps); a tool check needs the golden's steps: give it as the agent's JSON body, "
+            "e.g. {\"answer\": \"…\", \"intermediateSteps\": [{\"action\": {\"tool\": \"…\"}}]}"
+            ) in result.output
+
+
 def test_a_counterexample_the_rubric_misses_is_a_problem(tmp_path):
     data = json.loads((BANK_DIR / "W2.json").read_text(encoding="utf-8"))
     data["questions"][0]["counterexamples"] = ["訂單滿 1000 元免運費，未滿的訂單運費 80 元。"]

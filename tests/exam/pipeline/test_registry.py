@@ -109,6 +109,21 @@ def test_n8n_usage_source_reads_its_key_from_the_environment_and_never_shows_it(
     assert "n8n-key-s3cret" not in agent.redactor.text("key n8n-key-s3cret refused")
 
 
+@pytest.mark.parametrize("api_url", ["http://127.0.0.1:5678/api/v1", "http://127.0.0.1:5678/api/v1/",
+                                     "http://127.0.0.1:5678"])
+def test_an_n8n_api_url_given_as_n8ns_api_base_is_read_as_the_instance(api_url):
+    """n8n's API docs name the base https://<n8n>/api/v1; the exam adds /api/v1 itself, so
+    taking it literally asked for /api/v1/api/v1/executions/<id>: a 404 blamed on n8n."""
+    agent = parse({"agents": {"W1": {**N8N, "n8n": {"api_url": api_url, "api_key": "k"}}}}).get("W1")
+    assert agent.n8n.api_url == "http://127.0.0.1:5678"
+
+
+def test_an_n8n_instance_under_a_path_keeps_its_path():
+    agent = parse({"agents": {"W1": {**N8N, "n8n": {"api_url": "https://h/n8n/api/v1",
+                                                    "api_key": "k"}}}}).get("W1")
+    assert agent.n8n.api_url == "https://h/n8n"
+
+
 def test_a_missing_n8n_api_key_variable_blocks_the_agent_naming_it():
     assert parse({"agents": {"W1": N8N}}).get("W1").blocked == (
         "environment variable N8N_API_KEY is not set (needed by agents.W1.n8n.api_key)")
@@ -125,6 +140,10 @@ def test_a_missing_n8n_api_key_variable_blocks_the_agent_naming_it():
     ({"api_url": "http://x", "api_key": "k", "execution_id": ""},
      "agents.W1.n8n.execution_id: expected a dot path"),
     ("http://x", "agents.W1.n8n: expected a mapping with api_url and api_key"),
+    ({"api_url": "http://127.0.0.1:5678/webhook/w1", "api_key": "k"},
+     "agents.W1.n8n.api_url: 'http://127.0.0.1:5678/webhook/w1' is a webhook URL; expected the "
+     "n8n instance's base URL"),
+    ({"api_url": "http://x/webhook-test/w1", "api_key": "k"}, "is a webhook URL"),
 ])
 def test_bad_n8n_usage_settings_name_the_key(n8n, message):
     with pytest.raises(RegistryError) as err:
