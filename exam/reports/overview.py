@@ -53,8 +53,11 @@ def _change(regraded: Regraded, agent: str, old: str | None, new: str) -> dict[s
         return {"previous": None, "verdict": "—", "regressions": 0, "fixes": 0}
     try:
         report = compare.build(regraded, agent, old, new)
-    except ExamError:
-        return {"previous": old, "verdict": "pending", "regressions": 0, "fixes": 0}
+    except ExamError as exc:
+        # not comparable (two rubrics, a version's runs removed…): no verdict at all, never
+        # "pending", which sends a reviewer to an empty `exam review` queue
+        return {"previous": old, "verdict": "—", "error": str(exc), "regressions": 0,
+                "fixes": 0}
     return {"previous": old, "verdict": change_verdict(report),
             "regressions": len(report["regressions"]), "fixes": len(report["fixes"])}
 

@@ -386,6 +386,25 @@ def test_two_rubrics_for_one_question_are_bad_input(history):
     assert "Q-01 reads differently" in result.output and "A-lenient.json" in result.output
 
 
+def test_the_overview_names_two_rubrics_not_comparable_never_pending(history):
+    # "pending" is a verdict (cells for exam review); a change that cannot be compared has none
+    from exam.reports import overview
+
+    history.bank("A", CASES)
+    history.run("A", "v1", {c: "ppp" for c, _, _ in CASES})
+    lenient = [{"case_no": c, "category": cat, "severity": sev, "input": {"question": f"{c}?"},
+                "expect_facts": ["已出貨|備貨中"]} for c, cat, sev in CASES]
+    copy = history.tmp / "A-lenient.json"
+    copy.write_text(json.dumps({"agent": "A", "questions": lenient}, ensure_ascii=False),
+                    encoding="utf-8")
+    history.banks["A"] = str(copy)
+    history.run("A", "v2", {c: "fff" for c, _, _ in CASES})
+    (row,) = [v for v in overview.build(regrade(history.store, select_runs(history.store)))[
+        "agents"][0]["versions"] if v["version"] == "v2"]
+    assert row["change"]["verdict"] not in verdict.VERDICTS
+    assert "Q-01 reads differently" in row["change"]["error"]
+
+
 def test_the_same_questions_in_two_bank_files_compare(history):
     first = history.bank("A", CASES)
     history.run("A", "v1", {c: "ppp" for c, _, _ in CASES})
