@@ -427,7 +427,9 @@ def test_a_run_with_cells_yet_to_come_is_incomplete_whatever_the_floor(history, 
     history.store.set_run_status(run_id, status)
     result = _cli(history, "A", "v1", "v2")
     assert result.exit_code == 3, result.output
-    assert f"run 2 (v2) {status}: 58/60 cells arrived so far" in result.output
+    assert f"run 2 (v2) {status}: 58/60 cells arrived" in result.output
+    # waiting finishes a running run; an interrupted one (its process gone) needs a resume
+    assert ("finish it: exam resume 2" in result.output) == (status == "interrupted")
     history.store.set_run_status(run_id, "done")  # finished with two cells lost: the floor
     assert _cli(history, "A", "v1", "v2").exit_code == 0
 
