@@ -365,7 +365,8 @@ def _no_baseline(q: Question) -> bool:
 def _missing(v: dict[str, Any]) -> str:
     # an interrupted run gets no further by waiting: say how it is finished
     parts = [f"run {x['run_id']} ({x['version']}) {x['status']}: {x['arrived']}/{x['planned']}"
-             + (f" cells arrived; finish it: exam resume {x['run_id']}"
+             + (f" cells arrived; finish it: exam resume {x['run_id']} (or leave it out: "
+                f"exam runs exclude {x['run_id']} --reason …)"
                 if x["status"] == "interrupted" else " cells arrived so far")
              for x in v["incomplete"].get("runs", [])]
     parts += [f"{x['side']} {x['answered']}/{x['planned']} cells answered"
