@@ -225,12 +225,19 @@ def resume_cmd(run_ids, retry_failed, fmt, agents, db) -> None:
     if busy:  # none is taken while one is still running elsewhere
         raise InputError("; ".join(busy))
     jobs = [job_for(store, run.id, registry.get(run.agent)) for run in runs]
+    taken: list[int] = []
     for run in runs:  # each taken with a lease: two `exam resume` of one run cannot both win
         try:
             store.hold_run(run.id)
         except RunBusy as exc:  # taken by another process since the check above
-            raise InputError(f"{exc} (runs this command took before it read interrupted "
-                             f"once their lease runs out, within {LEASE_S:.0f} s)") from None
+            held = ""
+            if taken:  # this command's lease on them runs out, as a dead process's would
+                which = (f"run {taken[0]}, taken by this command, reads" if len(taken) == 1 else
+                         f"runs {' '.join(map(str, taken))}, taken by this command, read")
+                held = (f"; {which} interrupted again when the lease runs out (within "
+                        f"{LEASE_S:.0f} s)")
+            raise InputError(f"{exc}: nothing was sent{held}") from None
+        taken.append(run.id)
     if retry_failed:
         for run in runs:
             n = store.retire_failed_cells(run.id)

@@ -142,3 +142,32 @@ def test_resume_completes_a_run_whose_missing_cells_are_hostile_replies(tmp_path
     assert list(cells.values()) == ["bad_reply"] * 5 + ["ok", "ok"]
     card = json.loads(result.output)["scorecards"][0]
     assert card["run_status"]["bad_reply"] == 5 and card["verdicts"]["pass"] == 2
+
+
+def test_resume_refused_midway_says_nothing_ran_and_what_becomes_of_the_runs_it_took(
+        tmp_path, monkeypatch):
+    # the second run is taken by another process between the check and the take
+    from exam.errors import RunBusy
+    from exam.pipeline.registry import load_registry
+    from exam.pipeline.runner import create_run
+    from exam.store import Store
+
+    with FakeAgent() as fake:
+        env = setup(tmp_path, fake.url, ["ok"])
+        store = Store(env["EXAM_DB"])
+        agent = load_registry(env["EXAM_AGENTS"]).get("T")
+        first, second = (create_run(store, agent, "v1", status="interrupted") for _ in range(2))
+        hold = Store.hold_run
+
+        def racing(self, run_id, *args, **kwargs):
+            if run_id == second:
+                raise RunBusy(f"run {second} is still running in process host-b:7", second)
+            return hold(self, run_id, *args, **kwargs)
+
+        monkeypatch.setattr(Store, "hold_run", racing)
+        result = invoke("resume", str(first), str(second), env=env)
+    assert result.exit_code == 2
+    assert f"run {second} is still running in process host-b:7" in result.output
+    assert (f"nothing was sent; run {first}, taken by this command, reads interrupted again "
+            "when the lease runs out (within 30 s)") in result.output
+    assert store.count_cells(first, "ok") == 0
