@@ -345,6 +345,8 @@ def compare():
                 report_runs(store(), agent)  # an agent with no counted run: the one message
         except StoreError:  # the service's trouble: a 503 page (exam.app), not a line here
             raise
+        except cmp.CompareError as exc:  # asked wrongly (a version against itself): the API's 400
+            error, status = str(exc), 400
         except ExamError as exc:  # the same 404 as GET /api/compare, with the form kept
             error, status = str(exc), 404
     return render_template("compare.html", report=report, error=error, versions=versions,

@@ -81,6 +81,14 @@ def test_a_compare_of_a_version_not_stored_names_it_and_keeps_the_form(app):
     assert 'name="old" value="v9"' in resp.get_data(as_text=True)
 
 
+def test_a_version_compared_with_itself_is_a_refused_question_as_in_the_api(app):
+    # stored, so not a 404: the question is wrong (the API's 400, exam compare's exit 2)
+    resp = logged_in(app).get("/compare?agent=W3&old=v2&new=v2")
+    assert resp.status_code == 400
+    assert "cannot compare W3 v2 with itself" in error_line(resp)
+    assert 'name="old" value="v2"' in resp.get_data(as_text=True)
+
+
 def test_the_api_still_answers_json(app):
     client = app.test_client()
     auth = {"Authorization": f"Bearer {ADMIN}"}
