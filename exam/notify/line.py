@@ -103,8 +103,12 @@ def bubble(s: Summary, link: str | None, regressions_shown: int = SHOW_REGRESSIO
             body.append(_text(f"verdict: {s.verdict.upper()}", weight="bold",
                               color=COLOURS[tone], margin="md"))
             body.append(_text(s.verdict_reason[:300], size="xs", color=COLOURS["muted"]))
-        body.append(_text(f"vs {s.previous}: {len(s.regressions)} regression(s), "
-                          f"{len(s.fixes)} fix(es)", margin="md"))
+        if not s.verdict and s.verdict_reason:  # not compared: no regressions to count
+            body.append(_text(f"vs {s.previous}: {s.verdict_reason}"[:300], size="xs",
+                              color=COLOURS["muted"], margin="md"))
+        else:
+            body.append(_text(f"vs {s.previous}: {len(s.regressions)} regression(s), "
+                              f"{len(s.fixes)} fix(es)", margin="md"))
         shown = s.regressions[:regressions_shown]
         for case_no in shown:
             body.append(_text(f"✗ {case_no}", color=COLOURS["fail"]))

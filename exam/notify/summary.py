@@ -8,7 +8,7 @@ links to. ``summary_text`` is the plain-text form every channel can fall back on
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 from urllib.parse import quote
 
@@ -91,8 +91,11 @@ def summary_text(s: Summary) -> str:
         if s.verdict:
             line += f"\n  verdict vs {s.previous}: {s.verdict.upper()}"
             line += f"\n  {s.verdict_reason}"
-        line += (f"\n  vs {s.previous}: {len(s.regressions)} regression(s), "
-                 f"{len(s.fixes)} fix(es)")
+        if not s.verdict and s.verdict_reason:  # not compared: no regressions to count
+            line += f"\n  vs {s.previous}: {s.verdict_reason}"
+        else:
+            line += (f"\n  vs {s.previous}: {len(s.regressions)} regression(s), "
+                     f"{len(s.fixes)} fix(es)")
         if s.regressions:
             shown = s.regressions[:SHOW_REGRESSIONS]
             more = len(s.regressions) - len(shown)
@@ -138,8 +141,13 @@ def summaries_for(store: Store, run_ids: Sequence[int],
                     if r.version != version] + [r for r in runs if r.id in card["run_ids"]]
             try:
                 change = compare.build(regrade(store, both), agent, previous, version)
-            except ExamError:
-                change = None
+            except ExamError as exc:
+                # no verdict, and said so: without a previous version the message would read
+                # as a first version's (two rubrics, a version's runs removed...)
+                out.append(replace(agent_summary(card, None, card["review_queue"]),
+                                   previous=previous,
+                                   verdict_reason=f"not comparable: {exc}"))
+                continue
         # the open review queue: needs_human cells no person has decided yet
         out.append(agent_summary(card, change, card["review_queue"]))
     return out

@@ -405,6 +405,28 @@ def test_the_overview_names_two_rubrics_not_comparable_never_pending(history):
     assert "Q-01 reads differently" in row["change"]["error"]
 
 
+def test_a_notification_of_two_rubrics_says_not_comparable_not_a_first_version(history):
+    # previous: null reads "no earlier version" (docs/webhook.md); the change was not compared
+    from exam.notify.line import bubble
+    from exam.notify.summary import summaries_for, summary_text
+
+    history.bank("A", CASES)
+    history.run("A", "v1", {c: "ppp" for c, _, _ in CASES})
+    lenient = [{"case_no": c, "category": cat, "severity": sev, "input": {"question": f"{c}?"},
+                "expect_facts": ["已出貨|備貨中"]} for c, cat, sev in CASES]
+    copy = history.tmp / "A-lenient.json"
+    copy.write_text(json.dumps({"agent": "A", "questions": lenient}, ensure_ascii=False),
+                    encoding="utf-8")
+    history.banks["A"] = str(copy)
+    run_id = history.run("A", "v2", {c: "fff" for c, _, _ in CASES})
+    (s,) = summaries_for(history.store, [run_id])
+    assert (s.previous, s.verdict) == ("v1", None)
+    text = summary_text(s)
+    assert "vs v1: not comparable: cannot compare A v1 → v2: Q-01 reads differently" in text
+    assert "0 regression(s)" not in text
+    assert "not comparable" in json.dumps(bubble(s, None), ensure_ascii=False)
+
+
 def test_the_same_questions_in_two_bank_files_compare(history):
     first = history.bank("A", CASES)
     history.run("A", "v1", {c: "ppp" for c, _, _ in CASES})
