@@ -185,7 +185,8 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
 
 def unfinished_runs(runs: list[Run], cells: list[GradedCell], removed: dict[int, list[str]],
                     old: str, new: str) -> list[dict[str, Any]]:
-    """Runs of OLD or NEW still running (or queued, or interrupted) with cells yet to come."""
+    """Runs of OLD or NEW still running (or interrupted) with cells yet to come. A queued run
+    is not among ``runs`` (no report reads one: exam.reports.selection), so it holds nothing."""
     arrived = Counter(c.run_id for c in cells)
     out = []
     for r in sorted(runs, key=lambda r: r.id):
