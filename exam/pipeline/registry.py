@@ -7,7 +7,7 @@ shown; only header *names* are ever shown. Each agent's replies are redacted of 
 secrets and of the service's own (``exam.redact.SERVICE_SECRETS``: the LINE channel token, the
 API token...), since an agent may know any of them. A value with white space around it (a file's
 trailing newline) is trimmed with a warning naming the variable. An agent whose secret is
-missing, or holds a control character (or, in a header, one outside Latin-1), is not an error
+missing, or holds a control character (or, in a header or n8n's API key, one outside Latin-1), is not an error
 for the whole registry: it is *blocked*, and its cells are recorded as such (blocked is not
 failed).
 """
@@ -233,6 +233,11 @@ def _n8n_usage(path: str, where: str, raw: Any, env: Mapping[str, str], missing:
     n_missing = len(missing)
     api_url = _expand(raw["api_url"], f"{where}.api_url", env, missing, found)
     api_key = _expand(raw["api_key"], f"{where}.api_key", env, missing, found)
+    try:
+        api_key.encode("latin-1")
+    except UnicodeEncodeError:  # sent as a header: http.client would raise at every cell
+        missing.append(f"{where}.api_key: its value has a character outside Latin-1, which an "
+                       "HTTP header cannot carry")
     if len(missing) == n_missing:
         parts = urlsplit(api_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:

@@ -158,6 +158,13 @@ def test_a_header_value_an_http_header_cannot_carry_blocks_the_agent_without_sho
                              "Latin-1, which an HTTP header cannot carry")
 
 
+def test_an_n8n_api_key_an_http_header_cannot_carry_blocks_the_agent_without_showing_it():
+    # sent as X-N8N-API-KEY: every cell's usage read raised UnicodeEncodeError (harness_error)
+    agent = parse({"agents": {"W1": N8N}}, {"N8N_API_KEY": "k€y-s3cret-123"}).get("W1")
+    assert agent.blocked == ("agents.W1.n8n.api_key: its value has a character outside "
+                             "Latin-1, which an HTTP header cannot carry")
+
+
 @pytest.mark.parametrize("url", ["http://user:${W1_PASS}@127.0.0.1:5678/webhook/x",
                                  "http://user:p%E2%82%AC55-word@127.0.0.1:5678/webhook/x"])
 def test_a_url_password_basic_auth_cannot_carry_blocks_the_agent_without_showing_it(url):
