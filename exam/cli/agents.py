@@ -152,11 +152,10 @@ def init_cmd(url, name, question, header_values, bank_path, timeout_s, agents) -
 
     \b
     Exit status: 0 written · 2 bad input (URL, name, header, an existing agent) · 3 the probe
-    got no reply (nothing written).
+    got no usable reply (none, or a bad_reply: nothing written).
     """
     from exam.pipeline.probe import next_step, probe, propose_mapping, show_body
     from exam.pipeline.registry import DEFAULT_PATH, parse_agent
-    from exam.pipeline.transport import N8N_STARTED_ERROR
 
     registry_path = Path(agents or os.environ.get("EXAM_AGENTS") or DEFAULT_PATH)
     bank = Path(bank_path or Path("bank") / f"{name}.yaml")
@@ -181,8 +180,9 @@ def init_cmd(url, name, question, header_values, bank_path, timeout_s, agents) -
     p = probe(dataclasses.replace(agent, reply_format="text"), work_order)
     click.echo(f"POST {agent.safe_url} → HTTP {p.http_status or '-'} in {p.latency_ms:.0f} ms")
     click.echo(show_body(p.body, 3000))
-    if p.result.run_status in ("timeout", "http_error") or not p.body or \
-            p.result.error == N8N_STARTED_ERROR:
+    # bad_reply: what came back is not the agent's words as sent (n8n's 'Workflow was started',
+    # bytes not in the body's charset, a body over the cap): every run would be a bad_reply
+    if p.result.run_status in ("timeout", "http_error", "bad_reply") or not p.body:
         click.echo(f"\nno usable reply ({p.result.run_status}: {p.result.error or 'empty body'}); "
                    f"nothing written", err=True)
         if hint := next_step(agent, p):

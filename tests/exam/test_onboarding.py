@@ -590,3 +590,34 @@ def test_init_shows_the_proposed_mapping_as_the_registry_file_has_it(tmp_path):
     entry = yaml.safe_load((tmp_path / "agents.yaml").read_text())["agents"]["W4"]["reply"]
     assert entry["status"] is None
     assert entry["tokens"] == ["usage.prompt_tokens", "usage.completion_tokens"]
+
+
+def test_init_refuses_a_body_not_in_its_charset_and_writes_nothing(tmp_path):
+    # a Big5 body without charset=big5: read as UTF-8 it is mojibake, which init proposed a
+    # mapping for and copied into the starter bank; every run would then be a bad_reply
+    body = json.dumps({"output": "您好，訂單已出貨"}, ensure_ascii=False).encode("big5")
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    served = serve(Handler).start()
+    try:
+        r = invoke("init", served.url + "/webhook/w4", "--name", "W4", "--agents",
+                   str(tmp_path / "agents.yaml"), "--bank", str(tmp_path / "W4.yaml"))
+    finally:
+        served.close()
+    assert r.exit_code == 3, r.output
+    assert "no usable reply (bad_reply: the body is not valid utf-8" in r.output
+    assert "does Content-Type name its charset?" in r.output
+    assert not (tmp_path / "agents.yaml").exists() and not (tmp_path / "W4.yaml").exists()
