@@ -128,6 +128,7 @@ def settle_cli(store, registry, agent: str, old: str, new: str, settings: Settin
                budget: int, step: int, max_repeats: int, echo=print) -> dict[str, Any]:
     """Settle with real runs of the new version: one run per round, only the open questions."""
     from exam.errors import ExamError
+    from exam.pipeline.lease import renewed
     from exam.pipeline.runner import create_run, execute, job_for
     from exam.reports import compare as cmp
     from exam.reports.regrade import regrade
@@ -143,7 +144,11 @@ def settle_cli(store, registry, agent: str, old: str, new: str, settings: Settin
 
     def run_more(case_nos: list[str], repeats: int) -> int:
         run_id = create_run(store, agent_obj, new, repeats=repeats, only=case_nos)
-        final = execute(store, [job_for(store, run_id, agent_obj)])
+        # held by a lease as `exam run`'s are: if this process dies, the run reads interrupted
+        # on every host once the lease runs out, and `exam resume` anywhere can finish it
+        store.hold_run(run_id)
+        with renewed(store, [run_id]):
+            final = execute(store, [job_for(store, run_id, agent_obj)])
         echo(f"settle: run {run_id}: {', '.join(case_nos)} × {repeats} ({final[run_id]})")
         return len(case_nos) * repeats
 

@@ -22,6 +22,7 @@ class Scripted:
         self.script: dict[str, list[str]] = {}
         self.calls: dict[str, int] = {}
         self.lock = threading.Lock()
+        self.on_call = None  # called before each answer (a test's look at the store)
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -30,6 +31,8 @@ class Scripted:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if owner.on_call is not None:
+                    owner.on_call()
                 task = body["task_id"]
                 with owner.lock:
                     n = owner.calls.get(task, 0)
@@ -72,3 +75,35 @@ def test_settle_reruns_only_the_undecided_question_until_it_holds(tmp_path):
         assert f"{extra} agent call(s) spent" in settled.stderr
     finally:
         agent.close()
+
+
+
+def test_a_settle_run_is_held_by_a_lease_as_exam_run_is(tmp_path):
+    # without one, a settle process that died read `running` from every other host for good:
+    # `exam resume` there refused it and every compare of the version stayed incomplete
+    from exam.store import Store
+
+    agent = Scripted()
+    leases: list[float | None] = []
+    try:
+        bank = write_bank(tmp_path, ["ok", "ok", "ok"], expect_forbidden=["已出貨"])
+        env = registry_env(tmp_path, agent.url, bank)
+        run = CliRunner().invoke
+        assert run(main, ["run", "T", "-v", "v1", "-n", "10"], env=env).exit_code == 0
+        agent.script = {"T-01": [FAIL, PASS, PASS, FAIL]}
+        assert run(main, ["run", "T", "-v", "v2", "-n", "3"], env=env).exit_code == 1
+        store = Store(env["EXAM_DB"])
+        before = max(r.id for r in store.list_runs())
+
+        def look():  # the store as another host reads it while the settle run sends
+            newest = max(store.list_runs(), key=lambda r: r.id)
+            if newest.id > before:
+                leases.append(newest.lease_until)
+
+        agent.on_call = look
+        settled = run(main, ["compare", "T", "v1", "v2", "--settle"], env=env)
+        assert settled.exit_code == 1, settled.output
+        store.close()
+    finally:
+        agent.close()
+    assert leases and all(until is not None for until in leases)
