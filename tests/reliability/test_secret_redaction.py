@@ -302,19 +302,22 @@ def test_planted_secrets_are_found_in_no_output(echo, table):
             assert warning in run_output and warning in dict(outputs)["worker log"]
         planted = {**secrets, "EXAM_USER:EXAM_PASS": f"{user}:{password}"}
         leaks = []
+        # each output decoded, and with its gaps taken out, once (not once per form searched)
+        hays = [(where, hay, GAPS.sub("", hay)) for where, hay in (
+            (where, text if isinstance(text, str) else text.decode("utf-8", "replace"))
+            for where, text in outputs)]
         for var, value in planted.items():
             forms = search_forms(value)
             stats["forms"] += len(forms)
             for form in forms:
-                for where, text in outputs:
-                    hay = text if isinstance(text, str) else text.decode("utf-8", "replace")
+                # split by white space or invisible characters; not inside an escape
+                # (%E4 written %\u200bE4 is an encoding of a split, not a split secret)
+                squeezed = GAPS.sub("", form)
+                split = len(squeezed) >= MIN_SECRET_CHARS and not re.search(r"[%\\&]", form)
+                for where, hay, hay_squeezed in hays:
                     if form in hay:
                         leaks.append(f"{var} as {form!r} in {where}")
-                    # split by white space or invisible characters; not inside an escape
-                    # (%E4 written %\u200bE4 is an encoding of a split, not a split secret)
-                    squeezed = GAPS.sub("", form)
-                    if len(squeezed) >= MIN_SECRET_CHARS and not re.search(r"[%\\&]", form) \
-                            and squeezed in GAPS.sub("", hay):
+                    if split and squeezed in hay_squeezed:
                         leaks.append(f"{var} as {form!r}, split by gaps, in {where}")
         assert leaks == []
         shown = "".join(t for _, t in outputs if isinstance(t, str))
