@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from werkzeug.serving import make_server
@@ -52,8 +54,9 @@ def site(tmp_path_factory):
         yield url
 
 
-@pytest.fixture(scope="module")
-def browser(site):
+@contextmanager
+def chromium() -> Iterator:
+    """Debian's Chromium, headless, driven by Playwright; missing, the test fails (never skips)."""
     need_browser(CHROMIUM)
     from playwright.sync_api import sync_playwright
 
@@ -63,6 +66,12 @@ def browser(site):
             "--disable-background-networking", "--disable-component-update", "--disable-sync"])
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def browser(site):
+    with chromium() as browser:
+        yield browser
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from exam.app import create_app
 from exam.pipeline.registry import Agent
 from exam.pipeline.runner import create_run, execute, job_for
 from exam.store import Store
-from tests.exam.web.test_dashboard_browser import CHROMIUM, need_browser
+from tests.exam.web.test_dashboard_browser import chromium
 from tests.fakes.server import Served
 
 TOKEN = "hostile-pages-token"
@@ -88,14 +88,8 @@ def site(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser(site):
-    need_browser(CHROMIUM)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"])
+    with chromium() as browser:
         yield browser
-        browser.close()
 
 
 def log_in(browser, site, width: int):
