@@ -131,6 +131,9 @@ def queue(regraded, agent: str | None = None, version: str | None = None, sample
     return out
 
 
+REVIEWER_MAX_CHARS = 80  # a name, kept with each decision and in the dashboard's session cookie
+
+
 def decide(store, item: ReviewItem, decision: str, reviewer: str, reason: str = "") -> int:
     """Store a decision for every needs_human check of the item (or the whole reply)."""
     if decision not in ("pass", "fail"):
@@ -139,6 +142,9 @@ def decide(store, item: ReviewItem, decision: str, reviewer: str, reason: str = 
         raise ExamError(f"{item.case_no}: a fail needs a reason (what is wrong with the reply)")
     if not reviewer.strip():
         raise ExamError("reviewer: give your name (--reviewer NAME)")
+    if len(reviewer.strip()) > REVIEWER_MAX_CHARS:
+        raise ExamError(f"reviewer: a name of at most {REVIEWER_MAX_CHARS} characters, found "
+                        f"{len(reviewer.strip())}")
     names = [WHOLE] if item.spot_check else [c["name"] for c in item.checks]
     for name in names:
         store.add_adjudication(reply_digest=item.reply_digest, check_name=name,

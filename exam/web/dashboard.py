@@ -411,7 +411,8 @@ def review_decide():
     blind = request.form.get("blind") == "1"
     key = request.form.get("key", "")
     reviewer = request.form.get("reviewer", "").strip()
-    session["reviewer"] = reviewer
+    if len(reviewer) <= review.REVIEWER_MAX_CHARS:  # a longer one is refused below; kept, it
+        session["reviewer"] = reviewer  # could push the session cookie past what browsers keep
     item = next((i for i in _queue(agent, blind)[0] if i.key == key), None)
     if item is None:
         message = "that item is no longer in the queue"

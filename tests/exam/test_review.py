@@ -177,3 +177,29 @@ def test_dashboard_review_page(history):
                                         "csrf_token": token})
     assert resp.status_code == 302
     assert queue(history) == []
+
+
+def test_a_reviewer_name_is_bounded_and_a_long_one_changes_nothing(history):
+    """A 5,000-character name was stored with every decision and kept in the dashboard's
+    session cookie, which browsers then dropped (the name and the message with it)."""
+    from exam.app import create_app
+
+    history.bank("A", CASES)
+    history.run("A", "v7", {"Q-01": "hh"})
+    (item,) = queue(history)
+    with pytest.raises(review.ExamError, match="reviewer: a name of at most 80 characters, found 5000"):
+        review.decide(history.store, item, "pass", "名" * 5000)
+    app = create_app({"LOCAL_DEV": True, "DB": str(history.tmp / "exam.db"), "TESTING": True})
+    client = app.test_client()
+    token = re.search(r'name="csrf_token" value="([^"]+)"',
+                      client.get("/review").get_data(as_text=True)).group(1)
+    resp = client.post("/review", data={"key": item.key, "decision": "pass",
+                                        "reviewer": "名" * 5000, "csrf_token": token},
+                       follow_redirects=True)
+    assert "reviewer: a name of at most 80 characters" in resp.get_data(as_text=True)
+    assert len(queue(history)) == 1  # nothing decided
+    with client.session_transaction() as session:
+        assert "reviewer" not in session
+    client.post("/review", data={"key": item.key, "decision": "pass", "reviewer": "Mei",
+                                 "csrf_token": token})
+    assert queue(history) == []
