@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 BODY_CAP_BYTES = 1_000_000  # raw bodies stored up to this size; a note marks a cut body
+HEADER_CAP_CHARS = 200  # a header value stored (Content-Type): a longer one is cut, marked …
 TEXT_CAP_CHARS = 200_000  # a cell's reply text; a longer one is a bad_reply, its start kept
 # the run statuses of cells that did not arrive: `exam resume --retry-failed` runs them again
 RETRY_STATUSES = ("blocked", "timeout", "http_error", "harness_error")

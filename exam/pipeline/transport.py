@@ -51,7 +51,7 @@ from exam.pipeline.reading import (
     usage_over,
 )
 from exam.pipeline.registry import Agent
-from exam.records import TEXT_CAP_CHARS, AttemptRow, cap_body, cap_text
+from exam.records import HEADER_CAP_CHARS, TEXT_CAP_CHARS, AttemptRow, cap_body, cap_text
 from exam.redact import scrub_urls
 from exam.textsafe import no_lone_surrogates
 
@@ -325,6 +325,8 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
         stored, size, cut = cap_body(agent.redactor.body(body))
         error = " ".join(clean_error(agent, error).split())  # one line, whatever the body
         ctype = redact(agent, ctype)  # a hostile agent can put anything in a header
+        if ctype is not None and len(ctype) > HEADER_CAP_CHARS:  # and up to 64 KB of it
+            ctype = ctype[:HEADER_CAP_CHARS] + "…"
         return AttemptRow(n, started_wall, status, elapsed_ms(), error, ctype, stored, size, cut)
 
     deadline = Deadline(agent.timeout_s)

@@ -346,3 +346,29 @@ def test_a_proxy_named_in_the_environment_is_never_used(tmp_path, monkeypatch):
         out = post_once(agent_for(fake.url, write_bank(tmp_path, ["ok"])), {"behaviour": "ok"}, 1)
     assert out.kind == "ok", out.row.error
     assert len(fake.requests) == 1
+
+
+def test_a_header_of_tens_of_kilobytes_is_stored_cut(tmp_path):
+    """A Content-Type of 60,000 characters was stored whole with every attempt."""
+    from http.server import BaseHTTPRequestHandler
+
+    from exam.records import HEADER_CAP_CHARS
+    from tests.fakes.server import serve
+
+    class Long(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = json.dumps({"answer": "備貨中", "status": "ok"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json; x=" + "a" * 60_000)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    with serve(Long) as url:
+        out = post_once(agent_for(url, write_bank(tmp_path, ["ok"])), {"behaviour": "ok"}, 1)
+    assert out.kind == "ok"
+    assert out.row.content_type == ("application/json; x=" + "a" * 60_000)[:HEADER_CAP_CHARS] + "…"
