@@ -313,22 +313,18 @@ class Run:
         return "running" if owner_alive(self.owner) else "interrupted"
 
 
-def held_elsewhere(run: Run, now: float | None = None) -> str | None:
-    """Why another process holds ``run`` now, or None: a live lease (a CLI run's process seen
-    gone from this host holds nothing, whatever its lease says); for a run written by a
-    version without leases, its owner alive on this host or on another."""
-    now = time.time() if now is None else now
-    if run.status != "running" or run.owner == owner_id() or (
-            run.source == "cli" and owner_gone(run.owner)):
+def held_elsewhere(run: Run) -> str | None:
+    """Why another process holds ``run`` now, or None: it reads ``running`` (``shown_status``:
+    a live lease; for a run written by a version without leases, its owner alive) and is not
+    this process's own."""
+    if run.owner == owner_id() or run.shown_status != "running":
         return None
     holder = f"process {run.owner}" if run.owner else "another process"
     if run.lease_until is None:
-        return f"run {run.id} is still running in {holder}" if owner_alive(run.owner) else None
-    if run.lease_until <= now:
-        return None
+        return f"run {run.id} is still running in {holder}"
     return (f"run {run.id} is still running in {holder} (it renews its lease while it works; "
             f"if that process is gone, the lease runs out within "
-            f"{max(1, round(run.lease_until - now))} s)")
+            f"{max(1, round(run.lease_until - time.time()))} s)")
 
 
 def damaged(exc: BaseException) -> bool:
@@ -768,7 +764,7 @@ class Store:
         """
         now = time.time()
         run = self.get_run(run_id)
-        why = held_elsewhere(run, now)
+        why = held_elsewhere(run)
         if why:
             raise RunBusy(why, run_id)
         with self.tx() as db:
@@ -778,7 +774,7 @@ class Store:
                 lease_token=runs.c.lease_token + 1, error=None,
                 started_at=func.coalesce(runs.c.started_at, now), finished_at=None)).rowcount
         if not changed:  # taken between the read and the update
-            raise RunBusy(held_elsewhere(self.get_run(run_id), time.time())
+            raise RunBusy(held_elsewhere(self.get_run(run_id))
                           or f"run {run_id} was taken by another process just now", run_id)
         run = self.get_run(run_id)
         self._leases[run.id] = run.lease_token

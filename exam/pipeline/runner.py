@@ -117,8 +117,8 @@ def run_cell(store: Store, job: Job, case_no: str, repeat: int, gate: RequestGat
     outcomes: list[Outcome] = []
     try:
         return _run_cell(store, job, case_no, repeat, gate, outcomes)
-    except (LeaseLost, StoreUnavailable):  # another worker holds the run now, or the store is
-        raise                                # away for a moment: not a cell's error
+    except (LeaseLost, StoreUnavailable):  # another process holds the run now, or the store
+        raise                                # is away for a moment: not a cell's error
     except Exception as exc:
         log.debug("run %s %s #%s: harness error", job.run.id, case_no, repeat, exc_info=True)
         return _harness_error(store, job, case_no, repeat, exc, outcomes)
