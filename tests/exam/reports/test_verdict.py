@@ -370,8 +370,9 @@ def test_a_version_against_itself_is_bad_input_everywhere(history):
     assert got.status_code == 400 and "with itself" in got.json["error"]
 
 
-def test_two_rubrics_for_one_question_are_bad_input(history):
-    # the new version run against a lenient copy of the bank: its fails would pass there
+def _two_rubrics(history) -> int:
+    """v1 run against bank A, v2 (failing everything) against a lenient copy of it: the run
+    id of v2."""
     history.bank("A", CASES)
     history.run("A", "v1", {c: "ppp" for c, _, _ in CASES})
     lenient = [{"case_no": c, "category": cat, "severity": sev, "input": {"question": f"{c}?"},
@@ -380,7 +381,12 @@ def test_two_rubrics_for_one_question_are_bad_input(history):
     copy.write_text(json.dumps({"agent": "A", "questions": lenient}, ensure_ascii=False),
                     encoding="utf-8")
     history.banks["A"] = str(copy)
-    history.run("A", "v2", {c: "fff" for c, _, _ in CASES})
+    return history.run("A", "v2", {c: "fff" for c, _, _ in CASES})
+
+
+def test_two_rubrics_for_one_question_are_bad_input(history):
+    # the new version run against a lenient copy of the bank: its fails would pass there
+    _two_rubrics(history)
     result = _cli(history, "A", "v1", "v2")
     assert result.exit_code == 2 and "VERDICT" not in result.output
     assert "Q-01 reads differently" in result.output and "A-lenient.json" in result.output
@@ -390,15 +396,7 @@ def test_the_overview_names_two_rubrics_not_comparable_never_pending(history):
     # "pending" is a verdict (cells for exam review); a change that cannot be compared has none
     from exam.reports import overview
 
-    history.bank("A", CASES)
-    history.run("A", "v1", {c: "ppp" for c, _, _ in CASES})
-    lenient = [{"case_no": c, "category": cat, "severity": sev, "input": {"question": f"{c}?"},
-                "expect_facts": ["已出貨|備貨中"]} for c, cat, sev in CASES]
-    copy = history.tmp / "A-lenient.json"
-    copy.write_text(json.dumps({"agent": "A", "questions": lenient}, ensure_ascii=False),
-                    encoding="utf-8")
-    history.banks["A"] = str(copy)
-    history.run("A", "v2", {c: "fff" for c, _, _ in CASES})
+    _two_rubrics(history)
     (row,) = [v for v in overview.build(regrade(history.store, select_runs(history.store)))[
         "agents"][0]["versions"] if v["version"] == "v2"]
     assert row["change"]["verdict"] not in verdict.VERDICTS
@@ -410,15 +408,7 @@ def test_a_notification_of_two_rubrics_says_not_comparable_not_a_first_version(h
     from exam.notify.line import bubble
     from exam.notify.summary import summaries_for, summary_text
 
-    history.bank("A", CASES)
-    history.run("A", "v1", {c: "ppp" for c, _, _ in CASES})
-    lenient = [{"case_no": c, "category": cat, "severity": sev, "input": {"question": f"{c}?"},
-                "expect_facts": ["已出貨|備貨中"]} for c, cat, sev in CASES]
-    copy = history.tmp / "A-lenient.json"
-    copy.write_text(json.dumps({"agent": "A", "questions": lenient}, ensure_ascii=False),
-                    encoding="utf-8")
-    history.banks["A"] = str(copy)
-    run_id = history.run("A", "v2", {c: "fff" for c, _, _ in CASES})
+    run_id = _two_rubrics(history)
     (s,) = summaries_for(history.store, [run_id])
     assert (s.previous, s.verdict) == ("v1", None)
     text = summary_text(s)
