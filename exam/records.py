@@ -54,6 +54,18 @@ class CellRow:
     usage_note: str = ""  # where model calls and tokens came from, or why they are unknown
 
 
+@dataclass(frozen=True, slots=True)
+class CachedGrade:
+    """A row of the store's grade cache: the grade of one reply to one question under one set
+    of rules (exam.reports.regrade keys them)."""
+
+    rules: str
+    reply_key: str
+    question_key: str
+    verdict: str  # '' for no verdict
+    checks: str  # the checks as their JSON line
+
+
 def cap_body(body: str | None) -> tuple[str | None, int | None, bool]:
     """(the body kept, its size in bytes, whether it was cut) under BODY_CAP_BYTES."""
     if body is None:

@@ -74,7 +74,7 @@ from exam.errors import (
     StoreError,
     StoreUnavailable,
 )
-from exam.records import RETRY_STATUSES, AttemptRow, CellRow, cap_text
+from exam.records import RETRY_STATUSES, AttemptRow, CachedGrade, CellRow, cap_text
 
 DEFAULT_DB = "results/exam.db"
 MAX_ID = 2**63 - 1  # the largest integer SQLite and PostgreSQL (BIGINT) store: a run id
@@ -459,11 +459,12 @@ def _cell_sql(backend: str) -> dict[str, Any]:
 class _PendingCell:
     """A cell handed to ``Store.record_cell``, waiting to be written (group commit)."""
 
-    __slots__ = ("cell", "attempts", "grade", "ready", "lead", "added", "error")
+    __slots__ = ("cell", "attempts", "grade", "cached", "ready", "lead", "added", "error")
 
     def __init__(self, cell: CellRow, attempts: Sequence[AttemptRow],
-                 grade: tuple[str, str | None, list[dict]] | None) -> None:
-        self.cell, self.attempts, self.grade = cell, attempts, grade
+                 grade: tuple[str, str | None, list[dict]] | None,
+                 cached: CachedGrade | None = None) -> None:
+        self.cell, self.attempts, self.grade, self.cached = cell, attempts, grade, cached
         self.ready = threading.Lock()  # held until the cell is written or handed the writing
         self.ready.acquire()
         self.lead = False  # handed the writing of the cells waiting
@@ -809,10 +810,13 @@ class Store:
     # -- cells --------------------------------------------------------------------------
 
     def record_cell(self, cell: CellRow, attempts: Sequence[AttemptRow],
-                    grade: tuple[str, str | None, list[dict]] | None = None) -> bool:
+                    grade: tuple[str, str | None, list[dict]] | None = None,
+                    cached: CachedGrade | None = None) -> bool:
         """Store a finished cell, its attempts and (optionally) its grade.
 
-        ``grade`` is (grader version, verdict, checks). Returns False if the cell was there,
+        ``grade`` is (grader version, verdict, checks); ``cached``, the same grade as a row of
+        the grade cache, added in the cell's transaction (a row already there is kept, as
+        ``cache_grades`` does). Returns False if the cell was there,
         once the cell is committed (never before). Raises LeaseLost when this Store held the
         run's lease and another worker took it.
 
@@ -822,7 +826,7 @@ class Store:
         it). If that transaction fails, each of its cells is tried again on its own, so one
         cell that cannot be stored never costs the others theirs.
         """
-        entry = _PendingCell(cell, attempts, grade)
+        entry = _PendingCell(cell, attempts, grade, cached)
         with self._cells_lock:
             self._cells_waiting.append(entry)
             lead = not self._cells_writing
@@ -921,7 +925,7 @@ class Store:
                         "rid": run_id, "now": now, "token": token,
                         "until": now + self._lease_s.get(run_id, LEASE_S)}).rowcount == 0:
                     raise self._lost(run_id)
-            rows, attempts, grades = [], [], []
+            rows, attempts, grades, cached = [], [], [], []
             for e in batch:
                 cell = e.cell
                 key = dict(run_id=cell.run_id, case_no=cell.case_no, repeat=cell.repeat)
@@ -957,10 +961,17 @@ class Store:
                         key, grader_version=version, question_digest=cell.question_digest,
                         verdict=verdict, checks=text_of(json.dumps(checks, ensure_ascii=False)),
                         graded_at=now))
+                if e.cached is not None:
+                    cached.append(dict(rules=e.cached.rules, reply_key=e.cached.reply_key,
+                                       question_key=e.cached.question_key,
+                                       verdict=e.cached.verdict,
+                                       checks=e.cached.checks))
             if attempts:
                 db.execute(sql["attempts"], attempts)
             if grades:
                 db.execute(sql["grade"], grades)
+            if cached:
+                db.execute(self._insert(grade_cache).on_conflict_do_nothing(), cached)
         return added
 
     def done_cells(self, run_id: int) -> set[tuple[str, int]]:

@@ -414,7 +414,12 @@ class RecordedAttempts(Protocol):
 
 def final_body(store: RecordedAttempts, cell: CellRow) -> Any:
     """The JSON of a cell's last attempt; None when it was cut, missing or not JSON."""
-    attempts = store.attempts(cell.run_id, cell.case_no, cell.repeat)
+    return last_json(store.attempts(cell.run_id, cell.case_no, cell.repeat))
+
+
+def last_json(attempts: Sequence[AttemptRow]) -> Any:
+    """The JSON of the last of ``attempts`` as stored; None when it was cut, missing or not
+    JSON."""
     if not attempts or attempts[-1].body is None or attempts[-1].body_cut:
         return None
     try:
@@ -426,13 +431,18 @@ def final_body(store: RecordedAttempts, cell: CellRow) -> Any:
 def reply_of(store: RecordedAttempts, run: Run, cell: CellRow, item: Item) -> Reply:
     """A stored cell as the graders read it; the body (for field checks) is read again from the
     last attempt through the mapping the run recorded."""
+    needs_body = item.question.fields and cell.run_status == "ok"
+    return cell_reply(run, cell, final_body(store, cell) if needs_body else None, item)
+
+
+def cell_reply(run: Run, cell: CellRow, raw: Any, item: Item) -> Reply:
+    """``reply_of`` given the JSON of the cell's last attempt (``raw``): the runner grades the
+    reply it is about to store exactly as the reports will read it back."""
     steps = None if cell.steps is None else tuple(Step(s["tool"], s.get("args") or {})
                                                    for s in cell.steps)
     body = None
-    if item.question.fields and cell.run_status == "ok":
-        raw = final_body(store, cell)
-        if raw is not None:
-            body = read_body(raw, mapping_from_dict(run.settings.get("reply", {}))).body
+    if item.question.fields and cell.run_status == "ok" and raw is not None:
+        body = read_body(raw, mapping_from_dict(run.settings.get("reply", {}))).body
     return Reply(text=cell.text, status=cell.status, body=body, steps=steps,
                  attempts=cell.attempts, model_calls=cell.model_calls, tokens=cell.tokens,
                  latency_ms=cell.latency_ms, run_status=cell.run_status,  # type: ignore[arg-type]

@@ -21,10 +21,11 @@ from exam.bank import Bank, Item, load_bank
 from exam.errors import ExamError, LeaseLost, StoreUnavailable
 from exam.pipeline import n8n_usage
 from exam.pipeline.gate import RequestGate
-from exam.pipeline.reading import to_reply
+from exam.pipeline.reading import cell_reply, last_json
 from exam.pipeline.registry import Agent
 from exam.pipeline.transport import Outcome, classify, clean_error, redact, send
-from exam.records import AttemptRow, CellRow
+from exam.records import AttemptRow, CachedGrade, CellRow
+from exam.reports.regrade import checks_json, question_key, reply_key, rules_key
 from exam.store import Run, Store
 from graders import GRADER_VERSION, grade
 
@@ -175,14 +176,30 @@ def _run_cell(store: Store, job: Job, case_no: str, repeat: int, gate: RequestGa
         completed_at=time.time(), tokens_estimated=estimated, usage_note=usage_note,
     )
     attempts: list[AttemptRow] = [o.row for o in outcomes]
-    record = None
+    record = cached = None
     if read is not None:  # what the grader said at the time; reports re-grade anyway
-        reply = to_reply(read, model_calls=model_calls, tokens=tokens, tokens_estimated=estimated,
-                         attempts=len(outcomes), latency_ms=latency, run_status=result.run_status)
-        g = grade(item.question, reply, budget=agent.budget)
-        record = (GRADER_VERSION, g.verdict, [c.as_dict() for c in g.checks])
-    store.record_cell(cell, attempts, record)
+        record, cached = _graded(job, item, cell, attempts)
+    store.record_cell(cell, attempts, record, cached)
     return cell
+
+
+def _graded(job: Job, item: Item, cell: CellRow, attempts: Sequence[AttemptRow]
+            ) -> tuple[tuple[str, str | None, list[dict]], CachedGrade | None]:
+    """The cell's grade as stored with it, and (for a reply that arrived as ok) the same grade
+    as a row of the grade cache: the reply is built from the cell as the store keeps it and
+    the reports read it back (``cell_reply``), so the scorecard that ends the run, and every
+    later report, read this grade instead of grading the reply again. A reply the store keeps
+    differently (a text over the cap) only gets another key there: a re-grade, never a wrong
+    grade, since the key is a digest of every field graded."""
+    budget = job.run.settings.get("budget") or {}
+    raw = last_json(attempts) if item.question.fields and cell.run_status == "ok" else None
+    reply = cell_reply(job.run, cell, raw, item)
+    g = grade(item.question, reply, budget=budget)
+    record = (GRADER_VERSION, g.verdict, [c.as_dict() for c in g.checks])
+    if cell.run_status != "ok":  # the reports grade only what arrived as ok
+        return record, None
+    return record, CachedGrade(rules_key(), reply_key(reply, budget), question_key(item),
+                               g.verdict or "", checks_json(g.checks))
 
 
 class Interrupted(Exception):

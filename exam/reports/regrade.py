@@ -126,7 +126,7 @@ def reply_key(reply: Reply, budget: Mapping[str, float]) -> str:
 _encode_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # made once
 
 
-def _checks_json(checks: tuple[CheckResult, ...]) -> str:
+def checks_json(checks: tuple[CheckResult, ...]) -> str:
     return _encode_json([[c.name, c.outcome, c.missing, c.unexpected, c.evidence]
                          for c in checks])
 
@@ -157,7 +157,7 @@ def _grades(store: Store, pending: list[tuple[Question, Reply, Mapping[str, floa
                 got = (hit[0], checks)
             else:
                 g = grade(question, reply, budget=budget)
-                line = _checks_json(g.checks)
+                line = checks_json(g.checks)
                 checks = lines.get(line)
                 if checks is None:
                     checks = lines[line] = LazyChecks(line, g.checks)

@@ -240,12 +240,12 @@ def test_a_cell_whose_reply_cannot_be_stored_keeps_its_attempt_figures(store, tm
     real = Store.record_cell
     calls = []
 
-    def record_cell(self, cell, attempts, grade=None):
+    def record_cell(self, cell, attempts, grade=None, cached=None):
         calls.append(cell.run_status)
         if cell.run_status == "ok" or (cell.run_status == "harness_error" and
                                        attempts and attempts[0].body is not None):
             raise OverflowError("Python int too large to convert to SQLite INTEGER")
-        return real(self, cell, attempts, grade)
+        return real(self, cell, attempts, grade, cached)
 
     monkeypatch.setattr(Store, "record_cell", record_cell)
     run_id, final, cells, _ = run_one(store, tmp_path)

@@ -351,3 +351,41 @@ def test_a_store_that_cannot_be_written_still_gets_right_grades(tmp_path):
     finally:
         raw.execute("PRAGMA query_only=OFF")
     assert cache_rows(store) == 0  # nothing kept, nothing wrong
+
+
+def test_a_run_adds_the_grades_its_reports_read_and_they_equal_fresh_ones(store_url, tmp_path,
+                                                                          monkeypatch):
+    """The runner grades each reply as the store keeps it and adds that grade to the cache in
+    the cell's own transaction: the scorecard that ends the run, and the reports after it, grade
+    nothing, and read what grading afresh gives (a body field, steps, the agent's budget, a
+    failing reply, a timeout and a reply that is not one all included)."""
+    from exam.pipeline.runner import create_run, execute, job_for
+    from tests.exam.helpers import agent_for, write_bank
+    from tests.fakes.agent import FakeAgent
+
+    bank = write_bank(tmp_path, ["ok", "gzip-chunked", "deflate", "slow", "html"],
+                      fields={"answer": {"mode": "must_include", "keywords": ["備貨中"]}})
+    data = json.loads(bank.read_text(encoding="utf-8"))
+    data["questions"][2]["expect_forbidden"] = ["預計"]  # the agent's reply says it: a fail
+    bank.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    store = Store(store_url)
+    try:
+        with FakeAgent() as fake:
+            agent = agent_for(fake.url, bank, timeout_s=2.0, budget={"tokens": 1500})
+            run_id = create_run(store, agent, "v1", repeats=2)
+            assert execute(store, [job_for(store, run_id, agent)]) == {run_id: "done"}
+        runs = store.list_runs()
+        statuses = {c.run_status for c in store.cells([run_id])}
+        assert {"ok", "timeout", "bad_reply"} <= statuses
+        assert cache_rows(store) >= 6  # each ok reply (equal ones may share a row)
+        calls = count_grades(monkeypatch)
+        read = regrade(store, runs)
+        assert calls[0] == 0  # every grade came from the cache the run filled
+        fresh = regrade(store, runs, cache=False)
+        assert calls[0] == 6  # afresh: each ok reply (3 questions × 2 repeats) is graded
+        assert_same(read, fresh)
+        verdicts = {(c.case_no, c.verdict) for c in fresh.cells}
+        assert ("T-01", "pass") in verdicts and ("T-03", "fail") in verdicts
+        assert ("T-02", "pass") in verdicts  # the body field read from the stored attempt
+    finally:
+        store.close()
