@@ -449,6 +449,7 @@ def _cell_sql(backend: str) -> dict[str, Any]:
         "cell": ins(cells).on_conflict_do_nothing().returning(
             cells.c.run_id, cells.c.case_no, cells.c.repeat),
         "attempts": insert(_attempts),
+        "cache": ins(grade_cache).on_conflict_do_nothing(),
         "grade": grade.on_conflict_do_update(
             index_elements=["run_id", "case_no", "repeat", "grader_version"],
             set_={k: grade.excluded[k] for k in ("question_digest", "verdict", "checks",
@@ -971,7 +972,7 @@ class Store:
             if grades:
                 db.execute(sql["grade"], grades)
             if cached:
-                db.execute(self._insert(grade_cache).on_conflict_do_nothing(), cached)
+                db.execute(sql["cache"], cached)
         return added
 
     def done_cells(self, run_id: int) -> set[tuple[str, int]]:
