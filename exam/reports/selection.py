@@ -1,7 +1,8 @@
 """Which stored runs a report reads: written once for the CLI, the API and the dashboard.
 
-A report never reads queued runs (nothing arrived yet) nor excluded ones (a person left them
-out); a run asked for by id is read as asked. A version label may cover several runs: every
+A report never reads runs still waiting for their first start (nothing arrived yet) nor
+excluded ones (a person left them out); a run given back to the queue after it started (its
+worker stopped, the store went away for a moment) is read with what arrived, as unfinished; a run asked for by id is read as asked. A version label may cover several runs: every
 one of them counts. A compare reads every version of the agent, not only the two compared: a
 guard's history is evidence. Asking for what is not stored raises one ``SelectionError`` whose
 message every surface shows as it is (CLI exit 2, API 404, a line on the page).
@@ -22,13 +23,19 @@ class SelectionError(ExamError):
 
 def select_runs(store: Store, agent: str | None = None, version: str | None = None,
                 run_ids: Iterable[int] = ()) -> list[Run]:
-    """The runs a report reads: queued and excluded runs are left out (a run asked for by id
-    is read as asked). Empty when nothing matches."""
+    """The runs a report reads: runs queued and never started, and excluded runs, are left
+    out (a run asked for by id is read as asked). Empty when nothing matches."""
     ids = list(run_ids)
     if ids:
         return [store.get_run(i) for i in ids]
     return [r for r in store.list_runs(agent, version)
-            if r.status != "queued" and not r.excluded_reason]
+            if not never_started(r) and not r.excluded_reason]
+
+
+def never_started(run: Run) -> bool:
+    """Queued and never claimed: nothing of it can have arrived. A run given back to the queue
+    keeps its start time (and its cells)."""
+    return run.status == "queued" and run.started_at is None
 
 
 def report_runs(store: Store, agent: str | None = None, version: str | None = None,

@@ -172,3 +172,35 @@ def test_an_unknown_agent_has_no_scorecard_or_discrimination_anywhere(stored, su
     assert message in page.get("/discrimination?agent=Z").get_data(as_text=True)
     assert page.get("/scorecard/Z/v1").status_code == 404
     assert cli(db, "report", "scorecard", "--agent", "Z").exit_code == 2
+
+
+def test_a_run_given_back_to_the_queue_after_it_started_is_read_as_unfinished(history):
+    """A worker told to stop (or whose store went away) gives its run back to the queue: what
+    arrived stays in the reports, and its verdict waits for the rest, instead of the version
+    vanishing from every report until a worker claims the run again."""
+    import time
+
+    from exam.records import AttemptRow, CellRow
+
+    history.bank("A", [("Q-01", "c", "major"), ("Q-02", "c", "major")])
+    history.run("A", "v1", {"Q-01": "pp", "Q-02": "pp"})
+    agent = Agent(name="A", url="http://127.0.0.1:9/x", bank=history.banks["A"])
+    run_id = queue_run(history.store, agent, "v2", repeats=2)
+    run = history.store.claim_run("worker-1")
+    assert run.id == run_id
+    digest = history.store.get_run(run_id).plan[0][1]
+    history.store.record_cell(CellRow(run_id, "Q-01", 1, digest, "ok", "", "備貨中", None, False,
+                                      None, 1, 2, 1000, 200.0, time.time()),
+                              [AttemptRow(1, time.time(), 200, 1.0, "", "application/json",
+                                          '{"answer": "備貨中"}', 10, False)])
+    assert history.store.release_run(run)
+    assert history.store.get_run(run_id).status == "queued"
+    assert run_id in ids_of(select_runs(history.store, "A", "v2"))
+    assert latest_pair(history.store, "A") == ("v1", "v2")
+    result = cli(str(history.store.target), "compare", "A", "v1", "v2", "--fail-on", "never")
+    assert result.exit_code == 0, result.output
+    decision = json.loads(result.output)["decision"]
+    assert decision["word"] == "incomplete", decision
+    # a run queued and never started is still left out
+    never = queue_run(history.store, agent, "v3")
+    assert never not in ids_of(select_runs(history.store, "A"))
