@@ -412,6 +412,17 @@ def bank_from_text(text: str, file: str) -> tuple[Bank | None, list[Problem]]:
     return parse_bank(data, file)
 
 
+def bank_mismatch(bank_path: str, bank_agent: str, agent_name: str) -> str | None:
+    """One line when the registry attaches a bank to an agent its ``agent:`` does not name
+    (W2's bank under W1 sends W2's work orders to W1); None when they agree."""
+    if bank_agent == agent_name:
+        return None
+    return (f"{bank_path}: agent: the bank is for agent {bank_agent!r}, but "
+            f"agents.{agent_name}.bank points at it: {bank_agent}'s questions are sent to "
+            f"{agent_name} (point {agent_name}'s bank: at its own file, or set \"agent\": "
+            f"\"{agent_name}\" in this one)")
+
+
 def load_bank(path: str | Path) -> Bank:
     """Load one bank file or raise BankError with every problem in it."""
     try:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from exam.bank import Bank, Item, bank_files, read_bank
+from exam.bank import Bank, Item, bank_files, bank_mismatch, read_bank
 from exam.errors import PLACEHOLDER, Problem, is_placeholder
 from exam.pipeline.reading import read_body, to_reply
 from graders import Grade, Reply, grade
@@ -78,7 +79,10 @@ def placeholders(file: str, item: Item) -> list[Problem]:
     return out
 
 
-def check_paths(paths: Iterable[str | Path]) -> CheckReport:
+def check_paths(paths: Iterable[str | Path],
+                attached: Mapping[str, Iterable[str]] | None = None) -> CheckReport:
+    """Check bank files; ``attached`` (a bank file's real path → the registry's agents that
+    use it) also names a bank whose ``agent:`` is not the agent it is attached to."""
     report = CheckReport()
     seen: dict[tuple[str, str], str] = {}
     for path in bank_files(paths):
@@ -90,6 +94,10 @@ def check_paths(paths: Iterable[str | Path]) -> CheckReport:
                 report.unreadable = True
             continue
         report.banks.append(bank)
+        for name in (attached or {}).get(os.path.realpath(bank.path), ()):
+            if (mismatch := bank_mismatch(bank.path, bank.agent, name)) is not None:
+                file, _, rest = mismatch.partition(": agent: ")
+                report.problems.append(Problem(file, "agent", rest))
         for item in bank.items:
             report.questions += 1
             key = (bank.agent, item.case_no)

@@ -6,22 +6,30 @@ message) can hand a secret back in many forms; ``Redactor`` replaces each with
 ``[redacted]``:
 
 - raw, and with any mix of JSON escapes per character (``\\u0041``, ``\\ud83d\\ude00``,
-  ``\\/``, ``\\n``...), percent-encoding (``quote`` and ``quote_plus``, any hex case), ``\\x41``
-  escapes and HTML character references (``&#65;``, ``&#x41;``, the ``;`` optional), so a
-  partially escaped secret is caught too; each letter in either case (an upper- or
-  lower-cased token is still the token) and ASCII in its full-width form (``Ｔｋ``);
-- base64, standard and URL-safe alphabets, of the secret and of ``user:pass`` (Basic auth),
-  at any of the three byte alignments inside a longer base64 string (the characters that
-  depend only on the secret are matched; the one or two at each edge that mix in
-  neighbouring bytes are left), with or without padding;
-- hex, any letter case;
+  ``\\/``, ``\\n``...), ``\\u{41}`` and ``\\U00000041``, percent-encoding (``quote`` and
+  ``quote_plus``, any hex case, percent-encoded twice: ``%252F``), quoted-printable (``=2F``,
+  soft line breaks), ``\\x41`` escapes (of UTF-8 bytes, and of Latin-1 as Python's repr
+  writes them), HTML character references (``&#65;``, ``&#x41;``, the ``;`` optional, and
+  named: ``&sol;``, ``&hyphen;``), accents decomposed (``a`` + U+0308), so a partially
+  escaped secret is caught too; each letter in either case (an upper- or lower-cased token is
+  still the token) and in any form NFKC turns into it (full-width ``Ｔｋ``, mathematical
+  ``𝐓𝐤``, circled ``Ⓣ``);
+- reversed and rot13 (letters in any case, with gaps; not escaped as well);
+- base64, standard and URL-safe alphabets, of the secret (its UTF-8 and its Latin-1 bytes)
+  and of ``user:pass`` (Basic auth), at any of the three byte alignments inside a longer
+  base64 string (the characters that depend only on the secret are matched; the one or two
+  at each edge that mix in neighbouring bytes are left), with or without padding; and the
+  secret's whole base64 encoded in base64 again, the same ways;
+- base32 (RFC 4648), any letter case, at any of the five alignments;
+- hex, any letter case, its bytes perhaps separated (``de:ad``, ``de-ad``, ``0xde, 0xad``);
 - every form above split by white space (also written ``\\n``), NULs or invisible
   characters (a line-wrapped base64, a token spaced out or broken by zero-width spaces,
   UTF-16 read as UTF-8) anywhere between two characters.
 
-Not caught (documented in docs/agents.md): encodings stacked on base64 (base64 of base64),
-a secret split across JSON strings, HTML's named character references (``&hyphen;``), or
-transformed (reversed, rot13, base32, hashed, encrypted). Secrets shorter than
+Not caught (documented in docs/agents.md): other encodings stacked (hex of base64, reversed
+base64, base64 of UTF-16), base85, a secret spelled out with separators that are not white
+space (``T-k-9``), as decimal code points, split across JSON strings, or transformed beyond
+reading (hashed, encrypted). Secrets shorter than
 ``MIN_SECRET_CHARS`` are not redacted: a 3-letter value would blank ordinary words; the
 registry warns about them.
 """
@@ -29,9 +37,13 @@ registry warns about them.
 from __future__ import annotations
 
 import base64
+import codecs
 import functools
+import html.entities
 import json
 import re
+import sys
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,12 +66,44 @@ def _hex_class(digits: str) -> str:
 # and joiners, word joiner, BOM, soft hyphen), NUL (UTF-16 or UTF-32 read as UTF-8), and a
 # line break as an escape (\n in a body that is not JSON, so never decoded)
 _GAP_CHARS = r"[\x00\s\u00ad\u200b-\u200d\u2060\ufeff]"
-_GAP = rf"(?:{_GAP_CHARS}|\\[nrt])*"
+# ... and quoted-printable's soft line break (= at the end of a line)
+_GAP = rf"(?:{_GAP_CHARS}|\\[nrt]|=\r?\n)*"
+# between two bytes of hex: also the separators hex dumps use (de:ad, de-ad, 0xde, 0xad)
+_HEX_SEP = rf"(?:{_GAP_CHARS}|[:,\-]|0[xX])*"
+
+
+@functools.cache
+def _compatibility_table() -> dict[int, str]:
+    """Each character NFKC turns into one other character (mathematical 𝐓, circled Ⓣ,
+    superscript ², the Kelvin sign, full-width Ｔ) → that character: a reader sees the letter.
+    Built once, on first use (every code point is looked at: ~0.2 s)."""
+    out: dict[int, str] = {}
+    for cp in range(0xA0, sys.maxunicode + 1):
+        c = chr(cp)
+        if unicodedata.decomposition(c) == "":
+            continue
+        n = unicodedata.normalize("NFKC", c)
+        if len(n) == 1 and n != c:
+            out[cp] = n
+    return out
+
+
+@functools.cache
+def _entity_names() -> dict[str, tuple[str, ...]]:
+    """Each character → its HTML named character references (``&sol;``, ``&hyphen;``), with
+    their ``;`` where HTML requires it."""
+    out: dict[str, list[str]] = {}
+    for name, ch in html.entities.html5.items():
+        if len(ch) == 1:
+            out.setdefault(ch, []).append(name)
+    return {k: tuple(sorted(v)) for k, v in out.items()}
 
 
 def _variants(ch: str) -> list[str]:
     """A character of a secret as it may come back: either letter case (an upper- or
-    lower-cased token is the token), and the full-width form of ASCII (CJK input methods)."""
+    lower-cased token is the token), and the full-width form of ASCII (CJK input methods).
+    The other characters NFKC makes it (𝐓, Ⓣ) are matched through ``Redactor.text``'s
+    shadow text: in the pattern they made every character class a long list to scan."""
     out = {ch, *(v for v in (ch.lower(), ch.upper()) if len(v) == 1)}
     out |= {chr(ord(v) + 0xFEE0) for v in out if "!" <= v <= "~"}
     return sorted(out)
@@ -69,6 +113,14 @@ def _escapes(ch: str) -> list[str]:
     """Every way one character can be written in JSON, a URL, HTML or a Python/C string."""
     alts = [re.escape(ch)]
     cp = ord(ch)
+    decomposed = unicodedata.normalize("NFD", ch)
+    if decomposed != ch:  # ä as a + combining diaeresis
+        alts.append(re.escape(decomposed))
+    # \u{41} (JavaScript, Rust, Swift), \U00000041 (Python, C), \xe4 (Python's repr of Latin-1)
+    alts.append(rf"\\u\{{0*{_hex_class(f'{cp:x}')}\}}")
+    alts.append(rf"\\U0*{_hex_class(f'{cp:x}')}")
+    if 0x80 <= cp <= 0xFF:
+        alts.append(rf"\\x{_hex_class(f'{cp:02x}')}")
     if cp > 0xFFFF:  # JSON writes astral characters as a surrogate pair
         hi, lo = 0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF)
         alts.append(rf"\\u{_hex_class(f'{hi:04x}')}\\u{_hex_class(f'{lo:04x}')}")
@@ -76,14 +128,16 @@ def _escapes(ch: str) -> list[str]:
         alts.append(rf"\\u{_hex_class(f'{cp:04x}')}")
     if ch in _JSON_SHORT:
         alts.append(re.escape(_JSON_SHORT[ch]))
-    # each UTF-8 byte percent-encoded (the % perhaps JSON-escaped, \u0025) or as \xHH
-    alts.append("".join(rf"(?:%|\\u0025|\\x){_hex_class(f'{b:02x}')}"
+    # each UTF-8 byte percent-encoded (the % perhaps JSON-escaped, \u0025, or percent-encoded
+    # again, %25), as \xHH, or quoted-printable (=C3=A4)
+    alts.append("".join(rf"(?:%(?:25)?|\\u0025|\\x|=){_hex_class(f'{b:02x}')}"
                         for b in ch.encode("utf-8")))
     if ch == " ":
         alts.append(r"\+")
     # a character reference, its ; optional as browsers read it
     alts.append(rf"&#0*{cp};?")
     alts.append(rf"&#[xX]0*{_hex_class(f'{cp:x}')};?")
+    alts += [re.escape(f"&{name}") for name in _entity_names().get(ch, ())]  # &sol; &hyphen;
     return alts
 
 
@@ -101,41 +155,99 @@ def _spelled(form: str, exact: bool = True) -> str:
     return f"{_GAP_CHARS}*".join(chars)
 
 
-def base64_cores(secret: str) -> set[str]:
-    """The parts of base64 text that only the secret's bytes decide, at every alignment."""
-    raw = secret.encode("utf-8")
+def _encodings(secret: str) -> list[bytes]:
+    """The secret's bytes as UTF-8 and, when it differs, as Latin-1 (how Basic auth sends a
+    password with ä)."""
+    out = [secret.encode("utf-8")]
+    try:
+        latin = secret.encode("latin-1")
+    except UnicodeEncodeError:
+        return out
+    return out + [latin] if latin != out[0] else out
+
+
+def _cores(raw: bytes, encode, block: int, bits: int) -> set[str]:
+    """The characters of ``encode(bytes before + raw + bytes after)`` that only ``raw``
+    decides, at each of the ``block`` alignments (``bits`` per character)."""
     cores = set()
-    for align in range(3):
-        enc = base64.b64encode(bytes(align) + raw).decode("ascii")
-        front = (align * 8 + 5) // 6  # characters touched by the unknown bytes before
-        back = (align + len(raw)) * 8 // 6  # characters wholly inside the secret's bits
+    for align in range(block):
+        enc = encode(bytes(align) + raw).decode("ascii")
+        front = (align * 8 + bits - 1) // bits  # characters touched by the unknown bytes before
+        back = (align + len(raw)) * 8 // bits  # characters wholly inside the secret's bits
         core = enc[front:back]
         if len(core) >= MIN_SECRET_CHARS:
             cores.add(core)
-            cores.add(core.translate(str.maketrans("+/", "-_")))
     return cores
 
 
+def base64_cores(secret: str) -> set[str]:
+    """The parts of base64 text that only the secret's bytes decide, at every alignment."""
+    cores = {c for raw in _encodings(secret) for c in _cores(raw, base64.b64encode, 3, 6)}
+    return cores | {c.translate(str.maketrans("+/", "-_")) for c in cores}
+
+
 def _base64_forms(secret: str) -> set[str]:
-    whole = base64.b64encode(secret.encode("utf-8")).decode("ascii")  # padding and all
-    return {*base64_cores(secret), whole, whole.translate(str.maketrans("+/", "-_"))}
+    """The secret in base64 (standard and URL-safe, whole and inside a longer text), and its
+    base64 in base64 again (a token base64-encoded twice, or inside an encoded header)."""
+    wholes = {base64.b64encode(raw).decode("ascii") for raw in _encodings(secret)}
+    wholes |= {w.translate(str.maketrans("+/", "-_")) for w in wholes}
+    return {*base64_cores(secret), *wholes, *(c for w in wholes for c in base64_cores(w))}
+
+
+def _base32_forms(secret: str) -> set[str]:
+    """The secret in base32 (RFC 4648), whole and inside a longer text, matched in any case."""
+    return {c for raw in _encodings(secret) for c in _cores(raw, base64.b32encode, 5, 5)}
+
+
+def _any_case(c: str) -> frozenset[str]:
+    return frozenset({c.lower(), c.upper()} if len(c.lower()) == len(c.upper()) == 1 else {c})
 
 
 @functools.lru_cache(maxsize=64)
 def _compiled(kept: tuple[str, ...]) -> re.Pattern[str]:
     """One pattern for every form of every secret, longest first. Kept per set of secrets: a
     registry is read afresh for every web request, and building the pattern costs milliseconds
-    per secret."""
-    alts = [_GAP.join(_char_pattern(ch) for ch in s) for s in kept]
-    literals = sorted({f for s in kept for f in _base64_forms(s)}, key=len, reverse=True)
-    alts += [_spelled(f) for f in literals]
-    hexes = sorted({s.encode("utf-8").hex() for s in kept}, key=len, reverse=True)
-    alts += [_spelled(h, exact=False) for h in hexes]
+    per secret.
+
+    The forms are grouped by the characters they can start with, and each group is one branch
+    that starts with that character class: the regex engine rejects a branch whose class does
+    not match the next character in one step, so a position in the text costs a step per
+    group (a few dozen), not one per form (hundreds, with base32 and the stacked base64)."""
+    forms: list[tuple[int, frozenset[str], str]] = []  # (length, first characters, the rest)
+    escapes: list[tuple[int, str]] = []  # a secret whose first character is written escaped
+    for s in kept:
+        rest = _GAP.join(_char_pattern(ch) for ch in s[1:])
+        forms.append((len(s), frozenset(_variants(s[0])), rest))
+        escapes.append((len(s), "(?:" + "|".join(_escapes(s[0])[1:]) + ")" + _GAP + rest))
+    # reversed and rot13: what a model asked to "hide" a token writes; their letters in any
+    # case and with gaps, not escaped (an escaped reversed token is two steps from the token)
+    for t in {t for s in kept for t in (s[::-1], codecs.encode(s, "rot13"))} - set(kept):
+        forms.append((len(t), frozenset(_variants(t[0])), _GAP.join(
+            "[" + "".join(re.escape(v) for v in _variants(ch)) + "]" for ch in t[1:])))
+    for f in {f for s in kept for f in _base64_forms(s)}:
+        forms.append((len(f), frozenset(f[0]), _spelled(f[1:])))
+    for f in {f for s in kept for f in _base32_forms(s)}:
+        forms.append((len(f), _any_case(f[0]), _spelled(f[1:], exact=False)))
+    for h in {raw.hex() for s in kept for raw in _encodings(s)}:
+        pairs = [_spelled(h[i:i + 2], exact=False) for i in range(0, len(h), 2)]
+        rest = _spelled(h[1], exact=False) + "".join(_HEX_SEP + p for p in pairs[1:])
+        forms.append((len(h), _any_case(h[0]), rest))
+    groups: dict[frozenset[str], list[tuple[int, str]]] = {}
+    for length, first, rest in forms:
+        groups.setdefault(first, []).append((length, rest))
+    branches = []
+    for first, rests in groups.items():
+        rests.sort(key=lambda r: -r[0])
+        cls = "[" + "".join(re.escape(c) for c in sorted(first)) + "]"
+        branches.append((rests[0][0], cls + _GAP + "(?:" + "|".join(r for _, r in rests) + ")"))
+    branches.sort(key=lambda b: -b[0])  # a longer form before a shorter one it may begin with
+    escapes.sort(key=lambda e: -e[0])
+    lead = "[" + "".join(re.escape(c) for c in sorted({"\\", "%", "&", "=", "+"})) + "]"
+    branches.append((0, f"(?={lead})(?:" + "|".join(e for _, e in escapes) + ")"))
     # a cheap first-character test keeps a multi-megabyte body fast to scan
-    first = ({v for s in kept for v in _variants(s[0])} | {f[0] for f in literals}
-             | {c for h in hexes for c in (h[0].lower(), h[0].upper())} | set("\\%&+"))
+    first = set("\\%&+=").union(*groups)
     head = "[" + "".join(re.escape(c) for c in sorted(first)) + "]"
-    return re.compile(f"(?={head})(?:{'|'.join(alts)})")
+    return re.compile(f"(?={head})(?:{'|'.join(b for _, b in branches)})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,10 +271,21 @@ class Redactor:
         return bool(self.secrets)
 
     def text(self, value: str | None) -> str | None:
-        """``value`` with every secret form replaced; None and "" pass through."""
+        """``value`` with every secret form replaced; None and "" pass through.
+
+        A text with characters NFKC would change is matched through a shadow of it, each
+        such character replaced by the one it stands for (𝐓 → T: one character for one, so
+        the shadow's positions are the text's); the text's own spans are replaced."""
         if not value or self.pattern is None:
             return value
-        return self.pattern.sub(REDACTED, value)
+        if value.isascii() or unicodedata.is_normalized("NFKC", value):
+            return self.pattern.sub(REDACTED, value)
+        shadow = value.translate(_compatibility_table())
+        out, last = [], 0
+        for m in self.pattern.finditer(shadow):
+            out += [value[last:m.start()], REDACTED]
+            last = m.end()
+        return "".join([*out, value[last:]]) if out else value
 
     def body(self, value: str | None) -> str | None:
         """A reply body redacted as text and, when it is JSON, again after decoding: escapes

@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
+
+
+def _attached() -> dict[str, list[str]]:
+    """Bank file (real path) → the registry's agents that use it; empty without a registry
+    (``$EXAM_AGENTS`` or webhooks/agents.yaml): the files are then checked alone."""
+    from exam.errors import RegistryError
+    from exam.pipeline.registry import load_registry
+
+    try:
+        registry = load_registry()
+    except RegistryError:
+        return {}
+    out: dict[str, list[str]] = {}
+    for name, agent in registry.agents.items():
+        out.setdefault(os.path.realpath(agent.bank), []).append(name)
+    return out
 
 
 @click.group("bank")
@@ -28,7 +45,7 @@ def bank_check(paths: tuple[str, ...], quiet: bool) -> None:
     """
     from exam.proof import check_paths
 
-    report = check_paths(paths or ("bank",))
+    report = check_paths(paths or ("bank",), _attached())
     for p in report.problems:
         click.echo(str(p))
     if not quiet:

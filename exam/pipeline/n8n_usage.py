@@ -10,6 +10,11 @@ parallel tool calls too (two tools in one turn are one model call).
 
 Usage is all or nothing per cell: when any attempt's execution cannot be read, model calls and
 tokens are unknown (None) with the reason, never a partial sum and never 0.
+
+Reading one execution has one overall deadline, ``wait_s`` + ``API_SLACK_S`` from its first
+request to the last byte of the last answer (exam.pipeline.deadline shuts the socket): an API
+that trickles bytes, or answers "running" forever, cannot hold the cell, whose answer stays
+graded as it is; the usage is unknown, an infrastructure fault, never the agent's.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any
 
 import requests
 
+from exam.pipeline.deadline import Deadline, DeadlineAdapter
 from exam.pipeline.reading import MISSING, lookup, unwrap
 from exam.pipeline.registry import N8nUsage
 
@@ -29,6 +35,8 @@ MODEL_CONNECTION = "ai_languageModel"  # the connection type of every chat model
 RUNNING = ("new", "running", "waiting")
 MAX_ID_CHARS = 64  # an execution id longer than this is not one (n8n's are integers)
 NOTHING_SENT = ("connection refused", "cannot resolve")  # exam.pipeline.transport's words for these
+API_SLACK_S = 5.0  # beyond wait_s, for the last request to be answered in full
+MAX_ANSWER_BYTES = 64_000_000  # an execution with its data is large, but not this large
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,22 +137,68 @@ class UsageError(Exception):
     """The execution could not be read: the reason, without secrets."""
 
 
+def _session() -> requests.Session:
+    session = requests.Session()
+    session.trust_env = False  # the API key goes to the configured n8n, never via a proxy
+    adapter = DeadlineAdapter(max_retries=0)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
 def fetch_execution(cfg: N8nUsage, exec_id: str, session: requests.Session | None = None,
                     clock=time.monotonic, sleep=time.sleep) -> Mapping[str, Any]:
-    """The finished execution, polling until it finishes or ``cfg.wait_s`` has passed."""
-    session = session or requests.Session()
-    session.trust_env = False  # the API key goes to the configured n8n, never via a proxy
-    url = f"{cfg.api_url}/api/v1/executions/{exec_id}"
+    """The finished execution, polling until it finishes or ``cfg.wait_s`` has passed; the
+    whole fetch ends by ``wait_s + API_SLACK_S`` whatever the API does (``session``, if
+    given, must be one of ``_session()``'s, or that bound does not hold)."""
+    session = session or _session()
+    limit_s = cfg.wait_s + API_SLACK_S
     where = f"{cfg.safe_url}/api/v1/executions/{exec_id}"
+    with Deadline(limit_s) as overall:
+        try:
+            return _poll(cfg, exec_id, session, where, clock, sleep)
+        except UsageError:
+            if overall.fired:  # a read the deadline cut short: say so, not what it looked like
+                raise UsageError(f"the n8n API did not answer within {limit_s:g} s ({where})") \
+                    from None
+            raise
+
+
+def _read(resp: requests.Response, where: str) -> Any:
+    """The answer's JSON, read in pieces up to ``MAX_ANSWER_BYTES``."""
+    chunks, size = [], 0
+    try:
+        for chunk in resp.iter_content(65536):
+            size += len(chunk)
+            if size > MAX_ANSWER_BYTES:
+                raise UsageError(f"the n8n API answered with over {MAX_ANSWER_BYTES:,} bytes "
+                                 f"({where})")
+            chunks.append(chunk)
+    except requests.RequestException as exc:
+        raise UsageError(f"the n8n API's answer broke off ({where}): "
+                         f"{type(exc).__name__}") from None
+    finally:
+        resp.close()
+    try:
+        return json.loads(b"".join(chunks))
+    except (ValueError, RecursionError):
+        raise UsageError(f"the n8n API answered with something not JSON ({where})") from None
+
+
+def _poll(cfg: N8nUsage, exec_id: str, session: requests.Session, where: str, clock,
+          sleep) -> Mapping[str, Any]:
+    url = f"{cfg.api_url}/api/v1/executions/{exec_id}"
     deadline = clock() + cfg.wait_s
     pause = 0.1
     while True:
         try:
             resp = session.get(url, params={"includeData": "true"}, allow_redirects=False,
                                headers={"X-N8N-API-KEY": cfg.api_key, "Accept": "application/json"},
-                               timeout=(5, max(5.0, cfg.wait_s)))
+                               timeout=(5, max(5.0, cfg.wait_s)), stream=True)
         except requests.RequestException as exc:
             raise UsageError(f"cannot reach the n8n API ({where}): {type(exc).__name__}") from None
+        if resp.status_code != 200:
+            resp.close()
         if resp.status_code in (401, 403):
             raise UsageError(f"the n8n API refused the key (HTTP {resp.status_code}, {where}): "
                              "check n8n.api_key and the key's scopes (execution:read)")
@@ -153,10 +207,7 @@ def fetch_execution(cfg: N8nUsage, exec_id: str, session: requests.Session | Non
                              "and are successful production executions saved?")
         if resp.status_code != 200:
             raise UsageError(f"the n8n API answered HTTP {resp.status_code} ({where})")
-        try:
-            execution = resp.json()
-        except ValueError:
-            raise UsageError(f"the n8n API answered with something not JSON ({where})") from None
+        execution = _read(resp, where)
         if not isinstance(execution, Mapping):
             raise UsageError(f"the n8n API answered with no execution object ({where})")
         status = execution.get("status")
@@ -191,7 +242,7 @@ def measure(cfg: N8nUsage, attempts: Iterable[tuple[int, str, str | None]],
         return Usage(None, None, False, "usage unknown: no attempt reached the workflow")
     calls, tokens, estimated, failed = 0, 0, False, 0
     own = session is None
-    session = session or requests.Session()
+    session = session or _session()
     try:
         found = [usage_of_execution(fetch_execution(cfg, i, session)) for i in ids]
     except UsageError as exc:

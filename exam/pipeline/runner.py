@@ -13,11 +13,11 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from exam import names
-from exam.bank import Bank, Item, load_bank
+from exam.bank import Bank, Item, bank_mismatch, load_bank
 from exam.errors import ExamError, LeaseLost, StoreUnavailable
 from exam.pipeline import n8n_usage
 from exam.pipeline.gate import RequestGate
@@ -95,8 +95,11 @@ def queue_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
 
 
 def job_for(store: Store, run_id: int, agent: Agent) -> Job:
+    """The run's job; a bank naming another agent adds a warning to the job's agent."""
     run = store.get_run(run_id)
     bank = load_bank(run.bank_path)
+    if (mismatch := bank_mismatch(bank.path, bank.agent, agent.name)) is not None:
+        agent = replace(agent, warnings=(*agent.warnings, mismatch))
     current = bank.by_case()
     missing = [c for c, _ in run.plan if c not in current]
     if missing:

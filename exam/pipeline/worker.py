@@ -51,10 +51,10 @@ def work_once(store: Store, agents_path: str | None = None,
 
 def _work_on(store: Store, run: Run, agents_path: str | None) -> None:
     try:
-        agent = load_registry(agents_path).get(run.agent)
-        for warning in agent.warnings:
-            log.warning("run %s: %s: %s", run.id, agent.name, warning)
-        final = execute(store, [job_for(store, run.id, agent)])
+        job = job_for(store, run.id, load_registry(agents_path).get(run.agent))
+        for warning in job.agent.warnings:
+            log.warning("run %s: %s: %s", run.id, job.agent.name, warning)
+        final = execute(store, [job])
         log.info("run %s: %s", run.id, final.get(run.id))
         # stopped with cells left (the store went away for a moment): the next claim finishes it
         if final.get(run.id) == "interrupted":

@@ -139,3 +139,26 @@ def test_console_script_runs_without_traceback(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+
+
+def test_bank_check_names_a_bank_the_registry_attaches_to_another_agent(tmp_path):
+    shutil.copy(BANK_DIR / "W2.json", tmp_path / "W2.json")
+    (tmp_path / "webhooks").mkdir()
+    registry = tmp_path / "webhooks" / "agents.yaml"  # beside the banks, it would be read as one
+    registry.write_text(f"agents:\n  W1: {{url: 'http://127.0.0.1:9/', bank: {tmp_path}/W2.json}}\n"
+                        f"  W2: {{url: 'http://127.0.0.1:9/', bank: {tmp_path}/W2.json}}\n")
+    result = CliRunner().invoke(main, ["bank", "check", str(tmp_path)],
+                                env={"EXAM_AGENTS": str(registry)}, catch_exceptions=False)
+    assert result.exit_code == 1
+    assert (f"{tmp_path / 'W2.json'}: agent: the bank is for agent 'W2', but agents.W1.bank "
+            "points at it: W2's questions are sent to W1 (point W1's bank: at its own file, or "
+            "set \"agent\": \"W1\" in this one)") in result.output
+    assert "1 problem(s)" in result.output
+
+
+def test_bank_check_without_a_registry_checks_the_files_alone(tmp_path):
+    shutil.copy(BANK_DIR / "W2.json", tmp_path / "W2.json")
+    result = CliRunner().invoke(main, ["bank", "check", str(tmp_path)],
+                                env={"EXAM_AGENTS": str(tmp_path / "none.yaml")},
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output

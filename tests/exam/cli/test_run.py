@@ -171,3 +171,19 @@ def test_resume_refused_midway_says_nothing_ran_and_what_becomes_of_the_runs_it_
     assert (f"nothing was sent; run {first}, taken by this command, reads interrupted again "
             "when the lease runs out (within 30 s)") in result.output
     assert store.count_cells(first, "ok") == 0
+
+
+def test_a_bank_whose_agent_field_names_another_agent_is_a_warning_naming_file_and_field(
+        tmp_path):
+    """W2's bank attached to W1 sends W2's work orders to W1: said, not done silently."""
+    with FakeAgent() as fake:
+        env = setup(tmp_path, fake.url, ["ok"])
+        registry = yaml.safe_load((tmp_path / "agents.yaml").read_text())
+        registry["agents"]["W1"] = registry["agents"].pop("T")
+        (tmp_path / "agents.yaml").write_text(yaml.safe_dump(registry))
+        result = invoke("run", "W1", "--version", "v1", env=env)
+    bank = tmp_path / "T.json"
+    assert (f"warning: W1: {bank}: agent: the bank is for agent 'T', but agents.W1.bank "
+            "points at it: T's questions are sent to W1 (point W1's bank: at its own file, or "
+            "set \"agent\": \"W1\" in this one)") in result.stderr
+    assert result.stderr.count(f"{bank}: agent:") == 1

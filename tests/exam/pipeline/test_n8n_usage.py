@@ -8,6 +8,7 @@ HTTP server on 127.0.0.1 that answers as n8n's public API does.
 from __future__ import annotations
 
 import json
+import threading
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
@@ -258,3 +259,83 @@ def test_only_an_id_like_value_is_an_execution_id(value, found):
 def test_an_endless_execution_id_is_no_id_and_the_note_stays_short(api):
     u = measure(cfg(api({}).url), [(1, "", reply("9" * 10_000))])
     assert u.note == "usage unknown: attempt 1's reply carries no execution id at 'executionId'"
+
+
+class TricklingApi:
+    """An n8n API that answers 200 and then sends its body a byte at a time, forever (each
+    byte resets a read timeout), until the client hangs up or the test ends."""
+
+    def __init__(self):
+        self.trickling = threading.Event()
+        self.hung_up = threading.Event()
+        self.stop = threading.Event()
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(10**9))
+                self.end_headers()
+                api.trickling.set()
+                try:
+                    self.wfile.write(b'{"status": "success", "data": "')
+                    while not api.stop.wait(0.05):
+                        self.wfile.write(b"x")
+                        self.wfile.flush()
+                except OSError:  # the client shut the connection
+                    api.hung_up.set()
+
+        self.served = serve(Handler).start()
+        self.url = self.served.url
+
+    def close(self):
+        self.stop.set()
+        self.served.close()
+
+
+def test_an_api_that_trickles_bytes_is_cut_at_one_overall_deadline_as_usage_unknown(
+        monkeypatch, tmp_path):
+    """The deadline covers the whole fetch, not each read; the cell keeps its answer and
+    status (infrastructure trouble is never the agent's), with usage unknown and why."""
+    from exam.pipeline import n8n_usage
+    from exam.pipeline.registry import Agent
+    from exam.pipeline.runner import create_run, execute, job_for
+    from exam.store import Store
+    from tests.exam.helpers import write_bank
+    from tests.fakes.agent import OK_BODY, FakeAgent
+
+    monkeypatch.setattr(n8n_usage, "API_SLACK_S", 0.5)
+
+    class N8nAgent(FakeAgent):
+        def respond(self, h, behaviour, n):
+            self.json(h, {**OK_BODY, "executionId": "7"})
+
+    api = TricklingApi()
+    store = Store(tmp_path / "exam.db")
+    done = threading.Event()
+    try:
+        with N8nAgent() as fake:
+            bank = write_bank(tmp_path, ["ok"])
+            agent = Agent(name="T", url=fake.url, bank=str(bank), timeout_s=5,
+                          n8n=cfg(api.url, wait_s=0.2))
+            run_id = create_run(store, agent, "v1")
+            worker = threading.Thread(target=lambda: (execute(
+                store, [job_for(store, run_id, agent)]), done.set()), daemon=True)
+            worker.start()
+            assert api.trickling.wait(30)
+            # a bound for the test to fail on, not a timing assertion: without the deadline
+            # the fetch never ends
+            assert done.wait(60), "the run is still waiting on the trickling n8n API"
+        assert api.hung_up.wait(30)
+        cell = store.cells([run_id])[0]
+    finally:
+        api.close()
+        store.close()
+    assert (cell.run_status, cell.error) == ("ok", "")
+    assert (cell.model_calls, cell.tokens) == (None, None)
+    assert cell.usage_note == ("usage unknown: the n8n API did not answer within 0.7 s "
+                               f"({api.url}/api/v1/executions/7)")
