@@ -7,8 +7,8 @@ Order of precedence (the first that applies):
 
 1. ``hold`` — a question is worse with evidence: one-sided Fisher exact test of "new is
    worse" on answered cells, discrete Benjamini–Hochberg (Gilbert 2005) over the questions
-   that can move, q ≤ alpha, drop ≥ min_effect and ≥ min_answered answered repeats on both
-   sides (per-severity overrides). A regression proven on the cells that did arrive is a "no"
+   that can move (each screened by its own margins and alpha: monotone), q ≤ alpha, drop ≥
+   min_effect and ≥ min_answered answered repeats on both sides (per-severity overrides). A regression proven on the cells that did arrive is a "no"
    whatever the missing cells would have said, so it comes first; the line still says what
    was missing.
 2. ``incomplete`` — answered cells of either version below the coverage floor, or a question
@@ -236,9 +236,10 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
                      "baseline": {**b.as_dict(), "versions": list(q.baseline_versions)},
                      "old": q.old.as_dict(), "new": n.as_dict(), "p": p, "min_p": min_p,
                      "effect": effect, "q": None, "state": "same"})
-    # Tarone's screen at the most lenient alpha in use; each question then needs q ≤ its own
-    alpha = max([settings.rule_for(r["severity"]).alpha for r in rows] or [settings.rule.alpha])
-    qvalues, testable = discrete_bh([r["p"] for r in rows], [r["min_p"] for r in rows], alpha)
+    # screened by each question's own alpha (its margins only: monotone, see discrete_bh);
+    # each question then needs q ≤ its own alpha
+    qvalues, testable = discrete_bh([r["p"] for r in rows], [r["min_p"] for r in rows],
+                                    [settings.rule_for(r["severity"]).alpha for r in rows])
     # the repeats-needed figures hold at the Bonferroni bound over every question that could
     # get worse: BH rejects any p ≤ alpha/m, and m testable ≤ this count whatever the new data
     can_drop = sum(1 for r in rows if r["baseline"]["passes"] and r["new"]["planned"]) or 1
@@ -253,7 +254,8 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
         if levels is not None:
             significant = r["case_no"] in levels and r["p"] <= levels[r["case_no"]]
         else:
-            significant = qv is not None and qv <= rule.alpha
+            # exact p-values are rationals: 1e-9 absorbs the float rounding of p × m / rank
+            significant = qv is not None and qv <= rule.alpha * (1 + 1e-9)
         if significant and big and enough:
             r["state"] = "hold"
         elif n_ans and b_ans and b.passes and r["effect"] > 1e-12 and (

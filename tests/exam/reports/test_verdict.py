@@ -467,3 +467,44 @@ def test_old_needs_human_then_reviewed_decides_the_change(history):
     review.decide(history.store, item, "pass", "tester")
     result = _cli(history, "A", "v1", "v2")
     assert result.exit_code == 1 and "hold: Q-01 3/3 → 0/3" in result.output
+
+
+@pytest.mark.parametrize("severity", ["critical", "major"])
+def test_more_questions_dropping_the_same_way_never_weaken_the_verdict(severity):
+    # one question 3/3 → 0/3 holds; five of them must hold too (Tarone's smallest K screened
+    # all five out: 5 questions could reach alpha, none alpha/2)
+    one = V.decide([q("Q-00", (3, 3), (0, 3), severity)])
+    assert one["word"] == "hold"
+    for k in range(2, 8):
+        many = V.decide([q(f"Q-{i:02d}", (3, 3), (0, 3), severity) for i in range(k)])
+        assert many["word"] == "hold", k
+        assert len(many["hold"]) == k
+
+
+def test_a_fix_on_the_side_does_not_hide_a_hold_among_saturated_guards():
+    # a saturated guard cannot move and never dilutes; a drop among them still holds
+    qs = [q("Q-00", (3, 3), (0, 3))] + [q(f"G-{i}", (3, 3), (3, 3)) for i in range(15)]
+    assert V.decide(qs)["word"] == "hold"
+
+
+def test_more_evidence_never_weakens_a_hold_randomised():
+    """Adding a question at least as strong as a held one keeps every hold (BH's monotony,
+    kept by a screen that reads each question's own margins only)."""
+    rng = random.Random(7)
+    for _ in range(300):
+        qs = []
+        for i in range(rng.randint(1, 6)):
+            on, nn = rng.choice([3, 5, 10]), rng.choice([3, 5, 10])
+            qs.append(q(f"Q-{i:02d}", (rng.randint(0, on), on), (rng.randint(0, nn), nn)))
+        d = V.decide(qs, figures=False)
+        if not d["hold"]:
+            continue
+        strongest = min(d["hold"], key=lambda h: h["p"])
+        t = next(x for x in qs if x.case_no == strongest["case_no"])
+        more = V.decide(qs + [replace_case(t, "Q-99")], figures=False)
+        assert {h["case_no"] for h in d["hold"]} <= {h["case_no"] for h in more["hold"]}
+
+
+def replace_case(question, case_no):
+    return V.Question(case_no, question.severity, question.category, question.new, question.old,
+                      question.baseline, question.baseline_versions)
