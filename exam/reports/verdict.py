@@ -9,8 +9,8 @@ Order of precedence (the first that applies):
    worse" on answered cells, discrete Benjamini–Hochberg (Gilbert 2005) over the questions
    that can move (each screened by its own margins and alpha: monotone), q ≤ alpha, drop ≥
    min_effect and ≥ min_answered answered repeats on both sides (per-severity overrides).
-   A regression proven on the cells that did arrive is a "no" whatever the missing cells would have said, so it comes first; the line still says what
-   was missing.
+   A regression proven on the cells that did arrive is a "no" whatever the missing cells
+   would have said, so it comes first; the line still says what was missing.
 2. ``incomplete`` — answered cells of either version below the coverage floor, or a question
    with no answered cell in the new version (nothing arrived; the old version asked it and
    the new one never did; or nothing the new version said could be graded where the old
