@@ -16,7 +16,8 @@ Order of precedence (the first that applies):
    the new one never did; or nothing the new version said could be graded where the old
    version's could): names the questions and why (timeout, blocked, http_error, not_run,
    not_asked, not_graded…), or a critical question that lost most of its cells in the new
-   version (the floor is bank-wide; a critical question is never averaged away), or a run
+   version (the floor is bank-wide; a critical question is never averaged away), or a
+   question in the old version's bank that its runs left out and the new one fails, or a run
    of either version still going (or interrupted) with cells yet to come. Missing data is
    never read as safe.
 3. ``pending`` — needs_human cells of the new version nobody has decided (`exam review`);
@@ -161,6 +162,9 @@ class Question:
     old: Tally
     baseline: Tally  # old, or old pooled with earlier versions (see ``baseline_for``)
     baseline_versions: tuple[str, ...] = ()
+    # in the old version's bank when it ran, and not asked (--only, --category): not a
+    # question new in the bank, and no baseline either
+    old_skipped: bool = False
 
 
 def tally(cells: Iterable[Any], planned: int | None = None) -> Tally:
@@ -215,13 +219,15 @@ def _reasons(t: Tally) -> str:
 
 def decide(questions: Sequence[Question], settings: Settings = Settings(),
            levels: Mapping[str, float] | None = None, figures: bool = True,
-           unfinished: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+           unfinished: Sequence[Mapping[str, Any]] = (),
+           labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The verdict and its evidence.
 
     ``levels`` (case_no → raw p-value threshold) replaces the BH step: `--settle` passes the
     alpha it spends at each look, already divided over the questions that can move.
     ``unfinished``: runs of either version still going or interrupted with cells yet to come
     (``run_id``, ``version``, ``status``, ``arrived``, ``planned``): the verdict waits for them.
+    ``labels``: ``agent``, ``old``, ``new``, for the lines that say what to run.
     """
     comparable = [q for q in questions if q.baseline.answered or q.old.planned]
     rows: list[dict[str, Any]] = []
@@ -307,9 +313,10 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
                                             | set(old_human)),
                         "old_needs_human": sum(old_human.values()),
                         "next": "exam review" if needs_human else None},
-            "new_questions": sorted(q.case_no for q in questions
-                                    if not q.old.planned and not q.baseline.answered),
-            "tests": rows, "reason": ""}
+            "new_questions": sorted(q.case_no for q in questions if not q.old.planned
+                                    and not q.baseline.answered and not q.old_skipped),
+            "not_asked_in_old": sorted(q.case_no for q in questions if q.old_skipped),
+            "labels": dict(labels or {}), "tests": rows, "reason": ""}
 
 
 def _brief(r: dict[str, Any]) -> dict[str, Any]:
@@ -349,6 +356,11 @@ def _coverage(questions: Sequence[Question], settings: Settings) -> dict[str, An
                 # version reported and this one does not): nothing shows it is not worse
                 named.append({"case_no": q.case_no, "side": side, "arrived": t.arrived,
                               "planned": t.planned, "why": f"{t.not_graded} not_graded"})
+            elif side == "old" and q.old_skipped and not t.planned and q.new.fails:
+                # the old version could have been asked it (it was in its bank) and was not;
+                # the new one fails it: a regression or not, nothing shows which
+                named.append({"case_no": q.case_no, "side": side, "arrived": 0, "planned": 0,
+                              "why": "not_asked"})
             elif side == "old" and _no_baseline(q) and not t.needs_human:
                 # the old version asked it and nothing it said was answered or graded, and the
                 # new one fails it: whether that is a regression is unknown, not "same"
@@ -374,9 +386,20 @@ def _missing(v: dict[str, Any]) -> str:
     parts += [f"{x['side']} {x['answered']}/{x['planned']} cells answered"
               for x in v["incomplete"]["versions"]]
     qs = v["incomplete"]["questions"]
-    shown = ", ".join(f"{x['case_no']} ({x['why']})" for x in qs[:5])
+    labels = v.get("labels") or {}
+    old = labels.get("old", "the old version")
+
+    def why(x: Mapping[str, Any]) -> str:
+        if x["side"] == "old" and x["why"] == "not_asked":
+            return f"not asked in {old}"
+        return x["why"]
+
+    shown = ", ".join(f"{x['case_no']} ({why(x)})" for x in qs[:5])
     more = f" and {len(qs) - 5} more" if len(qs) > 5 else ""
-    return "; ".join(parts + ([f"not answered: {shown}{more}"] if qs else []))
+    skipped = [x["case_no"] for x in qs if x["side"] == "old" and x["why"] == "not_asked"]
+    ask = ([f"ask the old version: exam run {labels['agent']} --version {old} --only "
+            + " --only ".join(skipped)] if skipped and labels.get("agent") else [])
+    return "; ".join(parts + ([f"not answered: {shown}{more}"] if qs else []) + ask)
 
 
 def summary_line(v: dict[str, Any]) -> str:
@@ -415,9 +438,11 @@ def combine(words: Iterable[str]) -> str:
 
 def questions_from(cells_by_version: Mapping[str, Mapping[str, list[Any]]],
                    planned: Mapping[str, Mapping[str, int]], meta: Mapping[str, tuple[str, str]],
-                   versions: Sequence[str], old: str, new: str, pool: bool = True
-                   ) -> list[Question]:
-    """Questions from graded cells: case_no → version → cells, planned cells likewise."""
+                   versions: Sequence[str], old: str, new: str, pool: bool = True,
+                   skipped: Iterable[str] = ()) -> list[Question]:
+    """Questions from graded cells: case_no → version → cells, planned cells likewise.
+    ``skipped``: questions in the old version's bank that its runs did not ask."""
+    skipped = set(skipped)
     out = []
     # the history: versions first run before the new one, and the old one whatever its place
     cut = versions.index(new) if new in versions else len(versions)
@@ -439,7 +464,8 @@ def questions_from(cells_by_version: Mapping[str, Mapping[str, list[Any]]],
             new_t = Tally(trouble={"not_asked": old_t.planned})
         base, used = baseline_for(hist, old, pool)
         severity, category = meta[case_no]
-        out.append(Question(case_no, severity, category, new_t, old_t, base, used))
+        out.append(Question(case_no, severity, category, new_t, old_t, base, used,
+                            old_skipped=case_no in skipped and not old_t.planned))
     return out
 
 
