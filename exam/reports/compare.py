@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from exam.errors import ExamError
-from exam.reports import kinds, verdict
+from exam.reports import kinds, rubric_drift, verdict
 from exam.reports.discrimination import version_order
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import COST_KEYS, SEVERITY_ORDER, cost_summary
@@ -119,6 +119,9 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
     decision = verdict.decide(questions, settings, levels,
                               unfinished=unfinished_runs(runs, cells, regraded.removed, old, new),
                               labels={"agent": agent, "old": old, "new": new})
+    rubric_drift.apply(decision, rubric_drift.drift(regraded, runs, cells, old, new,
+                                                    {q.case_no for q in questions}),
+                       questions, by, settings, old, new)
     tests = {t["case_no"]: t for t in decision["tests"]}
     groups: dict[str, list[dict[str, Any]]] = {k: [] for k in GROUPS}
     for case_no in sorted(by):

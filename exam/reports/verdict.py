@@ -404,6 +404,20 @@ def _missing(v: dict[str, Any]) -> str:
 
 def summary_line(v: dict[str, Any]) -> str:
     """One line saying the verdict and why: the same text in the CLI, LINE and the dashboard."""
+    line = _word_line(v)
+    drift = v.get("rubric_changed") or []
+    if drift:
+        from exam.rubric import describe
+
+        old = (v.get("labels") or {}).get("old", "the old version")
+        line += f"; rubric changed since {old} ran: " + ", ".join(
+            f"{e['case_no']} " + (", ".join(describe(c) for c in e["changes"]) if e["changes"]
+                                  else "(how is not recorded: its run predates schema 12)")
+            for e in drift)
+    return line
+
+
+def _word_line(v: dict[str, Any]) -> str:
     word = v["word"]
     if word == "incomplete":
         return "incomplete: " + _missing(v)
@@ -416,6 +430,16 @@ def summary_line(v: dict[str, Any]) -> str:
                 v["incomplete"].get("runs"):
             line += f"; also incomplete: {_missing(v)}"
         return line
+    if word == "pending" and p_rubric(v) and not v["pending"]["needs_human"]:
+        labels = v.get("labels") or {}
+        o, n = labels.get("old", "the old version"), labels.get("new", "the new version")
+        rested = [e for e in v["rubric_changed"] if e["case_no"] in p_rubric(v)]
+        return ("pending: the ship rests on a rubric loosened since " + o + " ran: " + ", ".join(
+            f"{e['case_no']} under {o}'s rubric {n} is {e['under_old_rubric']['new']} "
+            f"({o} {e['under_old_rubric']['old']}: {e['under_old_rubric']['word']})"
+            for e in rested) + "; a person decides: if the looser rubric is meant, ask "
+            f"{o} again under today's bank and leave out its older runs (exam runs exclude "
+            "RUN --reason …), else put the rubric back")
     if word == "pending":
         p = v["pending"]
         old = p.get("old_needs_human")
@@ -428,6 +452,11 @@ def summary_line(v: dict[str, Any]) -> str:
             + (f" (about {u['more_repeats']} more repeat(s))" if u["more_repeats"] is not None
                else f" (more than {REPEATS_LIMIT} repeats)") for u in v["undecided"])
     return "ship: no question is worse beyond the evidence rule"
+
+
+def p_rubric(v: Mapping[str, Any]) -> list[str]:
+    """Questions whose ship rests on a loosened rubric (``exam.reports.rubric_drift``)."""
+    return list(v.get("pending", {}).get("rubric_loosened") or [])
 
 
 def combine(words: Iterable[str]) -> str:

@@ -568,3 +568,70 @@ def test_the_cli_names_a_question_old_skipped(history):
     assert result.exit_code == 3, result.output
     assert "Q-03 (not asked in v1)" in result.output
     assert "not asked in v1 (in its bank): Q-03" in result.output
+
+
+# -- a rubric changed since the baseline ran ------------------------------------------------
+
+def _with_budget(history, tokens):
+    path = history.bank("A", CASES[:2])
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data["questions"][0]["budget"] = {"tokens": tokens}
+    Path(path).write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+
+
+def _loosened(history, new_tokens):
+    _with_budget(history, 1500)
+    history.run("A", "v1", {"Q-01": "ppp", "Q-02": "ppp"})  # 1,000 tokens a reply
+    _with_budget(history, 6000)  # loosened in the same change as the agent
+    history.run("A", "v2", {"Q-01": "ppp", "Q-02": "ppp"},
+                figures={"Q-01": {"tokens": new_tokens}})
+    return compare.build(regrade(history.store, select_runs(history.store)), "A", "v1", "v2")
+
+
+def test_a_budget_loosened_that_the_new_version_needs_is_not_a_silent_ship(history):
+    r = _loosened(history, 5000)
+    d = r["decision"]
+    assert r["verdict"] == "pending", d["reason"]
+    assert d["rubric_changed"] == [{
+        "case_no": "Q-01", "runs": r["old_run_ids"], "recorded": True, "loosened": True,
+        "changes": [{"field": "budget.tokens", "then": 1500, "now": 6000,
+                     "direction": "looser"}],
+        "under_old_rubric": {"new": "0/3", "old": "3/3", "word": "hold"}}]
+    assert d["pending"]["rubric_loosened"] == ["Q-01"]
+    assert "Q-01 budget.tokens 1500 → 6000 (looser)" in d["reason"]
+    assert "under v1's rubric v2 is 0/3" in d["reason"]
+
+
+def test_a_budget_loosened_the_new_version_does_not_need_ships_and_says_so(history):
+    r = _loosened(history, 1200)  # within the old budget too: nothing rests on the loosening
+    d = r["decision"]
+    assert r["verdict"] == "ship", d["reason"]
+    assert d["rubric_changed"][0]["changes"][0]["direction"] == "looser"
+    assert "rubric changed since v1 ran: Q-01 budget.tokens 1500 → 6000 (looser)" in d["reason"]
+
+
+def test_an_agent_budget_loosened_between_the_runs_is_one_rubric_too(history):
+    # the registry's budget is kept with each run and graded with it: v1 under 1,500 tokens,
+    # v2 under 6,000 would be two rubrics; the verdict reads it like a loosened question
+    history.bank("A", CASES[:1])
+    history.run("A", "v1", {"Q-01": "ppp"}, budget={"tokens": 1500})
+    history.run("A", "v2", {"Q-01": "ppp"}, figures={"Q-01": {"tokens": 5000}},
+                budget={"tokens": 6000})
+    r = compare.build(regrade(history.store, select_runs(history.store)), "A", "v1", "v2")
+    assert r["verdict"] == "pending", r["decision"]["reason"]
+    assert "agent budget.tokens 1500 → 6000 (looser)" in r["decision"]["reason"]
+
+
+def test_a_fact_loosened_is_named_with_how(history):
+    history.bank("A", CASES[:1])
+    history.run("A", "v1", {"Q-01": "ppp"})
+    path = history.banks["A"]
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data["questions"][0]["expect_facts"] = ["備貨中|處理中"]
+    Path(path).write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    history.run("A", "v2", {"Q-01": "ppp"})
+    d = compare.build(regrade(history.store, select_runs(history.store)), "A", "v1", "v2")[
+        "decision"]
+    (change,) = d["rubric_changed"][0]["changes"]
+    assert change["field"] == "expect_facts" and change["direction"] == "looser"
+    assert "rubric changed since v1 ran: Q-01 expect_facts" in d["reason"]
