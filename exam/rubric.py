@@ -17,17 +17,21 @@ from typing import Any
 from exam.bank import UNGRADED_KEYS, Bank
 from graders.patterns import split_alternatives
 
+SEVERITIES = {"critical": 3, "major": 2, "minor": 1}  # a lower one asks less of a drop
+
 
 def snapshot(bank: Bank) -> dict[str, Any]:
-    """What the store keeps of the bank with a run: every question's graded fields."""
+    """What the store keeps of the bank with a run: every question's graded fields, and its
+    severity (not graded, but the verdict's evidence rule depends on it)."""
     fold = bool(bank.items and bank.items[0].question.fold_script)
-    return {"fold_script": fold,
-            "questions": {i.case_no: {k: v for k, v in i.raw.items() if k not in UNGRADED_KEYS}
-                          for i in bank.items}}
+    return {"fold_script": fold, "questions": {i.case_no: graded_fields(i.raw)
+                                               for i in bank.items}}
 
 
 def graded_fields(raw: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in raw.items() if k not in UNGRADED_KEYS}
+    out = {k: v for k, v in raw.items() if k not in UNGRADED_KEYS}
+    out["severity"] = raw.get("severity", "major")
+    return out
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -94,6 +98,9 @@ def changes(then: Mapping[str, Any], now: Mapping[str, Any]) -> list[dict[str, A
             add(key, a, b, _forbidden_direction(a, b))
         elif key == "expect_status":
             add(key, a, b, "looser" if b is None else "stricter" if a is None else "changed")
+        elif key == "severity":
+            x, y = SEVERITIES.get(a, 2), SEVERITIES.get(b, 2)
+            add(key, a, b, "looser" if y < x else "stricter" if y > x else "changed")
         elif key in ("input", "case_no"):
             add(key, a, b, "changed")  # another question: old replies answer something else
         else:

@@ -54,6 +54,7 @@ def drift(regraded: Regraded, runs: Sequence[Run], cells: Sequence[GradedCell],
         differ: list[int] = []
         recorded = True
         loose: dict[str, float] = {}  # figure → the tighter budget OLD ran under
+        severity = None  # the stricter severity OLD ran under, when it was lowered since
         for r in old_runs:
             kept = regraded.run_banks.get(r.id)
             then = None if kept is None else kept.get("questions", {}).get(case_no)
@@ -81,6 +82,10 @@ def drift(regraded: Regraded, runs: Sequence[Run], cells: Sequence[GradedCell],
             for ch in found:
                 if ch not in changes:
                     changes.append(ch)
+            sev = then.get("severity", "major")
+            if rubric.SEVERITIES.get(sev, 2) > rubric.SEVERITIES.get(
+                    now.get("severity", "major"), 2):
+                severity = sev
             then_eff, now_eff = _effective(then_agent, then), _effective(now_agent, now)
             for k, limit in then_eff.items():
                 if k in FIGURES and (now_eff.get(k) is None or now_eff[k] > limit):
@@ -88,7 +93,7 @@ def drift(regraded: Regraded, runs: Sequence[Run], cells: Sequence[GradedCell],
         if differ:
             out.append({"case_no": case_no, "runs": differ, "recorded": recorded,
                         "loosened": any(c["direction"] == "looser" for c in changes),
-                        "changes": changes, "_budget": loose})
+                        "changes": changes, "_budget": loose, "_severity": severity})
     return out
 
 
@@ -109,31 +114,43 @@ def _under(cells: Sequence[GradedCell], budget: Mapping[str, float]) -> verdict.
 def apply(decision: dict[str, Any], entries: list[dict[str, Any]],
           questions: Sequence[verdict.Question], by: Mapping[str, Mapping[str, list[GradedCell]]],
           settings: verdict.Settings, old: str, new: str) -> None:
-    """Name the drift in ``decision``; a ship (or undecided) that rests on a loosened budget
-    becomes ``pending``: under the budget OLD ran under, the evidence rule would not ship."""
-    loose = {e["case_no"]: e.pop("_budget") for e in entries}
-    alt = []
+    """Name the drift in ``decision``; a ship (or undecided) that rests on a loosened budget or
+    a lowered severity becomes ``pending``: read under what OLD ran with, the verdict would
+    not ship (the figures against OLD's budget, the question at OLD's severity)."""
+    loose = {e["case_no"]: (e.pop("_budget"), e.pop("_severity")) for e in entries}
+    alt, touched = [], set()
     for q in questions:
-        budget = loose.get(q.case_no)
+        budget, severity = loose.get(q.case_no, ({}, None))
+        if not budget and not severity:
+            alt.append(q)
+            continue
+        touched.add(q.case_no)
+        new_t, old_t, base = q.new, q.old, q.baseline
         if budget:
             n = _under(by.get(q.case_no, {}).get(new, []), budget)
-            b = _under(by.get(q.case_no, {}).get(old, []), budget)
-            alt.append(verdict.Question(q.case_no, q.severity, q.category,
-                                        verdict.Tally(n.passes, n.fails), b, b, (old,)))
-    rows = {}
-    if alt:
-        others = [q for q in questions if q.case_no not in {a.case_no for a in alt}]
-        d = verdict.decide(alt + others, settings, figures=False)
-        rows = {t["case_no"]: t for t in d["tests"]}
+            o = _under(by.get(q.case_no, {}).get(old, []), budget)
+            new_t = verdict.Tally(n.passes, n.fails, q.new.needs_human, q.new.not_graded,
+                                  q.new.trouble)
+            old_t = verdict.Tally(o.passes, o.fails, q.old.needs_human, q.old.not_graded,
+                                  q.old.trouble)
+            base = verdict.Tally(o.passes, o.fails)
+        alt.append(verdict.Question(q.case_no, severity or q.severity, q.category, new_t,
+                                    old_t, base, q.baseline_versions if not budget else (old,),
+                                    q.old_skipped))
     rested = []
-    for e in entries:
-        t = rows.get(e["case_no"])
-        if t is not None and e["case_no"] in loose and loose[e["case_no"]]:
+    if touched:
+        d = verdict.decide(alt, settings, figures=False)
+        rows = {t["case_no"]: t for t in d["tests"]}
+        named = {x["case_no"] for x in d["incomplete"]["questions"]}
+        for e in entries:
+            t = rows.get(e["case_no"])
+            if e["case_no"] not in touched or t is None:
+                continue
+            word = "incomplete" if e["case_no"] in named else t["state"]
             e["under_old_rubric"] = {
                 "new": f"{t['new']['passes']}/{t['new']['answered']}",
-                "old": f"{t['baseline']['passes']}/{t['baseline']['answered']}",
-                "word": t["state"]}
-            if t["state"] in ("hold", "undecided"):
+                "old": f"{t['baseline']['passes']}/{t['baseline']['answered']}", "word": word}
+            if word in ("hold", "undecided", "incomplete"):
                 rested.append(e["case_no"])
     decision["rubric_changed"] = entries
     decision["pending"]["rubric_loosened"] = rested

@@ -635,3 +635,18 @@ def test_a_fact_loosened_is_named_with_how(history):
     (change,) = d["rubric_changed"][0]["changes"]
     assert change["field"] == "expect_facts" and change["direction"] == "looser"
     assert "rubric changed since v1 ran: Q-01 expect_facts" in d["reason"]
+
+
+def test_a_severity_lowered_in_the_same_change_cannot_wave_a_critical_question_through(history):
+    # critical: 2 of 3 repeats timing out is named (incomplete); as minor the floor lets it by
+    history.bank("A", [("Q-01", "c", "critical")] + [(f"Q-{i:02d}", "c", "major")
+                                                     for i in range(2, 22)])
+    history.run("A", "v1", {f"Q-{i:02d}": "ppp" for i in [1, *range(2, 22)]})
+    history.bank("A", [("Q-01", "c", "minor")] + [(f"Q-{i:02d}", "c", "major")
+                                                  for i in range(2, 22)])
+    history.run("A", "v2", {"Q-01": "ptt", **{f"Q-{i:02d}": "ppp" for i in range(2, 22)}})
+    r = compare.build(regrade(history.store, select_runs(history.store)), "A", "v1", "v2")
+    d = r["decision"]
+    assert r["verdict"] == "pending", d["reason"]
+    assert "Q-01 severity \"critical\" → \"minor\" (looser)" in d["reason"]
+    assert d["rubric_changed"][0]["under_old_rubric"]["word"] == "incomplete"
