@@ -244,7 +244,14 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
                      "effect": effect, "q": None, "state": "same"})
     # screened by each question's own alpha (its margins only: monotone, see discrete_bh);
     # each question then needs q ≤ its own alpha
-    qvalues, testable = discrete_bh([r["p"] for r in rows], [r["min_p"] for r in rows],
+    # a question with fewer answered repeats than its rule asks can never hold either: the
+    # answered counts are margins too, so leaving it out keeps the screen on margins alone
+    def screen(r: dict[str, Any]) -> float:
+        need = settings.rule_for(r["severity"]).min_answered
+        thin = min(r["baseline"]["answered"], r["new"]["answered"]) < need
+        return 2.0 if thin else r["min_p"]
+
+    qvalues, testable = discrete_bh([r["p"] for r in rows], [screen(r) for r in rows],
                                     [settings.rule_for(r["severity"]).alpha for r in rows])
     # the repeats-needed figures hold at the Bonferroni bound over every question that could
     # get worse: BH rejects any p ≤ alpha/m, and m testable ≤ this count whatever the new data

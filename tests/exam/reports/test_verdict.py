@@ -650,3 +650,12 @@ def test_a_severity_lowered_in_the_same_change_cannot_wave_a_critical_question_t
     assert r["verdict"] == "pending", d["reason"]
     assert "Q-01 severity \"critical\" → \"minor\" (looser)" in d["reason"]
     assert d["rubric_changed"][0]["under_old_rubric"]["word"] == "incomplete"
+
+
+def test_a_question_too_thin_to_hold_does_not_dilute_a_hold():
+    # 10/10 → 0/1 can never hold (1 answered repeat < min_answered 3: its margins say so),
+    # so it is screened out like a saturated one and 3/3 → 0/3 still holds
+    qs = [q("Q-00", (3, 3), (0, 3)), q("Q-01", (10, 10), (0, 1), "critical")]
+    d = V.decide(qs)
+    assert d["word"] == "hold" and [h["case_no"] for h in d["hold"]] == ["Q-00"]
+    assert d["questions_testable"] == 1
