@@ -20,7 +20,7 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +63,7 @@ from exam.db.schema import (
     line_groups,
     notifications,
     rebalance_snapshots,
+    run_banks,
     runs,
 )
 from exam.db.schema import attempts as _attempts
@@ -600,17 +601,34 @@ class Store:
 
     def create_run(self, *, agent: str, version: str, bank_path: str, bank_digest: str,
                    repeats: int, plan: Sequence[tuple[str, str]], settings: dict[str, Any],
-                   status: str = "running", source: str = "cli") -> int:
+                   status: str = "running", source: str = "cli",
+                   bank: Mapping[str, Any] | None = None) -> int:
+        """``bank``: the rubric of every question in the bank as the run is made (the
+        reports read what changed since, and what the run left out: ``run_banks``)."""
         now = time.time()
         running = status == "running"
         with self.tx() as db:
-            return int(db.execute(insert(runs).values(
+            run_id = int(db.execute(insert(runs).values(
                 agent=agent, version=version, bank_path=bank_path, bank_digest=bank_digest,
                 repeats=repeats, plan=json.dumps([list(p) for p in plan], ensure_ascii=False),
                 settings=json.dumps(settings, ensure_ascii=False), status=status,
                 created_at=now, started_at=now if running else None,
                 owner=owner_id() if running else None, heartbeat_at=now if running else None,
                 source=source).returning(runs.c.id)).scalar_one())
+            if bank is not None:
+                db.execute(insert(run_banks).values(
+                    run_id=run_id, questions=json.dumps(bank, ensure_ascii=False)))
+            return run_id
+
+    def run_banks(self, run_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """The bank each run was made with (``create_run``'s ``bank``); runs made before
+        schema 12 have none."""
+        ids, out = list(dict.fromkeys(run_ids)), {}
+        for start in range(0, len(ids), 500):  # bound the statement's parameters
+            rows = self._rows(select(run_banks).where(
+                run_banks.c.run_id.in_(ids[start:start + 500])))
+            out.update({r.run_id: json.loads(r.questions) for r in rows})
+        return out
 
     def _run(self, row: Row) -> Run:
         r = row._mapping

@@ -163,7 +163,8 @@ def compare_cmd(agent, old, new, fail_on, alpha, min_effect, min_answered, cover
       2  bad input (an unknown version, an unreadable store)
       3  incomplete (answered cells below the coverage floor)
       4  undecided (too few repeats: which questions, how many more)
-      5  pending (needs_human cells decide it: exam review)
+      5  pending (needs_human cells decide it: exam review; or a ship resting on a
+         rubric loosened since OLD ran)
     """
     from exam.reports import compare
     from exam.reports.regrade import regrade

@@ -23,7 +23,7 @@ from sqlalchemy import (
     text,
 )
 
-SCHEMA_VERSION = 11  # the newest Alembic revision's number; SQLite also keeps it in user_version
+SCHEMA_VERSION = 12  # the newest Alembic revision's number; SQLite also keeps it in user_version
 
 metadata = MetaData()
 
@@ -208,7 +208,15 @@ graded_runs = Table(  # schema 9: each finished run's graded cells (exam.reports
     Column("cells", Text, nullable=False),
 )
 
+# schema 12: the bank's rubric at run time, JSON {"fold_script", "questions": {case_no: the
+# question's graded fields}}: what a question read when the run was made (exam.reports.rubric)
+run_banks = Table(
+    "run_banks", metadata,
+    Column("run_id", Integer, ForeignKey("runs.id"), primary_key=True, autoincrement=False),
+    Column("questions", Text, nullable=False),
+)
+
 # every table, parents first (the order a copy writes them in)
 TABLES: tuple[Table, ...] = (runs, cells, attempts, grades, notifications, line_events,
                              line_groups, adjudications, rebalance_snapshots, earlier_cells,
-                             earlier_attempts, grade_cache, graded_runs)
+                             earlier_attempts, grade_cache, graded_runs, run_banks)

@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from exam import names
+from exam import names, rubric
 from exam.bank import Bank, Item, bank_mismatch, load_bank
 from exam.errors import ExamError, LeaseLost, StoreUnavailable
 from exam.pipeline import n8n_usage
@@ -84,7 +84,8 @@ def create_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
     return store.create_run(agent=agent.name, version=version, bank_path=bank.path,
                             bank_digest=bank.digest, repeats=repeats,
                             plan=[(i.case_no, i.digest) for i in items],
-                            settings=agent.settings(), status=status, source=source)
+                            settings=agent.settings(), status=status, source=source,
+                            bank=rubric.snapshot(bank))
 
 
 def queue_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,

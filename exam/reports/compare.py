@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from exam.errors import ExamError
-from exam.reports import kinds, verdict
+from exam.reports import kinds, rubric_drift, verdict
 from exam.reports.discrimination import version_order
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import COST_KEYS, SEVERITY_ORDER, cost_summary
@@ -112,14 +112,18 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
     planned = verdict.planned_cells(runs)
     removed = {case for r in runs for case in regraded.removed.get(r.id, [])}
     planned = {k: v for k, v in planned.items() if k not in removed}
+    skipped = skipped_by(regraded, runs, planned, old, new)
     questions = verdict.questions_from(
         every, planned, {k: (m.severity, m.category) for k, m in meta.items()}, order, old, new,
-        settings.pool_history)
+        settings.pool_history, skipped)
     decision = verdict.decide(questions, settings, levels,
-                              unfinished=unfinished_runs(runs, cells, regraded.removed, old, new))
+                              unfinished=unfinished_runs(runs, cells, regraded.removed, old, new),
+                              labels={"agent": agent, "old": old, "new": new})
+    rubric_drift.apply(decision, rubric_drift.drift(regraded, runs, cells, old, new,
+                                                    {q.case_no for q in questions}),
+                       questions, by, settings, old, new)
     tests = {t["case_no"]: t for t in decision["tests"]}
-    groups: dict[str, list[dict[str, Any]]] = {k: [] for k in (
-        "regressions", "undecided", "fixes", "flaky", "unchanged", "only_old", "only_new")}
+    groups: dict[str, list[dict[str, Any]]] = {k: [] for k in GROUPS}
     for case_no in sorted(by):
         o, n = by[case_no].get(old, []), by[case_no].get(new, [])
         so, po, go = state(o)
@@ -134,7 +138,9 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
                "test": None if t is None else {k: t.get(k) for k in (
                    "p", "q", "effect", "state", "repeats_needed", "more_repeats", "rule",
                    "baseline")}}
-        if not o and (t is None or not t["baseline"]["answered"]):
+        if not o and case_no in skipped:
+            groups["not_asked_in_old"].append(row)
+        elif not o and (t is None or not t["baseline"]["answered"]):
             groups["only_new"].append(row)
         elif not n:
             groups["only_old"].append(row)
@@ -181,6 +187,26 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
         "cost": cost_delta,
         "missing_banks": regraded.missing_banks,
     }
+
+
+def skipped_by(regraded: Regraded, runs: list[Run], planned: dict[str, dict[str, int]],
+               old: str, new: str) -> set[str]:
+    """Questions NEW asked that OLD's runs did not, though they were in OLD's bank: left out
+    with --only or --category, not new in the bank. The bank each run was made with is kept
+    since schema 12; an older run counts as having had the question: that it was added since
+    is not recorded, and calling it new could let a regression through."""
+    old_runs = [r for r in runs if r.version == old]
+    unasked = {c for c, v in planned.items() if v.get(new) and not v.get(old)}
+    out = set()
+    for case_no in unasked:
+        for r in old_runs:
+            kept = regraded.run_banks.get(r.id)
+            if kept is not None:
+                if case_no in kept.get("questions", {}):
+                    out.add(case_no)
+            else:
+                out.add(case_no)  # today's bank, or not recorded: never called new
+    return out
 
 
 def unfinished_runs(runs: list[Run], cells: list[GradedCell], removed: dict[int, list[str]],
@@ -252,7 +278,8 @@ def should_fail(report: dict[str, Any], fail_on: str) -> bool:
 
 # -- renderings (exam/reports/kinds.py) ---------------------------------------------------
 
-GROUPS = ("regressions", "undecided", "fixes", "flaky", "unchanged", "only_old", "only_new")
+GROUPS = ("regressions", "undecided", "fixes", "flaky", "unchanged", "only_old",
+          "not_asked_in_old", "only_new")
 
 
 def table(report: dict[str, Any]) -> kinds.Table:
@@ -333,7 +360,9 @@ def text(report: dict[str, Any], colour: bool = False) -> str:
                 lines.append(f"      {m['check']} {m['direction']} "
                              f"({kinds.pct(m['old_fail_rate'])} → {kinds.pct(m['new_fail_rate'])} failing)"
                              + (f": {ev}" if ev else ""))
-    for group, label in (("only_old", "only in old"), ("only_new", "only in new")):
+    for group, label in (("only_old", "only in old"),
+                         ("not_asked_in_old", f"not asked in {report['old']} (in its bank)"),
+                         ("only_new", "only in new")):
         if report[group]:
             lines.append(f"  {label}: {', '.join(r['case_no'] for r in report[group])}")
     changed = [r["case_no"] for g in ("regressions", "fixes", "flaky", "unchanged")

@@ -75,6 +75,9 @@ class Regraded:
     # runs left out because their bank cannot be loaded: {run_id, agent, version, bank_path,
     # cells, message}
     missing_banks: list[dict] = field(default_factory=list)
+    # run id → the bank's rubric when the run was made (exam.rubric.snapshot); none for runs
+    # made before schema 12
+    run_banks: dict[int, dict] = field(default_factory=dict)
 
     def bank_digests(self) -> dict[str, str]:
         return {b.agent: b.digest for b in self.banks.values()}
@@ -465,7 +468,8 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
                 digests[(by_id[c.run_id].bank_path, c.case_no)], decisions)
             if reviewed:
                 cells[n] = replace(c, checks=checks, verdict=verdict, reviewed=True)
-    return Regraded(cells, banks, list(runs), removed, missing)
+    return Regraded(cells, banks, list(runs), removed, missing,
+                    store.run_banks([r.id for r in runs]))
 
 
 def _todays_bank(path: str) -> Bank:

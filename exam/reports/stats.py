@@ -226,7 +226,7 @@ def fisher_worse(old_pass: int, old_n: int, new_pass: int, new_n: int) -> float:
 
 
 def fisher_worse_min(old_pass: int, old_n: int, new_pass: int, new_n: int) -> float:
-    """The smallest p-value ``fisher_worse`` can give with these margins (Tarone's bound)."""
+    """The smallest p-value ``fisher_worse`` can give with these margins (the screen's bound)."""
     if old_n == 0 or new_n == 0:
         return 1.0
     total, n = old_pass + new_pass, old_n + new_n
@@ -235,21 +235,23 @@ def fisher_worse_min(old_pass: int, old_n: int, new_pass: int, new_n: int) -> fl
                              - _log_comb(n, total)))
 
 
-def discrete_bh(pvalues: Sequence[float], min_pvalues: Sequence[float], alpha: float = 0.05
-                ) -> tuple[list[float | None], int]:
+def discrete_bh(pvalues: Sequence[float], min_pvalues: Sequence[float],
+                alpha: float | Sequence[float] = 0.05) -> tuple[list[float | None], int]:
     """Benjamini–Hochberg over only the hypotheses that can reach significance.
 
-    Gilbert (2005): Tarone's rule finds the smallest K such that at most K hypotheses have a
-    smallest attainable p-value ≤ alpha / K; only those m(K) are testable, and BH runs over
-    them. A saturated question (3/3 → 3/3) cannot differ and no longer inflates every q.
-    Returns (q-values, None for an untestable hypothesis; the number testable).
+    A hypothesis whose smallest attainable p-value (given its margins) is above its alpha
+    can never be rejected, whatever the others show; it is left out so that it does not
+    inflate every q (a saturated 3/3 → 3/3). The screen reads each hypothesis's own margins
+    only, never the p-values: conditional on the margins the null p-values stay valid, so BH
+    over the kept ones controls the FDR (Gilbert 2005, whose proof needs only that the set is
+    chosen from the margins). Unlike Tarone's smallest K, this screen is monotone: a fifth
+    question dropping 3/3 → 0/3 cannot screen the other four out (Tarone's K = 2 left none).
+    ``alpha``: one level, or one per hypothesis. Returns (q-values, None for an untestable
+    hypothesis; the number testable).
     """
     m = len(pvalues)
-    chosen: list[int] = []
-    for k in range(1, m + 1):
-        chosen = [i for i in range(m) if min_pvalues[i] <= alpha / k]
-        if len(chosen) <= k:
-            break
+    alphas = [alpha] * m if isinstance(alpha, int | float) else list(alpha)
+    chosen = [i for i in range(m) if min_pvalues[i] <= alphas[i] * (1 + 1e-9)]
     q_sub = benjamini_hochberg([pvalues[i] for i in chosen])
     out: list[float | None] = [None] * m
     for i, qv in zip(chosen, q_sub, strict=True):

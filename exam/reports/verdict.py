@@ -7,16 +7,17 @@ Order of precedence (the first that applies):
 
 1. ``hold`` — a question is worse with evidence: one-sided Fisher exact test of "new is
    worse" on answered cells, discrete Benjamini–Hochberg (Gilbert 2005) over the questions
-   that can move, q ≤ alpha, drop ≥ min_effect and ≥ min_answered answered repeats on both
-   sides (per-severity overrides). A regression proven on the cells that did arrive is a "no"
-   whatever the missing cells would have said, so it comes first; the line still says what
-   was missing.
+   that can move (each screened by its own margins and alpha: monotone), q ≤ alpha, drop ≥
+   min_effect and ≥ min_answered answered repeats on both sides (per-severity overrides).
+   A regression proven on the cells that did arrive is a "no" whatever the missing cells
+   would have said, so it comes first; the line still says what was missing.
 2. ``incomplete`` — answered cells of either version below the coverage floor, or a question
    with no answered cell in the new version (nothing arrived; the old version asked it and
    the new one never did; or nothing the new version said could be graded where the old
    version's could): names the questions and why (timeout, blocked, http_error, not_run,
    not_asked, not_graded…), or a critical question that lost most of its cells in the new
-   version (the floor is bank-wide; a critical question is never averaged away), or a run
+   version (the floor is bank-wide; a critical question is never averaged away), or a
+   question in the old version's bank that its runs left out and the new one fails, or a run
    of either version still going (or interrupted) with cells yet to come. Missing data is
    never read as safe.
 3. ``pending`` — needs_human cells of the new version nobody has decided (`exam review`);
@@ -161,6 +162,9 @@ class Question:
     old: Tally
     baseline: Tally  # old, or old pooled with earlier versions (see ``baseline_for``)
     baseline_versions: tuple[str, ...] = ()
+    # in the old version's bank when it ran, and not asked (--only, --category): not a
+    # question new in the bank, and no baseline either
+    old_skipped: bool = False
 
 
 def tally(cells: Iterable[Any], planned: int | None = None) -> Tally:
@@ -215,13 +219,15 @@ def _reasons(t: Tally) -> str:
 
 def decide(questions: Sequence[Question], settings: Settings = Settings(),
            levels: Mapping[str, float] | None = None, figures: bool = True,
-           unfinished: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+           unfinished: Sequence[Mapping[str, Any]] = (),
+           labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The verdict and its evidence.
 
     ``levels`` (case_no → raw p-value threshold) replaces the BH step: `--settle` passes the
     alpha it spends at each look, already divided over the questions that can move.
     ``unfinished``: runs of either version still going or interrupted with cells yet to come
     (``run_id``, ``version``, ``status``, ``arrived``, ``planned``): the verdict waits for them.
+    ``labels``: ``agent``, ``old``, ``new``, for the lines that say what to run.
     """
     comparable = [q for q in questions if q.baseline.answered or q.old.planned]
     rows: list[dict[str, Any]] = []
@@ -236,9 +242,17 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
                      "baseline": {**b.as_dict(), "versions": list(q.baseline_versions)},
                      "old": q.old.as_dict(), "new": n.as_dict(), "p": p, "min_p": min_p,
                      "effect": effect, "q": None, "state": "same"})
-    # Tarone's screen at the most lenient alpha in use; each question then needs q ≤ its own
-    alpha = max([settings.rule_for(r["severity"]).alpha for r in rows] or [settings.rule.alpha])
-    qvalues, testable = discrete_bh([r["p"] for r in rows], [r["min_p"] for r in rows], alpha)
+    # screened by each question's own alpha (its margins only: monotone, see discrete_bh);
+    # each question then needs q ≤ its own alpha
+    # a question with fewer answered repeats than its rule asks can never hold either: the
+    # answered counts are margins too, so leaving it out keeps the screen on margins alone
+    def screen(r: dict[str, Any]) -> float:
+        need = settings.rule_for(r["severity"]).min_answered
+        thin = min(r["baseline"]["answered"], r["new"]["answered"]) < need
+        return 2.0 if thin else r["min_p"]
+
+    qvalues, testable = discrete_bh([r["p"] for r in rows], [screen(r) for r in rows],
+                                    [settings.rule_for(r["severity"]).alpha for r in rows])
     # the repeats-needed figures hold at the Bonferroni bound over every question that could
     # get worse: BH rejects any p ≤ alpha/m, and m testable ≤ this count whatever the new data
     can_drop = sum(1 for r in rows if r["baseline"]["passes"] and r["new"]["planned"]) or 1
@@ -253,7 +267,8 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
         if levels is not None:
             significant = r["case_no"] in levels and r["p"] <= levels[r["case_no"]]
         else:
-            significant = qv is not None and qv <= rule.alpha
+            # exact p-values are rationals: 1e-9 absorbs the float rounding of p × m / rank
+            significant = qv is not None and qv <= rule.alpha * (1 + 1e-9)
         if significant and big and enough:
             r["state"] = "hold"
         elif n_ans and b_ans and b.passes and r["effect"] > 1e-12 and (
@@ -305,9 +320,10 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
                                             | set(old_human)),
                         "old_needs_human": sum(old_human.values()),
                         "next": "exam review" if needs_human else None},
-            "new_questions": sorted(q.case_no for q in questions
-                                    if not q.old.planned and not q.baseline.answered),
-            "tests": rows, "reason": ""}
+            "new_questions": sorted(q.case_no for q in questions if not q.old.planned
+                                    and not q.baseline.answered and not q.old_skipped),
+            "not_asked_in_old": sorted(q.case_no for q in questions if q.old_skipped),
+            "labels": dict(labels or {}), "tests": rows, "reason": ""}
 
 
 def _brief(r: dict[str, Any]) -> dict[str, Any]:
@@ -347,6 +363,11 @@ def _coverage(questions: Sequence[Question], settings: Settings) -> dict[str, An
                 # version reported and this one does not): nothing shows it is not worse
                 named.append({"case_no": q.case_no, "side": side, "arrived": t.arrived,
                               "planned": t.planned, "why": f"{t.not_graded} not_graded"})
+            elif side == "old" and q.old_skipped and not t.planned and q.new.fails:
+                # the old version could have been asked it (it was in its bank) and was not;
+                # the new one fails it: a regression or not, nothing shows which
+                named.append({"case_no": q.case_no, "side": side, "arrived": 0, "planned": 0,
+                              "why": "not_asked"})
             elif side == "old" and _no_baseline(q) and not t.needs_human:
                 # the old version asked it and nothing it said was answered or graded, and the
                 # new one fails it: whether that is a regression is unknown, not "same"
@@ -372,13 +393,38 @@ def _missing(v: dict[str, Any]) -> str:
     parts += [f"{x['side']} {x['answered']}/{x['planned']} cells answered"
               for x in v["incomplete"]["versions"]]
     qs = v["incomplete"]["questions"]
-    shown = ", ".join(f"{x['case_no']} ({x['why']})" for x in qs[:5])
+    labels = v.get("labels") or {}
+    old = labels.get("old", "the old version")
+
+    def why(x: Mapping[str, Any]) -> str:
+        if x["side"] == "old" and x["why"] == "not_asked":
+            return f"not asked in {old}"
+        return x["why"]
+
+    shown = ", ".join(f"{x['case_no']} ({why(x)})" for x in qs[:5])
     more = f" and {len(qs) - 5} more" if len(qs) > 5 else ""
-    return "; ".join(parts + ([f"not answered: {shown}{more}"] if qs else []))
+    skipped = [x["case_no"] for x in qs if x["side"] == "old" and x["why"] == "not_asked"]
+    ask = ([f"ask the old version: exam run {labels['agent']} --version {old} --only "
+            + " --only ".join(skipped)] if skipped and labels.get("agent") else [])
+    return "; ".join(parts + ([f"not answered: {shown}{more}"] if qs else []) + ask)
 
 
 def summary_line(v: dict[str, Any]) -> str:
     """One line saying the verdict and why: the same text in the CLI, LINE and the dashboard."""
+    line = _word_line(v)
+    drift = v.get("rubric_changed") or []
+    if drift:
+        from exam.rubric import describe
+
+        old = (v.get("labels") or {}).get("old", "the old version")
+        line += f"; rubric changed since {old} ran: " + ", ".join(
+            f"{e['case_no']} " + (", ".join(describe(c) for c in e["changes"]) if e["changes"]
+                                  else "(how is not recorded: its run predates schema 12)")
+            for e in drift)
+    return line
+
+
+def _word_line(v: dict[str, Any]) -> str:
     word = v["word"]
     if word == "incomplete":
         return "incomplete: " + _missing(v)
@@ -391,6 +437,16 @@ def summary_line(v: dict[str, Any]) -> str:
                 v["incomplete"].get("runs"):
             line += f"; also incomplete: {_missing(v)}"
         return line
+    if word == "pending" and p_rubric(v) and not v["pending"]["needs_human"]:
+        labels = v.get("labels") or {}
+        o, n = labels.get("old", "the old version"), labels.get("new", "the new version")
+        rested = [e for e in v["rubric_changed"] if e["case_no"] in p_rubric(v)]
+        return ("pending: the ship rests on a rubric loosened since " + o + " ran: " + ", ".join(
+            f"{e['case_no']} under {o}'s rubric {n} is {e['under_old_rubric']['new']} "
+            f"({o} {e['under_old_rubric']['old']}: {e['under_old_rubric']['word']})"
+            for e in rested) + "; a person decides: if the looser rubric is meant, ask "
+            f"{o} again under today's bank and leave out its older runs (exam runs exclude "
+            "RUN --reason …), else put the rubric back")
     if word == "pending":
         p = v["pending"]
         old = p.get("old_needs_human")
@@ -405,6 +461,11 @@ def summary_line(v: dict[str, Any]) -> str:
     return "ship: no question is worse beyond the evidence rule"
 
 
+def p_rubric(v: Mapping[str, Any]) -> list[str]:
+    """Questions whose ship rests on a loosened rubric (``exam.reports.rubric_drift``)."""
+    return list(v.get("pending", {}).get("rubric_loosened") or [])
+
+
 def combine(words: Iterable[str]) -> str:
     """The verdict over several agents: the first by precedence."""
     seen = set(words)
@@ -413,9 +474,11 @@ def combine(words: Iterable[str]) -> str:
 
 def questions_from(cells_by_version: Mapping[str, Mapping[str, list[Any]]],
                    planned: Mapping[str, Mapping[str, int]], meta: Mapping[str, tuple[str, str]],
-                   versions: Sequence[str], old: str, new: str, pool: bool = True
-                   ) -> list[Question]:
-    """Questions from graded cells: case_no → version → cells, planned cells likewise."""
+                   versions: Sequence[str], old: str, new: str, pool: bool = True,
+                   skipped: Iterable[str] = ()) -> list[Question]:
+    """Questions from graded cells: case_no → version → cells, planned cells likewise.
+    ``skipped``: questions in the old version's bank that its runs did not ask."""
+    skipped = set(skipped)
     out = []
     # the history: versions first run before the new one, and the old one whatever its place
     cut = versions.index(new) if new in versions else len(versions)
@@ -437,7 +500,8 @@ def questions_from(cells_by_version: Mapping[str, Mapping[str, list[Any]]],
             new_t = Tally(trouble={"not_asked": old_t.planned})
         base, used = baseline_for(hist, old, pool)
         severity, category = meta[case_no]
-        out.append(Question(case_no, severity, category, new_t, old_t, base, used))
+        out.append(Question(case_no, severity, category, new_t, old_t, base, used,
+                            old_skipped=case_no in skipped and not old_t.planned))
     return out
 
 

@@ -467,3 +467,195 @@ def test_old_needs_human_then_reviewed_decides_the_change(history):
     review.decide(history.store, item, "pass", "tester")
     result = _cli(history, "A", "v1", "v2")
     assert result.exit_code == 1 and "hold: Q-01 3/3 → 0/3" in result.output
+
+
+@pytest.mark.parametrize("severity", ["critical", "major"])
+def test_more_questions_dropping_the_same_way_never_weaken_the_verdict(severity):
+    # one question 3/3 → 0/3 holds; five of them must hold too (Tarone's smallest K screened
+    # all five out: 5 questions could reach alpha, none alpha/2)
+    one = V.decide([q("Q-00", (3, 3), (0, 3), severity)])
+    assert one["word"] == "hold"
+    for k in range(2, 8):
+        many = V.decide([q(f"Q-{i:02d}", (3, 3), (0, 3), severity) for i in range(k)])
+        assert many["word"] == "hold", k
+        assert len(many["hold"]) == k
+
+
+def test_a_fix_on_the_side_does_not_hide_a_hold_among_saturated_guards():
+    # a saturated guard cannot move and never dilutes; a drop among them still holds
+    qs = [q("Q-00", (3, 3), (0, 3))] + [q(f"G-{i}", (3, 3), (3, 3)) for i in range(15)]
+    assert V.decide(qs)["word"] == "hold"
+
+
+def test_more_evidence_never_weakens_a_hold_randomised():
+    """Adding a question at least as strong as a held one keeps every hold (BH's monotony,
+    kept by a screen that reads each question's own margins only)."""
+    rng = random.Random(7)
+    for _ in range(300):
+        qs = []
+        for i in range(rng.randint(1, 6)):
+            on, nn = rng.choice([3, 5, 10]), rng.choice([3, 5, 10])
+            qs.append(q(f"Q-{i:02d}", (rng.randint(0, on), on), (rng.randint(0, nn), nn)))
+        d = V.decide(qs, figures=False)
+        if not d["hold"]:
+            continue
+        strongest = min(d["hold"], key=lambda h: h["p"])
+        t = next(x for x in qs if x.case_no == strongest["case_no"])
+        more = V.decide(qs + [replace_case(t, "Q-99")], figures=False)
+        assert {h["case_no"] for h in d["hold"]} <= {h["case_no"] for h in more["hold"]}
+
+
+def replace_case(question, case_no):
+    return V.Question(case_no, question.severity, question.category, question.new, question.old,
+                      question.baseline, question.baseline_versions)
+
+
+# -- questions OLD skipped (--only, --category) are not new in the bank ---------------------
+
+def _skipped_by_old(history, new_q03):
+    history.bank("A", CASES)
+    history.run("A", "v0", {c: "ppp" for c, _, _ in CASES})
+    history.run("A", "v1", {"Q-01": "ppp", "Q-02": "ppp"})  # --only: Q-03 was in its bank
+    history.run("A", "v2", {"Q-01": "ppp", "Q-02": "ppp", "Q-03": new_q03})
+    return compare.build(regrade(history.store, select_runs(history.store)), "A", "v1", "v2")
+
+
+def test_a_question_old_skipped_and_new_fails_is_incomplete_not_a_new_question(history):
+    r = _skipped_by_old(history, "fff")
+    assert r["verdict"] == "incomplete", r["decision"]["reason"]
+    d = r["decision"]
+    assert d["new_questions"] == [] and d["not_asked_in_old"] == ["Q-03"]
+    assert {"case_no": "Q-03", "side": "old", "arrived": 0, "planned": 0,
+            "why": "not_asked"} in d["incomplete"]["questions"]
+    assert "Q-03 (not asked in v1)" in d["reason"]
+    assert "exam run A --version v1 --only Q-03" in d["reason"]
+    assert [x["case_no"] for x in r["only_new"]] == []
+    assert [x["case_no"] for x in r["not_asked_in_old"]] == ["Q-03"]
+
+
+def test_a_question_old_skipped_that_new_passes_still_ships(history):
+    r = _skipped_by_old(history, "ppp")
+    assert r["verdict"] == "ship", r["decision"]["reason"]
+    assert r["decision"]["new_questions"] == [] and r["decision"]["not_asked_in_old"] == ["Q-03"]
+
+
+def test_a_question_added_after_old_ran_stays_new_when_new_fails_it(history):
+    history.bank("A", CASES[:2])
+    history.run("A", "v1", {"Q-01": "ppp", "Q-02": "ppp"})
+    history.bank("A", CASES)
+    history.run("A", "v2", {"Q-01": "ppp", "Q-02": "ppp", "Q-03": "fff"})
+    r = compare.build(regrade(history.store, select_runs(history.store)), "A", "v1", "v2")
+    assert r["verdict"] == "ship"
+    assert r["decision"]["new_questions"] == ["Q-03"] and r["decision"]["not_asked_in_old"] == []
+
+
+def test_a_run_from_before_banks_were_kept_never_calls_a_skipped_question_new(history):
+    # schema 11 and before kept no bank with a run: whether Q-03 was in v1's bank is unknown,
+    # so it is not called new (a regression could hide there); v2 failing it is incomplete
+    history.bank("A", CASES)
+    v1 = history.run("A", "v1", {"Q-01": "ppp", "Q-02": "ppp"})
+    history.run("A", "v2", {"Q-01": "ppp", "Q-02": "ppp", "Q-03": "fff"})
+    with history.store.tx() as db:
+        from exam.db.schema import run_banks
+        db.execute(run_banks.delete().where(run_banks.c.run_id == v1))
+    r = compare.build(regrade(history.store, select_runs(history.store)), "A", "v1", "v2")
+    assert r["verdict"] == "incomplete" and r["decision"]["not_asked_in_old"] == ["Q-03"]
+
+
+def test_the_cli_names_a_question_old_skipped(history):
+    _skipped_by_old(history, "fff")
+    result = _cli(history, "A", "v1", "v2")
+    assert result.exit_code == 3, result.output
+    assert "Q-03 (not asked in v1)" in result.output
+    assert "not asked in v1 (in its bank): Q-03" in result.output
+
+
+# -- a rubric changed since the baseline ran ------------------------------------------------
+
+def _with_budget(history, tokens):
+    path = history.bank("A", CASES[:2])
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data["questions"][0]["budget"] = {"tokens": tokens}
+    Path(path).write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+
+
+def _loosened(history, new_tokens):
+    _with_budget(history, 1500)
+    history.run("A", "v1", {"Q-01": "ppp", "Q-02": "ppp"})  # 1,000 tokens a reply
+    _with_budget(history, 6000)  # loosened in the same change as the agent
+    history.run("A", "v2", {"Q-01": "ppp", "Q-02": "ppp"},
+                figures={"Q-01": {"tokens": new_tokens}})
+    return compare.build(regrade(history.store, select_runs(history.store)), "A", "v1", "v2")
+
+
+def test_a_budget_loosened_that_the_new_version_needs_is_not_a_silent_ship(history):
+    r = _loosened(history, 5000)
+    d = r["decision"]
+    assert r["verdict"] == "pending", d["reason"]
+    assert d["rubric_changed"] == [{
+        "case_no": "Q-01", "runs": r["old_run_ids"], "recorded": True, "loosened": True,
+        "changes": [{"field": "budget.tokens", "then": 1500, "now": 6000,
+                     "direction": "looser"}],
+        "under_old_rubric": {"new": "0/3", "old": "3/3", "word": "hold"}}]
+    assert d["pending"]["rubric_loosened"] == ["Q-01"]
+    assert "Q-01 budget.tokens 1500 → 6000 (looser)" in d["reason"]
+    assert "under v1's rubric v2 is 0/3" in d["reason"]
+
+
+def test_a_budget_loosened_the_new_version_does_not_need_ships_and_says_so(history):
+    r = _loosened(history, 1200)  # within the old budget too: nothing rests on the loosening
+    d = r["decision"]
+    assert r["verdict"] == "ship", d["reason"]
+    assert d["rubric_changed"][0]["changes"][0]["direction"] == "looser"
+    assert "rubric changed since v1 ran: Q-01 budget.tokens 1500 → 6000 (looser)" in d["reason"]
+
+
+def test_an_agent_budget_loosened_between_the_runs_is_one_rubric_too(history):
+    # the registry's budget is kept with each run and graded with it: v1 under 1,500 tokens,
+    # v2 under 6,000 would be two rubrics; the verdict reads it like a loosened question
+    history.bank("A", CASES[:1])
+    history.run("A", "v1", {"Q-01": "ppp"}, budget={"tokens": 1500})
+    history.run("A", "v2", {"Q-01": "ppp"}, figures={"Q-01": {"tokens": 5000}},
+                budget={"tokens": 6000})
+    r = compare.build(regrade(history.store, select_runs(history.store)), "A", "v1", "v2")
+    assert r["verdict"] == "pending", r["decision"]["reason"]
+    assert "agent budget.tokens 1500 → 6000 (looser)" in r["decision"]["reason"]
+
+
+def test_a_fact_loosened_is_named_with_how(history):
+    history.bank("A", CASES[:1])
+    history.run("A", "v1", {"Q-01": "ppp"})
+    path = history.banks["A"]
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data["questions"][0]["expect_facts"] = ["備貨中|處理中"]
+    Path(path).write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    history.run("A", "v2", {"Q-01": "ppp"})
+    d = compare.build(regrade(history.store, select_runs(history.store)), "A", "v1", "v2")[
+        "decision"]
+    (change,) = d["rubric_changed"][0]["changes"]
+    assert change["field"] == "expect_facts" and change["direction"] == "looser"
+    assert "rubric changed since v1 ran: Q-01 expect_facts" in d["reason"]
+
+
+def test_a_severity_lowered_in_the_same_change_cannot_wave_a_critical_question_through(history):
+    # critical: 2 of 3 repeats timing out is named (incomplete); as minor the floor lets it by
+    history.bank("A", [("Q-01", "c", "critical")] + [(f"Q-{i:02d}", "c", "major")
+                                                     for i in range(2, 22)])
+    history.run("A", "v1", {f"Q-{i:02d}": "ppp" for i in [1, *range(2, 22)]})
+    history.bank("A", [("Q-01", "c", "minor")] + [(f"Q-{i:02d}", "c", "major")
+                                                  for i in range(2, 22)])
+    history.run("A", "v2", {"Q-01": "ptt", **{f"Q-{i:02d}": "ppp" for i in range(2, 22)}})
+    r = compare.build(regrade(history.store, select_runs(history.store)), "A", "v1", "v2")
+    d = r["decision"]
+    assert r["verdict"] == "pending", d["reason"]
+    assert "Q-01 severity \"critical\" → \"minor\" (looser)" in d["reason"]
+    assert d["rubric_changed"][0]["under_old_rubric"]["word"] == "incomplete"
+
+
+def test_a_question_too_thin_to_hold_does_not_dilute_a_hold():
+    # 10/10 → 0/1 can never hold (1 answered repeat < min_answered 3: its margins say so),
+    # so it is screened out like a saturated one and 3/3 → 0/3 still holds
+    qs = [q("Q-00", (3, 3), (0, 3)), q("Q-01", (10, 10), (0, 1), "critical")]
+    d = V.decide(qs)
+    assert d["word"] == "hold" and [h["case_no"] for h in d["hold"]] == ["Q-00"]
+    assert d["questions_testable"] == 1
