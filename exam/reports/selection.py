@@ -2,10 +2,11 @@
 
 A report never reads runs still waiting for their first start (nothing arrived yet) nor
 excluded ones (a person left them out); a run given back to the queue after it started (its
-worker stopped, the store went away for a moment) is read with what arrived, as unfinished; a run asked for by id is read as asked. A version label may cover several runs: every
-one of them counts. A compare reads every version of the agent, not only the two compared: a
-guard's history is evidence. Asking for what is not stored raises one ``SelectionError`` whose
-message every surface shows as it is (CLI exit 2, API 404, a line on the page).
+worker stopped, the store went away for a moment) is read with what arrived, as unfinished;
+a run asked for by id is read as asked. A version label may cover several runs: every one of
+them counts. A compare reads every version of the agent, not only the two compared: a guard's
+history is evidence. Asking for what is not stored raises one ``SelectionError`` whose message
+every surface shows as it is (CLI exit 2, API 404, a line on the page).
 """
 
 from __future__ import annotations
