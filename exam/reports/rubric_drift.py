@@ -37,14 +37,16 @@ def drift(regraded: Regraded, runs: Sequence[Run], cells: Sequence[GradedCell],
     new_runs = sorted((r for r in runs if r.version == new), key=lambda r: r.id)
     if not old_runs or not new_runs:
         return []
-    today = {}
+    today, folds = {}, {}
     for r in new_runs + old_runs:
         bank = regraded.banks.get(r.bank_path)
         if bank is not None:
             for item in bank.items:
                 today.setdefault(item.case_no, item.raw)
+                folds.setdefault(item.case_no, bool(item.question.fold_script))
     now_agent = _agent_budget(new_runs[-1])
     changed_cells = {(c.run_id, c.case_no) for c in cells if c.changed}
+    asked = {(c.run_id, c.case_no) for c in cells}
     out = []
     for case_no in sorted(compared):
         now = today.get(case_no)
@@ -58,14 +60,23 @@ def drift(regraded: Regraded, runs: Sequence[Run], cells: Sequence[GradedCell],
         for r in old_runs:
             kept = regraded.run_banks.get(r.id)
             then = None if kept is None else kept.get("questions", {}).get(case_no)
-            if kept is None:
+            if kept is None:  # a run made before schema 12
                 if (r.id, case_no) in changed_cells:
                     recorded = False
                     differ.append(r.id)
-                continue
+                    continue
+                if (r.id, case_no) not in asked:
+                    continue
+                # its cells were made with today's question (their digest is today's: every
+                # graded field); the agent's budget is kept with every run and read below
+                then = now
             if then is None:
                 continue  # not in that run's bank
             found = rubric.changes(then, now)
+            if kept is not None and bool(kept.get("fold_script")) != folds[case_no]:
+                # the bank-wide option every fact and forbidden phrase is matched with
+                found.append({"field": "options.fold_script", "then": bool(
+                    kept.get("fold_script")), "now": folds[case_no], "direction": "changed"})
             then_agent = _agent_budget(r)
             overridden = set(then.get("budget") or {}) | set(now.get("budget") or {})
             for k in sorted(set(then_agent) | set(now_agent)):
@@ -111,6 +122,18 @@ def _under(cells: Sequence[GradedCell], budget: Mapping[str, float]) -> verdict.
     return verdict.Tally(passes, fails)
 
 
+_RANK = {"hold": 3, "incomplete": 2, "undecided": 1}  # how much a question's reading blocks
+
+
+def _words(decision: Mapping[str, Any]) -> dict[str, str]:
+    """Each question's reading in ``decision``: named incomplete, else its test's state."""
+    out = {t["case_no"]: t["state"] for t in decision["tests"]}
+    for x in decision["incomplete"]["questions"]:
+        if _RANK.get(out.get(x["case_no"], ""), 0) < _RANK["incomplete"]:
+            out[x["case_no"]] = "incomplete"
+    return out
+
+
 def apply(decision: dict[str, Any], entries: list[dict[str, Any]],
           questions: Sequence[verdict.Question], by: Mapping[str, Mapping[str, list[GradedCell]]],
           settings: verdict.Settings, old: str, new: str) -> None:
@@ -142,6 +165,7 @@ def apply(decision: dict[str, Any], entries: list[dict[str, Any]],
         d = verdict.decide(alt, settings, figures=False)
         rows = {t["case_no"]: t for t in d["tests"]}
         named = {x["case_no"] for x in d["incomplete"]["questions"]}
+        now = _words(decision)
         for e in entries:
             t = rows.get(e["case_no"])
             if e["case_no"] not in touched or t is None:
@@ -150,7 +174,9 @@ def apply(decision: dict[str, Any], entries: list[dict[str, Any]],
             e["under_old_rubric"] = {
                 "new": f"{t['new']['passes']}/{t['new']['answered']}",
                 "old": f"{t['baseline']['passes']}/{t['baseline']['answered']}", "word": word}
-            if word in ("hold", "undecided", "incomplete"):
+            # it rests on the loosening when OLD's rubric reads it worse than today's does (a
+            # question undecided either way waits for repeats, not for a person)
+            if _RANK.get(word, 0) > _RANK.get(now.get(e["case_no"], ""), 0):
                 rested.append(e["case_no"])
     decision["rubric_changed"] = entries
     decision["pending"]["rubric_loosened"] = rested

@@ -1,0 +1,77 @@
+"""A rubric changed since the baseline ran: cases the verdict tests in test_verdict.py leave."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from exam.db.schema import run_banks
+from exam.reports import compare
+from exam.reports.regrade import regrade
+from exam.reports.selection import select_runs
+
+CASES = [("Q-01", "c", "major"), ("Q-02", "c", "major")]
+
+
+def _edit(path, change):
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    change(data)
+    Path(path).write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+
+
+def _budget(tokens):
+    def change(data):
+        data["questions"][0]["budget"] = {"tokens": tokens}
+    return change
+
+
+def _compare(history):
+    return compare.build(regrade(history.store, select_runs(history.store)), "A", "v1", "v2")
+
+
+def _forget_bank(history, run_id):
+    """The run as a store from before schema 12 has it: no bank kept with it."""
+    with history.store.tx() as db:
+        db.execute(run_banks.delete().where(run_banks.c.run_id == run_id))
+
+
+def test_an_undecided_question_the_loosening_does_not_touch_stays_undecided(history):
+    # v2 stays within the old budget (1,000 tokens against 1,500): the old budget reads the
+    # question as today's does, 3/3 → 2/3, undecided either way; nothing rests on the
+    # loosening, so the verdict is undecided (more repeats), not pending (a person)
+    _edit(history.bank("A", CASES), _budget(1500))
+    history.run("A", "v1", {"Q-01": "ppp", "Q-02": "ppp"})
+    _edit(history.banks["A"], _budget(6000))
+    history.run("A", "v2", {"Q-01": "ppf", "Q-02": "ppp"})
+    r = _compare(history)
+    d = r["decision"]
+    assert r["verdict"] == "undecided", d["reason"]
+    assert d["pending"]["rubric_loosened"] == []
+    assert "Q-01 budget.tokens 1500 → 6000 (looser)" in d["reason"]
+
+
+def test_an_agent_budget_loosened_since_a_run_from_before_schema_12_is_not_silent(history):
+    # the agent's budget is kept with every run's settings, schema 12 or not: v1 was made
+    # under 1,500 tokens, v2 under 6,000 and needs 5,000; the questions did not change
+    # (their cells' digests are today's), so the loosening is known and read as it is
+    # for a run that kept its bank
+    history.bank("A", CASES[:1])
+    v1 = history.run("A", "v1", {"Q-01": "ppp"}, budget={"tokens": 1500})
+    history.run("A", "v2", {"Q-01": "ppp"}, figures={"Q-01": {"tokens": 5000}},
+                budget={"tokens": 6000})
+    _forget_bank(history, v1)
+    r = _compare(history)
+    assert r["verdict"] == "pending", r["decision"]["reason"]
+    assert "agent budget.tokens 1500 → 6000 (looser)" in r["decision"]["reason"]
+
+
+def test_fold_script_switched_since_old_ran_is_named(history):
+    # a bank-wide option the graders read (Traditional and Simplified Chinese match each
+    # other): every question reads differently since v1 ran
+    history.bank("A", CASES)
+    history.run("A", "v1", {"Q-01": "ppp", "Q-02": "ppp"})
+    _edit(history.banks["A"], lambda d: d.update(options={"fold_script": True}))
+    history.run("A", "v2", {"Q-01": "ppp", "Q-02": "ppp"})
+    d = _compare(history)["decision"]
+    assert [e["case_no"] for e in d["rubric_changed"]] == ["Q-01", "Q-02"], d["reason"]
+    assert "Q-01 options.fold_script false → true (changed)" in d["reason"]
