@@ -417,10 +417,16 @@ def summary_line(v: dict[str, Any]) -> str:
         from exam.rubric import describe
 
         old = (v.get("labels") or {}).get("old", "the old version")
+        # one change to many questions (the agent's budget, a bank-wide option) said once
+        said: dict[str, list[str]] = {}
+        for e in drift:
+            how = (", ".join(describe(c) for c in e["changes"]) if e["changes"]
+                   else "(how is not recorded: its run predates schema 12)")
+            said.setdefault(how, []).append(e["case_no"])
         line += f"; rubric changed since {old} ran: " + ", ".join(
-            f"{e['case_no']} " + (", ".join(describe(c) for c in e["changes"]) if e["changes"]
-                                  else "(how is not recorded: its run predates schema 12)")
-            for e in drift)
+            f"{cases[0]} {how}" if len(cases) == 1 else
+            ", ".join(cases[:5]) + (f" and {len(cases) - 5} more" if len(cases) > 5 else "")
+            + f": {how}" for how, cases in said.items())
     return line
 
 

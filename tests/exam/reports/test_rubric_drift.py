@@ -74,4 +74,18 @@ def test_fold_script_switched_since_old_ran_is_named(history):
     history.run("A", "v2", {"Q-01": "ppp", "Q-02": "ppp"})
     d = _compare(history)["decision"]
     assert [e["case_no"] for e in d["rubric_changed"]] == ["Q-01", "Q-02"], d["reason"]
-    assert "Q-01 options.fold_script false → true (changed)" in d["reason"]
+    assert "Q-01, Q-02: options.fold_script false → true (changed)" in d["reason"]
+
+
+def test_one_change_to_every_question_is_said_once(history):
+    # the registry's budget raised applies to every question: the verdict line says it once,
+    # with the questions it touches, not once per question (200 questions: 200 times)
+    cases = [(f"Q-{i:02d}", "c", "major") for i in range(1, 9)]
+    history.bank("A", cases)
+    history.run("A", "v1", {c: "ppp" for c, _, _ in cases}, budget={"tokens": 1500})
+    history.run("A", "v2", {c: "ppp" for c, _, _ in cases}, budget={"tokens": 6000})
+    d = _compare(history)["decision"]
+    assert len(d["rubric_changed"]) == 8
+    assert d["reason"].count("agent budget.tokens 1500 → 6000 (looser)") == 1, d["reason"]
+    assert ("rubric changed since v1 ran: Q-01, Q-02, Q-03, Q-04, Q-05 and 3 more: agent "
+            "budget.tokens 1500 → 6000 (looser)") in d["reason"]
