@@ -121,7 +121,7 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
                               labels={"agent": agent, "old": old, "new": new})
     rubric_drift.apply(decision, rubric_drift.drift(regraded, runs, cells, old, new,
                                                     {q.case_no for q in questions}),
-                       questions, by, settings, old, new)
+                       questions, by, settings, old, new, regraded, agent)
     tests = {t["case_no"]: t for t in decision["tests"]}
     groups: dict[str, list[dict[str, Any]]] = {k: [] for k in GROUPS}
     for case_no in sorted(by):

@@ -78,6 +78,9 @@ class Regraded:
     # run id → the bank's rubric when the run was made (exam.rubric.snapshot); none for runs
     # made before schema 12
     run_banks: dict[int, dict] = field(default_factory=dict)
+    # the store they were read from, open while the report is built: a compare re-reads the
+    # replies of a question whose rubric changed since the old version ran (rubric_drift)
+    store: Store | None = field(default=None, repr=False, compare=False)
 
     def bank_digests(self) -> dict[str, str]:
         return {b.agent: b.digest for b in self.banks.values()}
@@ -469,7 +472,7 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
             if reviewed:
                 cells[n] = replace(c, checks=checks, verdict=verdict, reviewed=True)
     return Regraded(cells, banks, list(runs), removed, missing,
-                    store.run_banks([r.id for r in runs]))
+                    store.run_banks([r.id for r in runs]), store)
 
 
 def _todays_bank(path: str) -> Bank:

@@ -4,9 +4,11 @@ Every report grades OLD and NEW under today's bank, so a rubric loosened in the 
 as the agent passes both: fair between them, and silent. Here each compared question's
 rubric today is set against the one OLD's runs were made with (kept in ``run_banks``; the
 agent's budget is kept with each run): the verdict names what changed and which way. A
-loosened budget can be checked without the old rubric's grader: NEW's and OLD's figures are
-held against the budget OLD ran under, and when that reading would hold the question (or
-leave it undecided) the ship rests on the loosening, which a person has to accept.
+loosened budget is checked from the stored figures (held against the budget OLD ran under),
+a lowered severity by reading the question at OLD's; any other graded field (facts,
+forbidden phrases, the status, fields, fold_script) by grading OLD's and NEW's replies again
+under the question OLD ran with. When that reading blocks where today's does not, the ship
+rests on the loosening, which a person has to accept.
 """
 
 from __future__ import annotations
@@ -15,11 +17,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from exam import rubric
+from exam.bank import Item, parse_bank
+from exam.errors import ExamError
+from exam.pipeline.reading import reply_of
 from exam.reports import verdict
 from exam.reports.regrade import GradedCell, Regraded
-from exam.store import Run
+from exam.store import Run, Store
+from graders import grade
 
 FIGURES = ("attempts", "model_calls", "tokens", "latency_ms")
+# changes the figures alone cannot read: the replies are graded again under OLD's question
+_NOT_REGRADED = ("budget.", "agent budget.", "severity", "input", "case_no")
+
+
+def _regrade_needed(change: Mapping[str, Any]) -> bool:
+    return not change["field"].startswith(_NOT_REGRADED)
 
 
 def _agent_budget(run: Run) -> dict[str, float]:
@@ -57,6 +69,7 @@ def drift(regraded: Regraded, runs: Sequence[Run], cells: Sequence[GradedCell],
         recorded = True
         loose: dict[str, float] = {}  # figure → the tighter budget OLD ran under
         severity = None  # the stricter severity OLD ran under, when it was lowered since
+        question = None  # OLD's question, when a change needs its replies graded again
         for r in old_runs:
             kept = regraded.run_banks.get(r.id)
             then = None if kept is None else kept.get("questions", {}).get(case_no)
@@ -93,6 +106,9 @@ def drift(regraded: Regraded, runs: Sequence[Run], cells: Sequence[GradedCell],
             for ch in found:
                 if ch not in changes:
                     changes.append(ch)
+            if kept is not None and any(_regrade_needed(ch) for ch in found):
+                question = {"raw": then, "fold": bool(kept.get("fold_script")),
+                            "budget": then_agent, "run": r.id}  # the latest such OLD run
             sev = then.get("severity", "major")
             if rubric.SEVERITIES.get(sev, 2) > rubric.SEVERITIES.get(
                     now.get("severity", "major"), 2):
@@ -104,8 +120,34 @@ def drift(regraded: Regraded, runs: Sequence[Run], cells: Sequence[GradedCell],
         if differ:
             out.append({"case_no": case_no, "runs": differ, "recorded": recorded,
                         "loosened": any(c["direction"] == "looser" for c in changes),
-                        "changes": changes, "_budget": loose, "_severity": severity})
+                        "changes": changes, "_budget": loose, "_severity": severity,
+                        "_question": question})
     return out
+
+
+def _old_item(agent: str, case_no: str, question: Mapping[str, Any]) -> Item:
+    """OLD's question, parsed as its bank had it (``ExamError`` when it no longer parses)."""
+    data = {"agent": agent, "options": {"fold_script": question["fold"]},
+            "questions": [dict(question["raw"])]}
+    bank, problems = parse_bank(data, f"{case_no} as run {question['run']} was made with")
+    if bank is None or len(bank.items) != 1:
+        raise ExamError("; ".join(str(p) for p in problems[:3]) or "no question")
+    return bank.items[0]
+
+
+def _graded_under(store: Store, runs: Mapping[int, Run], cells: Sequence[GradedCell],
+                  item: Item, budget: Mapping[str, float], like: verdict.Tally
+                  ) -> verdict.Tally:
+    """The tally of ``cells`` with each reply graded again under ``item`` and ``budget`` (OLD's
+    question and agent budget); what did not arrive stays as ``like`` has it."""
+    want = {(c.run_id, c.case_no, c.repeat) for c in cells if c.run_status == "ok"}
+    counts = {"pass": 0, "fail": 0, "needs_human": 0, "not_graded": 0}
+    for row in store.cells(sorted({c.run_id for c in cells})):
+        if (row.run_id, row.case_no, row.repeat) in want:
+            g = grade(item.question, reply_of(store, runs[row.run_id], row, item), budget=budget)
+            counts[g.verdict if g.verdict in counts else "not_graded"] += 1
+    return verdict.Tally(counts["pass"], counts["fail"], counts["needs_human"],
+                         counts["not_graded"], like.trouble)
 
 
 def _under(cells: Sequence[GradedCell], budget: Mapping[str, float]) -> verdict.Tally:
@@ -136,20 +178,47 @@ def _words(decision: Mapping[str, Any]) -> dict[str, str]:
 
 def apply(decision: dict[str, Any], entries: list[dict[str, Any]],
           questions: Sequence[verdict.Question], by: Mapping[str, Mapping[str, list[GradedCell]]],
-          settings: verdict.Settings, old: str, new: str) -> None:
-    """Name the drift in ``decision``; a ship (or undecided) that rests on a loosened budget or
-    a lowered severity becomes ``pending``: read under what OLD ran with, the verdict would
-    not ship (the figures against OLD's budget, the question at OLD's severity)."""
-    loose = {e["case_no"]: (e.pop("_budget"), e.pop("_severity")) for e in entries}
+          settings: verdict.Settings, old: str, new: str, regraded: Regraded | None = None,
+          agent: str = "") -> None:
+    """Name the drift in ``decision``; a ship (or undecided) that rests on a loosened rubric
+    becomes ``pending``: read under what OLD ran with, the verdict would not ship (the
+    figures against OLD's budget, the question at OLD's severity, and where a fact, a
+    forbidden phrase, the expected status, a field or the bank's fold_script changed, each
+    reply of OLD and NEW graded again under OLD's question)."""
+    loose = {e["case_no"]: (e.pop("_budget"), e.pop("_severity"), e.pop("_question"))
+             for e in entries}
+    store = regraded.store if regraded is not None else None
+    runs = {r.id: r for r in regraded.runs} if regraded is not None else {}
     alt, touched = [], set()
     for q in questions:
-        budget, severity = loose.get(q.case_no, ({}, None))
-        if not budget and not severity:
+        budget, severity, question = loose.get(q.case_no, ({}, None, None))
+        if not budget and not severity and not question:
             alt.append(q)
             continue
         touched.add(q.case_no)
         new_t, old_t, base = q.new, q.old, q.baseline
-        if budget:
+        item = None
+        if question:
+            entry = next(e for e in entries if e["case_no"] == q.case_no)
+            try:
+                if store is None:
+                    raise ExamError("the replies were not read from a store")
+                item = _old_item(agent, q.case_no, question)
+            except ExamError as exc:  # named, never read as the old rubric's grade
+                entry["not_regraded"] = str(exc)
+                if not budget and not severity:
+                    touched.discard(q.case_no)
+                    alt.append(q)
+                    continue
+        if item is not None:
+            cells = by.get(q.case_no, {})
+            new_t = _graded_under(store, runs, cells.get(new, []), item, question["budget"],
+                                  q.new)
+            old_t = _graded_under(store, runs, cells.get(old, []), item, question["budget"],
+                                  q.old)
+            base = verdict.Tally(old_t.passes, old_t.fails)
+            budget = {}  # OLD's question and agent budget were graded with the replies
+        elif budget:
             n = _under(by.get(q.case_no, {}).get(new, []), budget)
             o = _under(by.get(q.case_no, {}).get(old, []), budget)
             new_t = verdict.Tally(n.passes, n.fails, q.new.needs_human, q.new.not_graded,
@@ -158,8 +227,8 @@ def apply(decision: dict[str, Any], entries: list[dict[str, Any]],
                                   q.old.trouble)
             base = verdict.Tally(o.passes, o.fails)
         alt.append(verdict.Question(q.case_no, severity or q.severity, q.category, new_t,
-                                    old_t, base, q.baseline_versions if not budget else (old,),
-                                    q.old_skipped))
+                                    old_t, base, q.baseline_versions
+                                    if not budget and item is None else (old,), q.old_skipped))
     rested = []
     if touched:
         d = verdict.decide(alt, settings, figures=False)

@@ -89,3 +89,60 @@ def test_one_change_to_every_question_is_said_once(history):
     assert d["reason"].count("agent budget.tokens 1500 → 6000 (looser)") == 1, d["reason"]
     assert ("rubric changed since v1 ran: Q-01, Q-02, Q-03, Q-04, Q-05 and 3 more: agent "
             "budget.tokens 1500 → 6000 (looser)") in d["reason"]
+
+
+def _loosen_words(data):
+    # today's rubric asks only for "答案" and forbids nothing: the old one asked for 備貨中
+    # and forbade 已出貨
+    q = data["questions"][0]
+    q["expect_facts"], q["expect_forbidden"] = ["答案"], []
+
+
+def test_a_fact_and_a_forbidden_phrase_loosened_with_the_change_are_read_under_the_old_rubric(
+        history):
+    # v2 says 已出貨 three times out of three, which v1's rubric forbade; the same change
+    # dropped the phrase from the bank, so today's rubric passes both versions. Graded again
+    # under the question v1 was made with, v2 is 0/3 against 3/3: the ship rests on the
+    # loosening, and a person decides
+    history.bank("A", CASES[:1])
+    history.run("A", "v1", {"Q-01": "ppp"})
+    _edit(history.banks["A"], _loosen_words)
+    history.run("A", "v2", {"Q-01": "fff"})
+    r = _compare(history)
+    d = r["decision"]
+    assert r["verdict"] == "pending", d["reason"]
+    assert d["pending"]["rubric_loosened"] == ["Q-01"]
+    (entry,) = d["rubric_changed"]
+    assert entry["under_old_rubric"] == {"new": "0/3", "old": "3/3", "word": "hold"}
+    assert "expect_forbidden" in d["reason"] and "pending: the ship rests on" in d["reason"]
+
+
+def test_a_loosened_rubric_the_new_version_still_meets_ships_and_says_so(history):
+    # the same loosening, and v2 still answers as v1's rubric asked: no false alarm
+    history.bank("A", CASES[:1])
+    history.run("A", "v1", {"Q-01": "ppp"})
+    _edit(history.banks["A"], _loosen_words)
+    history.run("A", "v2", {"Q-01": "ppp"})
+    r = _compare(history)
+    d = r["decision"]
+    assert r["verdict"] == "ship", d["reason"]
+    assert d["rubric_changed"][0]["under_old_rubric"]["new"] == "3/3"
+    assert "rubric changed since v1 ran: Q-01" in d["reason"]
+
+
+def test_an_old_question_that_no_longer_parses_is_named_not_read_as_a_grade(history):
+    # a bank kept by an older agent-exam whose question today's parser refuses: the change is
+    # named, and why it was not graded again; nothing is made up for it
+    history.bank("A", CASES[:1])
+    v1 = history.run("A", "v1", {"Q-01": "ppp"})
+    with history.store.tx() as db:
+        row = db.execute(run_banks.select().where(run_banks.c.run_id == v1)).one()
+        kept = json.loads(row.questions)
+        kept["questions"]["Q-01"]["expect_facts"] = "備貨中"  # not a list: refused today
+        db.execute(run_banks.update().where(run_banks.c.run_id == v1)
+                   .values(questions=json.dumps(kept, ensure_ascii=False)))
+    history.run("A", "v2", {"Q-01": "ppp"})
+    d = _compare(history)["decision"]
+    (entry,) = d["rubric_changed"]
+    assert "expect_facts" in entry["not_regraded"]
+    assert "under_old_rubric" not in entry
