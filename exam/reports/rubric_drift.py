@@ -135,19 +135,29 @@ def _old_item(agent: str, case_no: str, question: Mapping[str, Any]) -> Item:
     return bank.items[0]
 
 
-def _graded_under(store: Store, runs: Mapping[int, Run], cells: Sequence[GradedCell],
-                  item: Item, budget: Mapping[str, float], like: verdict.Tally
-                  ) -> verdict.Tally:
-    """The tally of ``cells`` with each reply graded again under ``item`` and ``budget`` (OLD's
-    question and agent budget); what did not arrive stays as ``like`` has it."""
-    want = {(c.run_id, c.case_no, c.repeat) for c in cells if c.run_status == "ok"}
-    counts = {"pass": 0, "fail": 0, "needs_human": 0, "not_graded": 0}
-    for row in store.cells(sorted({c.run_id for c in cells})):
-        if (row.run_id, row.case_no, row.repeat) in want:
-            g = grade(item.question, reply_of(store, runs[row.run_id], row, item), budget=budget)
-            counts[g.verdict if g.verdict in counts else "not_graded"] += 1
-    return verdict.Tally(counts["pass"], counts["fail"], counts["needs_human"],
-                         counts["not_graded"], like.trouble)
+class _Stored:
+    """The stored cells of OLD's and NEW's runs, read once for every question graded again
+    (a bank-wide change touches every question)."""
+
+    def __init__(self, store: Store, run_ids: Sequence[int]) -> None:
+        self.store, self.run_ids, self.rows = store, sorted(set(run_ids)), None
+
+    def graded_under(self, runs: Mapping[int, Run], cells: Sequence[GradedCell], item: Item,
+                     budget: Mapping[str, float], like: verdict.Tally) -> verdict.Tally:
+        """The tally of ``cells`` with each reply graded again under ``item`` and ``budget``
+        (OLD's question and agent budget); what did not arrive stays as ``like`` has it."""
+        if self.rows is None:
+            self.rows = {(r.run_id, r.case_no, r.repeat): r
+                         for r in self.store.cells(self.run_ids)}
+        counts = {"pass": 0, "fail": 0, "needs_human": 0, "not_graded": 0}
+        for c in cells:
+            row = self.rows.get((c.run_id, c.case_no, c.repeat))
+            if c.run_status == "ok" and row is not None:
+                g = grade(item.question, reply_of(self.store, runs[row.run_id], row, item),
+                          budget=budget)
+                counts[g.verdict if g.verdict in counts else "not_graded"] += 1
+        return verdict.Tally(counts["pass"], counts["fail"], counts["needs_human"],
+                             counts["not_graded"], like.trouble)
 
 
 def _under(cells: Sequence[GradedCell], budget: Mapping[str, float]) -> verdict.Tally:
@@ -189,6 +199,8 @@ def apply(decision: dict[str, Any], entries: list[dict[str, Any]],
              for e in entries}
     store = regraded.store if regraded is not None else None
     runs = {r.id: r for r in regraded.runs} if regraded is not None else {}
+    stored = None if store is None else _Stored(store, [
+        r.id for r in runs.values() if r.version in (old, new) and r.agent == agent])
     alt, touched = [], set()
     for q in questions:
         budget, severity, question = loose.get(q.case_no, ({}, None, None))
@@ -201,7 +213,7 @@ def apply(decision: dict[str, Any], entries: list[dict[str, Any]],
         if question:
             entry = next(e for e in entries if e["case_no"] == q.case_no)
             try:
-                if store is None:
+                if stored is None:
                     raise ExamError("the replies were not read from a store")
                 item = _old_item(agent, q.case_no, question)
             except ExamError as exc:  # named, never read as the old rubric's grade
@@ -212,10 +224,10 @@ def apply(decision: dict[str, Any], entries: list[dict[str, Any]],
                     continue
         if item is not None:
             cells = by.get(q.case_no, {})
-            new_t = _graded_under(store, runs, cells.get(new, []), item, question["budget"],
-                                  q.new)
-            old_t = _graded_under(store, runs, cells.get(old, []), item, question["budget"],
-                                  q.old)
+            new_t = stored.graded_under(runs, cells.get(new, []), item, question["budget"],
+                                        q.new)
+            old_t = stored.graded_under(runs, cells.get(old, []), item, question["budget"],
+                                        q.old)
             base = verdict.Tally(old_t.passes, old_t.fails)
             budget = {}  # OLD's question and agent budget were graded with the replies
         elif budget:
