@@ -531,6 +531,14 @@ def test_a_question_old_skipped_and_new_fails_is_incomplete_not_a_new_question(h
     assert "exam run A --version v1 --only Q-03" in d["reason"]
     assert [x["case_no"] for x in r["only_new"]] == []
     assert [x["case_no"] for x in r["not_asked_in_old"]] == ["Q-03"]
+    # the page (the dashboard's and the HTML report's) says the same, with what to run
+    from exam.reports.formats import render
+
+    page = render("compare", r, "html")
+    assert "Q-03: not asked in v1, though in its bank when it ran" in page
+    assert "<code>exam run A --version v1 --only Q-03</code>" in page
+    assert "Not asked in v1 (in its bank when it ran): Q-03" in page
+    assert "0/0 arrived" not in page
 
 
 def test_a_question_old_skipped_that_new_passes_still_ships(history):
