@@ -95,3 +95,21 @@ def test_deployment_md_states_the_current_schema_version():
     stated = re.findall(r"schema version (\d+)", text) + re.findall(r'"schema": (\d+)', text)
     assert stated, "deployment.md no longer shows the schema version migrate and /healthz print"
     assert set(stated) == {str(SCHEMA_VERSION)}, (stated, SCHEMA_VERSION)
+
+
+def test_the_install_steps_copy_the_banks_again_in_place_when_run_again(tmp_path):
+    # `cp -r bank /etc/agent-exam/bank` run a second time (new banks deployed the way they
+    # were installed) wrote /etc/agent-exam/bank/bank/ and left every old bank in use
+    import subprocess
+
+    block = re.search(r"## 1\. Install.*?```sh\n(.*?)```", DOCS["deployment.md"], re.S).group(1)
+    lines = [line.split("#")[0].replace("sudo ", "").replace("/etc/agent-exam", str(tmp_path))
+             for line in block.splitlines() if "/etc/agent-exam" in line]
+    assert any("bank" in line for line in lines), "section 1 no longer copies the banks"
+    script = "set -e\n" + "\n".join(lines)
+    subprocess.run(["bash", "-c", script], cwd=ROOT, check=True)
+    (tmp_path / "bank" / "W1.json").write_text("{}")  # the bank as it was before an edit
+    subprocess.run(["bash", "-c", script], cwd=ROOT, check=True)
+    installed = {p.relative_to(tmp_path / "bank").as_posix() for p in (tmp_path / "bank").rglob("*")}
+    assert installed == {p.name for p in (ROOT / "bank").glob("*.json")}
+    assert (tmp_path / "bank" / "W1.json").read_bytes() == (ROOT / "bank" / "W1.json").read_bytes()

@@ -57,3 +57,41 @@ def test_the_demo_bank_is_installed_where_exam_demo_looks_for_it(tmp_path, monke
     (prefix / SHARED_BANK).mkdir(parents=True)
     monkeypatch.setattr(sysconfig, "get_path", lambda name, scheme=None: str(prefix))
     assert demo_bank_dir(tmp_path / "site-packages") == prefix / SHARED_BANK
+
+
+def wheel_files(source: Path, into: Path) -> set[str]:
+    """Build a wheel of ``source`` as `pip install /path/to/agent-exam` does, and list it."""
+    import subprocess
+    import sys
+    import zipfile
+
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                    "--wheel-dir", str(into), str(source)], check=True, capture_output=True)
+    (wheel,) = into.glob("*.whl")
+    with zipfile.ZipFile(wheel) as zipped:
+        return set(zipped.namelist())
+
+
+def test_a_file_removed_from_the_checkout_is_not_installed_by_the_next_pip_install(tmp_path):
+    # pip builds in the checkout, and setuptools copies into build/lib without ever emptying it:
+    # an upgrade from the same clone (docs/deployment.md section 8) shipped a migration or
+    # module deleted since the last install, beside its successor
+    import shutil
+
+    source = tmp_path / "agent-exam"
+    source.mkdir()
+    for name in ("exam", "graders", "bank"):
+        shutil.copytree(ROOT / name, source / name,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md", "setup.py"):
+        if (ROOT / name).exists():
+            shutil.copy(ROOT / name, source / name)
+    gone = source / "exam" / "db" / "migrations" / "versions" / "0099_removed_later.py"
+    gone.write_text('"""A migration this version has and the next one does not."""\n')
+
+    first = wheel_files(source, tmp_path / "first")
+    assert "exam/db/migrations/versions/0099_removed_later.py" in first
+    gone.unlink()
+    second = wheel_files(source, tmp_path / "second")
+    assert "exam/db/migrations/versions/0099_removed_later.py" not in second
+    assert "exam/db/migrations/versions/0007_baseline.py" in second

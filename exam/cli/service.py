@@ -35,7 +35,7 @@ def worker_cmd(once, host_id, lease_s, agents, db) -> None:
     lease_s = lease_s or LEASE_S
     if host_id:  # the store names run owners by it (exam.store.host_id)
         os.environ["EXAM_HOST_ID"] = host_id
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     if once:
         store = open_store(db)
         run_id = work_once(store, agents, lease_s)

@@ -170,7 +170,9 @@ def test_dashboard_review_page(history):
     client = app.test_client()
     page = client.get("/review").get_data(as_text=True)
     assert "same reply in 2 cells" in page and "<mark>已出貨</mark>" in page and "v7" in page
-    assert "v7" not in client.get("/review?blind=1").get_data(as_text=True)
+    blind = client.get("/review?blind=1").get_data(as_text=True)
+    # a random CSRF token holds "v7" now and then (about one page in 50): not the version
+    assert "v7" not in re.sub(r'name="csrf_token" value="[^"]*"', "", blind)
     key = queue(history)[0].key
     token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
     resp = client.post("/review", data={"key": key, "decision": "pass", "reviewer": "Mei",

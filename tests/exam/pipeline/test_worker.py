@@ -165,3 +165,31 @@ def test_a_run_given_back_is_not_claimed_again_at_once(tmp_path, caplog, monkeyp
     assert len(claims) == 4
     assert waits == [5.0, 10.0, 20.0, 40.0]  # backing off, as for a store that cannot be used
     assert caplog.text.count("run 7 was given back to the queue") == 1
+
+
+def test_the_worker_log_names_the_level_of_each_line(tmp_path):
+    """An operator looks for a worker's trouble by level (journalctl, a log shipper), as in the
+    service's gunicorn log: a failed run was an ERROR printed like every INFO line."""
+    import subprocess
+    import sys
+
+    from tests.processes import ROOT, exam_env
+
+    db = str(tmp_path / "exam.db")
+    registry = tmp_path / "agents.yaml"
+    registry.write_text("agents: {}\n")
+    store = Store(db)
+    try:
+        run_id = store.create_run(agent="Gone", version="v2", bank_path="Gone.json",
+                                  bank_digest="d", repeats=1, plan=[("G-01", "q")],
+                                  settings={}, status="queued")
+    finally:
+        store.close()
+    done = subprocess.run([sys.executable, "-m", "exam", "worker", "--once"],
+                          env=exam_env(db, registry), cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    lines = done.stderr.splitlines()
+    assert any(f" ERROR exam.pipeline.worker run {run_id} failed: " in line for line in lines), \
+        done.stderr
+    assert any(f" INFO exam.pipeline.worker run {run_id}: Gone v2 claimed" in line
+               for line in lines), done.stderr

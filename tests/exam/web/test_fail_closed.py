@@ -222,6 +222,34 @@ def test_behind_a_trusted_proxy_the_forwarded_scheme_decides(tmp_path, registry_
     assert "Secure" in session_cookie(resp)
 
 
+def nginx_headers(browser_host: str) -> dict[str, str]:
+    """The headers deployment.md's nginx snippet sets, for a browser that asked for
+    ``https://<browser_host>/`` (host and port, as the browser's Host header carries it)."""
+    from tests.conftest import ROOT
+
+    doc = (ROOT / "docs" / "deployment.md").read_text(encoding="utf-8")
+    snippet = re.search(r"```nginx\n(.*?)```", doc, re.S).group(1)
+    nginx = {"$host": browser_host.split(":")[0], "$http_host": browser_host,  # nginx's meaning
+             "$scheme": "https", "$proxy_add_x_forwarded_for": "203.0.113.9"}
+    return {name: nginx[value] for name, value in
+            re.findall(r"proxy_set_header\s+(\S+)\s+(\S+);", snippet)}
+
+
+@pytest.mark.parametrize("public", ["exam.example.com", "exam.example.com:8443"])
+def test_a_dashboard_form_works_behind_the_documented_nginx_on_any_port(tmp_path, registry_path,
+                                                                         public):
+    # nginx's $host drops the port: on 8443 every form was refused as sent from another site
+    app = create_app({"API_TOKEN": TOKEN, "DB": str(tmp_path / "exam.db"),
+                      "AGENTS": str(registry_path), "TRUSTED_PROXIES": 1})
+    client = app.test_client()
+    headers = nginx_headers(public)
+    form = token_of(client.get("/login", headers=headers).get_data(as_text=True))
+    resp = client.post("/login", data={"token": TOKEN, "csrf_token": form},
+                       headers={**headers, "Origin": f"https://{public}"})
+    assert resp.status_code == 302, resp.get_data(as_text=True)[-300:]
+    assert resp.headers["Location"] in ("/", f"https://{public}/")
+
+
 def test_forwarded_headers_are_ignored_without_a_trusted_proxy(client):
     resp = client.get("/login", headers={"X-Forwarded-Proto": "https"})
     assert "Secure" not in session_cookie(resp)
