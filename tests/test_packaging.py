@@ -83,7 +83,7 @@ def test_a_file_removed_from_the_checkout_is_not_installed_by_the_next_pip_insta
     for name in ("exam", "graders", "bank"):
         shutil.copytree(ROOT / name, source / name,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for name in ("pyproject.toml", "README.md", "setup.py"):
+    for name in ("pyproject.toml", "README.md"):
         if (ROOT / name).exists():
             shutil.copy(ROOT / name, source / name)
     gone = source / "exam" / "db" / "migrations" / "versions" / "0099_removed_later.py"

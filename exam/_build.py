@@ -1,4 +1,6 @@
-"""What pyproject.toml cannot say: every build starts from an empty ``build/lib``.
+"""A build step pyproject.toml names (``[tool.setuptools.cmdclass]``): every build starts
+from an empty ``build/lib``. Used by setuptools when the package is built, never imported by
+agent-exam itself.
 
 pip builds a wheel inside the checkout, and setuptools copies the sources into ``build/lib``
 without ever emptying it: a module or migration deleted since the last ``pip install`` from
@@ -7,7 +9,6 @@ the same clone (an upgrade, docs/deployment.md section 8) would still be install
 
 import shutil
 
-from setuptools import setup
 from setuptools.command.build_py import build_py
 
 
@@ -17,5 +18,3 @@ class FreshBuildPy(build_py):
             shutil.rmtree(self.build_lib, ignore_errors=True)
         super().run()
 
-
-setup(cmdclass={"build_py": FreshBuildPy})
