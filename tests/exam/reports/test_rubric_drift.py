@@ -219,3 +219,19 @@ def test_a_reply_a_person_decided_under_todays_rubric_is_not_asked_again(history
     r = _compare(history)
     assert r["verdict"] == "ship", r["decision"]["reason"]
     assert r["decision"]["rubric_changed"][0]["under_old_rubric"]["new"] == "3/3"
+
+
+def test_a_pending_for_review_also_names_the_ship_resting_on_a_loosening(history):
+    # Q-02 waits for a person today, Q-01 rests on a forbidden phrase dropped: the line said
+    # only "run exam review", and after the review the verdict was still pending
+    history.bank("A", CASES)
+    history.run("A", "v1", {"Q-01": "ppp", "Q-02": "ppp"})
+    _edit(history.banks["A"], _loosen_words)
+    history.run("A", "v2", {"Q-01": "fff", "Q-02": "hhh"})
+    r = _compare(history)
+    d = r["decision"]
+    assert r["verdict"] == "pending", d["reason"]
+    assert d["pending"]["rubric_loosened"] == ["Q-01"]
+    assert "exam review" in d["reason"]
+    assert "also the ship rests on a rubric loosened since v1 ran: Q-01" in d["reason"], \
+        d["reason"]
