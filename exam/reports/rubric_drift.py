@@ -31,7 +31,9 @@ _NOT_REGRADED = ("budget.", "agent budget.", "severity", "input", "case_no")
 
 
 def _regrade_needed(change: Mapping[str, Any]) -> bool:
-    return not change["field"].startswith(_NOT_REGRADED)
+    """A change only grading again can read. A stricter one is left: every reply today's
+    rubric passes met OLD's too, so no ship can rest on it."""
+    return not change["field"].startswith(_NOT_REGRADED) and change["direction"] != "stricter"
 
 
 def _agent_budget(run: Run) -> dict[str, float]:
@@ -70,6 +72,7 @@ def drift(regraded: Regraded, runs: Sequence[Run], cells: Sequence[GradedCell],
         loose: dict[str, float] = {}  # figure → the tighter budget OLD ran under
         severity = None  # the stricter severity OLD ran under, when it was lowered since
         question = None  # OLD's question, when a change needs its replies graded again
+        rewritten = False  # the input changed: OLD's replies answer another question
         for r in old_runs:
             kept = regraded.run_banks.get(r.id)
             then = None if kept is None else kept.get("questions", {}).get(case_no)
@@ -106,6 +109,7 @@ def drift(regraded: Regraded, runs: Sequence[Run], cells: Sequence[GradedCell],
             for ch in found:
                 if ch not in changes:
                     changes.append(ch)
+            rewritten = rewritten or any(ch["field"] == "input" for ch in found)
             if kept is not None and any(_regrade_needed(ch) for ch in found):
                 question = {"raw": then, "fold": bool(kept.get("fold_script")),
                             "budget": then_agent, "run": r.id}  # the latest such OLD run
@@ -118,10 +122,15 @@ def drift(regraded: Regraded, runs: Sequence[Run], cells: Sequence[GradedCell],
                 if k in FIGURES and (now_eff.get(k) is None or now_eff[k] > limit):
                     loose[k] = min(limit, loose.get(k, limit))
         if differ:
-            out.append({"case_no": case_no, "runs": differ, "recorded": recorded,
-                        "loosened": any(c["direction"] == "looser" for c in changes),
-                        "changes": changes, "_budget": loose, "_severity": severity,
-                        "_question": question})
+            entry = {"case_no": case_no, "runs": differ, "recorded": recorded,
+                     "loosened": any(c["direction"] == "looser" for c in changes),
+                     "changes": changes, "_budget": loose, "_severity": severity,
+                     "_question": None if rewritten else question}
+            if rewritten and question is not None:
+                # NEW's replies answer today's input: OLD's facts say nothing of them
+                entry["not_regraded"] = ("its input changed since OLD ran: the replies answer "
+                                         "another question than OLD's rubric was written for")
+            out.append(entry)
     return out
 
 
@@ -154,8 +163,11 @@ class _Stored:
             row = self.rows.get((c.run_id, c.case_no, c.repeat))
             if c.run_status == "ok" and row is not None:
                 g = grade(item.question, reply_of(self.store, runs[row.run_id], row, item),
-                          budget=budget)
-                counts[g.verdict if g.verdict in counts else "not_graded"] += 1
+                          budget=budget).verdict
+                if g == "needs_human" and c.reviewed and c.verdict in ("pass", "fail"):
+                    # a person decided this reply under today's rubric: not asked again
+                    g = c.verdict
+                counts[g if g in counts else "not_graded"] += 1
         return verdict.Tally(counts["pass"], counts["fail"], counts["needs_human"],
                              counts["not_graded"], like.trouble)
 
@@ -174,15 +186,19 @@ def _under(cells: Sequence[GradedCell], budget: Mapping[str, float]) -> verdict.
     return verdict.Tally(passes, fails)
 
 
-_RANK = {"hold": 3, "incomplete": 2, "undecided": 1}  # how much a question's reading blocks
+# how much a question's reading blocks, in the verdict's precedence
+_RANK = {"hold": 4, "incomplete": 3, "pending": 2, "undecided": 1}
 
 
 def _words(decision: Mapping[str, Any]) -> dict[str, str]:
-    """Each question's reading in ``decision``: named incomplete, else its test's state."""
+    """Each question's reading in ``decision``: named incomplete, else left to a person
+    (needs_human), else its test's state."""
     out = {t["case_no"]: t["state"] for t in decision["tests"]}
-    for x in decision["incomplete"]["questions"]:
-        if _RANK.get(out.get(x["case_no"], ""), 0) < _RANK["incomplete"]:
-            out[x["case_no"]] = "incomplete"
+    marks = [(x["case_no"], "incomplete") for x in decision["incomplete"]["questions"]]
+    marks += [(case_no, "pending") for case_no in decision["pending"]["questions"]]
+    for case_no, word in marks:
+        if _RANK.get(out.get(case_no, ""), 0) < _RANK[word]:
+            out[case_no] = word
     return out
 
 
@@ -245,15 +261,16 @@ def apply(decision: dict[str, Any], entries: list[dict[str, Any]],
     if touched:
         d = verdict.decide(alt, settings, figures=False)
         rows = {t["case_no"]: t for t in d["tests"]}
-        named = {x["case_no"] for x in d["incomplete"]["questions"]}
-        now = _words(decision)
+        then, now = _words(d), _words(decision)
         for e in entries:
             t = rows.get(e["case_no"])
             if e["case_no"] not in touched or t is None:
                 continue
-            word = "incomplete" if e["case_no"] in named else t["state"]
+            word = then[e["case_no"]]
+            human = t["new"].get("needs_human") or 0
             e["under_old_rubric"] = {
-                "new": f"{t['new']['passes']}/{t['new']['answered']}",
+                "new": f"{t['new']['passes']}/{t['new']['answered']}"
+                       + (f", {human} left to a person" if human else ""),
                 "old": f"{t['baseline']['passes']}/{t['baseline']['answered']}", "word": word}
             # it rests on the loosening when OLD's rubric reads it worse than today's does (a
             # question undecided either way waits for repeats, not for a person)

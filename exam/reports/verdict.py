@@ -456,9 +456,13 @@ def _word_line(v: dict[str, Any]) -> str:
     if word == "pending":
         p = v["pending"]
         old = p.get("old_needs_human")
+        rested = p_rubric(v)  # a review alone does not settle these
+        also = ("; also the ship rests on a rubric loosened since "
+                + (v.get("labels") or {}).get("old", "the old version") + " ran: "
+                + ", ".join(rested) if rested else "")
         return (f"pending: {p['needs_human']} needs_human cell(s) in {', '.join(p['questions'])}"
                 + (f" ({old} of the old version's, its only baseline for a question the new "
-                   "one fails)" if old else "") + " decide it: run exam review")
+                   "one fails)" if old else "") + " decide it: run exam review" + also)
     if word == "undecided":
         return "undecided: " + ", ".join(
             f"{u['case_no']} {u['old']} → {u['new']}"

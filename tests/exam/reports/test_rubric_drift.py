@@ -146,3 +146,92 @@ def test_an_old_question_that_no_longer_parses_is_named_not_read_as_a_grade(hist
     (entry,) = d["rubric_changed"]
     assert "expect_facts" in entry["not_regraded"]
     assert "under_old_rubric" not in entry
+
+
+def test_a_rubric_only_tightened_is_not_read_as_a_loosening(history):
+    # a fact added is stricter: every reply today's rubric passes met v1's too, so no ship can
+    # rest on the change. v1 lacked the new fact and v2 now says 已出貨: both fail today's
+    # rubric (0/3 → 0/3); v1's rubric read 3/3 → 0/3 and the verdict said "pending: the ship
+    # rests on a rubric loosened" of a rubric nobody loosened
+    history.bank("A", CASES[:1])
+    history.run("A", "v1", {"Q-01": "ppp"})
+    _edit(history.banks["A"], lambda d: d["questions"][0].update(expect_facts=["備貨中", "預計"]))
+    history.run("A", "v2", {"Q-01": "fff"})
+    r = _compare(history)
+    d = r["decision"]
+    assert r["verdict"] == "ship", d["reason"]
+    assert d["pending"]["rubric_loosened"] == []
+    assert "loosened" not in d["reason"]
+    assert "Q-01 expect_facts" in d["reason"] and "(stricter)" in d["reason"]
+
+
+def test_a_question_whose_input_changed_is_not_graded_again_under_the_old_one(history):
+    # the question was rewritten: a new input, and the facts and forbidden phrases for it. v2's
+    # replies answer the new input; graded under v1's question (another question's facts) they
+    # failed 0/3 against 3/3 and the verdict was pending on a loosening that is not one
+    history.bank("A", CASES[:1])
+    history.run("A", "v1", {"Q-01": "ppp"})
+
+    def rewrite(data):
+        q = data["questions"][0]
+        q["input"], q["expect_facts"], q["expect_forbidden"] = {"question": "訂單?"}, ["答案"], []
+    _edit(history.banks["A"], rewrite)
+    history.run("A", "v2", {"Q-01": "fff"})
+    r = _compare(history)
+    d = r["decision"]
+    assert r["verdict"] == "ship", d["reason"]
+    (entry,) = d["rubric_changed"]
+    assert "under_old_rubric" not in entry
+    assert "input changed" in entry["not_regraded"]
+    assert "input {" in d["reason"]
+
+
+def test_new_replies_the_old_rubric_leaves_to_a_person_are_pending(history):
+    # v2 double-negates 已出貨 (並非沒有已出貨的紀錄), which v1's rubric forbade; the same change
+    # dropped the phrase, so today's rubric passes it. Under v1's rubric the replies need a
+    # person: 0/0 answered read "same" and the change shipped
+    history.bank("A", CASES[:1])
+    history.run("A", "v1", {"Q-01": "ppp"})
+    _edit(history.banks["A"], lambda d: d["questions"][0].update(expect_forbidden=[]))
+    history.run("A", "v2", {"Q-01": "hhh"})
+    r = _compare(history)
+    d = r["decision"]
+    assert r["verdict"] == "pending", d["reason"]
+    assert d["pending"]["rubric_loosened"] == ["Q-01"]
+    (entry,) = d["rubric_changed"]
+    assert entry["under_old_rubric"]["word"] == "pending"
+    assert "v2 is 0/0, 3 left to a person (v1 3/3: pending)" in d["reason"]
+
+
+def test_a_reply_a_person_decided_under_todays_rubric_is_not_asked_again(history):
+    # the fact got an alternative (looser), the forbidden phrase did not change: v2's
+    # ambiguous replies are ambiguous under either rubric, and a person passed them under
+    # today's; v1's rubric leaves the same check to a person, already decided
+    from exam import review
+
+    history.bank("A", CASES[:1])
+    history.run("A", "v1", {"Q-01": "ppp"})
+    _edit(history.banks["A"], lambda d: d["questions"][0].update(expect_facts=["備貨中|有貨"]))
+    history.run("A", "v2", {"Q-01": "hhh"})
+    assert _compare(history)["verdict"] == "pending"
+    (item,) = review.queue(regrade(history.store, select_runs(history.store)), "A", "v2")
+    review.decide(history.store, item, "pass", "tester")
+    r = _compare(history)
+    assert r["verdict"] == "ship", r["decision"]["reason"]
+    assert r["decision"]["rubric_changed"][0]["under_old_rubric"]["new"] == "3/3"
+
+
+def test_a_pending_for_review_also_names_the_ship_resting_on_a_loosening(history):
+    # Q-02 waits for a person today, Q-01 rests on a forbidden phrase dropped: the line said
+    # only "run exam review", and after the review the verdict was still pending
+    history.bank("A", CASES)
+    history.run("A", "v1", {"Q-01": "ppp", "Q-02": "ppp"})
+    _edit(history.banks["A"], _loosen_words)
+    history.run("A", "v2", {"Q-01": "fff", "Q-02": "hhh"})
+    r = _compare(history)
+    d = r["decision"]
+    assert r["verdict"] == "pending", d["reason"]
+    assert d["pending"]["rubric_loosened"] == ["Q-01"]
+    assert "exam review" in d["reason"]
+    assert "also the ship rests on a rubric loosened since v1 ran: Q-01" in d["reason"], \
+        d["reason"]
