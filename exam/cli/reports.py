@@ -164,7 +164,7 @@ def compare_cmd(agent, old, new, fail_on, alpha, min_effect, min_answered, cover
       3  incomplete (answered cells below the coverage floor)
       4  undecided (too few repeats: which questions, how many more)
       5  pending (needs_human cells decide it: exam review; or a ship resting on a
-         rubric loosened since OLD ran)
+         rubric changed since OLD ran, which OLD's rubric reads worse)
     """
     from exam.reports import compare
     from exam.reports.regrade import regrade

@@ -31,9 +31,11 @@ _NOT_REGRADED = ("budget.", "agent budget.", "severity", "input", "case_no")
 
 
 def _regrade_needed(change: Mapping[str, Any]) -> bool:
-    """A change only grading again can read. A stricter one is left: every reply today's
-    rubric passes met OLD's too, so no ship can rest on it."""
-    return not change["field"].startswith(_NOT_REGRADED) and change["direction"] != "stricter"
+    """A change only grading again can read, whichever way it went: a stricter rubric that
+    OLD fails too hides what NEW stopped doing that OLD's rubric asked (a fact added that
+    neither version says, while NEW now says what OLD's forbade); where NEW still meets OLD's
+    rubric, the reading under it is no worse than today's and nothing rests on it."""
+    return not change["field"].startswith(_NOT_REGRADED)
 
 
 def _agent_budget(run: Run) -> dict[str, float]:

@@ -447,17 +447,17 @@ def _word_line(v: dict[str, Any]) -> str:
         labels = v.get("labels") or {}
         o, n = labels.get("old", "the old version"), labels.get("new", "the new version")
         rested = [e for e in v["rubric_changed"] if e["case_no"] in p_rubric(v)]
-        return ("pending: the ship rests on a rubric loosened since " + o + " ran: " + ", ".join(
+        return ("pending: the ship rests on a rubric changed since " + o + " ran: " + ", ".join(
             f"{e['case_no']} under {o}'s rubric {n} is {e['under_old_rubric']['new']} "
             f"({o} {e['under_old_rubric']['old']}: {e['under_old_rubric']['word']})"
-            for e in rested) + "; a person decides: if the looser rubric is meant, ask "
+            for e in rested) + "; a person decides: if today's rubric is meant, ask "
             f"{o} again under today's bank and leave out its older runs (exam runs exclude "
             "RUN --reason …), else put the rubric back")
     if word == "pending":
         p = v["pending"]
         old = p.get("old_needs_human")
         rested = p_rubric(v)  # a review alone does not settle these
-        also = ("; also the ship rests on a rubric loosened since "
+        also = ("; also the ship rests on a rubric changed since "
                 + (v.get("labels") or {}).get("old", "the old version") + " ran: "
                 + ", ".join(rested) if rested else "")
         return (f"pending: {p['needs_human']} needs_human cell(s) in {', '.join(p['questions'])}"

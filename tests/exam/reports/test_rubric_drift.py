@@ -148,21 +148,33 @@ def test_an_old_question_that_no_longer_parses_is_named_not_read_as_a_grade(hist
     assert "under_old_rubric" not in entry
 
 
-def test_a_rubric_only_tightened_is_not_read_as_a_loosening(history):
-    # a fact added is stricter: every reply today's rubric passes met v1's too, so no ship can
-    # rest on the change. v1 lacked the new fact and v2 now says 已出貨: both fail today's
-    # rubric (0/3 → 0/3); v1's rubric read 3/3 → 0/3 and the verdict said "pending: the ship
-    # rests on a rubric loosened" of a rubric nobody loosened
+def test_a_tightened_rubric_that_hides_a_regression_is_pending_and_says_changed(history):
+    # a fact added (stricter) that v1 never said: today's rubric fails both versions (0/3 →
+    # 0/3, a ship), while v2 now says 已出貨, which v1's rubric forbade: under v1's rubric v2
+    # is 0/3 against 3/3. The ship rests on the change; it was not a loosening, and the line
+    # says "changed"
     history.bank("A", CASES[:1])
     history.run("A", "v1", {"Q-01": "ppp"})
     _edit(history.banks["A"], lambda d: d["questions"][0].update(expect_facts=["備貨中", "預計"]))
     history.run("A", "v2", {"Q-01": "fff"})
     r = _compare(history)
     d = r["decision"]
-    assert r["verdict"] == "ship", d["reason"]
-    assert d["pending"]["rubric_loosened"] == []
+    assert r["verdict"] == "pending", d["reason"]
+    assert d["pending"]["rubric_loosened"] == ["Q-01"]
     assert "loosened" not in d["reason"]
+    assert "the ship rests on a rubric changed since v1 ran" in d["reason"]
     assert "Q-01 expect_facts" in d["reason"] and "(stricter)" in d["reason"]
+
+
+def test_a_tightened_rubric_the_new_version_still_meets_ships(history):
+    # the same fact added, and v2 answers as v1 did: no false alarm from a stricter rubric
+    history.bank("A", CASES[:1])
+    history.run("A", "v1", {"Q-01": "ppp"})
+    _edit(history.banks["A"], lambda d: d["questions"][0].update(expect_facts=["備貨中", "預計"]))
+    history.run("A", "v2", {"Q-01": "ppp"})
+    r = _compare(history)
+    assert r["verdict"] == "ship", r["decision"]["reason"]
+    assert r["decision"]["pending"]["rubric_loosened"] == []
 
 
 def test_a_question_whose_input_changed_is_not_graded_again_under_the_old_one(history):
@@ -233,5 +245,5 @@ def test_a_pending_for_review_also_names_the_ship_resting_on_a_loosening(history
     assert r["verdict"] == "pending", d["reason"]
     assert d["pending"]["rubric_loosened"] == ["Q-01"]
     assert "exam review" in d["reason"]
-    assert "also the ship rests on a rubric loosened since v1 ran: Q-01" in d["reason"], \
+    assert "also the ship rests on a rubric changed since v1 ran: Q-01" in d["reason"], \
         d["reason"]
