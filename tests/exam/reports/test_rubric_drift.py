@@ -148,16 +148,21 @@ def test_an_old_question_that_no_longer_parses_is_named_not_read_as_a_grade(hist
     assert "under_old_rubric" not in entry
 
 
+def _tightened(history, v2):
+    """v1 3/3 under a bank that then adds the fact 預計 (stricter), v2 answering ``v2``."""
+    history.bank("A", CASES[:1])
+    history.run("A", "v1", {"Q-01": "ppp"})
+    _edit(history.banks["A"], lambda d: d["questions"][0].update(expect_facts=["備貨中", "預計"]))
+    history.run("A", "v2", {"Q-01": v2})
+    return _compare(history)
+
+
 def test_a_tightened_rubric_that_hides_a_regression_is_pending_and_says_changed(history):
     # a fact added (stricter) that v1 never said: today's rubric fails both versions (0/3 →
     # 0/3, a ship), while v2 now says 已出貨, which v1's rubric forbade: under v1's rubric v2
     # is 0/3 against 3/3. The ship rests on the change; it was not a loosening, and the line
     # says "changed"
-    history.bank("A", CASES[:1])
-    history.run("A", "v1", {"Q-01": "ppp"})
-    _edit(history.banks["A"], lambda d: d["questions"][0].update(expect_facts=["備貨中", "預計"]))
-    history.run("A", "v2", {"Q-01": "fff"})
-    r = _compare(history)
+    r = _tightened(history, "fff")
     d = r["decision"]
     assert r["verdict"] == "pending", d["reason"]
     assert d["pending"]["rubric_loosened"] == ["Q-01"]
@@ -168,11 +173,7 @@ def test_a_tightened_rubric_that_hides_a_regression_is_pending_and_says_changed(
 
 def test_a_tightened_rubric_the_new_version_still_meets_ships(history):
     # the same fact added, and v2 answers as v1 did: no false alarm from a stricter rubric
-    history.bank("A", CASES[:1])
-    history.run("A", "v1", {"Q-01": "ppp"})
-    _edit(history.banks["A"], lambda d: d["questions"][0].update(expect_facts=["備貨中", "預計"]))
-    history.run("A", "v2", {"Q-01": "ppp"})
-    r = _compare(history)
+    r = _tightened(history, "ppp")
     assert r["verdict"] == "ship", r["decision"]["reason"]
     assert r["decision"]["pending"]["rubric_loosened"] == []
 
