@@ -10,13 +10,19 @@ import click
 
 def _attached() -> dict[str, list[str]]:
     """Bank file (real path) → the registry's agents that use it; empty without a registry
-    (``$EXAM_AGENTS`` or webhooks/agents.yaml): the files are then checked alone."""
+    (``$EXAM_AGENTS`` or webhooks/agents.yaml): the files are then checked alone. A registry
+    that is there (or named) and cannot be read is said on stderr: the check that needs it
+    was not made."""
     from exam.errors import RegistryError
-    from exam.pipeline.registry import load_registry
+    from exam.pipeline.registry import DEFAULT_PATH, load_registry
 
+    if not os.environ.get("EXAM_AGENTS") and not os.path.exists(DEFAULT_PATH):
+        return {}  # no registry here: the banks alone, nothing to say
     try:
         registry = load_registry()
-    except RegistryError:
+    except RegistryError as exc:
+        click.echo(f"note: {exc}: the banks were checked without it (whether a bank is "
+                   "attached to another agent was not looked at)", err=True)
         return {}
     out: dict[str, list[str]] = {}
     for name, agent in registry.agents.items():

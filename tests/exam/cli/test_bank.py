@@ -139,8 +139,6 @@ def test_console_script_runs_without_traceback(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
-
-
 def test_bank_check_names_a_bank_the_registry_attaches_to_another_agent(tmp_path):
     shutil.copy(BANK_DIR / "W2.json", tmp_path / "W2.json")
     (tmp_path / "webhooks").mkdir()
@@ -162,3 +160,16 @@ def test_bank_check_without_a_registry_checks_the_files_alone(tmp_path):
                                 env={"EXAM_AGENTS": str(tmp_path / "none.yaml")},
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
+
+
+def test_bank_check_with_a_registry_it_cannot_read_says_so(tmp_path):
+    # the banks are still checked (exit 0), and the check that needed the registry is said
+    # not to have been made, naming the file and what is wrong with it
+    shutil.copy(BANK_DIR / "W2.json", tmp_path / "W2.json")
+    registry = tmp_path / "agents.yaml"
+    registry.write_text("agents: [unclosed\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["bank", "check", str(tmp_path / "W2.json")],
+                                env={"EXAM_AGENTS": str(registry)}, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert f"note: {registry}" in result.output
+    assert "the banks were checked without it" in result.output
