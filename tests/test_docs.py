@@ -109,7 +109,10 @@ def test_the_install_steps_copy_the_banks_again_in_place_when_run_again(tmp_path
     script = "set -e\n" + "\n".join(lines)
     subprocess.run(["bash", "-c", script], cwd=ROOT, check=True)
     (tmp_path / "bank" / "W1.json").write_text("{}")  # the bank as it was before an edit
+    (tmp_path / "agents.yaml").write_text("# edited for this site\n")  # section 1's next step
     subprocess.run(["bash", "-c", script], cwd=ROOT, check=True)
+    # the registry a site edited (its agents' urls, its ${VAR}s) is not overwritten
+    assert (tmp_path / "agents.yaml").read_text() == "# edited for this site\n"
     installed = {p.relative_to(tmp_path / "bank").as_posix() for p in (tmp_path / "bank").rglob("*")}
     assert installed == {p.name for p in (ROOT / "bank").glob("*.json")}
     assert (tmp_path / "bank" / "W1.json").read_bytes() == (ROOT / "bank" / "W1.json").read_bytes()
