@@ -98,17 +98,26 @@ def _loosen_words(data):
     q["expect_facts"], q["expect_forbidden"] = ["答案"], []
 
 
+def _add_fact(data):
+    data["questions"][0]["expect_facts"] = ["備貨中", "預計"]  # stricter: v1 never said 預計
+
+
+def _changed(history, change, v2):
+    """v1 3/3 on one question, the bank then edited by ``change``, v2 answering ``v2``."""
+    history.bank("A", CASES[:1])
+    history.run("A", "v1", {"Q-01": "ppp"})
+    _edit(history.banks["A"], change)
+    history.run("A", "v2", {"Q-01": v2})
+    return _compare(history)
+
+
 def test_a_fact_and_a_forbidden_phrase_loosened_with_the_change_are_read_under_the_old_rubric(
         history):
     # v2 says 已出貨 three times out of three, which v1's rubric forbade; the same change
     # dropped the phrase from the bank, so today's rubric passes both versions. Graded again
     # under the question v1 was made with, v2 is 0/3 against 3/3: the ship rests on the
     # loosening, and a person decides
-    history.bank("A", CASES[:1])
-    history.run("A", "v1", {"Q-01": "ppp"})
-    _edit(history.banks["A"], _loosen_words)
-    history.run("A", "v2", {"Q-01": "fff"})
-    r = _compare(history)
+    r = _changed(history, _loosen_words, "fff")
     d = r["decision"]
     assert r["verdict"] == "pending", d["reason"]
     assert d["pending"]["rubric_loosened"] == ["Q-01"]
@@ -119,11 +128,7 @@ def test_a_fact_and_a_forbidden_phrase_loosened_with_the_change_are_read_under_t
 
 def test_a_loosened_rubric_the_new_version_still_meets_ships_and_says_so(history):
     # the same loosening, and v2 still answers as v1's rubric asked: no false alarm
-    history.bank("A", CASES[:1])
-    history.run("A", "v1", {"Q-01": "ppp"})
-    _edit(history.banks["A"], _loosen_words)
-    history.run("A", "v2", {"Q-01": "ppp"})
-    r = _compare(history)
+    r = _changed(history, _loosen_words, "ppp")
     d = r["decision"]
     assert r["verdict"] == "ship", d["reason"]
     assert d["rubric_changed"][0]["under_old_rubric"]["new"] == "3/3"
@@ -148,21 +153,12 @@ def test_an_old_question_that_no_longer_parses_is_named_not_read_as_a_grade(hist
     assert "under_old_rubric" not in entry
 
 
-def _tightened(history, v2):
-    """v1 3/3 under a bank that then adds the fact 預計 (stricter), v2 answering ``v2``."""
-    history.bank("A", CASES[:1])
-    history.run("A", "v1", {"Q-01": "ppp"})
-    _edit(history.banks["A"], lambda d: d["questions"][0].update(expect_facts=["備貨中", "預計"]))
-    history.run("A", "v2", {"Q-01": v2})
-    return _compare(history)
-
-
 def test_a_tightened_rubric_that_hides_a_regression_is_pending_and_says_changed(history):
     # a fact added (stricter) that v1 never said: today's rubric fails both versions (0/3 →
     # 0/3, a ship), while v2 now says 已出貨, which v1's rubric forbade: under v1's rubric v2
     # is 0/3 against 3/3. The ship rests on the change; it was not a loosening, and the line
     # says "changed"
-    r = _tightened(history, "fff")
+    r = _changed(history, _add_fact, "fff")
     d = r["decision"]
     assert r["verdict"] == "pending", d["reason"]
     assert d["pending"]["rubric_loosened"] == ["Q-01"]
@@ -173,7 +169,7 @@ def test_a_tightened_rubric_that_hides_a_regression_is_pending_and_says_changed(
 
 def test_a_tightened_rubric_the_new_version_still_meets_ships(history):
     # the same fact added, and v2 answers as v1 did: no false alarm from a stricter rubric
-    r = _tightened(history, "ppp")
+    r = _changed(history, _add_fact, "ppp")
     assert r["verdict"] == "ship", r["decision"]["reason"]
     assert r["decision"]["pending"]["rubric_loosened"] == []
 
