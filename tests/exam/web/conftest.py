@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 import yaml
 
 from exam.app import create_app
+from tests.conftest import BANK_DIR
 from tests.exam.helpers import write_bank
 from tests.fakes.agent import FakeAgent
 
@@ -39,3 +43,26 @@ def client(app):
 @pytest.fixture
 def auth():
     return {"Authorization": f"Bearer {TOKEN}"}
+
+
+def demo_store(tmp_path_factory, name: str) -> str:
+    """A store the demo filled (one repeat), for a module's pages to read."""
+    from exam.demo.main import run_demo
+
+    db = tmp_path_factory.mktemp(name) / "demo.db"
+    run_demo(str(db), repeats=1, bank_dir=BANK_DIR, echo=lambda *_: None)
+    return str(db)
+
+
+def w1_registry(folder: Path) -> Path:
+    """An agents.yaml in ``folder`` with agent W1 alone (the repository's bank, no agent behind
+    its URL): enough for pages and forms that read the registry."""
+    path = folder / "agents.yaml"
+    path.write_text(f"agents:\n  W1:\n    url: http://127.0.0.1:9/\n"
+                    f"    bank: {BANK_DIR / 'W1.json'}\n", encoding="utf-8")
+    return path
+
+
+def login_csrf(client) -> str:
+    """The CSRF token of the login form, as a browser would read it."""
+    return re.search(r'name="csrf_token" value="([^"]+)"', client.get("/login").text).group(1)

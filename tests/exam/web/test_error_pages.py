@@ -9,10 +9,9 @@ import re
 import pytest
 
 from exam.app import create_app
-from exam.demo.main import run_demo
 from exam.errors import StoreUnavailable
 from exam.store import Store
-from tests.conftest import BANK_DIR
+from tests.exam.web.conftest import demo_store, login_csrf, w1_registry
 
 ADMIN, VIEWER = "admin-token-e401", "viewer-token-e402"
 LOCKED = "demo.db: database is locked"
@@ -20,27 +19,18 @@ LOCKED = "demo.db: database is locked"
 
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory):
-    db = tmp_path_factory.mktemp("errors") / "demo.db"
-    run_demo(str(db), repeats=1, bank_dir=BANK_DIR, echo=lambda *_: None)
-    return str(db)
+    return demo_store(tmp_path_factory, "errors")
 
 
 @pytest.fixture
 def app(demo_db, tmp_path):
-    registry = tmp_path / "agents.yaml"
-    registry.write_text(f"agents:\n  W1:\n    url: http://127.0.0.1:9/\n"
-                        f"    bank: {BANK_DIR / 'W1.json'}\n", encoding="utf-8")
     return create_app({"API_TOKEN": ADMIN, "VIEWER_TOKEN": VIEWER, "DB": demo_db,
-                       "AGENTS": str(registry), "TESTING": True})
-
-
-def _csrf(client) -> str:
-    return re.search(r'name="csrf_token" value="([^"]+)"', client.get("/login").text).group(1)
+                       "AGENTS": str(w1_registry(tmp_path)), "TESTING": True})
 
 
 def logged_in(app, token: str = ADMIN):
     client = app.test_client()
-    assert client.post("/login", data={"token": token, "csrf_token": _csrf(client)}
+    assert client.post("/login", data={"token": token, "csrf_token": login_csrf(client)}
                        ).status_code == 302
     return client
 
@@ -100,7 +90,7 @@ def test_the_api_still_answers_json(app):
 def test_excluding_a_run_id_too_large_to_store_is_a_404_not_a_500(app):
     client = logged_in(app)
     resp = client.post("/runs/99999999999999999999/exclude",
-                       data={"reason": "x", "csrf_token": _csrf(client)})
+                       data={"reason": "x", "csrf_token": login_csrf(client)})
     assert resp.status_code == 404 and is_page(resp)
 
 
@@ -123,7 +113,7 @@ def test_a_store_error_is_a_503_page_never_a_line_on_a_200_page(app, monkeypatch
                                                                 form):
     client = logged_in(app)
     if form is not None:
-        form["csrf_token"] = _csrf(client)
+        form["csrf_token"] = login_csrf(client)
         if path == "/review":
             form["key"] = re.search(r'name="key" value="([^"]+)"',
                                     client.get("/review").text).group(1)
@@ -158,13 +148,10 @@ def test_the_compare_page_opens_on_the_last_versions_a_report_reads(demo_db, tmp
 
     db = tmp_path / "copy.db"
     shutil.copy(demo_db, db)
-    registry = tmp_path / "agents.yaml"
-    registry.write_text(f"agents:\n  W1:\n    url: http://127.0.0.1:9/\n"
-                        f"    bank: {BANK_DIR / 'W1.json'}\n", encoding="utf-8")
-    client = logged_in(create_app({"API_TOKEN": ADMIN, "DB": str(db), "AGENTS": str(registry),
-                                   "TESTING": True}))
+    client = logged_in(create_app({"API_TOKEN": ADMIN, "DB": str(db),
+                                   "AGENTS": str(w1_registry(tmp_path)), "TESTING": True}))
     assert client.post("/runs", data={"agent": "W1", "version": "v3", "repeats": "1",
-                                      "csrf_token": _csrf(client)}).status_code == 302
+                                      "csrf_token": login_csrf(client)}).status_code == 302
     resp = client.get("/compare?agent=W1")
     assert resp.status_code == 200
     assert 'name="old" value="v1"' in resp.text and 'name="new" value="v2"' in resp.text

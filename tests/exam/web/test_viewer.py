@@ -10,37 +10,27 @@ import time
 import pytest
 
 from exam.app import create_app
-from exam.demo.main import run_demo
 from exam.errors import ExamError
 from exam.store import Store
 from exam.web.share import make_token
-from tests.conftest import BANK_DIR
+from tests.exam.web.conftest import demo_store, login_csrf, w1_registry
 
 ADMIN, VIEWER = "admin-token-81c2", "viewer-token-77ab"
 
 
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory):
-    db = tmp_path_factory.mktemp("viewer") / "demo.db"
-    run_demo(str(db), repeats=1, bank_dir=BANK_DIR, echo=lambda *_: None)
-    return str(db)
+    return demo_store(tmp_path_factory, "viewer")
 
 
 @pytest.fixture
 def app(demo_db, tmp_path):
-    registry = tmp_path / "agents.yaml"
-    registry.write_text(f"agents:\n  W1:\n    url: http://127.0.0.1:9/\n"
-                        f"    bank: {BANK_DIR / 'W1.json'}\n", encoding="utf-8")
     return create_app({"API_TOKEN": ADMIN, "VIEWER_TOKEN": VIEWER, "DB": demo_db,
-                       "AGENTS": str(registry), "TESTING": True})
-
-
-def _csrf(client) -> str:
-    return re.search(r'name="csrf_token" value="([^"]+)"', client.get("/login").text).group(1)
+                       "AGENTS": str(w1_registry(tmp_path)), "TESTING": True})
 
 
 def _login(client, token: str) -> None:
-    resp = client.post("/login", data={"token": token, "csrf_token": _csrf(client)})
+    resp = client.post("/login", data={"token": token, "csrf_token": login_csrf(client)})
     assert resp.status_code == 302
 
 
@@ -95,7 +85,7 @@ def test_a_viewer_session_opens_every_read_page(app, demo_db):
 def test_a_viewer_changes_nothing_on_any_route(app, demo_db):
     client = app.test_client()
     _login(client, VIEWER)
-    token = _csrf(client)
+    token = login_csrf(client)
     before = _state(demo_db)
     refused = []
     for rule, method in _rules(app, {"POST", "PUT", "PATCH", "DELETE"}):
@@ -120,7 +110,7 @@ def test_the_admin_starts_a_run_from_the_dashboard_form(app, demo_db):
     client = app.test_client()
     _login(client, ADMIN)
     before = _state(demo_db)[0]
-    resp = client.post("/runs", data={"csrf_token": _csrf(client), "agent": "W1",
+    resp = client.post("/runs", data={"csrf_token": login_csrf(client), "agent": "W1",
                                       "version": "v9", "repeats": "2"})
     assert resp.status_code == 302 and resp.headers["Location"] == "/runs"
     assert "queued: W1 v9 × 2" in client.get("/runs").text
@@ -138,7 +128,7 @@ def test_the_admin_excludes_and_includes_a_run_from_the_dashboard(app, demo_db):
     client = app.test_client()
     _login(client, ADMIN)
     run_id = _run_id(demo_db)
-    token = _csrf(client)
+    token = login_csrf(client)
     resp = client.post(f"/runs/{run_id}/exclude", data={"csrf_token": token, "reason": ""})
     assert "reason: say why" in client.get("/runs").text  # a reason is required
     resp = client.post(f"/runs/{run_id}/exclude", data={"csrf_token": token,
@@ -170,7 +160,7 @@ def test_the_admin_excludes_and_includes_a_run_from_the_dashboard(app, demo_db):
 def test_a_bad_start_run_form_says_which_field(app, form, message):
     client = app.test_client()
     _login(client, ADMIN)
-    resp = client.post("/runs", data={"csrf_token": _csrf(client), **form},
+    resp = client.post("/runs", data={"csrf_token": login_csrf(client), **form},
                        follow_redirects=True)
     assert message in html.unescape(resp.text)
 
@@ -203,7 +193,7 @@ def test_a_share_link_opens_its_scorecard_and_changes_nothing(app, demo_db):
     reply = client.get(f"/reply/{_run_of(demo_db, 'W3', 'v2')}/W3-10/1")  # linked from it
     assert reply.status_code == 200 and "every version&#39;s replies" not in reply.text
     before = _state(demo_db)
-    resp = client.post("/runs", data={"csrf_token": _csrf(client), "agent": "W1",
+    resp = client.post("/runs", data={"csrf_token": login_csrf(client), "agent": "W1",
                                       "version": "v9", "repeats": "1"})
     assert resp.status_code == 403
     assert _state(demo_db) == before
