@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from exam.cli.main import main
 from tests.exam.pipeline.test_n8n_usage import KEY, FakeN8nApi, execution
-from tests.fakes.server import send_json, serve
+from tests.fakes.server import QuietHandler, send_json, serve
 
 
 class ShapedAgent:
@@ -25,12 +25,7 @@ class ShapedAgent:
         self.seen_headers: list[dict] = []
         agent = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self):
                 order = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 agent.seen_headers.append(dict(self.headers))
@@ -303,12 +298,7 @@ class ExecutionIdAgent:
     """An n8n AI Agent workflow's reply: the answer, a placeholder usage, the execution id."""
 
     def __init__(self, exec_id: str | None):
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self):
                 self.rfile.read(int(self.headers["Content-Length"]))
                 send_json(self, 200, {"answer": "本店不提供貨到付款。",
@@ -369,12 +359,7 @@ class StatusAgent:
     """Answers every POST with ``status`` and ``body`` (n8n's own error shapes), or sleeps."""
 
     def __init__(self, status: int, body: object, sleep_s: float = 0.0):
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self):
                 self.rfile.read(int(self.headers["Content-Length"]))
                 if sleep_s:
@@ -597,12 +582,7 @@ def test_init_refuses_a_body_not_in_its_charset_and_writes_nothing(tmp_path):
     # mapping for and copied into the starter bank; every run would then be a bad_reply
     body = json.dumps({"output": "您好，訂單已出貨"}, ensure_ascii=False).encode("big5")
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args):
-            pass
-
+    class Handler(QuietHandler):
         def do_POST(self):
             self.rfile.read(int(self.headers["Content-Length"]))
             self.send_response(200)

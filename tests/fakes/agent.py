@@ -18,10 +18,10 @@ import threading
 import time
 import zlib
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
-from tests.fakes.server import serve
+from tests.fakes.server import QuietHandler, serve
 
 OK_BODY = {"answer": "訂單 A10302 目前備貨中，預計 2026-09-16 到貨。", "status": "ok",
            "usage": {"model_calls": 2, "total_tokens": 1000}}
@@ -64,14 +64,10 @@ class FakeAgent:
         self.lock = threading.Lock()
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+        class Handler(QuietHandler):
             # headers and body are two writes: without TCP_NODELAY, Nagle's algorithm and the
             # client's delayed ACK add ~40 ms to every reply, which is not the harness's time
             disable_nagle_algorithm = True
-
-            def log_message(self, *args):  # keep test output clean
-                pass
 
             def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.fakes.server import send_json, serve
+from tests.fakes.server import QuietHandler, send_json, serve
 
 
 class FakeLineApi:
@@ -21,12 +20,7 @@ class FakeLineApi:
         self.lock = threading.Lock()
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with fake.lock:

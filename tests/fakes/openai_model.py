@@ -16,10 +16,9 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.fakes.server import send_json, serve
+from tests.fakes.server import QuietHandler, send_json, serve
 
 FAIL_MESSAGE = "fake model: this request is refused on purpose"
 
@@ -48,12 +47,8 @@ class FakeModel:
         self.lock = threading.Lock()
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+        class Handler(QuietHandler):
             disable_nagle_algorithm = True
-
-            def log_message(self, *args):
-                pass
 
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))

@@ -35,6 +35,16 @@ class Served:
         self.close()
 
 
+class QuietHandler(BaseHTTPRequestHandler):
+    """A fake's request handler: HTTP/1.1 (connections kept alive, as agents, n8n and LINE
+    answer) and no access log on the test's output."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:
+        pass
+
+
 def serve(handler: type[BaseHTTPRequestHandler],
           server_class: type[HTTPServer] = ThreadingHTTPServer) -> Served:
     """``handler`` bound on 127.0.0.1 (each request in its own daemon thread)."""

@@ -17,7 +17,6 @@ import quopri
 import re
 import tempfile
 import unicodedata
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import quote
 
@@ -25,7 +24,7 @@ import pytest
 import yaml
 
 from exam.store import Store
-from tests.fakes.server import serve
+from tests.fakes.server import QuietHandler, serve
 from tests.reliability.test_secret_redaction import every_output
 
 TOKEN = "Tk-9fQz2/Lx7+wPq4R="
@@ -100,12 +99,7 @@ class HostileAgent:
     the form the work order's ``behaviour`` names."""
 
     def __init__(self):
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 form = FORMS[json.loads(raw)["behaviour"]]

@@ -17,7 +17,6 @@ import os
 import re
 import sqlite3
 import tempfile
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from unittest import mock
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
@@ -30,7 +29,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from exam.redact import MIN_SECRET_CHARS
-from tests.fakes.server import serve
+from tests.fakes.server import QuietHandler, serve
 from tests.reliability.conftest import LONG
 
 UNRESERVED = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
@@ -112,12 +111,7 @@ class EchoAgent:
     def __init__(self):
         agent = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 form = json.loads(raw).get("behaviour", "raw")
