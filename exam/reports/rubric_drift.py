@@ -8,7 +8,7 @@ loosened budget is checked from the stored figures (held against the budget OLD 
 a lowered severity by reading the question at OLD's; any other graded field (facts,
 forbidden phrases, the status, fields, fold_script) by grading OLD's and NEW's replies again
 under the question OLD ran with. When that reading blocks where today's does not, the ship
-rests on the loosening, which a person has to accept.
+rests on the change, which a person has to accept.
 """
 
 from __future__ import annotations
@@ -208,13 +208,14 @@ def apply(decision: dict[str, Any], entries: list[dict[str, Any]],
           questions: Sequence[verdict.Question], by: Mapping[str, Mapping[str, list[GradedCell]]],
           settings: verdict.Settings, old: str, new: str, regraded: Regraded | None = None,
           agent: str = "") -> None:
-    """Name the drift in ``decision``; a ship (or undecided) that rests on a loosened rubric
+    """Name the drift in ``decision``; a ship (or undecided) that rests on a changed rubric
     becomes ``pending``: read under what OLD ran with, the verdict would not ship (the
     figures against OLD's budget, the question at OLD's severity, and where a fact, a
     forbidden phrase, the expected status, a field or the bank's fold_script changed, each
     reply of OLD and NEW graded again under OLD's question)."""
-    loose = {e["case_no"]: (e.pop("_budget"), e.pop("_severity"), e.pop("_question"))
-             for e in entries}
+    by_case = {e["case_no"]: e for e in entries}
+    loose = {c: (e.pop("_budget"), e.pop("_severity"), e.pop("_question"))
+             for c, e in by_case.items()}
     store = regraded.store if regraded is not None else None
     runs = {r.id: r for r in regraded.runs} if regraded is not None else {}
     stored = None if store is None else _Stored(store, [
@@ -222,24 +223,19 @@ def apply(decision: dict[str, Any], entries: list[dict[str, Any]],
     alt, touched = [], set()
     for q in questions:
         budget, severity, question = loose.get(q.case_no, ({}, None, None))
-        if not budget and not severity and not question:
-            alt.append(q)
-            continue
-        touched.add(q.case_no)
-        new_t, old_t, base = q.new, q.old, q.baseline
         item = None
         if question:
-            entry = next(e for e in entries if e["case_no"] == q.case_no)
             try:
                 if stored is None:
                     raise ExamError("the replies were not read from a store")
                 item = _old_item(agent, q.case_no, question)
             except ExamError as exc:  # named, never read as the old rubric's grade
-                entry["not_regraded"] = str(exc)
-                if not budget and not severity:
-                    touched.discard(q.case_no)
-                    alt.append(q)
-                    continue
+                by_case[q.case_no]["not_regraded"] = str(exc)
+        if item is None and not budget and not severity:
+            alt.append(q)
+            continue
+        touched.add(q.case_no)
+        new_t, old_t, base = q.new, q.old, q.baseline
         if item is not None:
             cells = by.get(q.case_no, {})
             new_t = stored.graded_under(runs, cells.get(new, []), item, question["budget"],
@@ -274,7 +270,7 @@ def apply(decision: dict[str, Any], entries: list[dict[str, Any]],
                 "new": f"{t['new']['passes']}/{t['new']['answered']}"
                        + (f", {human} left to a person" if human else ""),
                 "old": f"{t['baseline']['passes']}/{t['baseline']['answered']}", "word": word}
-            # it rests on the loosening when OLD's rubric reads it worse than today's does (a
+            # it rests on the change when OLD's rubric reads it worse than today's does (a
             # question undecided either way waits for repeats, not for a person)
             if _RANK.get(word, 0) > _RANK.get(now.get(e["case_no"], ""), 0):
                 rested.append(e["case_no"])

@@ -472,7 +472,8 @@ def _word_line(v: dict[str, Any]) -> str:
 
 
 def p_rubric(v: Mapping[str, Any]) -> list[str]:
-    """Questions whose ship rests on a loosened rubric (``exam.reports.rubric_drift``)."""
+    """Questions whose ship rests on a rubric changed since OLD ran, loosened or not
+    (``exam.reports.rubric_drift``; the JSON key keeps its first name, ``rubric_loosened``)."""
     return list(v.get("pending", {}).get("rubric_loosened") or [])
 
 
