@@ -15,9 +15,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 
+class Stopped(Exception):
+    """The gate was closed (the run was told to stop) while this request waited for a slot:
+    it was never sent."""
+
+
 class RequestGate:
-    def __init__(self, concurrency: int = 1, min_interval_s: float = 0.0):
+    def __init__(self, concurrency: int = 1, min_interval_s: float = 0.0,
+                 stop: threading.Event | None = None):
         self._slots = threading.BoundedSemaphore(max(1, concurrency))
+        self._stop = stop
         self._lock = threading.Lock()
         self._interval = max(0.0, min_interval_s)
         self._next_start = 0.0
@@ -26,8 +33,12 @@ class RequestGate:
 
     @contextmanager
     def slot(self) -> Iterator[None]:
-        """Hold one of ``concurrency`` slots; the body starts no sooner than the interval allows."""
+        """Hold one of ``concurrency`` slots; the body starts no sooner than the interval allows.
+        Raises Stopped, sending nothing, once ``stop`` is set: a runner has more threads than
+        slots, and those waiting here when it is told to stop must not start new requests."""
         with self._slots:
+            if self._stop is not None and self._stop.is_set():
+                raise Stopped()
             with self._lock:
                 wait = self._next_start - time.monotonic()
                 if wait > 0:

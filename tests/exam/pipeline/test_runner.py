@@ -358,7 +358,7 @@ def test_a_run_hands_its_pool_a_few_cells_at_a_time(store, tmp_path, monkeypatch
     monkeypatch.setattr(runner, "ThreadPoolExecutor", Counting)
     run_id, final, _, _ = run_one(store, tmp_path, {"concurrency": 2}, ["ok", "ok"], repeats=15)
     assert final == {run_id: "done"} and store.count_cells(run_id) == 30
-    assert most[0] <= 2 * 2
+    assert most[0] <= 2 * runner.pool_threads(2) < 30
 
 
 def test_a_redirect_is_the_agents_answer_and_a_cookie_is_never_sent_back(store, tmp_path):
@@ -425,3 +425,63 @@ def test_a_run_taken_over_mid_way_stops_here_stores_nothing_more_and_keeps_the_t
     run = store.get_run(run_id)
     assert (run.status, run.owner, run.lease_token) == ("running", taken.owner, taken.lease_token)
     assert store.count_cells(run_id) == 2  # the reply that came after the takeover is not kept
+
+
+def test_the_next_request_starts_while_a_finished_cell_is_still_being_stored(store, tmp_path,
+                                                                              monkeypatch):
+    """The gate bounds requests in flight, not the pool's threads: at concurrency 1, while the
+    first cell's thread is still storing it, another thread already sends the second request
+    (with one thread per slot the slot stayed empty until the store returned)."""
+    with FakeAgent() as fake:
+        bank = write_bank(tmp_path, ["ok", "ok"])
+        agent = agent_for(fake.url, bank, concurrency=1)
+        run_id = create_run(store, agent, "v1")
+        storing, go_on = threading.Event(), threading.Event()
+        record = store.record_cell
+
+        def slow_first_record(cell, *args, **kwargs):
+            if cell.case_no == "T-01":
+                storing.set()
+                go_on.wait(timeout=120)
+            return record(cell, *args, **kwargs)
+
+        monkeypatch.setattr(store, "record_cell", slow_first_record)
+        runner = threading.Thread(target=execute, args=(store, [job_for(store, run_id, agent)]))
+        runner.start()
+        try:
+            assert storing.wait(timeout=60)
+            deadline = threading.Event()
+            for _ in range(600):  # the second request arrives while T-01 is still being stored
+                if len(fake.requests) == 2 or deadline.wait(0.1):
+                    break
+            sent_while_storing = len(fake.requests)
+        finally:
+            go_on.set()
+            runner.join(timeout=120)
+    assert sent_while_storing == 2
+    assert store.get_run(run_id).status == "done"
+    assert fake.max_in_flight == 1
+
+
+def test_a_run_told_to_stop_sends_nothing_from_threads_waiting_for_a_slot(store, tmp_path):
+    """The pool has more threads than slots; those waiting at the gate when the run is told to
+    stop never send: the cells in flight finish and are stored, nothing else is asked."""
+    with FakeAgent(hold_after=0) as fake:
+        bank = write_bank(tmp_path, ["ok"] * 10)
+        agent = agent_for(fake.url, bank, concurrency=2, timeout_s=120)
+        run_id = create_run(store, agent, "v1")
+        stop = threading.Event()
+        final = {}
+        runner = threading.Thread(target=lambda: final.update(
+            execute(store, [job_for(store, run_id, agent)], stop=stop)))
+        runner.start()
+        fake.wait_held(2)
+        stop.set()
+        fake.release()
+        runner.join(timeout=120)
+    assert not runner.is_alive()
+    assert len(fake.requests) == 2
+    cells = store.cells([run_id])
+    assert sorted(c.run_status for c in cells) == ["ok", "ok"]  # no cell stored as an error
+    assert final == {run_id: "interrupted"}
+    assert "8 cell(s) not run" in store.get_run(run_id).error
