@@ -424,13 +424,21 @@ def send(agent: Agent, work_order: Any, gate,
         outcomes.append(out)
         return out
 
-    # an agent that reported its own failure has answered: sending again is not a retry
-    retrying = Retrying(stop=stop_after_attempt(agent.retries + 1), wait=_wait,
-                        retry=retry_if_result(lambda o: o.transient and
-                                              not agent_failure(o.body, agent.reply,
-                                                                agent.reply_format)),
-                        retry_error_callback=lambda state: state.outcome.result())
-    retrying(attempt)
+    def retried(o: Outcome) -> bool:
+        # an agent that reported its own failure has answered: sending again is not a retry
+        return o.transient and not agent_failure(o.body, agent.reply, agent.reply_format)
+
+    first = attempt()
+    if not agent.retries or not retried(first):
+        return outcomes  # most cells: no retry machinery built for them
+    done = [first]  # tenacity takes over from the first attempt, as if it had made it
+
+    def again() -> Outcome:
+        return done.pop() if done else attempt()
+
+    Retrying(stop=stop_after_attempt(agent.retries + 1), wait=_wait,
+             retry=retry_if_result(retried),
+             retry_error_callback=lambda state: state.outcome.result())(again)
     return outcomes
 
 
