@@ -91,13 +91,22 @@ PARALLEL_MIN = 20_000  # below this, starting processes costs more than it saves
 
 CACHE_KEYS = 1  # bump when reply_key or question_key change how they are made
 
-def rules_key() -> str:
+def rules_text() -> str:
     """Every rule a grade was made under: the grader's version and each check kind's rule.
 
     Read at call time, so a bumped rule (or a test's monkeypatched one) is seen at once.
     """
     rules = ",".join(f"{k}={v}" for k, v in sorted(grading.RULE_VERSIONS.items()))
     return f"{grading.GRADER_VERSION};{rules};keys={CACHE_KEYS}"
+
+
+def rules_key() -> str:
+    """``rules_text`` as a 16-character digest: what the grade cache and the kept runs are
+    stored under. Every row of the grade cache holds it and its primary key starts with it:
+    the ~85 characters of the text itself, the same in every row, made the cache a third
+    larger and slower to fill (100,000 rows: 1.3-1.9 s against 0.8-0.9 s of SQLite's time),
+    and every key comparison read them before the reply's key."""
+    return hashlib.blake2b(rules_text().encode(), digest_size=8).hexdigest()
 
 
 def questions_key(bank: Bank) -> str:

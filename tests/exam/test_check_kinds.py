@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from exam.bank import load_bank
 from exam.cli.main import main
 from exam.errors import BankError
-from exam.reports.regrade import rules_key
+from exam.reports.regrade import rules_key, rules_text
 from exam.review import rule_version
 from graders import RULE_VERSIONS, CheckResult, Reply, grade
 from graders.checks import KINDS, CheckKind, register, unregister
@@ -74,7 +74,13 @@ def test_the_bank_validates_the_new_key_by_its_schema_and_parser(language, tmp_p
 
 def test_the_new_rule_has_a_version_for_review_and_the_grade_cache(language):
     assert RULE_VERSIONS["language"] == 3 and rule_version("language") == "3"
-    assert "language=3" in rules_key()
+    assert "language=3" in rules_text()
+    before = rules_key()
+    RULE_VERSIONS["language"] = 4
+    try:  # the stored key changes with it: no grade made under version 3 is read again
+        assert rules_key() != before and len(rules_key()) == 16
+    finally:
+        RULE_VERSIONS["language"] = 3
 
 
 def test_exam_bank_check_proves_a_golden_reply_against_the_new_check(language, tmp_path):
