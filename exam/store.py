@@ -990,6 +990,9 @@ class Store:
             if grades:
                 db.execute(sql["grade"], grades)
             if cached:
+                # in key order (see cache_grades): another transaction adding the same keys
+                # then waits for this one instead of each holding what the other waits for
+                cached.sort(key=lambda r: (r["rules"], r["reply_key"], r["question_key"]))
                 db.execute(sql["cache"], cached)
         return added
 
@@ -1053,6 +1056,9 @@ class Store:
         the grades are still right, only not kept."""
         if not rows:
             return True
+        # in key order, as record_cell adds them: two PostgreSQL transactions adding the same
+        # keys in opposite orders each wait for a key the other holds (a deadlock, one aborted)
+        rows = sorted(rows, key=lambda r: (r[0], r[1]))
         try:
             stmt = self._insert(grade_cache).on_conflict_do_nothing()
             with self.tx() as db:
