@@ -41,6 +41,7 @@ from sqlalchemy import (
     or_,
     select,
     text,
+    tuple_,
     union_all,
     update,
 )
@@ -990,6 +991,9 @@ class Store:
             if grades:
                 db.execute(sql["grade"], grades)
             if cached:
+                # in key order (see cache_grades): another transaction adding the same keys
+                # then waits for this one instead of each holding what the other waits for
+                cached.sort(key=lambda r: (r["rules"], r["reply_key"], r["question_key"]))
                 db.execute(sql["cache"], cached)
         return added
 
@@ -1053,6 +1057,9 @@ class Store:
         the grades are still right, only not kept."""
         if not rows:
             return True
+        # in key order, as record_cell adds them: two PostgreSQL transactions adding the same
+        # keys in opposite orders each wait for a key the other holds (a deadlock, one aborted)
+        rows = sorted(rows, key=lambda r: (r[0], r[1]))
         try:
             stmt = self._insert(grade_cache).on_conflict_do_nothing()
             with self.tx() as db:
@@ -1153,6 +1160,22 @@ class Store:
         return [AttemptRow(r.n, r.started_at, r.http_status, r.latency_ms, r.error,
                            r.content_type, r.body, r.body_bytes, bool(r.body_cut))
                 for r in rows]
+
+    def last_bodies(self, keys: Sequence[tuple[int, str, int]]
+                    ) -> dict[tuple[int, str, int], tuple[str | None, bool]]:
+        """{(run id, case, repeat): (body, whether it was cut)} of each cell's last attempt,
+        in one query (a cell with no attempt is left out): field checks read these bodies
+        again, a few hundred cells at a time (``exam.pipeline.reading.replies_of``)."""
+        if not keys:
+            return {}
+        a = _attempts.c
+        b = _attempts.alias("last")
+        last = select(func.max(b.c.n)).where(
+            b.c.run_id == a.run_id, b.c.case_no == a.case_no, b.c.repeat == a.repeat
+        ).scalar_subquery()
+        stmt = select(a.run_id, a.case_no, a.repeat, a.body, a.body_cut).where(
+            tuple_(a.run_id, a.case_no, a.repeat).in_(list(dict.fromkeys(keys))), a.n == last)
+        return {(r[0], r[1], r[2]): (r[3], bool(r[4])) for r in self._rows(stmt)}
 
     def count_cells(self, run_id: int, run_status: str | None = None) -> int:
         return self._value(_read_sql("count", run_status is not None),

@@ -27,15 +27,20 @@ from exam.errors import ExamError
 from exam.notify.summary import (
     SHOW_REGRESSIONS,
     Summary,
+    clip,
+    compare_command,
     queue_text,
     scorecard_link,
     summary_text,
+    units,
 )
 from exam.web.share import secret_from_env
 
 DEFAULT_HOST = "https://api.line.me"
 MAX_MESSAGES_PER_PUSH = 5
-MAX_ALT_TEXT = 1500
+MAX_ALT_TEXT = 1500  # LINE counts characters as UTF-16 code units (summary.units)
+REASON_SHOWN = 300  # characters of a verdict's reason a bubble shows (a phone's few lines)
+ALT_REASON_LIMITS = (None, 300, 160)  # the altText's reasons, tried in turn until it fits
 MAX_TEXT = 5000
 MAX_BUBBLE_BYTES = 30_000
 MAX_CAROUSEL_BYTES = 50_000
@@ -82,6 +87,12 @@ def _fmt(v: float | None, unit: str = "") -> str:
     return (f"{v:,.0f}" if v >= 10 else f"{v:g}") + unit
 
 
+def _reason(s: Summary, text: str) -> str:
+    """A verdict's reason as a bubble shows it: its first clause kept, cut at a boundary and
+    saying where the whole of it is (the Scorecard page does not show it)."""
+    return clip(text, REASON_SHOWN, "the whole reason: " + compare_command(s))
+
+
 def bubble(s: Summary, link: str | None, regressions_shown: int = SHOW_REGRESSIONS) -> dict:
     counts = {"type": "box", "layout": "horizontal", "contents": [
         {"type": "box", "layout": "vertical", "contents": [
@@ -102,9 +113,10 @@ def bubble(s: Summary, link: str | None, regressions_shown: int = SHOW_REGRESSIO
                                                                               "needs_human")
             body.append(_text(f"verdict: {s.verdict.upper()}", weight="bold",
                               color=COLOURS[tone], margin="md"))
-            body.append(_text(s.verdict_reason[:300], size="xs", color=COLOURS["muted"]))
+            body.append(_text(_reason(s, s.verdict_reason or ""), size="xs",
+                              color=COLOURS["muted"]))
         if not s.verdict and s.verdict_reason:  # not compared: no regressions to count
-            body.append(_text(f"vs {s.previous}: {s.verdict_reason}"[:300], size="xs",
+            body.append(_text(_reason(s, f"vs {s.previous}: {s.verdict_reason}"), size="xs",
                               color=COLOURS["muted"], margin="md"))
         else:
             body.append(_text(f"vs {s.previous}: {len(s.regressions)} regression(s), "
@@ -148,8 +160,18 @@ def _fit_bubble(s: Summary, link: str | None) -> dict[str, Any]:
 
 
 def _alt(summaries: Sequence[Summary]) -> str:
-    text = "agent-exam\n" + "\n".join(summary_text(s) for s in summaries)
-    return text if len(text) <= MAX_ALT_TEXT else text[:MAX_ALT_TEXT - 1] + "…"
+    """The carousel's plain text within LINE's 1,500 characters (UTF-16 units): the reasons
+    cut shorter before any summary loses its head line; then whole lines go, marked "…"."""
+    for limit in ALT_REASON_LIMITS:
+        text = "agent-exam\n" + "\n".join(summary_text(s, limit) for s in summaries)
+        if units(text) <= MAX_ALT_TEXT:
+            return text
+    kept: list[str] = []
+    for line_ in text.split("\n"):
+        if units("\n".join([*kept, line_, "…"])) > MAX_ALT_TEXT:
+            break
+        kept.append(line_)
+    return "\n".join([*kept, "…"])
 
 
 def build_messages(summaries: Sequence[Summary], public_url: str = "",

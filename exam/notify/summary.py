@@ -80,7 +80,46 @@ def queue_text(s: Summary) -> str:
     return queue_words({"review_queue": s.review_queue, "review_replies": s.review_replies})
 
 
-def summary_text(s: Summary) -> str:
+def units(text: str) -> int:
+    """``text``'s length as LINE counts it: UTF-16 code units (an emoji such as 🍎 is two)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+# where a reason is cut, best first: between clauses, between items, between words (CJK text
+# has no spaces: its own punctuation)
+_BREAKS = ("; ", "；", ", ", "，", "、", " ")
+
+
+def clip(text: str, limit: int, rest: str = "") -> str:
+    """``text`` whole when it fits in ``limit`` (UTF-16 units); else its longest head ending
+    at a clause boundary (else between items, else between words) marked "…", then ``rest``
+    (where to read the whole of it). A reason's first clause says why the verdict is what it
+    is: it is kept whenever it fits."""
+    if units(text) <= limit:
+        return text
+    tail = "…" + (f" ({rest})" if rest else "")
+    room = max(limit - units(tail), 0)
+    head, used = [], 0
+    for ch in text:
+        used += units(ch)
+        if used > room:
+            break
+        head.append(ch)
+    cut = "".join(head)
+    for mark in _BREAKS:
+        i = text.rfind(mark, 1, len(cut) + len(mark))  # a mark right after the head counts
+        if i > 0:
+            return text[:i] + tail
+    return cut + tail
+
+
+def compare_command(s: Summary) -> str:
+    """The command that prints this summary's verdict and its whole reason."""
+    return f"exam compare {s.agent} {s.previous} {s.version}"
+
+
+def summary_text(s: Summary, reason_limit: int | None = None) -> str:
+    """The plain-text summary; ``reason_limit`` cuts the verdict's reason (``clip``)."""
     line = (f"{s.agent} {s.version}: pass {s.passed} · needs_human {s.needs_human} · "
             f"fail {s.fail}")
     if s.not_answered:
@@ -88,11 +127,15 @@ def summary_text(s: Summary) -> str:
     if s.critical:
         line += f"\n  CRITICAL failing: {', '.join(s.critical[:5])}"
     if s.previous:
+        reason = s.verdict_reason or ""
+        if reason_limit is not None:
+            reason = clip(reason, reason_limit, "the whole reason: " + compare_command(s))
         if s.verdict:
             line += f"\n  verdict vs {s.previous}: {s.verdict.upper()}"
-            line += f"\n  {s.verdict_reason}"
+            if reason:
+                line += f"\n  {reason}"
         if not s.verdict and s.verdict_reason:  # not compared: no regressions to count
-            line += f"\n  vs {s.previous}: {s.verdict_reason}"
+            line += f"\n  vs {s.previous}: {reason}"
         else:
             line += (f"\n  vs {s.previous}: {len(s.regressions)} regression(s), "
                      f"{len(s.fixes)} fix(es)")

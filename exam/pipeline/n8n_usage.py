@@ -11,17 +11,19 @@ parallel tool calls too (two tools in one turn are one model call).
 Usage is all or nothing per cell: when any attempt's execution cannot be read, model calls and
 tokens are unknown (None) with the reason, never a partial sum and never 0.
 
-Reading one execution has one overall deadline, ``wait_s`` + ``API_SLACK_S`` from its first
-request to the last byte of the last answer (exam.pipeline.deadline shuts the socket): an API
-that trickles bytes, or answers "running" forever, cannot hold the cell, whose answer stays
-graded as it is; the usage is unknown, an infrastructure fault, never the agent's.
+Reading a cell's executions (one per attempt) has one overall deadline, ``wait_s`` +
+``API_SLACK_S`` from the first request to the last byte of the last answer
+(exam.pipeline.deadline shuts the socket), and one wait of ``wait_s`` for them to finish: an API
+that trickles bytes, answers slowly or answers "running" forever cannot hold the cell, however
+many attempts it made; its answer stays graded as it is, and the usage is unknown, an
+infrastructure fault, never the agent's.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,22 +148,28 @@ def _session() -> requests.Session:
     return session
 
 
-def fetch_execution(cfg: N8nUsage, exec_id: str, session: requests.Session | None = None,
-                    clock=time.monotonic, sleep=time.sleep) -> Mapping[str, Any]:
-    """The finished execution, polling until it finishes or ``cfg.wait_s`` has passed; the
-    whole fetch ends by ``wait_s + API_SLACK_S`` whatever the API does (``session``, if
-    given, must be one of ``_session()``'s, or that bound does not hold)."""
+def fetch_executions(cfg: N8nUsage, exec_ids: Sequence[str],
+                     session: requests.Session | None = None, clock=time.monotonic,
+                     sleep=time.sleep) -> list[Mapping[str, Any]]:
+    """A cell's finished executions, in order, polling each until it finishes; one wait of
+    ``cfg.wait_s`` covers them all, and the whole lookup ends by ``wait_s + API_SLACK_S``
+    whatever the API does (``session``, if given, must be one of ``_session()``'s, or that
+    bound does not hold). The first that cannot be read raises ``UsageError``."""
     session = session or _session()
     limit_s = cfg.wait_s + API_SLACK_S
-    where = f"{cfg.safe_url}/api/v1/executions/{exec_id}"
+    found: list[Mapping[str, Any]] = []
     with Deadline(limit_s) as overall:
-        try:
-            return _poll(cfg, exec_id, session, where, clock, sleep)
-        except UsageError:
-            if overall.fired:  # a read the deadline cut short: say so, not what it looked like
-                raise UsageError(f"the n8n API did not answer within {limit_s:g} s ({where})") \
-                    from None
-            raise
+        until = clock() + cfg.wait_s
+        for exec_id in exec_ids:
+            where = f"{cfg.safe_url}/api/v1/executions/{exec_id}"
+            try:
+                found.append(_poll(cfg, exec_id, session, where, until, clock, sleep))
+            except UsageError:
+                if overall.fired:  # a read the deadline cut short: say so, not what it looked like
+                    raise UsageError(f"the n8n API did not answer within {limit_s:g} s "
+                                     f"({where})") from None
+                raise
+    return found
 
 
 def _read(resp: requests.Response, where: str) -> Any:
@@ -185,10 +193,10 @@ def _read(resp: requests.Response, where: str) -> Any:
         raise UsageError(f"the n8n API answered with something not JSON ({where})") from None
 
 
-def _poll(cfg: N8nUsage, exec_id: str, session: requests.Session, where: str, clock,
-          sleep) -> Mapping[str, Any]:
+def _poll(cfg: N8nUsage, exec_id: str, session: requests.Session, where: str, deadline: float,
+          clock, sleep) -> Mapping[str, Any]:
+    """The execution once finished; ``deadline`` (of ``clock``): when to stop waiting."""
     url = f"{cfg.api_url}/api/v1/executions/{exec_id}"
-    deadline = clock() + cfg.wait_s
     pause = 0.1
     while True:
         try:
@@ -244,7 +252,7 @@ def measure(cfg: N8nUsage, attempts: Iterable[tuple[int, str, str | None]],
     own = session is None
     session = session or _session()
     try:
-        found = [usage_of_execution(fetch_execution(cfg, i, session)) for i in ids]
+        found = [usage_of_execution(e) for e in fetch_executions(cfg, ids, session)]
     except UsageError as exc:
         return Usage(None, None, False, f"usage unknown: {exc}")
     finally:

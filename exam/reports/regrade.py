@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, fields, replace
 
 from exam.bank import Bank, Item, load_bank
 from exam.errors import BankError
-from exam.pipeline.reading import reply_of
+from exam.pipeline.reading import replies_of
 from exam.records import CellRow
 from exam.reports import graded_runs
 from exam.reports.graded_runs import LazyChecks
@@ -199,8 +199,7 @@ def _graded(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item
     out: list[GradedCell] = []
     removed: dict[int, list[str]] = {}
     todo: list[tuple[CellRow, Run, Item]] = []
-    pending = []
-    qkeys: dict[int, str] = {}  # by id(item): one key per question, not one per cell
+    arrived: list[tuple[Run, CellRow, Item]] = []
     for cell in cells:
         run = by_id[cell.run_id]
         item = items[run.bank_path].get(cell.case_no)
@@ -210,12 +209,15 @@ def _graded(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item
             continue
         todo.append((cell, run, item))
         if cell.run_status == "ok":
-            reply = reply_of(store, run, cell, item)
-            budget = run.settings.get("budget") or {}
-            qk = qkeys.get(id(item))
-            if qk is None:
-                qk = qkeys[id(item)] = question_key(item)
-            pending.append((item.question, reply, budget, reply_key(reply, budget), qk))
+            arrived.append((run, cell, item))
+    pending = []
+    qkeys: dict[int, str] = {}  # by id(item): one key per question, not one per cell
+    for (run, _cell, item), reply in zip(arrived, replies_of(store, arrived), strict=True):
+        budget = run.settings.get("budget") or {}
+        qk = qkeys.get(id(item))
+        if qk is None:
+            qk = qkeys[id(item)] = question_key(item)
+        pending.append((item.question, reply, budget, reply_key(reply, budget), qk))
     grades = iter(_grades(store, pending, use_cache, read_cache))
     for cell, run, item in todo:
         # a reply that never arrived as ok has no checks to run (grade() says the same)
@@ -410,13 +412,15 @@ def _cached_share(store: Store, by_id: dict[int, Run], items: dict[str, dict[str
     keys = []
     for w in range(PROBE_WINDOWS):
         start = lo + (hi - lo) * w // PROBE_WINDOWS
+        arrived = []
         for cell in store.cells(list(by_id), (start, start + PROBE_CELLS)):
             run = by_id[cell.run_id]
             item = items[run.bank_path].get(cell.case_no)
             if item is not None and cell.run_status == "ok":
-                reply = reply_of(store, run, cell, item)
-                keys.append((reply_key(reply, run.settings.get("budget") or {}),
-                             question_key(item)))
+                arrived.append((run, cell, item))
+        for (run, _cell, item), reply in zip(arrived, replies_of(store, arrived), strict=True):
+            keys.append((reply_key(reply, run.settings.get("budget") or {}),
+                         question_key(item)))
     if not keys:
         return None
     found = store.cached_grades(rules_key(), keys)

@@ -19,7 +19,7 @@ from typing import Any
 from exam import rubric
 from exam.bank import Item, parse_bank
 from exam.errors import ExamError
-from exam.pipeline.reading import reply_of
+from exam.pipeline.reading import replies_of
 from exam.reports import verdict
 from exam.reports.regrade import GradedCell, Regraded
 from exam.store import Run, Store
@@ -161,15 +161,18 @@ class _Stored:
             self.rows = {(r.run_id, r.case_no, r.repeat): r
                          for r in self.store.cells(self.run_ids)}
         counts = {"pass": 0, "fail": 0, "needs_human": 0, "not_graded": 0}
+        arrived = []
         for c in cells:
             row = self.rows.get((c.run_id, c.case_no, c.repeat))
             if c.run_status == "ok" and row is not None:
-                g = grade(item.question, reply_of(self.store, runs[row.run_id], row, item),
-                          budget=budget).verdict
-                if g == "needs_human" and c.reviewed and c.verdict in ("pass", "fail"):
-                    # a person decided this reply under today's rubric: not asked again
-                    g = c.verdict
-                counts[g if g in counts else "not_graded"] += 1
+                arrived.append((c, (runs[row.run_id], row, item)))
+        replies = replies_of(self.store, [stored for _, stored in arrived])
+        for (c, _stored), reply in zip(arrived, replies, strict=True):
+            g = grade(item.question, reply, budget=budget).verdict
+            if g == "needs_human" and c.reviewed and c.verdict in ("pass", "fail"):
+                # a person decided this reply under today's rubric: not asked again
+                g = c.verdict
+            counts[g if g in counts else "not_graded"] += 1
         return verdict.Tally(counts["pass"], counts["fail"], counts["needs_human"],
                              counts["not_graded"], like.trouble)
 

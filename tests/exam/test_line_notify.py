@@ -211,3 +211,72 @@ def test_cli_notify_without_settings_is_a_clear_error(regressed):
                                        str(history.tmp / "exam.db")])
     assert result.exit_code == 2
     assert "LINE_CHANNEL_ACCESS_TOKEN and LINE_GROUP_ID not set" in result.output
+
+
+# -- a long verdict reason ------------------------------------------------------------------
+
+FIRST = "pending: 14 needs_human cell(s) in W1-001, W1-004, W1-007 decide it: run exam review"
+LONG_REASON = (FIRST + "; also the ship rests on a rubric changed since v1 ran: "
+               + ", ".join(f"W1-{n:03d}" for n in range(10, 40))
+               + "; rubric changed since v1 ran: W1-010 expect_facts ['備貨中'] → ['備貨'] "
+                 "(looser), W1-011 budget.tokens 1500 → 6000 (looser)")
+
+
+def _verdict(i: int, reason: str, verdict: str = "pending") -> Summary:
+    from dataclasses import replace
+
+    return replace(_summary(i), verdict=verdict, verdict_reason=reason)
+
+
+def _bubble_texts(b: dict) -> list[str]:
+    return [c["text"] for c in b["body"]["contents"] if c.get("type") == "text"]
+
+
+def _units(text: str) -> int:
+    """LINE counts characters in UTF-16 code units (developers.line.biz, "Character counting
+    in a text")."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+@pytest.mark.parametrize("link", [None, "https://exam.example.com/scorecard/W1/v2"])
+def test_a_long_verdict_reason_keeps_its_first_clause_and_says_where_the_rest_is(link):
+    b = line.bubble(_verdict(1, LONG_REASON), link)
+    (shown,) = [t for t in _bubble_texts(b) if t.startswith("pending:")]
+    kept, _, pointer = shown.partition("…")
+    assert kept.startswith(FIRST) and LONG_REASON.startswith(kept)  # whole clauses, no half word
+    assert LONG_REASON[len(kept):].startswith("; ")
+    assert "exam compare W1 v1 v2" in pointer  # the whole reason, where a person can read it
+    assert len(shown) <= 300
+    assert ("footer" in b) == bool(link)
+
+
+def test_a_reason_whose_first_clause_is_too_long_is_cut_between_items():
+    hold = "hold: " + ", ".join(f"W1-{n:03d} 3/3 → 0/3 (q = 0.01)" for n in range(30))
+    (shown,) = [t for t in _bubble_texts(line.bubble(_verdict(1, hold, "hold"), None))
+                if t.startswith("hold:")]
+    kept = shown.partition("…")[0]
+    assert hold.startswith(kept) and hold[len(kept):].startswith(", ")
+    assert kept.endswith("(q = 0.01)") and len(shown) <= 300
+
+
+def test_a_short_reason_is_shown_whole():
+    (shown,) = [t for t in _bubble_texts(line.bubble(_verdict(1, FIRST), None))
+                if t.startswith("pending:")]
+    assert shown == FIRST
+
+
+def test_the_alt_text_keeps_every_agents_head_and_reasons_first_clause():
+    summaries = [_verdict(i, LONG_REASON) for i in range(1, 5)]
+    (message,) = build_messages(summaries)
+    alt = message["altText"]
+    assert _units(alt) <= line.MAX_ALT_TEXT
+    for i in range(1, 5):
+        assert f"W{i} v2: pass 18" in alt
+    assert alt.count(FIRST) == 4 and "exam compare W4 v1 v2" in alt
+
+
+def test_the_alt_text_limit_is_counted_as_line_counts_it():
+    # 🍎 is one character in Python and two in LINE's count
+    summaries = [_verdict(i, "pending: " + "🍎 " * 400) for i in range(1, 3)]
+    (message,) = build_messages(summaries)
+    assert _units(message["altText"]) <= line.MAX_ALT_TEXT

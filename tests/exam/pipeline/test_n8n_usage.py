@@ -8,6 +8,7 @@ HTTP server on 127.0.0.1 that answers as n8n's public API does.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -59,10 +60,13 @@ def test_odd_execution_shapes_count_nothing_and_never_raise(data):
 
 
 class FakeN8nApi:
-    """GET /api/v1/executions/<id>: 'running' for the first ``running_for`` polls, then done."""
+    """GET /api/v1/executions/<id>: 'running' for the first ``running_for`` polls, then done;
+    each answer ``delay_s`` after its request (a slow n8n)."""
 
-    def __init__(self, executions: dict[str, dict], running_for: int = 0, key: str = KEY):
+    def __init__(self, executions: dict[str, dict], running_for: int = 0, key: str = KEY,
+                 delay_s: float = 0.0):
         self.seen: list[tuple[str, dict]] = []
+        self.stop = threading.Event()
         api = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -71,6 +75,8 @@ class FakeN8nApi:
 
             def do_GET(self):
                 api.seen.append((self.path, dict(self.headers)))
+                if api.stop.wait(delay_s):
+                    return
                 if self.headers.get("X-N8N-API-KEY") != key:
                     return self._send(401, {"message": "unauthorized"})
                 exec_id = self.path.split("?")[0].rsplit("/", 1)[-1]
@@ -89,6 +95,7 @@ class FakeN8nApi:
         self.url = self.served.url
 
     def close(self):
+        self.stop.set()
         self.served.close()
 
 
@@ -164,6 +171,40 @@ def test_an_execution_still_running_after_wait_s_is_unknown(api):
     server = api({"7": execution("chat-completions-parallel")}, running_for=10**6)
     u = measure(cfg(server.url, wait_s=0.3), [(1, "", reply("7"))])
     assert u.note == "usage unknown: execution 7 still running after 0.3 s"
+
+
+def asked(server: FakeN8nApi) -> list[str]:
+    """The execution ids the API was asked for, in order."""
+    return [p.split("?")[0].rsplit("/", 1)[-1] for p, _ in server.seen]
+
+
+def test_one_wait_covers_every_attempts_execution(api):
+    """Each execution finishes within wait_s, but not all of them: the cell waits wait_s in
+    all, not per attempt (3 polls each: answered at 0, 0.1 and 0.3 s at the earliest)."""
+    done = execution("chat-completions-parallel")
+    server = api({"7": done, "8": done, "9": done}, running_for=2)
+    u = measure(cfg(server.url, wait_s=0.5), [(1, "HTTP 500", reply("7")),
+                                              (2, "HTTP 500", reply("8")), (3, "", reply("9"))])
+    # which one was still running depends on the machine's speed (later, never sooner)
+    assert re.fullmatch(r"usage unknown: execution [78] still running after 0\.5 s", u.note)
+    assert (u.model_calls, u.tokens) == (None, None)
+    assert "9" not in asked(server)  # the cell's wait was over before its turn
+
+
+def test_one_overall_deadline_covers_every_attempts_execution(api, monkeypatch):
+    """A slow API answering each execution in time, but not all of them: the cell's lookup
+    ends wait_s + API_SLACK_S after it began (each answer takes 0.3 s of the 0.5 s)."""
+    from exam.pipeline import n8n_usage
+
+    monkeypatch.setattr(n8n_usage, "API_SLACK_S", 0.5)
+    done = execution("chat-completions-parallel")
+    server = api({"7": done, "8": done, "9": done}, delay_s=0.3)
+    u = measure(cfg(server.url, wait_s=0), [(1, "HTTP 500", reply("7")),
+                                            (2, "HTTP 500", reply("8")), (3, "", reply("9"))])
+    assert re.fullmatch(r"usage unknown: the n8n API did not answer within 0\.5 s "
+                        rf"\({re.escape(server.url)}/api/v1/executions/[78]\)", u.note)
+    assert (u.model_calls, u.tokens) == (None, None)
+    assert "9" not in asked(server)  # never asked for: the cell's time was up
 
 
 def test_an_unreachable_api_is_unknown_with_the_url_and_no_secret():
