@@ -389,3 +389,25 @@ def test_a_run_adds_the_grades_its_reports_read_and_they_equal_fresh_ones(store_
         assert ("T-02", "pass") in verdicts  # the body field read from the stored attempt
     finally:
         store.close()
+
+
+def test_cache_grades_keeps_every_character_and_the_first_row_of_a_key(store_url):
+    """On both backends (PostgreSQL COPYs the rows in): checks JSON holding what a COPY must
+    escape (tabs, backslashes, quotes, newlines as JSON writes them, emoji, CJK, \\N), read
+    back as written; a key added again keeps its first row; the rows of two calls add up."""
+    odd = json.dumps([["fact[0]", "fail", ["不提供\t貨到付款"], [], 'a\\b "q" \\N 🍎\n\r\x00']],
+                     ensure_ascii=False)
+    store = Store(store_url)
+    try:
+        rules = rules_key()
+        first = [(f"r{i:03d}", f"q{i % 7}", "fail" if i % 3 else "pass", odd if i % 2 else "[]")
+                 for i in range(250)]
+        assert store.cache_grades(rules, first[::-1])
+        again = [(r, q, "pass", "[\"changed\"]") for r, q, _, _ in first[:10]]
+        more = [(f"s{i}", "q", "needs_human", odd) for i in range(5)]
+        assert store.cache_grades(rules, again + more)
+        got = store.cached_grades(rules, [(r, q) for r, q, *_ in first + more])
+        assert got == {(r, q): (v, c) for r, q, v, c in first + more}
+        assert store.grade_cache_counts() == {rules: 255}
+    finally:
+        store.close()
