@@ -53,12 +53,14 @@ def check_fact(name: str, entry: Entry, text: str, input_text: str = "") -> Chec
 def check_forbidden(name: str, entry: Entry, text: str, input_text: str) -> CheckResult:
     """Must not be asserted. Every occurrence is classified; one asserted (or asserted with a
     hedge: 可能會延誤) is enough to fail."""
-    occs = [classify(text, m.start, m.end, input_text=input_text) for m in find_all(entry, text)]
-    asserted = [o for o in occs if o.kind in ("asserted", "hedged")]
-    if asserted:
-        o = asserted[0]
-        how = "asserted" if o.kind == "asserted" else f"asserted with a hedge ('{o.cue}')"
-        return CheckResult(name, "fail", unexpected=(entry.source,), evidence=f"{how}: {o.sentence}")
+    occs = []
+    for m in find_all(entry, text):
+        o = classify(text, m.start, m.end, input_text=input_text)
+        if o.kind in ("asserted", "hedged"):  # the first one decides: the rest is not read
+            how = "asserted" if o.kind == "asserted" else f"asserted with a hedge ('{o.cue}')"
+            return CheckResult(name, "fail", unexpected=(entry.source,),
+                               evidence=f"{how}: {o.sentence}")
+        occs.append(o)
     unclear = [o for o in occs if o.kind in AMBIGUOUS]
     if unclear:
         return CheckResult(name, "needs_human", evidence=unclear[0].describe())
