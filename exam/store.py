@@ -66,6 +66,7 @@ from exam.db.schema import (
     rebalance_snapshots,
     run_banks,
     runs,
+    share_revocations,
 )
 from exam.db.schema import attempts as _attempts
 from exam.errors import (
@@ -315,6 +316,20 @@ class Run:
         return "running" if owner_alive(self.owner) else "interrupted"
 
 
+@dataclass(frozen=True, slots=True)
+class Revocation:
+    """A share link revoked (``link``: its id), or, with ``link`` None, every link to ``page``
+    made before ``made_before`` (exam/web/share.py)."""
+
+    id: int
+    link: str | None
+    page: str
+    until: float | None  # the revoked link's own expiry
+    made_before: float | None
+    revoked_at: float
+    reason: str
+
+
 def held_elsewhere(run: Run) -> str | None:
     """Why another process holds ``run`` now, or None: it reads ``running`` (``shown_status``:
     a live lease; for a run written by a version without leases, its owner alive) and is not
@@ -422,6 +437,11 @@ def _read_sql(name: str, *variant: bool) -> Any:
                 .group_by(c.run_id, c.run_status))
     if name == "adjudications":
         return select(adjudications).order_by(adjudications.c.id)
+    if name == "share_revocations":  # of these link ids, or of every link to these pages
+        v = share_revocations.c
+        return select(share_revocations).where(or_(
+            v.link.in_(bindparam("links", expanding=True)),
+            and_(v.page.in_(bindparam("pages", expanding=True)), v.link.is_(None))))
     raise KeyError(name)
 
 
@@ -1338,6 +1358,47 @@ class Store:
         with self.tx() as db:
             db.execute(self._insert(line_groups).values(group_id=group_id, joined_at=time.time())
                        .on_conflict_do_nothing())
+
+    # -- share links revoked ------------------------------------------------------------
+
+    def revoke_share_link(self, link: str, page: str, until: float, reason: str = ""
+                          ) -> tuple[Revocation, bool]:
+        """Revoke one share link by its id (never its token): the revocation in force, and
+        whether it is new (a link revoked before keeps its first revocation)."""
+        v = share_revocations.c
+        with self.tx() as db:
+            new = db.execute(self._insert(share_revocations).values(
+                link=link, page=page, until=until, revoked_at=time.time(), reason=reason)
+                .on_conflict_do_nothing().returning(v.id)).first() is not None
+            row = db.execute(select(share_revocations).where(v.link == link)).one()
+        return Revocation(**row._mapping), new
+
+    def revoke_share_page(self, page: str, made_before: float, reason: str = "") -> Revocation:
+        """Revoke every share link to ``page`` made before ``made_before`` (epoch seconds)."""
+        with self.tx() as db:
+            row = db.execute(insert(share_revocations).values(
+                page=page, made_before=made_before, revoked_at=time.time(), reason=reason)
+                .returning(*share_revocations.c)).one()
+        return Revocation(**row._mapping)
+
+    def share_revocations(self, links: Sequence[str], pages: Sequence[str]
+                          ) -> list[Revocation]:
+        """The revocations of these link ids, and of every link to these pages: what a
+        request read through share links looks up, one read by two indexes (links and
+        pages ≤ MAX_GRANTS)."""
+        if not links and not pages:
+            return []
+        rows = self._rows(_read_sql("share_revocations"),
+                          {"links": list(links), "pages": list(pages)})
+        return [Revocation(**r._mapping) for r in rows]
+
+    def all_share_revocations(self, page: str | None = None) -> list[Revocation]:
+        """Every revocation (of links to ``page``), oldest first (``exam share list``, the
+        scorecard page's admin)."""
+        stmt = select(share_revocations).order_by(share_revocations.c.id)
+        if page is not None:
+            stmt = stmt.where(share_revocations.c.page == page)
+        return [Revocation(**r._mapping) for r in self._rows(stmt)]
 
     # -- adjudications ------------------------------------------------------------------
 

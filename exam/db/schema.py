@@ -23,7 +23,7 @@ from sqlalchemy import (
     text,
 )
 
-SCHEMA_VERSION = 12  # the newest Alembic revision's number; SQLite also keeps it in user_version
+SCHEMA_VERSION = 13  # the newest Alembic revision's number; SQLite also keeps it in user_version
 
 metadata = MetaData()
 
@@ -216,7 +216,23 @@ run_banks = Table(
     Column("questions", Text, nullable=False),
 )
 
+# schema 13: share links revoked (exam/web/share.py): one link by its id (a digest of what its
+# token signs, never the token), or, with link NULL, every link to page made before made_before
+share_revocations = Table(
+    "share_revocations", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("link", Text),
+    Column("page", Text, nullable=False),
+    Column("until", Double),  # the link's own expiry: after it, the row refuses nothing new
+    Column("made_before", Double),
+    Column("revoked_at", Double, nullable=False),
+    Column("reason", Text, nullable=False, server_default=""),
+    Index("share_revocations_link", "link", unique=True),
+    Index("share_revocations_page", "page", "link"),
+)
+
 # every table, parents first (the order a copy writes them in)
 TABLES: tuple[Table, ...] = (runs, cells, attempts, grades, notifications, line_events,
                              line_groups, adjudications, rebalance_snapshots, earlier_cells,
-                             earlier_attempts, grade_cache, graded_runs, run_banks)
+                             earlier_attempts, grade_cache, graded_runs, run_banks,
+                             share_revocations)

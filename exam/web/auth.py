@@ -2,15 +2,21 @@
 
 Two roles: the *admin* (EXAM_API_TOKEN) queues runs, reviews and excludes runs; a *viewer*
 (EXAM_VIEWER_TOKEN) opens every read page and nothing else. A browser that only opened share
-links (exam/web/share.py) reads the pages they name, nothing more.
+links (exam/web/share.py) reads the pages they name, nothing more, while those links are
+neither expired nor revoked.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from flask import current_app, request, session
+from flask import current_app, g, request, session
+
+if TYPE_CHECKING:
+    from exam.web.share import Grant
 
 LOCAL_DEV_MARK = "local-dev"  # what an admin session holds when LOCAL_DEV needs no token
 
@@ -87,13 +93,38 @@ def is_viewer() -> bool:
                 or viewer_bearer_ok())
 
 
-def shared_pages() -> dict[str, int]:
-    """The pages this browser's unexpired share links opened (page → until)."""
-    from exam.web.share import granted
+@dataclass(frozen=True, slots=True)
+class SharedAccess:
+    """This browser's unexpired share links, as the store says today."""
 
-    return granted(session.get("shared"))
+    live: dict[str, Grant] = field(default_factory=dict)  # link id → grant, not revoked
+    revoked: dict[str, Grant] = field(default_factory=dict)
+
+    def pages(self, revoked: bool = False) -> set[str]:
+        return {x.page for x in (self.revoked if revoked else self.live).values()}
+
+
+def shared_access() -> SharedAccess:
+    """This browser's share links, each looked up among the store's revocations: one indexed
+    read per request (``Store.share_revocations``), kept for the request; none for a browser
+    that holds no link. A revocation made on any instance holds here from the next request.
+    A read that fails raises (the store's 503 page) and the request holds no link after it."""
+    from exam.web.context import store
+    from exam.web.share import granted, revoked
+
+    found = g.get("shared_access")
+    if found is not None:
+        return found
+    grants = granted(session.get("shared"))
+    g.shared_access = SharedAccess()  # until the store has answered: nothing is open
+    if grants:
+        rows = store().share_revocations(sorted(grants), sorted({x.page for x in grants.values()}))
+        out = (SharedAccess({k: x for k, x in grants.items() if not revoked(x, rows)},
+                            {k: x for k, x in grants.items() if revoked(x, rows)}))
+        g.shared_access = out
+    return g.shared_access
 
 
 def session_ok() -> bool:
-    """Signed in, or holding a share link: may open some page."""
-    return is_viewer() or bool(shared_pages())
+    """Signed in, or holding a share link neither expired nor revoked: may open some page."""
+    return is_viewer() or bool(shared_access().live)

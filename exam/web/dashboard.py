@@ -1,12 +1,14 @@
 """A small server-rendered dashboard: the agent overview, runs, scorecards, compare, the
 discrimination heatmap, the reply viewer and the review queue.
 
-Admins (EXAM_API_TOKEN) may also change state (start runs, review); viewers
-(EXAM_VIEWER_TOKEN or a share link, exam/web/share.py) read every page and change nothing.
+Admins (EXAM_API_TOKEN) may also change state (start runs, review, revoke share links);
+viewers (EXAM_VIEWER_TOKEN) read every page and change nothing; a share link
+(exam/web/share.py) reads its page until it expires or is revoked.
 """
 
 from __future__ import annotations
 
+import time
 from urllib.parse import urlsplit
 
 from flask import (
@@ -36,7 +38,7 @@ from exam.web.auth import (
     is_viewer,
     open_session,
     session_ok,
-    shared_pages,
+    shared_access,
     token_ok,
     viewer_token_ok,
 )
@@ -53,6 +55,13 @@ for _name, _fn in FILTERS.items():
     bp.add_app_template_filter(_fn, _name)
 
 
+@bp.app_template_filter("when")
+def _when(epoch: float | None) -> str:
+    from exam.web.share import when
+
+    return "—" if epoch is None else when(epoch)
+
+
 @bp.app_context_processor
 def helpers():
     def href(endpoint: str, **values):
@@ -67,12 +76,16 @@ def helpers():
 def require_login():
     if request.endpoint in OPEN:
         return None
-    if not session_ok():
-        return redirect(url_for("dashboard.login", next=request.full_path.rstrip("?")))
-    if not is_viewer() and not _shared():
-        return error_page(403, "Not shared", "A share link opens the page it names (a "
-                          "scorecard: and the replies it links to), nothing else: log in with "
-                          "a token for the rest of the dashboard.")
+    if not is_viewer() and request.endpoint != "dashboard.logout":  # logging out: always
+        access = shared_access()
+        if not _reads(access.pages()):
+            if _reads(access.pages(revoked=True)):
+                return revoked_page()
+            if not access.live:
+                return redirect(url_for("dashboard.login", next=request.full_path.rstrip("?")))
+            return error_page(403, "Not shared", "A share link opens the page it names (a "
+                              "scorecard: and the replies it links to), nothing else: log in "
+                              "with a token for the rest of the dashboard.")
     if request.method not in ("GET", "HEAD") and request.endpoint not in VIEWER_POSTS \
             and not is_admin():
         return render_template("error.html", message="Read-only access: this needs the admin "
@@ -80,16 +93,13 @@ def require_login():
     return None
 
 
-def _shared() -> bool:
-    """This request reads a page the browser's share links opened: the page itself, or a
-    reply of a shared scorecard's agent and version. Logging out is always allowed."""
+def _reads(pages: set[str]) -> bool:
+    """This request reads one of these pages (a browser's share links opened them): the page
+    itself, or a reply of a shared scorecard's agent and version."""
     from exam.web.share import scorecard_page
 
-    if request.endpoint == "dashboard.logout":
-        return True
-    if request.method not in ("GET", "HEAD"):
+    if not pages or request.method not in ("GET", "HEAD"):
         return False
-    pages = shared_pages()
     if request.path in pages:
         return True
     if request.endpoint == "dashboard.reply":
@@ -116,19 +126,62 @@ def login():
 @bp.get("/share/<token>")
 def share(token: str):
     """A signed, expiring share link: its page (and a scorecard's replies) may be read in
-    this browser until it expires; then the page."""
-    from exam.web.share import ShareError, grant, read_token
+    this browser until it expires or is revoked; then the page."""
+    from exam.web.share import ShareError, grant, read_token, revoked
 
     try:
-        path, until = read_token(current_app.config["SECRET_KEY"], token)
+        link = read_token(current_app.config["SECRET_KEY"], token)
     except ShareError as exc:
         return render_template("error.html", message=str(exc)), 403
-    target = local_path(path)
+    if revoked(link, store().share_revocations([link.id], [link.page])):
+        return revoked_page()
+    target = local_path(link.path)
     if target is None:  # a signed path that is not this site's: nothing to open
         return redirect(url_for("dashboard.overview"))
     if not is_viewer():
-        session["shared"] = grant(session.get("shared"), target, until)
+        session["shared"] = grant(session.get("shared"), link)
     return redirect(target)
+
+
+def revoked_page():
+    """What a revoked share link (or a page it opened) shows: why, and who can help. The
+    reason an admin gave is for the team, not for whoever holds the link."""
+    return render_template("error.html", heading="Link revoked", no_menu=not is_viewer(),
+                           message="This share link was revoked by the team that sent it: "
+                                   "ask them for a new one (or log in with a token)."), 403
+
+
+@bp.post("/revoke-share")
+def revoke_share():
+    """Admins revoke a share link someone pasted, or every link to a page made until now:
+    refused from the next request on every instance, by browsers that opened it too."""
+    from exam.web.share import ShareError, link_to_revoke, when
+
+    back = local_path(request.form.get("back")) or url_for("dashboard.overview")
+    reason = request.form.get("reason", "").strip()[:500]
+    page = request.form.get("page")
+    if page is not None:
+        target = local_path(page)
+        if target is None:
+            message = "page: expected a path of this dashboard, such as /scorecard/W1/v2"
+        else:  # the page as Flask saw it (the form sends request.path): decoded already
+            target = urlsplit(target).path
+            store().revoke_share_page(target, time.time(), reason)
+            message = (f"every share link to {target} made until now is revoked, on every "
+                       f"instance (links made from now on work)")
+    else:
+        try:
+            link = link_to_revoke(current_app.config["SECRET_KEY"], request.form.get("link", ""))
+        except ShareError as exc:
+            message = f"link: {exc}"
+        else:
+            done, new = store().revoke_share_link(link.id, link.page, link.until, reason)
+            message = (f"the share link to {link.page} is revoked, on every instance (it would "
+                       f"have worked until {when(link.until)})" if new else
+                       f"the share link to {link.page} was already revoked on "
+                       f"{when(done.revoked_at)}")
+    _say(message)
+    return redirect(back)
 
 
 def error_page(status: int, heading: str, message: str):
@@ -285,17 +338,19 @@ def scorecard(agent: str, version: str):
     except SelectionError:
         abort(404)
     report = sc.build(regrade(store(), runs, texts=False))
-    link = None
+    link, revocations = None, []
     days = current_app.config["SHARE_LINK_DAYS"]
     if is_admin():
         from exam.web.share import make_link
 
         base = current_app.config.get("PUBLIC_URL") or request.host_url
         link = make_link(current_app.config["SECRET_KEY"], base, request.path, days)
+        revocations = [r for r in store().all_share_revocations(request.path)
+                       if r.link is None or (r.until or 0) >= time.time()]
     return render_template("scorecard.html", report=report,
                            charts=kinds.charts("scorecard", report), agent=agent,
                            version=version, missing_banks=report["missing_banks"],
-                           share_link=link, share_days=days)
+                           share_link=link, share_days=days, revocations=revocations)
 
 
 @bp.get("/reply/<int:run_id>/<path:case_no>/<int:repeat>")  # a bank may write W2/07

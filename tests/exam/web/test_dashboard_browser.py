@@ -278,6 +278,33 @@ def test_a_share_link_opens_the_scorecard_on_a_phone_without_a_token(browser, si
     assert opened == []
 
 
+def test_a_leaked_link_revoked_from_the_scorecard_page_closes_on_the_phone(page, browser, site):
+    """The admin pastes the leaked link into the scorecard page's form; the phone that opened
+    it is shown why at its next load, and the admin's page says what was revoked."""
+    from exam.web.share import make_link, secret_key
+
+    link = make_link(secret_key(None, TOKEN), site, "/scorecard/W1/v2", days=1)
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    phone = context.new_page()
+    phone.goto(link)
+    assert phone.locator("#role").inner_text() == "shared"
+    assert phone.locator("#revoke").count() == 0  # a share link cannot revoke either
+    page.goto(f"{site}/scorecard/W1/v2")
+    page.locator("#revoke summary").click()
+    page.fill("#revoke-link input[name=link]", link)
+    page.fill("#revoke-link input[name=reason]", "forwarded outside the group")
+    page.locator("#revoke-link button").click()
+    assert page.url == f"{site}/scorecard/W1/v2"
+    assert "is revoked, on every instance" in page.locator("#message").inner_text()
+    page.locator("#revoke summary").click()
+    assert "(forwarded outside the group)" in page.locator("#revoked").inner_text()
+    assert phone.reload().status == 403
+    assert phone.locator("h1").inner_text() == "Link revoked"
+    assert "forwarded" not in phone.content()
+    phone.screenshot(path=str(ARTIFACTS / "share-link-revoked-390.png"))
+    context.close()
+
+
 def test_a_viewer_reads_but_has_no_forms(browser, site):
     context = browser.new_context(viewport={"width": 390, "height": 800})
     page = context.new_page()

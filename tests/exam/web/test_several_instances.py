@@ -10,6 +10,8 @@ import hashlib
 import hmac
 import json
 import re
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -118,6 +120,61 @@ def test_a_share_link_made_by_one_instance_opens_on_the_other(pair):
                      timeout=30).status_code == 200  # the viewer session, back on A
     tampered = requests.get(f"{b.url}/share/{link.group(1)[:-2]}xx", timeout=30)
     assert tampered.status_code == 403
+
+
+def share_link_on(base: str, browser: requests.Session, page: str) -> str:
+    """The share link the admin finds under a scorecard (its token)."""
+    found = re.search(r'value="[^"]*/share/([^"]+)" aria-label="share link"',
+                      browser.get(f"{base}{page}", timeout=30).text)
+    assert found, f"{page} has no share link for the admin"
+    return found.group(1)
+
+
+def refused_as_revoked(resp: requests.Response) -> bool:
+    return resp.status_code == 403 and "<h1>Link revoked</h1>" in resp.text
+
+
+def test_a_link_revoked_on_one_instance_is_refused_by_the_other(pair):
+    """The team revokes a leaked link from A's dashboard; a browser that opened it on B
+    loses it at its next request there, and the link opens nothing anywhere."""
+    a, b, _, _ = pair
+    admin = logged_in(a.url)
+    token = share_link_on(a.url, admin, "/scorecard/W2/v2")
+    guest = requests.Session()
+    guest.get(f"{b.url}/share/{token}", timeout=30)
+    assert guest.get(f"{b.url}/scorecard/W2/v2", timeout=30).status_code == 200
+    page = admin.get(f"{a.url}/scorecard/W2/v2", timeout=30).text
+    sent = admin.post(f"{a.url}/revoke-share", data={
+        "csrf_token": csrf_in(page), "back": "/scorecard/W2/v2",
+        "link": f"https://exam.example.com/share/{token}"}, allow_redirects=False, timeout=30)
+    assert sent.status_code == 302, sent.text
+    assert refused_as_revoked(guest.get(f"{b.url}/scorecard/W2/v2", timeout=30))
+    assert refused_as_revoked(guest.get(f"{a.url}/scorecard/W2/v2", timeout=30))
+    for base in (a.url, b.url):
+        assert refused_as_revoked(requests.get(f"{base}/share/{token}", timeout=30))
+    # the admin's next link to the page is another link, and works
+    fresh = share_link_on(b.url, admin, "/scorecard/W2/v2")
+    assert requests.get(f"{b.url}/share/{fresh}", allow_redirects=False,
+                        timeout=30).status_code == 302
+
+
+def test_exam_share_revoke_reaches_every_instance(pair, tmp_path):
+    """`exam share revoke` with the service's settings, run on another machine: the browsers
+    holding the link are refused by both instances."""
+    a, b, _, env = pair
+    token = share_link_on(a.url, logged_in(a.url), "/scorecard/W1/v2")
+    guests = [requests.Session(), requests.Session()]
+    for guest, base in zip(guests, (a.url, b.url), strict=True):
+        guest.get(f"{base}/share/{token}", timeout=30)
+        assert guest.get(f"{base}/scorecard/W1/v2", timeout=30).status_code == 200
+    done = subprocess.run([sys.executable, "-m", "exam", "share", "revoke",
+                           f"https://exam.example.com/share/{token}"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("revoked the share link to /scorecard/W1/v2")
+    for guest in guests:
+        for base in (a.url, b.url):
+            assert refused_as_revoked(guest.get(f"{base}/scorecard/W1/v2", timeout=30))
 
 
 def test_a_review_decision_on_one_instance_is_seen_by_the_other(pair):
