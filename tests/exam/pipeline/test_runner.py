@@ -485,3 +485,42 @@ def test_a_run_told_to_stop_sends_nothing_from_threads_waiting_for_a_slot(store,
     assert sorted(c.run_status for c in cells) == ["ok", "ok"]  # no cell stored as an error
     assert final == {run_id: "interrupted"}
     assert "8 cell(s) not run" in store.get_run(run_id).error
+
+
+def test_a_thread_waiting_out_the_pace_when_the_run_is_told_to_stop_sends_nothing(
+        store, tmp_path, monkeypatch):
+    """A thread that has its slot but waits for ``min_interval_s`` to pass is still at the
+    gate: told to stop meanwhile, it never sends, and does not wait out the interval."""
+    import exam.pipeline.runner
+    from exam.pipeline.gate import RequestGate
+
+    gates: list[RequestGate] = []
+
+    def recording_gate(*args):
+        gates.append(RequestGate(*args))
+        return gates[-1]
+
+    monkeypatch.setattr(exam.pipeline.runner, "RequestGate", recording_gate)
+    with FakeAgent(hold_after=0) as fake:
+        bank = write_bank(tmp_path, ["ok"] * 6)
+        agent = agent_for(fake.url, bank, concurrency=2, min_interval_s=60, timeout_s=120)
+        run_id = create_run(store, agent, "v1")
+        stop = threading.Event()
+        final = {}
+        runner = threading.Thread(target=lambda: final.update(
+            execute(store, [job_for(store, run_id, agent)], stop=stop)))
+        runner.start()
+        fake.wait_held(1)
+        (gate,) = gates
+        waited = threading.Event()
+        while not gate._lock.locked() and not waited.wait(0.01):
+            pass  # the second slot's thread is waiting out the 60 s interval
+        stop.set()
+        fake.release()
+        runner.join(timeout=30)
+        alive = runner.is_alive()
+    assert not alive  # it stopped waiting when told to stop
+    assert len(fake.requests) == 1
+    assert [c.run_status for c in store.cells([run_id])] == ["ok"]
+    assert final == {run_id: "interrupted"}
+    assert "5 cell(s) not run" in store.get_run(run_id).error
