@@ -15,8 +15,9 @@ from collections import deque
 
 
 class Stopped(Exception):
-    """The gate was closed (the run was told to stop) while this request waited for a slot:
-    it was never sent."""
+    """The gate was closed (the run was told to stop) while this request waited for a slot,
+    its turn or its back-off: it was never sent. Its cell is not stored (an earlier attempt
+    that asked to be retried is let go): ``exam resume`` runs it again."""
 
 
 class RequestGate:
@@ -41,6 +42,15 @@ class RequestGate:
         once, even in the middle of the interval): a runner has more threads than slots, and
         those waiting here when it is told to stop must not start new requests."""
         return _Slot(self)
+
+    def pause(self, seconds: float) -> None:
+        """Sleep ``seconds`` (a retry's back-off); raises Stopped at once when told to stop:
+        a cell waiting to try again (a Retry-After is believed up to 60 s) would only wait to
+        be refused a slot."""
+        if self._stop is None:
+            time.sleep(seconds)
+        elif self._stop.wait(seconds):
+            raise Stopped()
 
     def _enter(self) -> None:
         self._slots.get()

@@ -524,3 +524,30 @@ def test_a_thread_waiting_out_the_pace_when_the_run_is_told_to_stop_sends_nothin
     assert [c.run_status for c in store.cells([run_id])] == ["ok"]
     assert final == {run_id: "interrupted"}
     assert "5 cell(s) not run" in store.get_run(run_id).error
+
+
+def test_a_cell_waiting_to_retry_when_the_run_is_told_to_stop_stops_waiting(store, tmp_path):
+    """A cell waiting out a Retry-After (up to 60 s) when told to stop sends nothing more and
+    stops waiting at once (Ctrl-C, a worker's SIGTERM); the cell is left for ``exam resume``,
+    not stored from its first attempt."""
+    with FakeAgent() as fake:
+        bank = write_bank(tmp_path, ["429-wait-60"])
+        agent = agent_for(fake.url, bank, concurrency=1, retries=2)
+        run_id = create_run(store, agent, "v1")
+        stop = threading.Event()
+        final = {}
+        runner = threading.Thread(target=lambda: final.update(
+            execute(store, [job_for(store, run_id, agent)], stop=stop)))
+        runner.start()
+        waited = threading.Event()
+        while not fake.requests and not waited.wait(0.01):
+            pass
+        waited.wait(0.2)  # the 429 is read: its cell waits 60 s before trying again
+        stop.set()
+        runner.join(timeout=30)
+        alive = runner.is_alive()
+    assert not alive
+    assert len(fake.requests) == 1
+    assert store.cells([run_id]) == []
+    assert final == {run_id: "interrupted"}
+    assert "1 cell(s) not run" in store.get_run(run_id).error
