@@ -551,3 +551,52 @@ def test_a_cell_waiting_to_retry_when_the_run_is_told_to_stop_stops_waiting(stor
     assert store.cells([run_id]) == []
     assert final == {run_id: "interrupted"}
     assert "1 cell(s) not run" in store.get_run(run_id).error
+
+
+def test_every_slot_is_given_back_whatever_a_cell_ran_into(store, tmp_path, monkeypatch):
+    """Replies, retries, agent errors, harness errors raised with the slot held, a stop while
+    threads wait: afterwards the gate holds exactly ``concurrency`` free slots (one leaked
+    would slow every later request; one given back twice would let a fourth in flight)."""
+    import exam.pipeline.runner
+    import exam.pipeline.transport as transport
+    from exam.pipeline.gate import RequestGate
+
+    gates: list[RequestGate] = []
+
+    def recording_gate(*args):
+        gates.append(RequestGate(*args))
+        return gates[-1]
+
+    post_once = transport.post_once
+
+    def post_or_raise(agent, work_order, n):
+        if work_order.get("behaviour") == "reset":  # a bug in the middle of an attempt
+            raise RuntimeError("boom")
+        return post_once(agent, work_order, n)
+
+    monkeypatch.setattr(exam.pipeline.runner, "RequestGate", recording_gate)
+    monkeypatch.setattr(transport, "post_once", post_or_raise)
+    # one harness error: a slot it leaked leaves the run going on fewer, not hanging
+    kinds = ["ok", "status-503", "500-then-ok", "status-400", "html", "slow"] * 4 + ["reset"]
+    with FakeAgent() as fake:
+        bank = write_bank(tmp_path, kinds)
+        agent = agent_for(fake.url, bank, concurrency=3, retries=1, timeout_s=1)
+        run_id = create_run(store, agent, "v1")
+        final = execute(store, [job_for(store, run_id, agent)])
+        stop = threading.Event()
+        stopped = {}
+        rerun = create_run(store, agent, "v2", repeats=2)
+        runner = threading.Thread(target=lambda: stopped.update(
+            execute(store, [job_for(store, rerun, agent)], stop=stop)))
+        runner.start()
+        waited = threading.Event()
+        while len(fake.requests) < len(kinds) + 30 and not waited.wait(0.01):
+            pass
+        stop.set()
+        runner.join(timeout=120)
+    assert final == {run_id: "done"} and stopped == {rerun: "interrupted"}
+    statuses = {c.run_status for c in store.cells([run_id])}
+    assert {"ok", "http_error", "harness_error", "bad_reply", "timeout"} <= statuses
+    assert len(gates) == 2
+    for gate in gates:
+        assert gate._slots.qsize() == 3
