@@ -600,3 +600,42 @@ def test_every_slot_is_given_back_whatever_a_cell_ran_into(store, tmp_path, monk
     assert len(gates) == 2
     for gate in gates:
         assert gate._slots.qsize() == 3
+
+
+def test_ctrl_c_while_spare_threads_wait_at_the_gate_sends_nothing_more(store, tmp_path):
+    """Ctrl-C (or a worker's SIGTERM, raised as KeyboardInterrupt in the main thread) with
+    both slots busy and the pool's spare threads waiting for one: the requests in flight
+    finish and are stored, nothing else is sent, no cell is stored as an error, and the run
+    reads interrupted with the rest left for ``exam resume``."""
+    from exam.pipeline.runner import Interrupted, missing_cells
+
+    with FakeAgent(hold_after=1) as fake:
+        bank = write_bank(tmp_path, ["ok"] * 10)
+        agent = agent_for(fake.url, bank, concurrency=2, timeout_s=120)
+        run_id = create_run(store, agent, "v1")
+        raised = []
+
+        def ctrl_c(_run_id, _cell):
+            fake.wait_held(2)  # both slots busy: every other thread waits at the gate
+            raise KeyboardInterrupt
+
+        def run():
+            try:
+                execute(store, [job_for(store, run_id, agent)], progress=ctrl_c)
+            except Interrupted as exc:
+                raised.append(exc)
+
+        runner = threading.Thread(target=run)
+        runner.start()
+        fake.wait_held(2)
+        waited = threading.Event()
+        while store.get_run(run_id).status != "interrupted" and not waited.wait(0.01):
+            pass
+        fake.release()
+        runner.join(timeout=120)
+    assert not runner.is_alive() and raised
+    assert len(fake.requests) == 3
+    assert sorted(c.run_status for c in store.cells([run_id])) == ["ok"] * 3
+    run = store.get_run(run_id)
+    assert (run.status, run.error) == ("interrupted", "stopped by Ctrl-C")
+    assert len(missing_cells(store, run)) == 7
