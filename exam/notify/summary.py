@@ -93,11 +93,14 @@ _BREAKS = ("; ", "；", ", ", "，", "、", " ")
 def clip(text: str, limit: int, rest: str = "") -> str:
     """``text`` whole when it fits in ``limit`` (UTF-16 units); else its longest head ending
     at a clause boundary (else between items, else between words) marked "…", then ``rest``
-    (where to read the whole of it). A reason's first clause says why the verdict is what it
-    is: it is kept whenever it fits."""
+    (where to read the whole of it) when that leaves the text at least half of ``limit``. A
+    reason's first clause says why the verdict is what it is: it is kept whenever it fits,
+    before the pointer to the rest (names of 64 characters make one of ~230)."""
     if units(text) <= limit:
         return text
     tail = "…" + (f" ({rest})" if rest else "")
+    if units(tail) > limit // 2:
+        tail = "…"
     room = max(limit - units(tail), 0)
     head, used = [], 0
     for ch in text:

@@ -15,8 +15,9 @@ from collections import deque
 
 
 class Stopped(Exception):
-    """The gate was closed (the run was told to stop) while this request waited for a slot:
-    it was never sent."""
+    """The gate was closed (the run was told to stop) while this request waited for a slot,
+    its turn or its back-off: it was never sent. Its cell is not stored (an earlier attempt
+    that asked to be retried is let go): ``exam resume`` runs it again."""
 
 
 class RequestGate:
@@ -37,19 +38,31 @@ class RequestGate:
 
     def slot(self) -> _Slot:
         """``with gate.slot():`` holds one of ``concurrency`` slots; the body starts no sooner
-        than the interval allows. Raises Stopped, sending nothing, once ``stop`` is set: a
-        runner has more threads than slots, and those waiting here when it is told to stop must
-        not start new requests."""
+        than the interval allows. Raises Stopped, sending nothing, once ``stop`` is set (at
+        once, even in the middle of the interval): a runner has more threads than slots, and
+        those waiting here when it is told to stop must not start new requests."""
         return _Slot(self)
+
+    def pause(self, seconds: float) -> None:
+        """Sleep ``seconds`` (a retry's back-off); raises Stopped at once when told to stop:
+        a cell waiting to try again (a Retry-After is believed up to 60 s) would only wait to
+        be refused a slot."""
+        if self._stop is None:
+            time.sleep(seconds)
+        elif self._stop.wait(seconds):
+            raise Stopped()
 
     def _enter(self) -> None:
         self._slots.get()
         try:
-            if self._stop is not None and self._stop.is_set():
-                raise Stopped()
             with self._lock:
                 wait = self._next_start - time.monotonic()
-                if wait > 0:
+                # told to stop while waiting for a slot, for the lock or out the interval (a
+                # thread holding a slot may wait min_interval_s here): nothing is sent
+                if self._stop is not None:
+                    if self._stop.wait(wait) if wait > 0 else self._stop.is_set():
+                        raise Stopped()
+                elif wait > 0:
                     time.sleep(wait)
                 now = time.monotonic()
                 self.starts.append(now)

@@ -436,7 +436,8 @@ def send(agent: Agent, work_order: Any, gate,
     def again() -> Outcome:
         return done.pop() if done else attempt()
 
-    Retrying(stop=stop_after_attempt(agent.retries + 1), wait=_wait,
+    # the back-off is slept by the gate: a run told to stop does not wait it out (Stopped)
+    Retrying(stop=stop_after_attempt(agent.retries + 1), wait=_wait, sleep=gate.pause,
              retry=retry_if_result(retried),
              retry_error_callback=lambda state: state.outcome.result())(again)
     return outcomes

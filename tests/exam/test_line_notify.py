@@ -279,3 +279,20 @@ def test_the_alt_text_limit_is_counted_as_line_counts_it():
     summaries = [_verdict(i, "pending: " + "🍎 " * 400) for i in range(1, 3)]
     (message,) = build_messages(summaries)
     assert _units(message["altText"]) <= line.MAX_ALT_TEXT
+
+
+@pytest.mark.parametrize("reason", [LONG_REASON[:LONG_REASON.index(", W1-020")], LONG_REASON],
+                         ids=["shorter-than-the-pointer", "long"])
+def test_a_reason_is_never_given_up_for_a_pointer_that_does_not_fit(reason):
+    """Agent and version names may be 64 characters each: the pointer to the whole reason
+    ("the whole reason: exam compare AGENT OLD NEW") is then longer than the altText's
+    160-character cut, and longer than a reason a little over it. The reason's head is what
+    says why: it is kept, the pointer left out, and the cut stays within its limit."""
+    from exam.notify.summary import clip
+
+    rest = "the whole reason: exam compare " + " ".join(["a" * 64, "v" * 64, "w" * 64])
+    cut = clip(reason, 160, rest)
+    assert _units(cut) <= 160
+    kept = cut.removesuffix("…")
+    assert kept != cut and kept and reason.startswith(kept)
+    assert reason[len(kept):].startswith(("; ", ", ", " "))  # between clauses, items or words

@@ -216,6 +216,8 @@ class FakeAgent:
                 self.json(h, {"error": "rate limited"}, status=429, headers={"Retry-After": "1"})
             else:
                 self.json(h, OK_BODY)
+        elif behaviour == "429-wait-60":  # always rate limited, come back in a minute
+            self.json(h, {"error": "rate limited"}, status=429, headers={"Retry-After": "60"})
         elif behaviour == "429-no-header":
             if n % 2 == 1:
                 self.json(h, {"error": "rate limited"}, status=429)

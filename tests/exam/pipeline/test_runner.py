@@ -485,3 +485,157 @@ def test_a_run_told_to_stop_sends_nothing_from_threads_waiting_for_a_slot(store,
     assert sorted(c.run_status for c in cells) == ["ok", "ok"]  # no cell stored as an error
     assert final == {run_id: "interrupted"}
     assert "8 cell(s) not run" in store.get_run(run_id).error
+
+
+def test_a_thread_waiting_out_the_pace_when_the_run_is_told_to_stop_sends_nothing(
+        store, tmp_path, monkeypatch):
+    """A thread that has its slot but waits for ``min_interval_s`` to pass is still at the
+    gate: told to stop meanwhile, it never sends, and does not wait out the interval."""
+    import exam.pipeline.runner
+    from exam.pipeline.gate import RequestGate
+
+    gates: list[RequestGate] = []
+
+    def recording_gate(*args):
+        gates.append(RequestGate(*args))
+        return gates[-1]
+
+    monkeypatch.setattr(exam.pipeline.runner, "RequestGate", recording_gate)
+    with FakeAgent(hold_after=0) as fake:
+        bank = write_bank(tmp_path, ["ok"] * 6)
+        agent = agent_for(fake.url, bank, concurrency=2, min_interval_s=60, timeout_s=120)
+        run_id = create_run(store, agent, "v1")
+        stop = threading.Event()
+        final = {}
+        runner = threading.Thread(target=lambda: final.update(
+            execute(store, [job_for(store, run_id, agent)], stop=stop)))
+        runner.start()
+        fake.wait_held(1)
+        (gate,) = gates
+        waited = threading.Event()
+        while not gate._lock.locked() and not waited.wait(0.01):
+            pass  # the second slot's thread is waiting out the 60 s interval
+        stop.set()
+        fake.release()
+        runner.join(timeout=30)
+        alive = runner.is_alive()
+    assert not alive  # it stopped waiting when told to stop
+    assert len(fake.requests) == 1
+    assert [c.run_status for c in store.cells([run_id])] == ["ok"]
+    assert final == {run_id: "interrupted"}
+    assert "5 cell(s) not run" in store.get_run(run_id).error
+
+
+def test_a_cell_waiting_to_retry_when_the_run_is_told_to_stop_stops_waiting(store, tmp_path):
+    """A cell waiting out a Retry-After (up to 60 s) when told to stop sends nothing more and
+    stops waiting at once (Ctrl-C, a worker's SIGTERM); the cell is left for ``exam resume``,
+    not stored from its first attempt."""
+    with FakeAgent() as fake:
+        bank = write_bank(tmp_path, ["429-wait-60"])
+        agent = agent_for(fake.url, bank, concurrency=1, retries=2)
+        run_id = create_run(store, agent, "v1")
+        stop = threading.Event()
+        final = {}
+        runner = threading.Thread(target=lambda: final.update(
+            execute(store, [job_for(store, run_id, agent)], stop=stop)))
+        runner.start()
+        waited = threading.Event()
+        while not fake.requests and not waited.wait(0.01):
+            pass
+        waited.wait(0.2)  # the 429 is read: its cell waits 60 s before trying again
+        stop.set()
+        runner.join(timeout=30)
+        alive = runner.is_alive()
+    assert not alive
+    assert len(fake.requests) == 1
+    assert store.cells([run_id]) == []
+    assert final == {run_id: "interrupted"}
+    assert "1 cell(s) not run" in store.get_run(run_id).error
+
+
+def test_every_slot_is_given_back_whatever_a_cell_ran_into(store, tmp_path, monkeypatch):
+    """Replies, retries, agent errors, harness errors raised with the slot held, a stop while
+    threads wait: afterwards the gate holds exactly ``concurrency`` free slots (one leaked
+    would slow every later request; one given back twice would let a fourth in flight)."""
+    import exam.pipeline.runner
+    import exam.pipeline.transport as transport
+    from exam.pipeline.gate import RequestGate
+
+    gates: list[RequestGate] = []
+
+    def recording_gate(*args):
+        gates.append(RequestGate(*args))
+        return gates[-1]
+
+    post_once = transport.post_once
+
+    def post_or_raise(agent, work_order, n):
+        if work_order.get("behaviour") == "reset":  # a bug in the middle of an attempt
+            raise RuntimeError("boom")
+        return post_once(agent, work_order, n)
+
+    monkeypatch.setattr(exam.pipeline.runner, "RequestGate", recording_gate)
+    monkeypatch.setattr(transport, "post_once", post_or_raise)
+    # one harness error: a slot it leaked leaves the run going on fewer, not hanging
+    kinds = ["ok", "status-503", "500-then-ok", "status-400", "html", "slow"] * 4 + ["reset"]
+    with FakeAgent() as fake:
+        bank = write_bank(tmp_path, kinds)
+        agent = agent_for(fake.url, bank, concurrency=3, retries=1, timeout_s=1)
+        run_id = create_run(store, agent, "v1")
+        final = execute(store, [job_for(store, run_id, agent)])
+        stop = threading.Event()
+        stopped = {}
+        rerun = create_run(store, agent, "v2", repeats=2)
+        runner = threading.Thread(target=lambda: stopped.update(
+            execute(store, [job_for(store, rerun, agent)], stop=stop)))
+        runner.start()
+        waited = threading.Event()
+        while len(fake.requests) < len(kinds) + 30 and not waited.wait(0.01):
+            pass
+        stop.set()
+        runner.join(timeout=120)
+    assert final == {run_id: "done"} and stopped == {rerun: "interrupted"}
+    statuses = {c.run_status for c in store.cells([run_id])}
+    assert {"ok", "http_error", "harness_error", "bad_reply", "timeout"} <= statuses
+    assert len(gates) == 2
+    for gate in gates:
+        assert gate._slots.qsize() == 3
+
+
+def test_ctrl_c_while_spare_threads_wait_at_the_gate_sends_nothing_more(store, tmp_path):
+    """Ctrl-C (or a worker's SIGTERM, raised as KeyboardInterrupt in the main thread) with
+    both slots busy and the pool's spare threads waiting for one: the requests in flight
+    finish and are stored, nothing else is sent, no cell is stored as an error, and the run
+    reads interrupted with the rest left for ``exam resume``."""
+    from exam.pipeline.runner import Interrupted, missing_cells
+
+    with FakeAgent(hold_after=1) as fake:
+        bank = write_bank(tmp_path, ["ok"] * 10)
+        agent = agent_for(fake.url, bank, concurrency=2, timeout_s=120)
+        run_id = create_run(store, agent, "v1")
+        raised = []
+
+        def ctrl_c(_run_id, _cell):
+            fake.wait_held(2)  # both slots busy: every other thread waits at the gate
+            raise KeyboardInterrupt
+
+        def run():
+            try:
+                execute(store, [job_for(store, run_id, agent)], progress=ctrl_c)
+            except Interrupted as exc:
+                raised.append(exc)
+
+        runner = threading.Thread(target=run)
+        runner.start()
+        fake.wait_held(2)
+        waited = threading.Event()
+        while store.get_run(run_id).status != "interrupted" and not waited.wait(0.01):
+            pass
+        fake.release()
+        runner.join(timeout=120)
+    assert not runner.is_alive() and raised
+    assert len(fake.requests) == 3
+    assert sorted(c.run_status for c in store.cells([run_id])) == ["ok"] * 3
+    run = store.get_run(run_id)
+    assert (run.status, run.error) == ("interrupted", "stopped by Ctrl-C")
+    assert len(missing_cells(store, run)) == 7
