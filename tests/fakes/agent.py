@@ -78,6 +78,7 @@ class FakeAgent:
                     fake.requests.append({"t": time.monotonic(), "raw": raw,
                                           "headers": dict(self.headers), "path": self.path})
                     hold = fake.hold_after is not None and len(fake.requests) > fake.hold_after
+                counted = True
                 try:
                     if hold and not fake.released.is_set():
                         with fake.changed:
@@ -91,10 +92,17 @@ class FakeAgent:
                         n = fake.calls[behaviour]
                     if fake.delay_s:
                         time.sleep(fake.delay_s)
-                    fake.respond(self, behaviour, n)
-                finally:
+                    # no longer in flight once it starts answering: the client may read the
+                    # answer and send its next request before this thread runs again, which
+                    # counted one request too many at concurrency 1
                     with fake.lock:
                         fake.in_flight -= 1
+                        counted = False
+                    fake.respond(self, behaviour, n)
+                finally:
+                    if counted:
+                        with fake.lock:
+                            fake.in_flight -= 1
 
         class Server(ThreadingHTTPServer):
             def handle_error(self, request, client_address):
