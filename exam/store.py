@@ -504,6 +504,32 @@ def _copy_grades(db: Connection, rules: str, rows: Sequence[tuple[str, str, str,
         raise DBAPIError.instance("COPY grade_cache_in", None, exc, psycopg.Error) from exc
 
 
+def _pg_new_cells(db: Connection, rows: Sequence[dict[str, Any]]) -> set[tuple[int, str, int]]:
+    """PostgreSQL: insert the cells (a cell already there is left as it was) and return the
+    keys of those added, by psycopg's executemany with RETURNING: one statement text, parsed
+    once, each row sent in one pipeline. SQLAlchemy's insertmanyvalues wrote a VALUES row per
+    cell into one statement instead, whose text (17 parameters a cell) is too long for
+    psycopg to keep parsed: ~7% of a 10,000-cell run's CPU went to parsing it again for
+    every batch. psycopg's errors come out as SQLAlchemy's, as from any other statement."""
+    import psycopg
+
+    columns = list(rows[0])
+    query = (f"INSERT INTO cells ({', '.join(columns)}) VALUES "
+             f"({', '.join(f'%({c})s' for c in columns)}) ON CONFLICT DO NOTHING "
+             f"RETURNING run_id, case_no, repeat")
+    added: set[tuple[int, str, int]] = set()
+    try:
+        with db.connection.driver_connection.cursor() as cur:
+            cur.executemany(query, rows, returning=True)
+            while True:
+                added.update((r[0], r[1], r[2]) for r in cur.fetchall())
+                if not cur.nextset():
+                    break
+    except psycopg.Error as exc:
+        raise DBAPIError.instance(query, None, exc, psycopg.Error) from exc
+    return added
+
+
 class _PendingCell:
     """A cell handed to ``Store.record_cell``, waiting to be written (group commit)."""
 
@@ -1006,7 +1032,8 @@ class Store:
                     usage_note=text_of(cell.usage_note)))
             # one statement for all the cells (a round trip each would serialise PostgreSQL's
             # writers); RETURNING names the cells that were not there yet
-            new = {(r[0], r[1], r[2]) for r in db.execute(sql["cell"], rows)}
+            new = (_pg_new_cells(db, rows) if self.backend == "postgresql" else
+                   {(r[0], r[1], r[2]) for r in db.execute(sql["cell"], rows)})
             now = time.time()
             for e in batch:
                 cell = e.cell
