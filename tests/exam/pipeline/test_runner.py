@@ -22,6 +22,17 @@ def run_one(store, tmp_path, agent_kw=None, behaviours=("ok",), repeats=1):
     cells = {c.case_no: c for c in store.cells([run_id])}
     return run_id, final, cells, fake
 
+def started(store, run_id, agent):
+    """``execute`` of one run on a thread of its own, with a stop event: (the thread, the
+    event, the dict its final statuses land in)."""
+    stop = threading.Event()
+    final: dict = {}
+    runner = threading.Thread(target=lambda: final.update(
+        execute(store, [job_for(store, run_id, agent)], stop=stop)))
+    runner.start()
+    return runner, stop, final
+
+
 
 @pytest.mark.parametrize(
     ("behaviour", "run_status", "error_part"),
@@ -470,11 +481,7 @@ def test_a_run_told_to_stop_sends_nothing_from_threads_waiting_for_a_slot(store,
         bank = write_bank(tmp_path, ["ok"] * 10)
         agent = agent_for(fake.url, bank, concurrency=2, timeout_s=120)
         run_id = create_run(store, agent, "v1")
-        stop = threading.Event()
-        final = {}
-        runner = threading.Thread(target=lambda: final.update(
-            execute(store, [job_for(store, run_id, agent)], stop=stop)))
-        runner.start()
+        runner, stop, final = started(store, run_id, agent)
         fake.wait_held(2)
         stop.set()
         fake.release()
@@ -505,11 +512,7 @@ def test_a_thread_waiting_out_the_pace_when_the_run_is_told_to_stop_sends_nothin
         bank = write_bank(tmp_path, ["ok"] * 6)
         agent = agent_for(fake.url, bank, concurrency=2, min_interval_s=60, timeout_s=120)
         run_id = create_run(store, agent, "v1")
-        stop = threading.Event()
-        final = {}
-        runner = threading.Thread(target=lambda: final.update(
-            execute(store, [job_for(store, run_id, agent)], stop=stop)))
-        runner.start()
+        runner, stop, final = started(store, run_id, agent)
         fake.wait_held(1)
         (gate,) = gates
         waited = threading.Event()
@@ -534,11 +537,7 @@ def test_a_cell_waiting_to_retry_when_the_run_is_told_to_stop_stops_waiting(stor
         bank = write_bank(tmp_path, ["429-wait-60"])
         agent = agent_for(fake.url, bank, concurrency=1, retries=2)
         run_id = create_run(store, agent, "v1")
-        stop = threading.Event()
-        final = {}
-        runner = threading.Thread(target=lambda: final.update(
-            execute(store, [job_for(store, run_id, agent)], stop=stop)))
-        runner.start()
+        runner, stop, final = started(store, run_id, agent)
         waited = threading.Event()
         while not fake.requests and not waited.wait(0.01):
             pass

@@ -66,3 +66,11 @@ def w1_registry(folder: Path) -> Path:
 def login_csrf(client) -> str:
     """The CSRF token of the login form, as a browser would read it."""
     return re.search(r'name="csrf_token" value="([^"]+)"', client.get("/login").text).group(1)
+
+
+def signed_in(app, token: str):
+    """A test client of ``app`` signed in with ``token`` (through the login form)."""
+    client = app.test_client()
+    assert client.post("/login", data={"token": token, "csrf_token": login_csrf(client)}
+                       ).status_code == 302
+    return client

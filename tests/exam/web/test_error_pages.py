@@ -11,7 +11,7 @@ import pytest
 from exam.app import create_app
 from exam.errors import StoreUnavailable
 from exam.store import Store
-from tests.exam.web.conftest import demo_store, login_csrf, w1_registry
+from tests.exam.web.conftest import demo_store, login_csrf, signed_in, w1_registry
 
 ADMIN, VIEWER = "admin-token-e401", "viewer-token-e402"
 LOCKED = "demo.db: database is locked"
@@ -29,10 +29,7 @@ def app(demo_db, tmp_path):
 
 
 def logged_in(app, token: str = ADMIN):
-    client = app.test_client()
-    assert client.post("/login", data={"token": token, "csrf_token": login_csrf(client)}
-                       ).status_code == 302
-    return client
+    return signed_in(app, token)
 
 
 def is_page(resp) -> bool:

@@ -18,7 +18,7 @@ from exam.store import Store
 from exam.web.share import SALT, link_id, make_token
 from tests.backends import STORE_BACKENDS, store_at
 from tests.conftest import BANK_DIR
-from tests.exam.web.conftest import login_csrf, w1_registry
+from tests.exam.web.conftest import login_csrf, signed_in, w1_registry
 
 ADMIN, VIEWER = "admin-token-r3v0", "viewer-token-r3v1"
 
@@ -38,10 +38,7 @@ def app(demo_db, tmp_path):
 
 
 def logged_in(app, token: str = ADMIN):
-    client = app.test_client()
-    assert client.post("/login", data={"token": token, "csrf_token": login_csrf(client)}
-                       ).status_code == 302
-    return client
+    return signed_in(app, token)
 
 
 def revoke(admin, **form) -> str:
