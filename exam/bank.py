@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -237,8 +238,43 @@ def _build(col: _Collector, label: str, q: Mapping[str, Any], fold: bool) -> Ite
                 tuple(q.get("tags", ())), q.get("notes", ""), digest, dict(q))
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads keeps a pair as one character
+
+
+def _lone_surrogates(data: Any, file: str) -> list[Problem]:
+    """Every string holding a lone surrogate (a JSON or YAML ``\\ud800`` escape without its
+    pair): not text, so it can be neither stored, sent nor digested. Each is named by its
+    question's case_no (else its place in the file) and its field."""
+    found: list[Problem] = []
+
+    def walk(value: Any, where: str) -> None:
+        if isinstance(value, str):
+            if _LONE_SURROGATE.search(value):
+                found.append(Problem(file, where, "holds a lone surrogate (a \\ud800-style "
+                                     "escape without its pair), which is not text: write the "
+                                     "character itself, or its escaped pair"))
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                walk(key, f"{where}.{key!r}" if where else repr(key))
+                walk(item, f"{where}.{key}" if where else str(key))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                walk(item, f"{where}[{i}]")
+
+    questions = data.get("questions") if isinstance(data, dict) else data
+    if isinstance(data, dict):
+        walk({k: v for k, v in data.items() if k != "questions"}, "")
+    for i, question in enumerate(questions if isinstance(questions, list) else []):
+        case_no = question.get("case_no") if isinstance(question, dict) else None
+        named = isinstance(case_no, str) and case_no and not _LONE_SURROGATE.search(case_no)
+        walk(question, case_no if named else f"questions[{i}]")
+    return found
+
+
 def parse_bank(data: Any, file: str) -> tuple[Bank | None, list[Problem]]:
     """Validate a parsed bank (JSON or YAML): the bank (None if any problem), every problem."""
+    if surrogates := _lone_surrogates(data, file):
+        return None, surrogates
     col = _Collector(file)
     qvalidator, _ = _validators()
     stem = Path(file).stem

@@ -109,3 +109,24 @@ def test_demo_bank_loads():
         bank = load_bank(BANK_DIR / f"{agent}.json")
         assert len(bank.items) == 20
         assert all(i.golden and i.counterexamples for i in bank.items)
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    ('[{"case_no": "W2-07", "input": {"question": "\\ud800 可以嗎"}, "expect_facts": ["x"]}]',
+     "W2-07.input.question"),
+    ('{"agent": "W2", "questions": [{"case_no": "W2-07", "input": {"q": "ok"}, '
+     '"expect_facts": ["不\\udc00提供"]}]}', "W2-07.expect_facts[0]"),
+    ('[{"case_no": "\\ud800", "input": {"q": "ok"}, "expect_facts": ["x"]}]',
+     "questions[0].case_no"),
+])
+def test_a_lone_surrogate_is_one_line_naming_the_question_and_field(tmp_path, text, where):
+    """A JSON escape of half a surrogate pair is not text (it cannot be digested, stored or
+    sent): one line naming file, question and field, not a traceback; a whole pair is text."""
+    found = problems(tmp_path, text)
+    assert len(found) == 1
+    assert f"W2.json: {where}: holds a lone surrogate" in found[0]
+    with pytest.raises(BankError, match="lone surrogate"):
+        load_bank(write(tmp_path, text))
+    pair = text.replace("\\ud800", "\\ud83c\\udf4e").replace("\\udc00", "\\ud83c\\udf4e")
+    bank, found = read_bank(write(tmp_path, pair))
+    assert found == [] and bank is not None
