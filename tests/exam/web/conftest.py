@@ -68,9 +68,25 @@ def login_csrf(client) -> str:
     return re.search(r'name="csrf_token" value="([^"]+)"', client.get("/login").text).group(1)
 
 
+def w1_app(db: str, folder: Path, admin: str, viewer: str | None = None):
+    """The service (TESTING) on store ``db`` with the W1 registry, an admin token and perhaps
+    a viewer token: what the page tests read."""
+    from exam.app import create_app
+
+    config = {"API_TOKEN": admin, "DB": db, "AGENTS": str(w1_registry(folder)), "TESTING": True}
+    if viewer is not None:
+        config["VIEWER_TOKEN"] = viewer
+    return create_app(config)
+
+
+def sign_in(client, token: str) -> None:
+    """Log ``client`` in with ``token`` through the login form."""
+    assert client.post("/login", data={"token": token, "csrf_token": login_csrf(client)}
+                       ).status_code == 302
+
+
 def signed_in(app, token: str):
     """A test client of ``app`` signed in with ``token`` (through the login form)."""
     client = app.test_client()
-    assert client.post("/login", data={"token": token, "csrf_token": login_csrf(client)}
-                       ).status_code == 302
+    sign_in(client, token)
     return client

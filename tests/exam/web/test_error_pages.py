@@ -11,7 +11,7 @@ import pytest
 from exam.app import create_app
 from exam.errors import StoreUnavailable
 from exam.store import Store
-from tests.exam.web.conftest import demo_store, login_csrf, signed_in, w1_registry
+from tests.exam.web.conftest import demo_store, login_csrf, signed_in, w1_app, w1_registry
 
 ADMIN, VIEWER = "admin-token-e401", "viewer-token-e402"
 LOCKED = "demo.db: database is locked"
@@ -24,8 +24,7 @@ def demo_db(tmp_path_factory):
 
 @pytest.fixture
 def app(demo_db, tmp_path):
-    return create_app({"API_TOKEN": ADMIN, "VIEWER_TOKEN": VIEWER, "DB": demo_db,
-                       "AGENTS": str(w1_registry(tmp_path)), "TESTING": True})
+    return w1_app(demo_db, tmp_path, ADMIN, VIEWER)
 
 
 def logged_in(app, token: str = ADMIN):

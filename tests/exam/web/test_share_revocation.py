@@ -11,14 +11,13 @@ import pytest
 from itsdangerous import URLSafeSerializer
 from sqlalchemy import select
 
-from exam.app import create_app
 from exam.demo.main import run_demo
 from exam.errors import StoreUnavailable
 from exam.store import Store
 from exam.web.share import SALT, link_id, make_token
 from tests.backends import STORE_BACKENDS, store_at
 from tests.conftest import BANK_DIR
-from tests.exam.web.conftest import login_csrf, signed_in, w1_registry
+from tests.exam.web.conftest import login_csrf, signed_in, w1_app
 
 ADMIN, VIEWER = "admin-token-r3v0", "viewer-token-r3v1"
 
@@ -33,8 +32,7 @@ def demo_db(request, tmp_path_factory):
 
 @pytest.fixture
 def app(demo_db, tmp_path):
-    return create_app({"API_TOKEN": ADMIN, "VIEWER_TOKEN": VIEWER, "DB": demo_db,
-                       "AGENTS": str(w1_registry(tmp_path)), "TESTING": True})
+    return w1_app(demo_db, tmp_path, ADMIN, VIEWER)
 
 
 def logged_in(app, token: str = ADMIN):

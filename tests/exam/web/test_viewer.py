@@ -13,7 +13,7 @@ from exam.app import create_app
 from exam.errors import ExamError
 from exam.store import Store
 from exam.web.share import make_token
-from tests.exam.web.conftest import demo_store, login_csrf, w1_registry
+from tests.exam.web.conftest import demo_store, login_csrf, sign_in, w1_app
 
 ADMIN, VIEWER = "admin-token-81c2", "viewer-token-77ab"
 
@@ -25,13 +25,7 @@ def demo_db(tmp_path_factory):
 
 @pytest.fixture
 def app(demo_db, tmp_path):
-    return create_app({"API_TOKEN": ADMIN, "VIEWER_TOKEN": VIEWER, "DB": demo_db,
-                       "AGENTS": str(w1_registry(tmp_path)), "TESTING": True})
-
-
-def _login(client, token: str) -> None:
-    resp = client.post("/login", data={"token": token, "csrf_token": login_csrf(client)})
-    assert resp.status_code == 302
+    return w1_app(demo_db, tmp_path, ADMIN, VIEWER)
 
 
 def _url(rule, run_id: int) -> str:
@@ -67,7 +61,7 @@ def _run_id(db: str) -> int:
 
 def test_a_viewer_session_opens_every_read_page(app, demo_db):
     client = app.test_client()
-    _login(client, VIEWER)
+    sign_in(client, VIEWER)
     checked = []
     for rule, _ in _rules(app, {"GET"}):
         if rule.endpoint in ("dashboard.share",):
@@ -84,7 +78,7 @@ def test_a_viewer_session_opens_every_read_page(app, demo_db):
 
 def test_a_viewer_changes_nothing_on_any_route(app, demo_db):
     client = app.test_client()
-    _login(client, VIEWER)
+    sign_in(client, VIEWER)
     token = login_csrf(client)
     before = _state(demo_db)
     refused = []
@@ -108,7 +102,7 @@ def test_a_viewer_changes_nothing_on_any_route(app, demo_db):
 
 def test_the_admin_starts_a_run_from_the_dashboard_form(app, demo_db):
     client = app.test_client()
-    _login(client, ADMIN)
+    sign_in(client, ADMIN)
     before = _state(demo_db)[0]
     resp = client.post("/runs", data={"csrf_token": login_csrf(client), "agent": "W1",
                                       "version": "v9", "repeats": "2"})
@@ -126,7 +120,7 @@ def test_the_admin_starts_a_run_from_the_dashboard_form(app, demo_db):
 
 def test_the_admin_excludes_and_includes_a_run_from_the_dashboard(app, demo_db):
     client = app.test_client()
-    _login(client, ADMIN)
+    sign_in(client, ADMIN)
     run_id = _run_id(demo_db)
     token = login_csrf(client)
     resp = client.post(f"/runs/{run_id}/exclude", data={"csrf_token": token, "reason": ""})
@@ -159,7 +153,7 @@ def test_the_admin_excludes_and_includes_a_run_from_the_dashboard(app, demo_db):
 ])
 def test_a_bad_start_run_form_says_which_field(app, form, message):
     client = app.test_client()
-    _login(client, ADMIN)
+    sign_in(client, ADMIN)
     resp = client.post("/runs", data={"csrf_token": login_csrf(client), **form},
                        follow_redirects=True)
     assert message in html.unescape(resp.text)
@@ -168,7 +162,7 @@ def test_a_bad_start_run_form_says_which_field(app, form, message):
 def test_a_message_in_the_address_is_not_shown(app):
     """What a form did is shown from the session: words in a link (?message=) are not."""
     client = app.test_client()
-    _login(client, ADMIN)
+    sign_in(client, ADMIN)
     planted = "Your session expired: log in again at https://evil.example"
     for page in ("/runs", "/review"):
         assert planted not in client.get(f"{page}?message={planted}").text
