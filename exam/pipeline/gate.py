@@ -36,12 +36,13 @@ class RequestGate:
         # the latest start stamps (monotonic), so the pacing can be checked on a busy machine
         self.starts: deque[float] = deque(maxlen=10_000)
 
-    def slot(self) -> _Slot:
+    def slot(self) -> RequestGate:
         """``with gate.slot():`` holds one of ``concurrency`` slots; the body starts no sooner
         than the interval allows. Raises Stopped, sending nothing, once ``stop`` is set (at
         once, even in the middle of the interval): a runner has more threads than slots, and
-        those waiting here when it is told to stop must not start new requests."""
-        return _Slot(self)
+        those waiting here when it is told to stop must not start new requests. (The slot is
+        a token in the gate's queue, so the gate itself is the context manager.)"""
+        return self
 
     def pause(self, seconds: float) -> None:
         """Sleep ``seconds`` (a retry's back-off); raises Stopped at once when told to stop:
@@ -52,18 +53,20 @@ class RequestGate:
         elif self._stop.wait(seconds):
             raise Stopped()
 
-    def _enter(self) -> None:
+    def __enter__(self) -> None:
         self._slots.get()
         try:
             with self._lock:
                 wait = self._next_start - time.monotonic()
                 # told to stop while waiting for a slot, for the lock or out the interval (a
                 # thread holding a slot may wait min_interval_s here): nothing is sent
-                if self._stop is not None:
-                    if self._stop.wait(wait) if wait > 0 else self._stop.is_set():
+                if self._stop is None:
+                    if wait > 0:
+                        time.sleep(wait)
+                else:
+                    stopped = self._stop.wait(wait) if wait > 0 else self._stop.is_set()
+                    if stopped:
                         raise Stopped()
-                elif wait > 0:
-                    time.sleep(wait)
                 now = time.monotonic()
                 self.starts.append(now)
                 self._next_start = now + self._interval
@@ -71,15 +74,5 @@ class RequestGate:
             self._slots.put(None)
             raise
 
-
-class _Slot:
-    __slots__ = ("_gate",)
-
-    def __init__(self, gate: RequestGate):
-        self._gate = gate
-
-    def __enter__(self) -> None:
-        self._gate._enter()
-
     def __exit__(self, *exc: object) -> None:
-        self._gate._slots.put(None)
+        self._slots.put(None)
