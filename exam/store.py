@@ -1133,11 +1133,11 @@ class Store:
         # keys in opposite orders each wait for a key the other holds (a deadlock, one aborted)
         rows = sorted(rows, key=lambda r: (r[0], r[1]))
         try:
-            stmt = self._insert(grade_cache).on_conflict_do_nothing()
             with self.tx() as db:
                 if self.backend == "postgresql":
                     _copy_grades(db, rules, rows)
                     return True
+                stmt = self._insert(grade_cache).on_conflict_do_nothing()
                 # a few thousand rows per execute: SQLAlchemy's batching of 100,000 parameter
                 # sets at once held ~50 MB more than the rows themselves (100,000 rows)
                 for i in range(0, len(rows), GRADE_CACHE_WRITE_CHUNK):

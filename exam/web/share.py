@@ -23,11 +23,15 @@ import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from itsdangerous import BadSignature, URLSafeSerializer
 
 from exam.errors import ExamError
+
+if TYPE_CHECKING:  # the store is imported only where a revocation is looked up
+    from exam.store import Revocation
 
 SALT = "agent-exam share link"
 DEFAULT_DAYS = 7.0
@@ -197,7 +201,7 @@ def grant(grants: object, link: Link, now: float | None = None) -> dict[str, lis
     return {g.id: [g.page, g.until, g.made] for g in newest}
 
 
-def revoked(link: Link | Grant, revocations: Iterable) -> object | None:
+def revoked(link: Link | Grant, revocations: Iterable[Revocation]) -> Revocation | None:
     """The revocation that holds for ``link`` (of the store's rows read for it), or None: its
     own, or its page's when it was made before then (a link that does not say when it was
     made is older than any revocation)."""
