@@ -64,22 +64,34 @@ def terminal(text: str) -> str:
                                              else f"\\x{ord(m.group()):02x}"), text)
 
 
-def terminal_data(value: Any) -> Any:
+def terminal_data(value: Any, _seen: dict[int, Any] | None = None) -> Any:
     """A report (dicts, lists, strings) with ``terminal`` applied to every string in it.
 
     What holds nothing to escape is returned as it is, not copied: a scorecard of 10,000
-    cells was copied whole (~15 MB) to print a page of text. Renderers only read it."""
+    cells was copied whole (~15 MB) to print a page of text. Renderers only read it. A list
+    or dict met again (the checks of identical replies are one list, see scorecard.build) is
+    escaped once: the input is alive throughout, so its ids stay its own."""
     if isinstance(value, str):
         return terminal(value)
+    if not isinstance(value, (list, dict, tuple)):
+        return value
+    seen = {} if _seen is None else _seen
+    done = seen.get(id(value), _NOT_SEEN)
+    if done is not _NOT_SEEN:
+        return done
     if isinstance(value, tuple):
-        return [terminal_data(v) for v in value]
-    if isinstance(value, list):
-        out = [terminal_data(v) for v in value]
-        return value if all(a is b for a, b in zip(out, value, strict=True)) else out
-    if isinstance(value, dict):
-        new = {k: terminal_data(v) for k, v in value.items()}
-        return value if all(new[k] is v for k, v in value.items()) else new
-    return value
+        out: Any = [terminal_data(v, seen) for v in value]
+    elif isinstance(value, list):
+        out = [terminal_data(v, seen) for v in value]
+        out = value if all(a is b for a, b in zip(out, value, strict=True)) else out
+    else:
+        new = {k: terminal_data(v, seen) for k, v in value.items()}
+        out = value if all(new[k] is v for k, v in value.items()) else new
+    seen[id(value)] = out
+    return out
+
+
+_NOT_SEEN = object()
 
 
 # -- decoded JSON -----------------------------------------------------------------------

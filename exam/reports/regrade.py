@@ -54,15 +54,26 @@ class GradedCell:
     tokens_estimated: bool = False  # the tokens are n8n's estimate, not the provider's count
     usage_note: str = ""  # where model calls and tokens came from, or why they are unknown
 
-    def as_dict(self) -> dict:
+    def as_dict(self, shared: dict[str, list[dict]] | None = None) -> dict:
+        """The cell as the reports' dict. ``shared``: checks decoded from the same stored JSON
+        are one list (identical replies to a question grade alike; a report of 10,000 cells
+        decoded and escaped the same checks thousands of times): readers must not change it."""
+        checks = self.checks
+        if isinstance(checks, graded_runs.LazyChecks):
+            dicts = None if shared is None else shared.get(checks.raw)
+            if dicts is None:
+                dicts = checks.as_dicts()
+                if shared is not None:
+                    shared[checks.raw] = dicts
+        else:
+            dicts = [c.as_dict() for c in checks]
         return {
             "run_id": self.run_id, "repeat": self.repeat, "run_status": self.run_status,
             "verdict": self.verdict, "attempts": self.attempts, "model_calls": self.model_calls,
             "tokens": self.tokens, "tokens_estimated": self.tokens_estimated,
             "usage_note": self.usage_note, "latency_ms": self.latency_ms, "error": self.error,
             "changed_since_run": self.changed, "reviewed": self.reviewed,
-            "checks": self.checks.as_dicts() if isinstance(self.checks, graded_runs.LazyChecks)
-            else [c.as_dict() for c in self.checks],
+            "checks": dicts,
         }
 
 

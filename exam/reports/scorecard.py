@@ -91,6 +91,7 @@ def build(regraded: Regraded, every_cell: bool = True) -> dict[str, Any]:
     for r in regraded.runs:
         runs_by_group[(r.agent, r.version)].append(r)
     cards = []
+    shared: dict[str, list[dict]] = {}  # checks by their stored JSON: see GradedCell.as_dict
     for key in sorted(runs_by_group):
         agent, version = key
         cells = groups.get(key, [])
@@ -112,7 +113,7 @@ def build(regraded: Regraded, every_cell: bool = True) -> dict[str, Any]:
                 "verdicts": dict(v), "pass_rate": v["pass"] / graded if graded else None,
                 "pass_all": graded > 0 and v["pass"] == len(cs),
                 "changed_since_run": any(c.changed for c in cs),
-                "cells": [c.as_dict() for c in cs] if every_cell or not all(
+                "cells": [c.as_dict(shared) for c in cs] if every_cell or not all(
                     c.verdict == "pass" and c.run_status == "ok" for c in cs) else [],
             })
         cases.sort(key=case_order)

@@ -143,7 +143,8 @@ def test_terminal_escapes_controls_and_bidi_overrides():
     assert terminal("中文 ok") == "中文 ok"
 
 
-def test_exam_run_against_an_agent_sending_escapes_prints_none(tmp_path):
+@pytest.mark.parametrize("repeats", ["1", "7"])  # 7: repeats grouped, one checks list shared
+def test_exam_run_against_an_agent_sending_escapes_prints_none(tmp_path, repeats):
     from tests.exam.helpers import registry_env, write_bank
     from tests.fakes.agent import FakeAgent
 
@@ -154,8 +155,8 @@ def test_exam_run_against_an_agent_sending_escapes_prints_none(tmp_path):
     with Escaping() as agent:
         bank = write_bank(tmp_path, ["x"], expect_forbidden=["pwned"])
         env = registry_env(tmp_path, agent.url, bank)
-        result = CliRunner().invoke(main, ["run", "T", "--version", "v1"], env=env,
-                                    catch_exceptions=False)
+        result = CliRunner().invoke(main, ["run", "T", "--version", "v1", "--repeats", repeats],
+                                    env=env, catch_exceptions=False)
     assert "\\x07\\x1b[2" in result.output
     assert "\x1b" not in result.output and "\x07" not in result.output
 
@@ -286,3 +287,19 @@ def test_terminal_data_escapes_every_string_and_copies_only_what_it_changes():
     assert shown["scorecards"][0] is clean  # nothing to escape: not copied
     assert shown["ids"] == [1, 2]
     assert report["scorecards"][1]["error"] == "bad\x1b[2Jreply"  # the report is left as it was
+
+
+def test_terminal_data_escapes_a_list_met_twice_in_both_places():
+    """Identical replies share one checks list (scorecard.build): escaped once, shown escaped
+    wherever it is met; a clean list met twice is still not copied."""
+    from exam.textsafe import terminal_data
+
+    checks = [{"name": "forbidden[0]", "evidence": "x\x1b[2Jy"}]
+    clean = [{"evidence": "好"}]
+    report = {"cells": [{"checks": checks}, {"checks": checks}, {"checks": clean},
+                        {"checks": clean}]}
+    shown = terminal_data(report)["cells"]
+    assert [c["checks"][0]["evidence"] for c in shown[:2]] == ["x\\x1b[2Jy"] * 2
+    assert shown[0]["checks"] is shown[1]["checks"]
+    assert shown[2]["checks"] is clean and shown[3]["checks"] is clean
+    assert checks[0]["evidence"] == "x\x1b[2Jy"
