@@ -504,6 +504,23 @@ def _copy_grades(db: Connection, rules: str, rows: Sequence[tuple[str, str, str,
         raise DBAPIError.instance("COPY grade_cache_in", None, exc, psycopg.Error) from exc
 
 
+def _pg_copy_in(db: Connection, table: str, rows: Sequence[dict[str, Any]]) -> None:
+    """PostgreSQL: ``rows`` (dicts with the same keys) COPYed into ``table``, as a plain
+    INSERT of them would add them (a row already there fails both). The group commit's
+    attempts: psycopg's COPY costs half the CPU of its executemany, which sends a statement
+    per row (a 10,000-cell run spent ~2% of its CPU there). Errors come out as SQLAlchemy's."""
+    import psycopg
+
+    columns = list(rows[0])
+    try:
+        with db.connection.driver_connection.cursor() as cur, cur.copy(
+                f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(tuple(row.values()))
+    except psycopg.Error as exc:
+        raise DBAPIError.instance(f"COPY {table}", None, exc, psycopg.Error) from exc
+
+
 def _pg_new_cells(db: Connection, rows: Sequence[dict[str, Any]]) -> set[tuple[int, str, int]]:
     """PostgreSQL: insert the cells (a cell already there is left as it was) and return the
     keys of those added, by psycopg's executemany with RETURNING: one statement text, parsed
@@ -1058,7 +1075,9 @@ class Store:
                                        question_key=e.cached.question_key,
                                        verdict=e.cached.verdict,
                                        checks=e.cached.checks))
-            if attempts:
+            if attempts and self.backend == "postgresql":
+                _pg_copy_in(db, "attempts", attempts)
+            elif attempts:
                 db.execute(sql["attempts"], attempts)
             if grades:
                 db.execute(sql["grade"], grades)

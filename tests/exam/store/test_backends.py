@@ -69,6 +69,20 @@ def test_runs_and_cells_read_back_as_written(store):
     assert [c.case_no for c in store.cells([run_id], (lo, lo + 2))] == ["Q-02", "Q-10"]
 
 
+def test_attempts_read_back_as_written_whatever_they_hold(store):
+    """PostgreSQL COPYs a batch's attempts in: its text format's own marks (\\N for none,
+    backslashes, tabs, line ends) in a body or error must come back as they were sent."""
+    run_id = new_run(store)
+    odd = [AttemptRow(1, 1764400001.5, None, 30000.0, "timeout\tafter \\N\n30 s", None, None,
+                      None, False),
+           AttemptRow(2, 1764400002.0, 502, 0.25, "", "text/plain; charset=utf-8",
+                      "\\N", 2, False),
+           AttemptRow(3, 1764400003.0, 200, 12.0, "", "application/json",
+                      '{"answer": "a\\tb\tc\r\nd\\\\e 答"}', 9_000_000, True)]
+    assert store.record_cell(cell(run_id, "Q-01"), odd)
+    assert store.attempts(run_id, "Q-01", 1) == odd
+
+
 def test_retried_cells_are_kept_apart_and_run_again(store):
     run_id = new_run(store)
     store.record_cell(cell(run_id, "Q-01", status="timeout", text=None), [attempt(1)])
