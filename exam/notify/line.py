@@ -29,6 +29,8 @@ from exam.notify.summary import (
     Summary,
     clip,
     compare_command,
+    live_links,
+    longest,
     queue_text,
     scorecard_link,
     summary_text,
@@ -148,15 +150,19 @@ def bubble(s: Summary, link: str | None, regressions_shown: int = SHOW_REGRESSIO
     return out
 
 
-def _fit_bubble(s: Summary, link: str | None) -> dict[str, Any]:
+def _fit_bubble(s: Summary, link: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The bubble as stored (``link``: perhaps a share link's marker) and the same bubble as
+    long as it can be once sent (the marker as the longest link it becomes), which is what
+    LINE's limits are checked on: fewer regressions are listed until that one fits."""
+    sized = longest(link)
     shown = SHOW_REGRESSIONS
-    b = bubble(s, link, shown)
+    b = bubble(s, sized, shown)
     while _size(b) > MAX_BUBBLE_BYTES and shown > 0:
         shown -= 1
-        b = bubble(s, link, shown)
+        b = bubble(s, sized, shown)
     if _size(b) > MAX_BUBBLE_BYTES:
         raise ExamError(f"{s.agent}: the scorecard bubble exceeds LINE's 30 KB limit")
-    return b
+    return bubble(s, link, shown), b
 
 
 def _alt(summaries: Sequence[Summary]) -> str:
@@ -176,25 +182,26 @@ def _alt(summaries: Sequence[Summary]) -> str:
 
 def build_messages(summaries: Sequence[Summary], public_url: str = "",
                    share_secret: str | None = None) -> list[dict]:
-    """Flex carousels (≤ 12 bubbles, ≤ 50 KB each), altText as the plain-text fallback."""
-    bubbles = []
-    for s in summaries:
-        bubbles.append((s, _fit_bubble(s, scorecard_link(s, public_url, share_secret))))
+    """Flex carousels (≤ 12 bubbles, ≤ 50 KB each), altText as the plain-text fallback. With
+    a signing key each Scorecard button holds a marker, made a share link as it is sent
+    (``live_links``); the sizes are those of the longest link it can become."""
+    bubbles = [(s, *_fit_bubble(s, scorecard_link(s, public_url, share_secret)))
+               for s in summaries]
     messages: list[dict[str, Any]] = []
-    group: list[tuple[Summary, dict]] = []
+    group: list[tuple[Summary, dict, dict]] = []
 
     def flush() -> None:
         if group:
-            carousel = {"type": "carousel", "contents": [b for _, b in group]}
-            messages.append({"type": "flex", "altText": _alt([s for s, _ in group]),
+            carousel = {"type": "carousel", "contents": [b for _, b, _ in group]}
+            messages.append({"type": "flex", "altText": _alt([s for s, _, _ in group]),
                              "contents": carousel})
             group.clear()
 
-    for s, b in bubbles:
-        candidate = {"type": "carousel", "contents": [x for _, x in group] + [b]}
+    for s, b, sized in bubbles:
+        candidate = {"type": "carousel", "contents": [x for _, _, x in group] + [sized]}
         if len(group) >= MAX_BUBBLES or _size(candidate) > MAX_CAROUSEL_BYTES:
             flush()
-        group.append((s, b))
+        group.append((s, b, sized))
     flush()
     return messages
 
@@ -335,7 +342,9 @@ class LineChannel:
 
     def send(self, settings: LineSettings, target: str, payload: list[dict[str, Any]],
              retry_key: str, sleep: Any = None) -> int:
-        return push(settings, target, payload, retry_key, sleep=sleep)
+        # the share links are made here, once: every try of this send pushes the same body
+        return push(settings, target, live_links(payload, settings.share_secret), retry_key,
+                    sleep=sleep)
 
 
 CHANNEL = LineChannel()

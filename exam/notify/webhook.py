@@ -19,7 +19,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from exam.backoff import backoff_s
 from exam.errors import ExamError
 from exam.notify import DeliveryError
-from exam.notify.summary import Summary, scorecard_link, summary_text
+from exam.notify.summary import Summary, live_links, scorecard_link, summary_text
 from exam.redact import NO_SECRETS, Redactor, safe_url, url_secrets
 from exam.web.share import secret_from_env
 
@@ -143,7 +143,9 @@ class WebhookChannel:
 
     def send(self, settings: WebhookSettings, target: str, payload: dict[str, Any],
              retry_key: str, sleep: Any = None) -> int:
-        return post(settings, payload, retry_key, sleep=sleep)
+        # the share links are made here, once: every try of this send POSTs the same body
+        return post(settings, live_links(payload, settings.share_secret), retry_key,
+                    sleep=sleep)
 
 
 CHANNEL = WebhookChannel()

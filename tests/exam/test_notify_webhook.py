@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from exam import notify
 from exam.cli.main import main
+from exam.web.share import read_token
 from tests.fakes.server import send_json, serve
 
 TOKEN = "q-token-5e6f7a8b"  # in the URL's query
@@ -98,10 +99,16 @@ def test_exam_notify_webhook_posts_the_summaries_as_json(regressed, receiver, en
     assert (summary["pass"], summary["fail"], summary["regressions"], summary["fixes"]) == \
         (3, 3, ["Q-01"], ["Q-02"])
     assert summary["scorecard_link"].startswith("https://exam.example.com/share/")
+    token = summary["scorecard_link"].rsplit("/", 1)[1]
+    assert read_token(env["EXAM_SECRET_KEY"], token).path == "/scorecard/W1/v2"
     assert post["body"]["text"].startswith("W1 v2: pass 3 · needs_human 0 · fail 3")
     (n,) = history.store.notifications()
+    # stored as POSTed, but for the share link: the page it opens, made a link as it is sent
+    stored = json.loads(json.dumps(post["body"]))
+    stored["summaries"][0]["scorecard_link"] = \
+        "agent-exam-share-link:https://exam.example.com#/scorecard/W1/v2"
     assert (n["channel"], n["target"], n["status"], n["payload"]) == \
-        ("webhook", receiver.safe_url, "delivered", post["body"])
+        ("webhook", receiver.safe_url, "delivered", stored)
     assert post["headers"]["Idempotency-Key"] == n["retry_key"]
     history.store.close()
     assert_no_secret(result.output, json.dumps(n), store_bytes(history.store.path))
@@ -118,6 +125,8 @@ def test_trouble_is_retried_with_one_idempotency_key(regressed, receiver, env):
     keys = {p["headers"]["Idempotency-Key"] for p in receiver.posts}
     assert len(receiver.posts) == 4 and keys == {history.store.notifications()[0]["retry_key"]}
     assert waits == [0.5, 7.0, 2.0]  # doubling, except where the receiver said Retry-After
+    # the share link is made once per send: every try carries the same body
+    assert all(p["body"] == receiver.posts[0]["body"] for p in receiver.posts)
 
 
 def test_a_refusal_is_not_retried_is_recorded_redacted_and_resent_with_its_key(
