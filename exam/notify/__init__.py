@@ -29,7 +29,9 @@ class DeliveryError(ExamError):
 
 class Channel(Protocol):
     """One way of telling the team. ``payload`` is whatever one send carries (JSON-able, no
-    secrets: it is stored); ``settings`` whatever the channel reads from the environment."""
+    secrets: it is stored, so a share link in it is the marker ``summary.scorecard_link``
+    gives, made a link by ``send``); ``settings`` whatever the channel reads from the
+    environment."""
 
     name: str  # the CLI's word and the store's ``channel`` column
     label: str  # how messages name it ("LINE")
@@ -51,7 +53,8 @@ class Channel(Protocol):
     def send(self, settings: Any, target: str, payload: Any, retry_key: str,
              sleep: Any = None) -> int:
         """Send one payload (retrying with ``retry_key``); the attempts made. Raises
-        DeliveryError."""
+        DeliveryError. Its share links are made here (``summary.live_links``), once, before
+        the first try: every try of a send carries the same body."""
 
 
 _CHANNELS: dict[str, Channel] = {}

@@ -8,7 +8,9 @@ and not retried. The SDK's own urllib3 retries are off so they do not stack on o
 
 Pushes read ``LINE_CHANNEL_ACCESS_TOKEN``, ``LINE_GROUP_ID`` and ``LINE_API_HOST`` from the
 environment (the webhook in exam/web/line.py reads ``LINE_CHANNEL_SECRET``); none is ever
-logged or stored.
+logged or stored. Neither is a Scorecard share link: the stored push holds a marker, made a
+link as the push is sent, and LINE's size limits are checked with the longest link it can
+become.
 """
 
 from __future__ import annotations
