@@ -111,21 +111,14 @@ def _preview(channel, run_ids, compare_to, out_path, db) -> None:
     import json
     from pathlib import Path
 
-    from exam.notify.summary import SHARE_DAYS, page_links, summaries_for
+    from exam.notify.summary import summaries_for
 
     if not run_ids:
         raise InputError("give --run RUN_ID")
     store = open_store(db)
     settings = channel_settings(channel, sending=False)
     payloads = channel.payloads(summaries_for(store, list(run_ids), compare_to), settings)
-    # a share link is made only as a payload is sent: the preview, a file anyone with the
-    # folder reads, shows the plain page in its place
-    shown = [page_links(p) for p in payloads]
-    lines, document = channel.preview(shown, out_path)
-    if shown != payloads:
-        lines.append(f"the Scorecard links in {out_path} are the plain pages (they ask for a "
-                     f"login): a send carries a share link made as it is sent, working "
-                     f"{SHARE_DAYS:g} days")
+    lines, document = channel.preview(payloads, out_path)
     try:  # the default is relative: a service user's cwd is often not theirs to write
         Path(out_path).parent.mkdir(parents=True, exist_ok=True)
         Path(out_path).write_text(json.dumps(document, ensure_ascii=False, indent=2),

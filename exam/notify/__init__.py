@@ -48,13 +48,16 @@ class Channel(Protocol):
         """The summaries as the channel's messages, grouped one payload per send."""
 
     def preview(self, payloads: Sequence[Any], out_path: str) -> tuple[list[str], Any]:
-        """For a dry run: lines to print, and a JSON-able document written to ``out_path``."""
+        """For a dry run: lines to print, and a JSON-able document written to ``out_path``,
+        its share-link markers the plain pages (``summary.page_link``): no live link in a
+        file."""
 
     def send(self, settings: Any, target: str, payload: Any, retry_key: str,
              sleep: Any = None) -> int:
         """Send one payload (retrying with ``retry_key``); the attempts made. Raises
-        DeliveryError. Its share links are made here (``summary.live_links``), once, before
-        the first try: every try of a send carries the same body."""
+        DeliveryError. Its share links are made here (``summary.live_link`` on each place
+        ``payloads`` put one), once, before the first try: every try of a send carries the
+        same body."""
 
 
 _CHANNELS: dict[str, Channel] = {}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,12 +27,14 @@ from exam import notify
 from exam.backoff import backoff_s
 from exam.errors import ExamError
 from exam.notify.summary import (
+    PREVIEW_NOTE,
     SHOW_REGRESSIONS,
     Summary,
     clip,
     compare_command,
-    live_links,
+    live_link,
     longest,
+    page_link,
     queue_text,
     scorecard_link,
     summary_text,
@@ -186,7 +188,7 @@ def build_messages(summaries: Sequence[Summary], public_url: str = "",
                    share_secret: str | None = None) -> list[dict]:
     """Flex carousels (≤ 12 bubbles, ≤ 50 KB each), altText as the plain-text fallback. With
     a signing key each Scorecard button holds a marker, made a share link as it is sent
-    (``live_links``); the sizes are those of the longest link it can become."""
+    (``with_links``); the sizes are those of the longest link it can become."""
     bubbles = [(s, *_fit_bubble(s, scorecard_link(s, public_url, share_secret)))
                for s in summaries]
     messages: list[dict[str, Any]] = []
@@ -206,6 +208,30 @@ def build_messages(summaries: Sequence[Summary], public_url: str = "",
         group.append((s, b, sized))
     flush()
     return messages
+
+
+def with_links(messages: list[dict[str, Any]], link: Callable[[Any], Any]) -> list[dict]:
+    """``messages`` (one push, as stored) with each bubble's Scorecard button's URI made
+    ``link(uri)``, and nothing else changed: where ``bubble`` puts the link, in this
+    version's pushes and in those stored by older ones."""
+    out = []
+    for m in messages:
+        carousel = m.get("contents") if m.get("type") == "flex" else None
+        if isinstance(carousel, dict) and isinstance(carousel.get("contents"), list):
+            bubbles = [_with_link(b, link) for b in carousel["contents"]]
+            m = {**m, "contents": {**carousel, "contents": bubbles}}
+        out.append(m)
+    return out
+
+
+def _with_link(b: Any, link: Callable[[Any], Any]) -> Any:
+    footer = b.get("footer") if isinstance(b, dict) else None
+    if not isinstance(footer, dict) or not isinstance(footer.get("contents"), list):
+        return b
+    buttons = [{**c, "action": {**c["action"], "uri": link(c["action"].get("uri"))}}
+               if c.get("type") == "button" and isinstance(c.get("action"), dict) else c
+               for c in footer["contents"]]
+    return {**b, "footer": {**footer, "contents": buttons}}
 
 
 def text_messages(text: str) -> list[dict[str, Any]]:
@@ -335,18 +361,23 @@ class LineChannel:
 
     def preview(self, payloads: Sequence[list[dict[str, Any]]],
                 out_path: str) -> tuple[list[str], Any]:
-        messages = [m for p in payloads for m in p]
+        stored = [m for p in payloads for m in p]
+        # no share link in a file anyone reading the folder may open: the plain pages (the
+        # Flex Message Simulator takes only real URIs, which a marker is not)
+        messages = with_links(stored, page_link)
         lines = [f"message {i} altText: {m['altText'].replace(chr(10), ' / ')}"
                  for i, m in enumerate(messages, 1)]
         lines.append(f"{len(messages)} message(s), nothing sent; the Flex JSON is in {out_path} "
                      f"(paste it into LINE's Flex Message Simulator to see it)")
+        if messages != stored:
+            lines.append(PREVIEW_NOTE.format(out=out_path))
         return lines, messages
 
     def send(self, settings: LineSettings, target: str, payload: list[dict[str, Any]],
              retry_key: str, sleep: Any = None) -> int:
         # the share links are made here, once: every try of this send pushes the same body
-        return push(settings, target, live_links(payload, settings.share_secret), retry_key,
-                    sleep=sleep)
+        sent = with_links(payload, lambda uri: live_link(uri, settings.share_secret))
+        return push(settings, target, sent, retry_key, sleep=sleep)
 
 
 CHANNEL = LineChannel()

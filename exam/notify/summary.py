@@ -3,8 +3,8 @@
 A ``Summary`` per agent version; ``as_dict()`` is its JSON form (the verdict counts under
 ``pass``, ``needs_human``, ``fail``). ``scorecard_link`` gives the dashboard page a channel
 links to: with a signing key, a marker that stands for a share link, never the link itself,
-because payloads are stored and a share link is a bearer credential; ``live_links`` makes the
-links when a payload is sent, ``page_links`` shows the plain pages instead (a dry run's file).
+because payloads are stored and a share link is a bearer credential; ``live_link`` makes the
+link when a payload is sent, ``page_link`` shows the plain page instead (a dry run's file).
 ``summary_text`` is the plain-text form every channel can fall back on.
 """
 
@@ -159,7 +159,7 @@ def summary_text(s: Summary, reason_limit: int | None = None) -> str:
 
 def scorecard_link(s: Summary, public_url: str, share_secret: str | None) -> str | None:
     """Where a summary's Scorecard button goes, as a payload keeps it: when the signing key is
-    known, a marker (``LINK_MARK``) that ``live_links`` turns into a signed, expiring
+    known, a marker (``LINK_MARK``) that ``live_link`` turns into a signed, expiring
     read-only share link as the payload is sent (a phone has no admin token, and must never
     need one; the stored payload must hold no working link); else the plain page; None
     without a public URL."""
@@ -171,55 +171,51 @@ def scorecard_link(s: Summary, public_url: str, share_secret: str | None) -> str
     return f"{LINK_MARK}{public_url}#{path}"
 
 
-def _marked(value: str) -> tuple[str, str] | None:
-    """(public URL, path) of a link marker; None for any other string."""
-    if not value.startswith(LINK_MARK):
+def _marked(value: object) -> tuple[str, str] | None:
+    """(public URL, path) of a link marker; None for anything else."""
+    if not isinstance(value, str) or not value.startswith(LINK_MARK):
         return None
     base, _, path = value[len(LINK_MARK):].rpartition("#")  # a path is %-encoded: no "#"
     return base, path
 
 
-def _each_link(payload: Any, link: Any) -> Any:
-    """``payload`` with every link marker in it (a whole string) replaced by ``link(public
-    URL, path)``; everything else as it was. A payload of an older agent-exam holds no marker
-    (its links were made when it was built) and comes back equal."""
-    if isinstance(payload, str):
-        marked = _marked(payload)
-        return payload if marked is None else link(*marked)
-    if isinstance(payload, list):
-        return [_each_link(v, link) for v in payload]
-    if isinstance(payload, dict):
-        return {k: _each_link(v, link) for k, v in payload.items()}
-    return payload
+def live_link(link: Any, share_secret: str | None) -> Any:
+    """A payload's link as it is sent: a marker becomes a share link signed now, working
+    ``SHARE_DAYS`` (without the key here, e.g. a resend from a shell without
+    ``EXAM_SECRET_KEY`` or ``EXAM_API_TOKEN``: the plain page, which asks for a login);
+    anything else (a plain page, None, the link itself in a payload an older agent-exam
+    stored) as it is. A channel's ``send`` calls it once per send, before its tries, on the
+    places its ``payloads`` put links, and only there: a bank's text in a payload (a case
+    number) is never read as a marker."""
+    marked = _marked(link)
+    if marked is None:
+        return link
+    if not share_secret:
+        return page_link(link)
+    return make_link(share_secret, *marked, SHARE_DAYS)
 
 
-def live_links(payload: Any, share_secret: str | None) -> Any:
-    """``payload`` as it is sent: each link marker a share link signed now, working
-    ``SHARE_DAYS``. Called once per send, before its tries, so every try of one send carries
-    the same body under its retry key. Without the key here (a resend from a shell without
-    ``EXAM_SECRET_KEY`` or ``EXAM_API_TOKEN``) the plain page, which asks for a login."""
-    if share_secret:
-        return _each_link(payload, lambda base, path: make_link(share_secret, base, path,
-                                                                SHARE_DAYS))
-    return page_links(payload)
-
-
-def page_links(payload: Any) -> Any:
-    """``payload`` with each link marker the plain page it stands for: what a dry run shows
-    and writes (a file under results/ must hold no working share link either)."""
-    return _each_link(payload, lambda base, path: base + path)
+def page_link(link: Any) -> Any:
+    """A marker as the plain page it stands for (anything else as it is): what a dry run
+    shows and writes, a file under results/ holding no working share link either."""
+    marked = _marked(link)
+    return link if marked is None else "".join(marked)
 
 
 def longest(link: str | None) -> str | None:
     """A stand-in as long as the longest share link a marker can become (the same public
     URL, then as many characters as the longest token), or the link itself when it is not
     a marker: what a channel measures a message by before its link is made."""
-    marked = None if link is None else _marked(link)
+    marked = _marked(link)
     if marked is None:
         return link
     base, path = marked
     head = f"{base.rstrip('/')}/share/"
     return head + "x" * (longest_link(base, path) - len(head))
+
+
+PREVIEW_NOTE = ("the Scorecard links in {out} are the plain pages (they ask for a login): a "
+                f"send carries a share link made as it is sent, working {SHARE_DAYS:g} days")
 
 
 def summaries_for(store: Store, run_ids: Sequence[int],

@@ -6,10 +6,8 @@ opens its scorecard in the service. On both store backends."""
 from __future__ import annotations
 
 import base64
-import binascii
 import json
-import re
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, urlsplit
 
 import pytest
 from click.testing import CliRunner
@@ -20,11 +18,12 @@ from exam.cli.main import main
 from exam.demo.main import run_demo
 from exam.notify import line
 from exam.notify.line import CHANNEL, LineSettings
-from exam.notify.summary import LINK_MARK, Summary, live_links, page_links
+from exam.notify.summary import LINK_MARK, Summary, live_link, page_link
 from exam.store import Store
-from exam.web.share import ShareError, decode_token, make_link, read_token, secret_key
+from exam.web.share import make_link, read_token, secret_key
 from tests.backends import STORE_BACKENDS, store_at
 from tests.conftest import BANK_DIR
+from tests.exam.helpers import accepted_tokens
 from tests.exam.web.conftest import w1_app
 from tests.fakes.line_api import FakeLineApi
 
@@ -69,50 +68,6 @@ def w1_v2(store: Store) -> int:
     return store.list_runs("W1", "v2")[0].id
 
 
-# -- finding a token, however it is written -------------------------------------------------
-
-TOKENISH = re.compile(r"[A-Za-z0-9_=.-]{16,}")
-BASE64ISH = re.compile(r"[A-Za-z0-9+/_=-]{24,}")
-
-
-def _decoded(text: str) -> list[str]:
-    """``text`` and what it reads as once %-decoded or base64-decoded (standard or URL-safe,
-    each long run of base64 characters in it), once and twice."""
-    forms, seen = [text], {text}
-    for form in forms:
-        if len(forms) > 200:
-            break
-        more = [unquote(form)]
-        for run in BASE64ISH.findall(form):
-            for decode in (base64.b64decode, base64.urlsafe_b64decode):
-                try:
-                    more.append(decode(run + "=" * (-len(run) % 4)).decode("utf-8", "ignore"))
-                except (binascii.Error, ValueError):
-                    pass
-        for m in more:
-            if m not in seen:
-                seen.add(m)
-                forms.append(m)
-    return forms
-
-
-def accepted_tokens(text: str, secret: str = KEY) -> list[str]:
-    """Every token in ``text`` (plain, %-encoded or base64) that exam.web.share accepts as
-    signed with ``secret``, expired or not: a share link, or enough to rebuild one."""
-    found = set()
-    for form in _decoded(text):
-        for run in TOKENISH.findall(form):
-            parts = run.split(".")
-            for i in range(len(parts)):
-                for j in range(i + 2, len(parts) + 1):
-                    try:
-                        decode_token(secret, ".".join(parts[i:j]))
-                    except ShareError:
-                        continue
-                    found.add(".".join(parts[i:j]))
-    return sorted(found)
-
-
 def stored_notifications(store: Store) -> list[dict]:
     """Every column of every notifications row, as the store holds it (the text, undecoded)."""
     from exam.db.schema import notifications
@@ -144,20 +99,20 @@ def test_the_scanner_finds_a_token_written_any_of_the_ways_it_looks_for():
     text = json.dumps({"uri": link})
     for form in (text, quote(text, safe=""), base64.b64encode(text.encode()).decode(),
                  base64.urlsafe_b64encode(quote(text).encode()).decode()):
-        assert accepted_tokens(form) == [link.rsplit("/", 1)[1]]
-    assert accepted_tokens(text, secret="another key") == []
+        assert accepted_tokens(form, KEY) == [link.rsplit("/", 1)[1]]
+    assert accepted_tokens(text, "another key") == []
 
 
 def test_the_store_keeps_no_share_link_of_a_notification(store, settings, fake_line):
     results = notify.notify_runs(store, CHANNEL, settings, [w1_v2(store)], sleep=no_sleep)
     assert [r["status"] for r in results] == ["delivered"]
     (push,) = fake_line.pushes()
-    assert accepted_tokens(json.dumps(push["body"]))  # the scan can see what was sent
+    assert accepted_tokens(json.dumps(push["body"]), KEY)  # the scan can see what was sent
     rows = stored_notifications(store)
     assert rows
     for row in rows:
         for column, value in row.items():
-            assert accepted_tokens(str(value)) == [], column
+            assert accepted_tokens(str(value), KEY) == [], column
     # what stands for the link: the page it opens, made a link as it is sent
     (sent,) = [r for r in rows if r["id"] == results[0]["id"]]
     assert f'"{LINK_MARK}{PUBLIC_URL}#/scorecard/W1/v2"' in sent["payload"]
@@ -225,7 +180,7 @@ def test_a_dry_run_writes_no_share_link(store, demo_db, tmp_path):
                                 env={"EXAM_PUBLIC_URL": PUBLIC_URL, "EXAM_API_TOKEN": ADMIN})
     assert result.exit_code == 0, result.output
     written = out.read_text(encoding="utf-8")
-    assert accepted_tokens(written) == [] and accepted_tokens(result.output) == []
+    assert accepted_tokens(written, KEY) == [] and accepted_tokens(result.output, KEY) == []
     assert LINK_MARK not in written  # the Flex simulator takes only real URIs
     uris = {scorecard_uri({"body": {"messages": [m]}}) for m in json.loads(written)}
     assert f"{PUBLIC_URL}/scorecard/W1/v2" in uris
@@ -276,7 +231,7 @@ def test_a_bubble_is_fitted_to_the_longest_link_it_is_sent_with(monkeypatch):
     names[-1] = "R" * (1900 + line.MAX_BUBBLE_BYTES - 8 - short)
     assert line._size(line.bubble(_regressed(names), marker, 100)) == line.MAX_BUBBLE_BYTES - 8
     (message,) = line.build_messages([_regressed(names)], PUBLIC_URL, KEY)
-    (sent,) = live_links([message], KEY)
+    (sent,) = line.with_links([message], lambda uri: live_link(uri, KEY))
     (b,) = sent["contents"]["contents"]
     assert line._size(b) <= line.MAX_BUBBLE_BYTES
     assert line._size(sent["contents"]) <= line.MAX_CAROUSEL_BYTES
@@ -300,7 +255,7 @@ def test_a_carousel_is_split_by_the_size_it_is_sent_at(monkeypatch):
     assert carousel_size() == line.MAX_CAROUSEL_BYTES - 8
     messages = line.build_messages([_regressed(n) for n in names], PUBLIC_URL, KEY)
     assert [len(m["contents"]["contents"]) for m in messages] == [3, 1]
-    for m in live_links(messages, KEY):
+    for m in line.with_links(messages, lambda uri: live_link(uri, KEY)):
         assert line._size(m["contents"]) <= line.MAX_CAROUSEL_BYTES
 
 
@@ -309,12 +264,11 @@ def test_a_carousel_is_split_by_the_size_it_is_sent_at(monkeypatch):
 def test_without_a_key_the_button_is_the_plain_page_stored_and_sent():
     (message,) = line.build_messages([_regressed(["Q-01"])], PUBLIC_URL, None)
     assert scorecard_uri({"body": {"messages": [message]}}) == f"{PUBLIC_URL}/scorecard/W1/v2"
-    assert live_links([message], None) == [message]
+    assert line.with_links([message], lambda uri: live_link(uri, None)) == [message]
 
 
 def test_a_marker_sent_without_a_key_is_the_plain_page():
     """A resend from a shell without EXAM_SECRET_KEY or EXAM_API_TOKEN: the page, which asks
     for a login, rather than a marker no phone opens."""
-    payload = {"scorecard_link": f"{LINK_MARK}{PUBLIC_URL}#/scorecard/W1/v2", "n": 1}
-    plain = {"scorecard_link": f"{PUBLIC_URL}/scorecard/W1/v2", "n": 1}
-    assert live_links(payload, None) == plain == page_links(payload)
+    marker = f"{LINK_MARK}{PUBLIC_URL}#/scorecard/W1/v2"
+    assert live_link(marker, None) == f"{PUBLIC_URL}/scorecard/W1/v2" == page_link(marker)

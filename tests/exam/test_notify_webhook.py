@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from exam import notify
 from exam.cli.main import main
 from exam.web.share import read_token
+from tests.exam.helpers import accepted_tokens
 from tests.fakes.server import send_json, serve
 
 TOKEN = "q-token-5e6f7a8b"  # in the URL's query
@@ -201,3 +202,35 @@ def test_a_dry_run_posts_nothing_and_writes_the_json(regressed, receiver, tmp_pa
     (payload,) = json.loads(out.read_text(encoding="utf-8"))
     assert payload["summaries"][0]["agent"] == "W1"
     assert receiver.posts == [] and history.store.notifications() == []
+
+
+def test_a_dry_run_writes_the_plain_page_not_a_share_link(regressed, tmp_path, env):
+    history, run_id = regressed
+    out = tmp_path / "results" / "webhook-preview.json"
+    result = exam("notify", "webhook", "--run", str(run_id), "--dry-run", "--out", str(out),
+                  "--db", history.store.path, env=env)
+    assert result.exit_code == 0, result.output
+    written = out.read_text(encoding="utf-8")
+    assert accepted_tokens(written, env["EXAM_SECRET_KEY"]) == []
+    (payload,) = json.loads(written)
+    assert payload["summaries"][0]["scorecard_link"] == "https://exam.example.com/scorecard/W1/v2"
+    assert "a send carries a share link made as it is sent, working 7 days" in result.output
+
+
+def test_a_case_number_that_looks_like_a_link_marker_is_sent_as_the_banks_text(
+        history, receiver, env):
+    """The summaries carry case numbers as the bank writes them: one spelled as a share
+    link's marker, pointing at another host, is never signed into a link (which would hand
+    a working token to that host); only ``scorecard_link`` is."""
+    crafted = "agent-exam-share-link:https://evil.example#/scorecard/W1/v2"
+    history.bank("W1", [(crafted, "c", "critical")])
+    history.run("W1", "v1", {crafted: "ppp"})
+    run_id = history.run("W1", "v2", {crafted: "fff"})
+    result = exam("notify", "webhook", "--run", str(run_id), "--db", history.store.path, env=env)
+    assert result.exit_code == 0, result.output
+    (summary,) = receiver.posts[0]["body"]["summaries"]
+    assert summary["regressions"] == [crafted] and summary["critical"] == [crafted]
+    key = env["EXAM_SECRET_KEY"]
+    assert accepted_tokens(json.dumps(summary["scorecard_link"]), key)  # the one link
+    assert accepted_tokens(json.dumps({k: v for k, v in summary.items()
+                                       if k != "scorecard_link"}), key) == []
