@@ -29,7 +29,9 @@ class DeliveryError(ExamError):
 
 class Channel(Protocol):
     """One way of telling the team. ``payload`` is whatever one send carries (JSON-able, no
-    secrets: it is stored); ``settings`` whatever the channel reads from the environment."""
+    secrets: it is stored, so a share link in it is the marker ``summary.scorecard_link``
+    gives, made a link by ``send``); ``settings`` whatever the channel reads from the
+    environment."""
 
     name: str  # the CLI's word and the store's ``channel`` column
     label: str  # how messages name it ("LINE")
@@ -46,12 +48,16 @@ class Channel(Protocol):
         """The summaries as the channel's messages, grouped one payload per send."""
 
     def preview(self, payloads: Sequence[Any], out_path: str) -> tuple[list[str], Any]:
-        """For a dry run: lines to print, and a JSON-able document written to ``out_path``."""
+        """For a dry run: lines to print, and a JSON-able document written to ``out_path``,
+        its share-link markers the plain pages (``summary.page_link``): no live link in a
+        file."""
 
     def send(self, settings: Any, target: str, payload: Any, retry_key: str,
              sleep: Any = None) -> int:
         """Send one payload (retrying with ``retry_key``); the attempts made. Raises
-        DeliveryError."""
+        DeliveryError. Its share links are made here (``summary.live_link`` on each place
+        ``payloads`` put one), once, before the first try: every try of a send carries the
+        same body."""
 
 
 _CHANNELS: dict[str, Channel] = {}

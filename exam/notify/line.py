@@ -8,14 +8,16 @@ and not retried. The SDK's own urllib3 retries are off so they do not stack on o
 
 Pushes read ``LINE_CHANNEL_ACCESS_TOKEN``, ``LINE_GROUP_ID`` and ``LINE_API_HOST`` from the
 environment (the webhook in exam/web/line.py reads ``LINE_CHANNEL_SECRET``); none is ever
-logged or stored.
+logged or stored. Neither is a Scorecard share link: the stored push holds a marker, made a
+link as the push is sent, and LINE's size limits are checked with the longest link it can
+become.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,10 +27,14 @@ from exam import notify
 from exam.backoff import backoff_s
 from exam.errors import ExamError
 from exam.notify.summary import (
+    PREVIEW_NOTE,
     SHOW_REGRESSIONS,
     Summary,
     clip,
     compare_command,
+    live_link,
+    longest,
+    page_link,
     queue_text,
     scorecard_link,
     summary_text,
@@ -148,15 +154,19 @@ def bubble(s: Summary, link: str | None, regressions_shown: int = SHOW_REGRESSIO
     return out
 
 
-def _fit_bubble(s: Summary, link: str | None) -> dict[str, Any]:
+def _fit_bubble(s: Summary, link: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The bubble as stored (``link``: perhaps a share link's marker) and the same bubble as
+    long as it can be once sent (the marker as the longest link it becomes), which is what
+    LINE's limits are checked on: fewer regressions are listed until that one fits."""
+    sized = longest(link)
     shown = SHOW_REGRESSIONS
-    b = bubble(s, link, shown)
+    b = bubble(s, sized, shown)
     while _size(b) > MAX_BUBBLE_BYTES and shown > 0:
         shown -= 1
-        b = bubble(s, link, shown)
+        b = bubble(s, sized, shown)
     if _size(b) > MAX_BUBBLE_BYTES:
         raise ExamError(f"{s.agent}: the scorecard bubble exceeds LINE's 30 KB limit")
-    return b
+    return bubble(s, link, shown), b
 
 
 def _alt(summaries: Sequence[Summary]) -> str:
@@ -176,27 +186,52 @@ def _alt(summaries: Sequence[Summary]) -> str:
 
 def build_messages(summaries: Sequence[Summary], public_url: str = "",
                    share_secret: str | None = None) -> list[dict]:
-    """Flex carousels (≤ 12 bubbles, ≤ 50 KB each), altText as the plain-text fallback."""
-    bubbles = []
-    for s in summaries:
-        bubbles.append((s, _fit_bubble(s, scorecard_link(s, public_url, share_secret))))
+    """Flex carousels (≤ 12 bubbles, ≤ 50 KB each), altText as the plain-text fallback. With
+    a signing key each Scorecard button holds a marker, made a share link as it is sent
+    (``with_links``); the sizes are those of the longest link it can become."""
+    bubbles = [(s, *_fit_bubble(s, scorecard_link(s, public_url, share_secret)))
+               for s in summaries]
     messages: list[dict[str, Any]] = []
-    group: list[tuple[Summary, dict]] = []
+    group: list[tuple[Summary, dict, dict]] = []
 
     def flush() -> None:
         if group:
-            carousel = {"type": "carousel", "contents": [b for _, b in group]}
-            messages.append({"type": "flex", "altText": _alt([s for s, _ in group]),
+            carousel = {"type": "carousel", "contents": [b for _, b, _ in group]}
+            messages.append({"type": "flex", "altText": _alt([s for s, _, _ in group]),
                              "contents": carousel})
             group.clear()
 
-    for s, b in bubbles:
-        candidate = {"type": "carousel", "contents": [x for _, x in group] + [b]}
+    for s, b, sized in bubbles:
+        candidate = {"type": "carousel", "contents": [x for _, _, x in group] + [sized]}
         if len(group) >= MAX_BUBBLES or _size(candidate) > MAX_CAROUSEL_BYTES:
             flush()
-        group.append((s, b))
+        group.append((s, b, sized))
     flush()
     return messages
+
+
+def with_links(messages: list[dict[str, Any]], link: Callable[[Any], Any]) -> list[dict]:
+    """``messages`` (one push, as stored) with each bubble's Scorecard button's URI made
+    ``link(uri)``, and nothing else changed: where ``bubble`` puts the link, in this
+    version's pushes and in those stored by older ones."""
+    out = []
+    for m in messages:
+        carousel = m.get("contents") if m.get("type") == "flex" else None
+        if isinstance(carousel, dict) and isinstance(carousel.get("contents"), list):
+            bubbles = [_with_link(b, link) for b in carousel["contents"]]
+            m = {**m, "contents": {**carousel, "contents": bubbles}}
+        out.append(m)
+    return out
+
+
+def _with_link(b: Any, link: Callable[[Any], Any]) -> Any:
+    footer = b.get("footer") if isinstance(b, dict) else None
+    if not isinstance(footer, dict) or not isinstance(footer.get("contents"), list):
+        return b
+    buttons = [{**c, "action": {**c["action"], "uri": link(c["action"].get("uri"))}}
+               if c.get("type") == "button" and isinstance(c.get("action"), dict) else c
+               for c in footer["contents"]]
+    return {**b, "footer": {**footer, "contents": buttons}}
 
 
 def text_messages(text: str) -> list[dict[str, Any]]:
@@ -326,16 +361,23 @@ class LineChannel:
 
     def preview(self, payloads: Sequence[list[dict[str, Any]]],
                 out_path: str) -> tuple[list[str], Any]:
-        messages = [m for p in payloads for m in p]
+        stored = [m for p in payloads for m in p]
+        # no share link in a file anyone reading the folder may open: the plain pages (the
+        # Flex Message Simulator takes only real URIs, which a marker is not)
+        messages = with_links(stored, page_link)
         lines = [f"message {i} altText: {m['altText'].replace(chr(10), ' / ')}"
                  for i, m in enumerate(messages, 1)]
         lines.append(f"{len(messages)} message(s), nothing sent; the Flex JSON is in {out_path} "
                      f"(paste it into LINE's Flex Message Simulator to see it)")
+        if messages != stored:
+            lines.append(PREVIEW_NOTE.format(out=out_path))
         return lines, messages
 
     def send(self, settings: LineSettings, target: str, payload: list[dict[str, Any]],
              retry_key: str, sleep: Any = None) -> int:
-        return push(settings, target, payload, retry_key, sleep=sleep)
+        # the share links are made here, once: every try of this send pushes the same body
+        sent = with_links(payload, lambda uri: live_link(uri, settings.share_secret))
+        return push(settings, target, sent, retry_key, sleep=sleep)
 
 
 CHANNEL = LineChannel()

@@ -2,7 +2,10 @@
 
 A ``Summary`` per agent version; ``as_dict()`` is its JSON form (the verdict counts under
 ``pass``, ``needs_human``, ``fail``). ``scorecard_link`` gives the dashboard page a channel
-links to. ``summary_text`` is the plain-text form every channel can fall back on.
+links to: with a signing key, a marker that stands for a share link, never the link itself,
+because payloads are stored and a share link is a bearer credential; ``live_link`` makes the
+link when a payload is sent, ``page_link`` shows the plain page instead (a dry run's file).
+``summary_text`` is the plain-text form every channel can fall back on.
 """
 
 from __future__ import annotations
@@ -14,10 +17,13 @@ from urllib.parse import quote
 
 from exam.errors import ExamError
 from exam.store import Store
-from exam.web.share import make_link
+from exam.web.share import longest_link, make_link
 
 SHOW_REGRESSIONS = 3  # regressions named before "and N more"
-SHARE_DAYS = 7.0  # how long a Scorecard link works
+SHARE_DAYS = 7.0  # how long a Scorecard link works, from the send that made it
+# what a payload holds in place of a share link: LINK_MARK, the public URL, "#", the page's
+# path. Not a link: no phone or browser opens the scheme, and it holds no token
+LINK_MARK = "agent-exam-share-link:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,15 +158,64 @@ def summary_text(s: Summary, reason_limit: int | None = None) -> str:
 
 
 def scorecard_link(s: Summary, public_url: str, share_secret: str | None) -> str | None:
-    """The scorecard page of a summary: a signed, expiring read-only share link when the
-    signing key is known (a phone has no admin token, and must never need one); else the
-    plain page; None without a public URL."""
+    """Where a summary's Scorecard button goes, as a payload keeps it: when the signing key is
+    known, a marker (``LINK_MARK``) that ``live_link`` turns into a signed, expiring
+    read-only share link as the payload is sent (a phone has no admin token, and must never
+    need one; the stored payload must hold no working link); else the plain page; None
+    without a public URL."""
     if not public_url:
         return None
     path = f"/scorecard/{quote(s.agent, safe='')}/{quote(s.version, safe='')}"
     if not share_secret:
         return public_url + path
-    return make_link(share_secret, public_url, path, SHARE_DAYS)
+    return f"{LINK_MARK}{public_url}#{path}"
+
+
+def _marked(value: object) -> tuple[str, str] | None:
+    """(public URL, path) of a link marker; None for anything else."""
+    if not isinstance(value, str) or not value.startswith(LINK_MARK):
+        return None
+    base, _, path = value[len(LINK_MARK):].rpartition("#")  # a path is %-encoded: no "#"
+    return base, path
+
+
+def live_link(link: Any, share_secret: str | None) -> Any:
+    """A payload's link as it is sent: a marker becomes a share link signed now, working
+    ``SHARE_DAYS`` (without the key here, e.g. a resend from a shell without
+    ``EXAM_SECRET_KEY`` or ``EXAM_API_TOKEN``: the plain page, which asks for a login);
+    anything else (a plain page, None, the link itself in a payload an older agent-exam
+    stored) as it is. A channel's ``send`` calls it once per send, before its tries, on the
+    places its ``payloads`` put links, and only there: a bank's text in a payload (a case
+    number) is never read as a marker."""
+    marked = _marked(link)
+    if marked is None:
+        return link
+    if not share_secret:
+        return page_link(link)
+    return make_link(share_secret, *marked, SHARE_DAYS)
+
+
+def page_link(link: Any) -> Any:
+    """A marker as the plain page it stands for (anything else as it is): what a dry run
+    shows and writes, a file under results/ holding no working share link either."""
+    marked = _marked(link)
+    return link if marked is None else "".join(marked)
+
+
+def longest(link: str | None) -> str | None:
+    """A stand-in as long as the longest share link a marker can become (the same public
+    URL, then as many characters as the longest token), or the link itself when it is not
+    a marker: what a channel measures a message by before its link is made."""
+    marked = _marked(link)
+    if marked is None:
+        return link
+    base, path = marked
+    head = f"{base.rstrip('/')}/share/"
+    return head + "x" * (longest_link(base, path) - len(head))
+
+
+PREVIEW_NOTE = ("the Scorecard links in {out} are the plain pages (they ask for a login): a "
+                f"send carries a share link made as it is sent, working {SHARE_DAYS:g} days")
 
 
 def summaries_for(store: Store, run_ids: Sequence[int],

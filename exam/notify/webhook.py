@@ -9,7 +9,7 @@ is stored and shown is the URL without them, and every error is redacted.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,7 +19,14 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from exam.backoff import backoff_s
 from exam.errors import ExamError
 from exam.notify import DeliveryError
-from exam.notify.summary import Summary, scorecard_link, summary_text
+from exam.notify.summary import (
+    PREVIEW_NOTE,
+    Summary,
+    live_link,
+    page_link,
+    scorecard_link,
+    summary_text,
+)
 from exam.redact import NO_SECRETS, Redactor, safe_url, url_secrets
 from exam.web.share import secret_from_env
 
@@ -113,6 +120,14 @@ def post(settings: WebhookSettings, payload: Any, retry_key: str, sleep: Any = N
     return made
 
 
+def with_links(payload: dict[str, Any], link: Callable[[Any], Any]) -> dict[str, Any]:
+    """``payload`` with each summary's ``scorecard_link`` made ``link(scorecard_link)``, and
+    nothing else changed (a case number in ``regressions`` is the bank's text, never a link)."""
+    return {**payload, "summaries": [
+        {**s, "scorecard_link": link(s.get("scorecard_link"))} if isinstance(s, dict) else s
+        for s in payload.get("summaries", [])]}
+
+
 class WebhookChannel:
     """A URL of the team's as a notification channel: one POST of every summary per send."""
 
@@ -137,13 +152,18 @@ class WebhookChannel:
 
     def preview(self, payloads: Sequence[dict[str, Any]],
                 out_path: str) -> tuple[list[str], Any]:
-        lines = [line for p in payloads for line in p["text"].splitlines()]
-        lines.append(f"{len(payloads)} POST(s), nothing sent; the JSON is in {out_path}")
-        return lines, list(payloads)
+        shown = [with_links(p, page_link) for p in payloads]  # no share link in a file
+        lines = [line for p in shown for line in p["text"].splitlines()]
+        lines.append(f"{len(shown)} POST(s), nothing sent; the JSON is in {out_path}")
+        if shown != list(payloads):
+            lines.append(PREVIEW_NOTE.format(out=out_path))
+        return lines, shown
 
     def send(self, settings: WebhookSettings, target: str, payload: dict[str, Any],
              retry_key: str, sleep: Any = None) -> int:
-        return post(settings, payload, retry_key, sleep=sleep)
+        # the share links are made here, once: every try of this send POSTs the same body
+        sent = with_links(payload, lambda link: live_link(link, settings.share_secret))
+        return post(settings, sent, retry_key, sleep=sleep)
 
 
 CHANNEL = WebhookChannel()

@@ -68,6 +68,24 @@ def make_link(secret: str, public_url: str, path: str, days: float = DEFAULT_DAY
     return f"{public_url.rstrip('/')}/share/{make_token(secret, path, days)}"
 
 
+# the largest "until" and "made" a token signs before the year 2286 (ten digits of seconds;
+# "made" is rounded to the millisecond, so never more than three decimals)
+_LATEST = 9_999_999_999
+
+
+def longest_link(public_url: str, path: str) -> int:
+    """The most characters ``make_link(…, public_url, path, …)`` gives, whatever the key,
+    the expiry or the time it is made: what a message is fitted to before its link is made
+    (exam/notify). A token is the signed JSON in URL-safe base64 (zlib-compressed and marked
+    with a leading "." only when that is shorter), ".", and the signature."""
+    signed = URLSafeSerializer("", salt=SALT)
+    text = signed.default_serializer.dumps({"path": path, "until": _LATEST,
+                                            "made": _LATEST + 0.999})
+    payload = -(-len(text.encode()) * 4 // 3)  # base64 without its "=" padding
+    signature = len(signed.make_signer().get_signature(b""))
+    return len(f"{public_url.rstrip('/')}/share/") + payload + 1 + signature
+
+
 class ShareError(ExamError, ValueError):
     """A token that opens nothing: not one, not ours (changed, another key), expired."""
 

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import unquote
 
 from exam.pipeline.registry import Agent
+from exam.web.share import ShareError, decode_token
 
 FACTS = ["備貨中"]
 
@@ -99,3 +104,45 @@ def sigint_reaches_children() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, old)
+
+
+TOKENISH = re.compile(r"[A-Za-z0-9_=.-]{16,}")
+BASE64ISH = re.compile(r"[A-Za-z0-9+/_=-]{24,}")
+
+
+def _decoded(text: str) -> list[str]:
+    """``text`` and what it reads as %-decoded or base64-decoded (standard or URL-safe, each
+    long run of base64 characters in it), and what those read as in turn (up to 200 forms)."""
+    forms, seen = [text], {text}
+    for form in forms:
+        if len(forms) > 200:
+            break
+        more = [unquote(form)]
+        for run in BASE64ISH.findall(form):
+            for decode in (base64.b64decode, base64.urlsafe_b64decode):
+                try:
+                    more.append(decode(run + "=" * (-len(run) % 4)).decode("utf-8", "ignore"))
+                except (binascii.Error, ValueError):
+                    pass
+        for m in more:
+            if m not in seen:
+                seen.add(m)
+                forms.append(m)
+    return forms
+
+
+def accepted_tokens(text: str, secret: str) -> list[str]:
+    """Every token in ``text`` (plain, %-encoded or base64) that exam.web.share accepts as
+    signed with ``secret``, expired or not: a share link, or enough to rebuild one."""
+    found = set()
+    for form in _decoded(text):
+        for run in TOKENISH.findall(form):
+            parts = run.split(".")
+            for i in range(len(parts)):
+                for j in range(i + 2, len(parts) + 1):
+                    try:
+                        decode_token(secret, ".".join(parts[i:j]))
+                    except ShareError:
+                        continue
+                    found.add(".".join(parts[i:j]))
+    return sorted(found)

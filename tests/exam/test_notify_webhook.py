@@ -13,6 +13,8 @@ from click.testing import CliRunner
 
 from exam import notify
 from exam.cli.main import main
+from exam.web.share import read_token
+from tests.exam.helpers import accepted_tokens
 from tests.fakes.server import send_json, serve
 
 TOKEN = "q-token-5e6f7a8b"  # in the URL's query
@@ -98,10 +100,16 @@ def test_exam_notify_webhook_posts_the_summaries_as_json(regressed, receiver, en
     assert (summary["pass"], summary["fail"], summary["regressions"], summary["fixes"]) == \
         (3, 3, ["Q-01"], ["Q-02"])
     assert summary["scorecard_link"].startswith("https://exam.example.com/share/")
+    token = summary["scorecard_link"].rsplit("/", 1)[1]
+    assert read_token(env["EXAM_SECRET_KEY"], token).path == "/scorecard/W1/v2"
     assert post["body"]["text"].startswith("W1 v2: pass 3 · needs_human 0 · fail 3")
     (n,) = history.store.notifications()
+    # stored as POSTed, but for the share link: the page it opens, made a link as it is sent
+    stored = json.loads(json.dumps(post["body"]))
+    stored["summaries"][0]["scorecard_link"] = \
+        "agent-exam-share-link:https://exam.example.com#/scorecard/W1/v2"
     assert (n["channel"], n["target"], n["status"], n["payload"]) == \
-        ("webhook", receiver.safe_url, "delivered", post["body"])
+        ("webhook", receiver.safe_url, "delivered", stored)
     assert post["headers"]["Idempotency-Key"] == n["retry_key"]
     history.store.close()
     assert_no_secret(result.output, json.dumps(n), store_bytes(history.store.path))
@@ -118,6 +126,8 @@ def test_trouble_is_retried_with_one_idempotency_key(regressed, receiver, env):
     keys = {p["headers"]["Idempotency-Key"] for p in receiver.posts}
     assert len(receiver.posts) == 4 and keys == {history.store.notifications()[0]["retry_key"]}
     assert waits == [0.5, 7.0, 2.0]  # doubling, except where the receiver said Retry-After
+    # the share link is made once per send: every try carries the same body
+    assert all(p["body"] == receiver.posts[0]["body"] for p in receiver.posts)
 
 
 def test_a_refusal_is_not_retried_is_recorded_redacted_and_resent_with_its_key(
@@ -192,3 +202,35 @@ def test_a_dry_run_posts_nothing_and_writes_the_json(regressed, receiver, tmp_pa
     (payload,) = json.loads(out.read_text(encoding="utf-8"))
     assert payload["summaries"][0]["agent"] == "W1"
     assert receiver.posts == [] and history.store.notifications() == []
+
+
+def test_a_dry_run_writes_the_plain_page_not_a_share_link(regressed, tmp_path, env):
+    history, run_id = regressed
+    out = tmp_path / "results" / "webhook-preview.json"
+    result = exam("notify", "webhook", "--run", str(run_id), "--dry-run", "--out", str(out),
+                  "--db", history.store.path, env=env)
+    assert result.exit_code == 0, result.output
+    written = out.read_text(encoding="utf-8")
+    assert accepted_tokens(written, env["EXAM_SECRET_KEY"]) == []
+    (payload,) = json.loads(written)
+    assert payload["summaries"][0]["scorecard_link"] == "https://exam.example.com/scorecard/W1/v2"
+    assert "a send carries a share link made as it is sent, working 7 days" in result.output
+
+
+def test_a_case_number_that_looks_like_a_link_marker_is_sent_as_the_banks_text(
+        history, receiver, env):
+    """The summaries carry case numbers as the bank writes them: one spelled as a share
+    link's marker, pointing at another host, is never signed into a link (which would hand
+    a working token to that host); only ``scorecard_link`` is."""
+    crafted = "agent-exam-share-link:https://evil.example#/scorecard/W1/v2"
+    history.bank("W1", [(crafted, "c", "critical")])
+    history.run("W1", "v1", {crafted: "ppp"})
+    run_id = history.run("W1", "v2", {crafted: "fff"})
+    result = exam("notify", "webhook", "--run", str(run_id), "--db", history.store.path, env=env)
+    assert result.exit_code == 0, result.output
+    (summary,) = receiver.posts[0]["body"]["summaries"]
+    assert summary["regressions"] == [crafted] and summary["critical"] == [crafted]
+    key = env["EXAM_SECRET_KEY"]
+    assert accepted_tokens(json.dumps(summary["scorecard_link"]), key)  # the one link
+    assert accepted_tokens(json.dumps({k: v for k, v in summary.items()
+                                       if k != "scorecard_link"}), key) == []

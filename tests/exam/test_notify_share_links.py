@@ -1,0 +1,274 @@
+"""A notification's Scorecard share link is made as it is sent, never kept: the store's
+`notifications` rows (and a dry run's file) hold no token the service would accept, in any
+encoding, while the message that reaches LINE (the real SDK, pointed at a fake LINE API)
+opens its scorecard in the service. On both store backends."""
+
+from __future__ import annotations
+
+import base64
+import json
+from urllib.parse import quote, urlsplit
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import select
+
+from exam import notify
+from exam.cli.main import main
+from exam.demo.main import run_demo
+from exam.notify import line
+from exam.notify.line import CHANNEL, LineSettings
+from exam.notify.summary import LINK_MARK, Summary, live_link, page_link
+from exam.store import Store
+from exam.web.share import make_link, read_token, secret_key
+from tests.backends import STORE_BACKENDS, store_at
+from tests.conftest import BANK_DIR
+from tests.exam.helpers import accepted_tokens
+from tests.exam.web.conftest import w1_app
+from tests.fakes.line_api import FakeLineApi
+
+ADMIN = "admin-token-n0t1fy"  # the service's: its share-link key is derived from it
+PUBLIC_URL = "https://exam.example.com"
+# what a sender's shell has: the same EXAM_API_TOKEN as the service, so the same key
+ENV = {"LINE_CHANNEL_ACCESS_TOKEN": "line-token-5ecret", "LINE_GROUP_ID": "Cgroup123",
+       "EXAM_PUBLIC_URL": PUBLIC_URL, "EXAM_API_TOKEN": ADMIN}
+KEY = secret_key(None, ADMIN)
+
+
+def no_sleep(_s):
+    return None
+
+
+@pytest.fixture(scope="module", params=STORE_BACKENDS)
+def demo_db(request, tmp_path_factory):
+    with store_at(request.param, tmp_path_factory.mktemp("links")) as db:
+        run_demo(db, repeats=1, bank_dir=BANK_DIR, echo=lambda *_: None)
+        yield db
+
+
+@pytest.fixture
+def store(demo_db):
+    s = Store(demo_db)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def fake_line():
+    with FakeLineApi() as fake:
+        yield fake
+
+
+@pytest.fixture
+def settings(fake_line):
+    return LineSettings.from_env({**ENV, "LINE_API_HOST": fake_line.host})
+
+
+def w1_v2(store: Store) -> int:
+    return store.list_runs("W1", "v2")[0].id
+
+
+def stored_notifications(store: Store) -> list[dict]:
+    """Every column of every notifications row, as the store holds it (the text, undecoded)."""
+    from exam.db.schema import notifications
+
+    with store.tx() as db:
+        return [dict(r._mapping) for r in db.execute(select(notifications))]
+
+
+def scorecard_uri(push: dict) -> str:
+    footer = push["body"]["messages"][0]["contents"]["contents"][0]["footer"]
+    return footer["contents"][0]["action"]["uri"]
+
+
+def opens_the_scorecard(demo_db, tmp_path, uri: str) -> bool:
+    """Whether ``uri`` opens W1 v2's scorecard in the service (a phone: no login)."""
+    client = w1_app(demo_db, tmp_path, ADMIN).test_client()
+    assert uri.startswith(f"{PUBLIC_URL}/share/")
+    opened = client.get(urlsplit(uri).path)
+    if opened.status_code != 302 or opened.headers["Location"] != "/scorecard/W1/v2":
+        return False
+    page = client.get("/scorecard/W1/v2")
+    return page.status_code == 200 and 'id="role">shared<' in page.text and "W1" in page.text
+
+
+# -- the tests ------------------------------------------------------------------------------
+
+def test_the_scanner_finds_a_token_written_any_of_the_ways_it_looks_for():
+    link = make_link(KEY, PUBLIC_URL, "/scorecard/W1/v2")
+    text = json.dumps({"uri": link})
+    for form in (text, quote(text, safe=""), base64.b64encode(text.encode()).decode(),
+                 base64.urlsafe_b64encode(quote(text).encode()).decode()):
+        assert accepted_tokens(form, KEY) == [link.rsplit("/", 1)[1]]
+    assert accepted_tokens(text, "another key") == []
+
+
+def test_the_store_keeps_no_share_link_of_a_notification(store, settings, fake_line):
+    results = notify.notify_runs(store, CHANNEL, settings, [w1_v2(store)], sleep=no_sleep)
+    assert [r["status"] for r in results] == ["delivered"]
+    (push,) = fake_line.pushes()
+    assert accepted_tokens(json.dumps(push["body"]), KEY)  # the scan can see what was sent
+    rows = stored_notifications(store)
+    assert rows
+    for row in rows:
+        for column, value in row.items():
+            assert accepted_tokens(str(value), KEY) == [], column
+    # what stands for the link: the page it opens, made a link as it is sent
+    (sent,) = [r for r in rows if r["id"] == results[0]["id"]]
+    assert f'"{LINK_MARK}{PUBLIC_URL}#/scorecard/W1/v2"' in sent["payload"]
+
+
+def test_the_message_that_reaches_line_opens_its_scorecard(store, settings, fake_line, demo_db,
+                                                          tmp_path):
+    notify.notify_runs(store, CHANNEL, settings, [w1_v2(store)], sleep=no_sleep)
+    (push,) = fake_line.pushes()
+    uri = scorecard_uri(push)
+    assert read_token(KEY, uri.rsplit("/", 1)[1]).path == "/scorecard/W1/v2"
+    assert opens_the_scorecard(demo_db, tmp_path, uri)
+
+
+def test_a_retried_send_pushes_the_same_body_under_the_same_retry_key(store, settings,
+                                                                      fake_line, demo_db,
+                                                                      tmp_path):
+    fake_line.answer(500, 200)
+    (result,) = notify.notify_runs(store, CHANNEL, settings, [w1_v2(store)], sleep=no_sleep)
+    assert result["status"] == "delivered"
+    first, second = fake_line.pushes()
+    assert first["headers"]["X-Line-Retry-Key"] == second["headers"]["X-Line-Retry-Key"] == \
+        result["retry_key"]
+    assert first["body"] == second["body"]  # the link was made once, for the whole send
+    assert opens_the_scorecard(demo_db, tmp_path, scorecard_uri(second))
+
+
+def test_a_resend_makes_a_working_link_and_keeps_the_retry_key(store, settings, fake_line,
+                                                               demo_db, tmp_path):
+    fake_line.answer((400, {}, {"message": "The request body has 1 error(s)"}))
+    (failed,) = notify.notify_runs(store, CHANNEL, settings, [w1_v2(store)], sleep=no_sleep)
+    assert failed["status"] == "failed"
+    (again,) = notify.deliver(store, CHANNEL, settings, [failed["id"]], sleep=no_sleep)
+    assert again["status"] == "delivered"
+    first, second = fake_line.pushes()
+    assert first["headers"]["X-Line-Retry-Key"] == second["headers"]["X-Line-Retry-Key"]
+    assert opens_the_scorecard(demo_db, tmp_path, scorecard_uri(second))
+
+
+def test_a_notification_queued_by_an_older_version_is_sent_as_it_was_stored(
+        store, settings, fake_line, demo_db, tmp_path):
+    """Before share links were made at send time, the payload kept the link itself: such a
+    row is sent as it is, its link working until its own expiry."""
+    old_link = make_link(KEY, PUBLIC_URL, "/scorecard/W1/v2", 7.0)
+    payload = [{"type": "flex", "altText": "agent-exam\nW1 v2", "contents": {
+        "type": "carousel", "contents": [{"type": "bubble", "body": {
+            "type": "box", "layout": "vertical", "contents": [{"type": "text", "text": "W1"}]},
+            "footer": {"type": "box", "layout": "vertical", "contents": [
+                {"type": "button", "action": {"type": "uri", "label": "Scorecard",
+                                              "uri": old_link}}]}}]}}]
+    nid = store.add_notification(batch="old", channel="line", target="Cgroup123",
+                                 run_ids=[w1_v2(store)], retry_key="old-key-1", payload=payload)
+    (sent,) = notify.deliver(store, CHANNEL, settings, [nid], sleep=no_sleep)
+    assert sent["status"] == "delivered"
+    (push,) = fake_line.pushes()
+    assert push["body"]["messages"] == payload
+    assert push["headers"]["X-Line-Retry-Key"] == "old-key-1"
+    assert opens_the_scorecard(demo_db, tmp_path, scorecard_uri(push))
+
+
+def test_a_dry_run_writes_no_share_link(store, demo_db, tmp_path):
+    out = tmp_path / "results" / "line-preview.json"
+    result = CliRunner().invoke(main, ["notify", "line", "--run", str(w1_v2(store)), "--dry-run",
+                                       "--out", str(out), "--db", demo_db],
+                                env={"EXAM_PUBLIC_URL": PUBLIC_URL, "EXAM_API_TOKEN": ADMIN})
+    assert result.exit_code == 0, result.output
+    written = out.read_text(encoding="utf-8")
+    assert accepted_tokens(written, KEY) == [] and accepted_tokens(result.output, KEY) == []
+    assert LINK_MARK not in written  # the Flex simulator takes only real URIs
+    uris = {scorecard_uri({"body": {"messages": [m]}}) for m in json.loads(written)}
+    assert f"{PUBLIC_URL}/scorecard/W1/v2" in uris
+    assert "a send carries a share link made as it is sent, working 7 days" in result.output
+
+
+# -- fitting LINE's limits to the link that is sent -----------------------------------------
+
+def _regressed(names: list[str]) -> Summary:
+    cost = {k: {"p50": 2.0, "p95": 3.0, "total": 10.0}
+            for k in ("attempts", "model_calls", "tokens", "latency_ms")}
+    return Summary(agent="W1", version="v2", passed=1, needs_human=0, fail=len(names),
+                   pass_rate=0.5, not_answered=0, cost=cost, previous="v1",
+                   regressions=tuple(names))
+
+
+@pytest.mark.parametrize("path", ["/scorecard/W1/v2", "/scorecard/" + "a" * 64 + "/" + "v" * 64,
+                                  "/scorecard/" + quote("客服機器人", safe="") + "/" +
+                                  quote("新版", safe=""), "/scorecard/é/v2"])
+def test_no_share_link_is_longer_than_the_longest_link_a_message_is_fitted_to(path):
+    """Whatever the key, the expiry and the moment (to the millisecond; compressed or not),
+    a link is never longer than ``longest_link``; one that does not compress is that long
+    at times (the bound is not slack where it matters)."""
+    import random
+
+    from exam.web.share import longest_link, make_token
+
+    rng = random.Random(7)
+    lengths = [len(f"{PUBLIC_URL}/share/" + make_token(
+        f"key-{i}", path, rng.choice([7.0, 0.5, 30.0, 1e-5]),
+        now=rng.choice([rng.uniform(0, 9_000_000_000), round(rng.uniform(1.7e9, 2e9)),
+                        1_999_999_999.999])))
+        for i in range(3000)]
+    assert max(lengths) <= longest_link(PUBLIC_URL, path)
+    if path == "/scorecard/W1/v2":
+        assert max(lengths) == longest_link(PUBLIC_URL, path)
+
+
+def test_a_bubble_is_fitted_to_the_longest_link_it_is_sent_with(monkeypatch):
+    """A bubble within 30 KB with the marker, over it once the marker is a share link (which
+    is longer): fitted on the longest link, it lists one regression fewer, and what is sent
+    is within the limit."""
+    monkeypatch.setattr(line, "SHOW_REGRESSIONS", 100)
+    marker = f"{LINK_MARK}{PUBLIC_URL}#/scorecard/W1/v2"
+    names = ["R" * 1900 for _ in range(15)]
+    # the last name's length puts the bubble, with the marker, 8 bytes under the limit
+    short = line._size(line.bubble(_regressed(names), marker, 100))
+    names[-1] = "R" * (1900 + line.MAX_BUBBLE_BYTES - 8 - short)
+    assert line._size(line.bubble(_regressed(names), marker, 100)) == line.MAX_BUBBLE_BYTES - 8
+    (message,) = line.build_messages([_regressed(names)], PUBLIC_URL, KEY)
+    (sent,) = line.with_links([message], lambda uri: live_link(uri, KEY))
+    (b,) = sent["contents"]["contents"]
+    assert line._size(b) <= line.MAX_BUBBLE_BYTES
+    assert line._size(sent["contents"]) <= line.MAX_CAROUSEL_BYTES
+    assert "… and 1 more" in json.dumps(b, ensure_ascii=False)
+
+
+def test_a_carousel_is_split_by_the_size_it_is_sent_at(monkeypatch):
+    """Four bubbles 8 bytes under a carousel's 50 KB with their markers, over it once the
+    markers are share links: they are grouped by the size they are sent at."""
+    monkeypatch.setattr(line, "SHOW_REGRESSIONS", 100)
+    names = [[f"W{i}-" + "R" * 1500 for _ in range(6)] for i in range(4)]
+
+    def carousel_size() -> int:
+        return line._size({"type": "carousel", "contents": [
+            line.bubble(_regressed(n), f"{LINK_MARK}{PUBLIC_URL}#/scorecard/W1/v2", 100)
+            for n in names]})
+
+    for n in names:  # longer names, each within a text's 2,000 characters, until 8 bytes short
+        for k in range(len(n)):
+            n[k] += "R" * min(1990 - len(n[k]), line.MAX_CAROUSEL_BYTES - 8 - carousel_size())
+    assert carousel_size() == line.MAX_CAROUSEL_BYTES - 8
+    messages = line.build_messages([_regressed(n) for n in names], PUBLIC_URL, KEY)
+    assert [len(m["contents"]["contents"]) for m in messages] == [3, 1]
+    for m in line.with_links(messages, lambda uri: live_link(uri, KEY)):
+        assert line._size(m["contents"]) <= line.MAX_CAROUSEL_BYTES
+
+
+# -- without a key ----------------------------------------------------------------------------
+
+def test_without_a_key_the_button_is_the_plain_page_stored_and_sent():
+    (message,) = line.build_messages([_regressed(["Q-01"])], PUBLIC_URL, None)
+    assert scorecard_uri({"body": {"messages": [message]}}) == f"{PUBLIC_URL}/scorecard/W1/v2"
+    assert line.with_links([message], lambda uri: live_link(uri, None)) == [message]
+
+
+def test_a_marker_sent_without_a_key_is_the_plain_page():
+    """A resend from a shell without EXAM_SECRET_KEY or EXAM_API_TOKEN: the page, which asks
+    for a login, rather than a marker no phone opens."""
+    marker = f"{LINK_MARK}{PUBLIC_URL}#/scorecard/W1/v2"
+    assert live_link(marker, None) == f"{PUBLIC_URL}/scorecard/W1/v2" == page_link(marker)
