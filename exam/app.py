@@ -308,6 +308,18 @@ def _check_settings(app: Flask, defaults: dict[str, Any], path: str | None,
             raise ExamError(f"{name(key)}: expected a whole number ≥ {low}, "
                             f"found {str(cfg.get(key))[:40]!r}")
         cfg[key] = value
+    # Flask-WTF compares it with a number: a string let the service start and made every form
+    # a 500, and 0 or less refused every form as expired
+    limit = cfg.get("WTF_CSRF_TIME_LIMIT")
+    if isinstance(limit, str) and limit.strip().lower() == "none":
+        limit = None
+    elif isinstance(limit, str) and limit.strip().isascii() and limit.strip().isdigit():
+        limit = int(limit.strip())
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ExamError(f"{name('WTF_CSRF_TIME_LIMIT')}: expected a whole number of seconds ≥ 1, "
+                        "or none (a form's token lives as long as the session), found "
+                        f"{str(cfg.get('WTF_CSRF_TIME_LIMIT'))[:40]!r}")
+    cfg["WTF_CSRF_TIME_LIMIT"] = limit
     if cfg["SESSION_COOKIE_SAMESITE"] not in ("Lax", "Strict"):
         raise ExamError(f"{name('SESSION_COOKIE_SAMESITE')}: expected Lax or Strict, found "
                         f"{str(cfg['SESSION_COOKIE_SAMESITE'])[:40]!r}")

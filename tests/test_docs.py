@@ -38,16 +38,18 @@ def test_every_config_key_is_documented(key):
 
 # how code reads a variable: os.environ.get("X"), env["X"], envvar="X", "X" in os.environ, or a
 # literal EXAM_/LINE_ name handed to one of those (LineSettings lists the ones it needs)
-ENV_READ = re.compile(r'(?:environ(?:\.get)?\(|environ\[|\benv(?:\.get)?\(|\benv\[|envvar=|'
-                      r'getenv\()\s*"([A-Z][A-Z0-9_]+)"|"([A-Z][A-Z0-9_]+)"\s+(?:not\s+)?in\s+'
-                      r'(?:os\.)?environ|"((?:EXAM|LINE)_[A-Z0-9_]+)"')
+ENV_ACCESS = (r'(?:environ(?:\.get)?\(|environ\[|\benv(?:\.get)?\(|\benv\[|envvar=|'
+              r'getenv\()\s*"([A-Z][A-Z0-9_]+)"|"([A-Z][A-Z0-9_]+)"\s+(?:not\s+)?in\s+'
+              r'(?:os\.)?environ')
+ENV_READ = re.compile(ENV_ACCESS + r'|"((?:EXAM|LINE)_[A-Z0-9_]+)"')
+ENV_ACCESSED = re.compile(ENV_ACCESS)  # only a read by the name itself, not a mention
 NOT_SETTINGS = {"WERKZEUG_RUN_MAIN"}  # set by werkzeug's reloader for its child, not by people
 
 
-def env_vars_read() -> list[str]:
+def env_vars_read(pattern: re.Pattern[str] = ENV_READ) -> list[str]:
     found = {f"EXAM_{key}" for key in DEFAULTS} | {"EXAM_CONFIG"}  # from_prefixed_env("EXAM")
     for path in [*(ROOT / "exam").rglob("*.py"), *(ROOT / "graders").rglob("*.py")]:
-        for groups in ENV_READ.findall(path.read_text(encoding="utf-8")):
+        for groups in pattern.findall(path.read_text(encoding="utf-8")):
             found.update(g for g in groups if g and g not in DEFAULTS)  # not config keys
     return sorted(found - NOT_SETTINGS)
 
@@ -62,6 +64,25 @@ def test_the_env_var_scan_finds_what_each_part_reads():
 def test_every_env_var_is_in_the_deployment_settings_table(var):
     section = DOCS["deployment.md"].split("## 9. Every setting", 1)[1]
     assert f"| `{var}` |" in section, f"{var} is read by the code but not in deployment.md's table"
+
+
+def settings_table() -> list[str]:
+    """The variables deployment.md's settings table has a row for."""
+    section = DOCS["deployment.md"].split("## 9. Every setting", 1)[1]
+    return re.findall(r"^\| `([A-Z][A-Z0-9_]*)` \|", section, re.M)
+
+
+def test_the_settings_table_is_found():
+    assert {"EXAM_DB", "EXAM_HOST_ID", "LINE_CHANNEL_SECRET", "MALLOC_ARENA_MAX"} <= set(
+        settings_table())
+
+
+@pytest.mark.parametrize("var", settings_table())
+def test_every_variable_in_the_deployment_settings_table_is_read_by_the_code(var):
+    """An operator sets what the table lists: each is read by its name (os.environ, a click
+    envvar, the environment a part is handed) or is a configuration key (EXAM_ + a key of
+    DEFAULTS, read by from_prefixed_env), not only mentioned in a message."""
+    assert var in env_vars_read(ENV_ACCESSED), f"deployment.md's table lists {var}; no code reads it"
 
 
 @pytest.mark.parametrize("key", question_keys() + FILE_KEYS)  # registered check kinds' too

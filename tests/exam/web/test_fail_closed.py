@@ -75,6 +75,41 @@ def test_other_settings_of_the_wrong_kind_are_refused_by_name(clean_env, key, va
         create_app()
 
 
+@pytest.mark.parametrize(("value", "message"), [
+    ("0", "found '0'"), ("-5", "found '-5'"), ("an hour", "found 'an hour'"), ("1.5", "found '1.5'"),
+    ("", "found ''"), ("true", "found 'True'"),
+])
+def test_a_csrf_time_limit_of_the_wrong_kind_is_refused_by_name(clean_env, value, message):
+    # it was taken as it came: 'none' (the documented value) or a string made every form,
+    # the login's included, a 500 (Flask-WTF compares it with a number); 0 or less refused
+    # every form as expired
+    clean_env.setenv("EXAM_API_TOKEN", TOKEN)
+    clean_env.setenv("EXAM_WTF_CSRF_TIME_LIMIT", value)
+    with pytest.raises(ExamError, match=re.escape(
+            "EXAM_WTF_CSRF_TIME_LIMIT: expected a whole number of seconds ≥ 1, or none (a form's "
+            f"token lives as long as the session), {message}")):
+        create_app()
+
+
+@pytest.mark.parametrize(("value", "limit"), [("none", None), ("None", None), ("null", None),
+                                              ("3600", 3600), ('"3600"', 3600), (" 60 ", 60)])
+def test_a_csrf_time_limit_as_documented_lets_the_login_form_through(clean_env, value, limit):
+    clean_env.setenv("EXAM_API_TOKEN", TOKEN)
+    clean_env.setenv("EXAM_WTF_CSRF_TIME_LIMIT", value)
+    app = create_app()
+    assert app.config["WTF_CSRF_TIME_LIMIT"] == limit
+    assert login(app.test_client()).status_code == 302
+
+
+def test_a_csrf_time_limit_in_the_config_file_names_the_file_and_key(clean_env, tmp_path):
+    path = tmp_path / "exam.toml"
+    path.write_text('WTF_CSRF_TIME_LIMIT = "soon"\n')
+    clean_env.setenv("EXAM_CONFIG", str(path))
+    clean_env.setenv("EXAM_API_TOKEN", TOKEN)
+    with pytest.raises(ExamError, match=re.escape(f"{path}: WTF_CSRF_TIME_LIMIT: expected a whole")):
+        create_app()
+
+
 def test_a_missing_config_file_is_named(clean_env, tmp_path):
     clean_env.setenv("EXAM_CONFIG", str(tmp_path / "nope.toml"))
     with pytest.raises(ExamError, match="EXAM_CONFIG: .*nope.toml: cannot read"):

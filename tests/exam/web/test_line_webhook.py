@@ -187,6 +187,16 @@ def test_commands_from_unknown_groups_are_ignored(line_app, fake_line, settle):
     assert Store(line_app.config["DB"]).line_event_state("01J5X") == "handled"
 
 
+def test_commands_from_the_group_of_line_group_id_are_answered_without_the_allowed_list(
+        line_app, fake_line, monkeypatch):
+    # line.md said the webhook did not read LINE_GROUP_ID; it answers that group's commands
+    line_app.config["LINE_ALLOWED_GROUPS"] = ""
+    monkeypatch.setenv("LINE_GROUP_ID", GROUP)
+    post(line_app.test_client(), [event("message", "01J5GID", "exam status")])
+    (req,) = replies(fake_line)
+    assert reply_text(req) == "No runs yet."
+
+
 def test_scorecard_command(line_app, fake_line, fake_agent):
     from exam.pipeline.registry import load_registry
     from exam.pipeline.runner import create_run, execute, job_for
