@@ -45,14 +45,18 @@ def _serve_demo(port: int):
 
         registry = Path(db).with_name("demo-agents.yaml")
         write_registry(registry, server)
-        token = os.environ.get("EXAM_API_TOKEN") or secrets.token_urlsafe(16)
+        # a token of the team's own (this shell's environment) is never printed: a terminal's
+        # scroll-back and a CI log keep what they are shown; a token made here is the demo's
+        token = os.environ.get("EXAM_API_TOKEN")
+        shown = "your EXAM_API_TOKEN (from the environment, not shown)" if token else None
+        token = token or secrets.token_urlsafe(16)
         app = create_app({"DB": db, "AGENTS": str(registry), "API_TOKEN": token})
         start_in_thread(db, str(registry))
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         click.echo(
             f"\n{'=' * 72}\nServing the demo until Ctrl-C (every `exam demo` rebuilds {db}):\n"
             f"  dashboard    http://127.0.0.1:{port}/   (sign in with the token below)\n"
-            f"  API token    {token}\n"
+            f"  API token    {shown or token}\n"
             f"  demo agents  {server.url('W1', 'v2')} (and W2, W3; v1 as well)\n\n"
             f"In another terminal, point the exam at them and follow the README tour:\n"
             f"  source .venv/bin/activate\n"
