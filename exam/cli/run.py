@@ -276,6 +276,8 @@ def runs_cmd(ctx, agent, limit, fmt, db) -> None:
                      "excluded_reason": r.excluded_reason, "cells": sum(counts[r.id].values()),
                      "cells_planned": r.total_cells, "repeats": r.repeats,
                      "bank_digest": r.bank_digest, "source": r.source,
+                     # the process that holds (or last held) the run: host id and pid
+                     "owner": r.owner,
                      "created_at": dt.datetime.fromtimestamp(r.created_at).isoformat(timespec="seconds"),
                      "error": r.error})
     if fmt == "json":
@@ -294,6 +296,8 @@ def runs_cmd(ctx, agent, limit, fmt, db) -> None:
             note = f"excluded: {row['excluded_reason']}"
         elif row["status"] in ("blocked", "incomplete"):
             note = ", ".join(f"{k} {n}" for k, n in sorted(row["run_status"].items()) if k != "ok")
+        elif row["status"] == "running" and row["owner"]:
+            note = f"on {row['owner']}"  # which worker (host id:pid) holds it
         click.echo(f"{row['id']:>4}  {row['agent']:<8} {row['version']:<14} {row['status']:<12} "
                    f"{cells:>9}  {row['created_at']}" + (f"  {note}" if note else ""))
 

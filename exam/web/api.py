@@ -72,6 +72,7 @@ def run_json(run, counts: dict[str, int] | None = None) -> dict[str, Any]:
         "progress": {"done": done, "total": run.total_cells},
         "bank_digest": run.bank_digest, "created_at": run.created_at,
         "started_at": run.started_at, "finished_at": run.finished_at, "error": run.error,
+        "owner": run.owner,  # the process that holds (or last held) it: host id:pid
     }
 
 

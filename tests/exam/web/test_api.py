@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 
@@ -167,3 +168,27 @@ def test_openapi_matches_the_routes(app, client, auth):
 def test_bad_limit_names_the_field(client, auth, limit):
     resp = client.get(f"/api/runs?limit={limit}", headers=auth)
     assert resp.status_code == 400 and resp.json["field"] == "limit"
+
+
+def test_a_running_run_names_the_worker_that_holds_it(client, auth, app):
+    """Workers on several hosts: the API and `exam runs` say which one (host id:pid) holds a
+    running run, so an operator knows where to look (docs/deployment.md)."""
+    from click.testing import CliRunner
+
+    from exam.cli.main import main
+
+    run_id = client.post("/api/runs", json={"agent": "T", "version": "v1"}, headers=auth
+                         ).json["run_id"]
+    assert client.get(f"/api/runs/{run_id}", headers=auth).json["owner"] is None  # queued
+    store = Store(app.config["DB"])
+    try:
+        owner = store.hold_run(run_id).owner
+    finally:
+        store.close()
+    assert owner and ":" in owner
+    assert client.get(f"/api/runs/{run_id}", headers=auth).json["owner"] == owner
+    listed = CliRunner().invoke(main, ["runs", "--db", app.config["DB"]])
+    assert listed.exit_code == 0 and "running" in listed.output
+    assert listed.output.rstrip().endswith(f"on {owner}")
+    rows = CliRunner().invoke(main, ["runs", "--format", "json", "--db", app.config["DB"]])
+    assert json.loads(rows.output)[0]["owner"] == owner
