@@ -399,8 +399,8 @@ def _handle(store, event, cfg: dict[str, Any]) -> None:
         store.add_group(group_id)
         _reply(event,
                f"agent-exam joined this group.\nGroup id: {group_id}\n"
-               "Set LINE_GROUP_ID to it to receive scorecards here, and add it to "
-               "EXAM_LINE_ALLOWED_GROUPS to use commands.")
+               "Set LINE_GROUP_ID to it to receive scorecards here and use commands "
+               "(another group's commands: add its id to EXAM_LINE_ALLOWED_GROUPS).")
         return
     if not (isinstance(event, MessageEvent) and isinstance(event.message, TextMessageContent)):
         return
