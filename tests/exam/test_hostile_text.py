@@ -138,6 +138,20 @@ def test_text_reports_and_runs_escape_control_characters(history, monkeypatch):
     assert "\\x1b[2J" in outputs[0] and "\\x1b[2J" in outputs[4]
 
 
+def test_a_category_with_control_characters_is_escaped_where_it_is_a_key(history):
+    """The scorecard's "by category" and the discrimination's categories are dicts keyed by
+    the bank's category: its keys are shown too, so they are escaped like its values."""
+    history.bank("A", [("Q-01", "cat" + CONTROL, "major"), ("Q-02", "c", "major")])
+    history.run("A", "v1", {"Q-01": "f", "Q-02": "t"})
+    history.run("A", "v2", {"Q-01": "p", "Q-02": "p"})
+    db = str(history.tmp / "exam.db")
+    for args in (["report", "scorecard"], ["report", "discrimination"],
+                 ["compare", "A", "v1", "v2"], ["report", "rebalance"]):
+        out = cli(*args, "--db", db).output
+        assert not set(out) & set("\x1b\x00\x07\u202e"), (args, out)
+    assert "cat\\x1b[2J" in cli("report", "scorecard", "--db", db).output
+
+
 def test_terminal_escapes_controls_and_bidi_overrides():
     assert terminal("a\x1b[31mb\nc\x00\u202ed\x9b") == "a\\x1b[31mb\\nc\\x00\\u202ed\\x9b"
     assert terminal("中文 ok") == "中文 ok"
