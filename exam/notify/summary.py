@@ -10,14 +10,14 @@ link when a payload is sent, ``page_link`` shows the plain page instead (a dry r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 from urllib.parse import quote
 
 from exam.errors import ExamError
 from exam.store import Store
-from exam.web.share import longest_link, make_link
+from exam.web.share import SHARE_PATH, longest_link, make_link
 
 SHOW_REGRESSIONS = 3  # regressions named before "and N more"
 SHARE_DAYS = 7.0  # how long a Scorecard link works, from the send that made it
@@ -193,6 +193,14 @@ def live_link(link: Any, share_secret: str | None) -> Any:
     if not share_secret:
         return page_link(link)
     return make_link(share_secret, *marked, SHARE_DAYS)
+
+
+def share_tokens(links: Iterable[Any]) -> list[str]:
+    """The tokens of the share links among ``links`` (a send's, once made): what its failure
+    message is redacted of, as a receiver may quote a link back in its refusal, and that
+    message is printed and stored (``last_error``)."""
+    return [m.group(1) for link in links if isinstance(link, str)
+            for m in [SHARE_PATH.search(link)] if m]
 
 
 def page_link(link: Any) -> Any:
