@@ -10,6 +10,7 @@ link when a payload is sent, ``page_link`` shows the plain page instead (a dry r
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -180,19 +181,26 @@ def _marked(value: object) -> tuple[str, str] | None:
 
 
 def live_link(link: Any, share_secret: str | None) -> Any:
-    """A payload's link as it is sent: a marker becomes a share link signed now, working
-    ``SHARE_DAYS`` (without the key here, e.g. a resend from a shell without
-    ``EXAM_SECRET_KEY`` or ``EXAM_API_TOKEN``: the plain page, which asks for a login);
-    anything else (a plain page, None, the link itself in a payload an older agent-exam
-    stored) as it is. A channel's ``send`` calls it once per send, before its tries, on the
-    places its ``payloads`` put links, and only there: a bank's text in a payload (a case
-    number) is never read as a marker."""
+    """A payload's link as it is sent: a marker of a scorecard page becomes a share link
+    signed now, working ``SHARE_DAYS`` (a marker of any other page, or without the key
+    here, e.g. a resend from a shell without ``EXAM_SECRET_KEY`` or ``EXAM_API_TOKEN``: the
+    plain page, which asks for a login); anything else (a plain page, None, the link itself
+    in a payload an older agent-exam stored) as it is. A channel's ``send`` calls it once per
+    send, before its tries, on the places its ``payloads`` put links, and only there: a
+    bank's text in a payload (a case number) is never read as a marker."""
     marked = _marked(link)
     if marked is None:
         return link
-    if not share_secret:
+    if not share_secret or not _SCORECARD.fullmatch(marked[1]):
+        # a marker naming another page was not written by scorecard_link (a row written
+        # into the store by hand): never signed, the page shown as it is
         return page_link(link)
     return make_link(share_secret, *marked, SHARE_DAYS)
+
+
+# the only path scorecard_link puts in a marker: two names %-encoded by quote(safe=""), so
+# no "/", "?" or "#" in either (nor is either "." or "..")
+_SCORECARD = re.compile(r"/scorecard/(?!\.\.?/)[\w.~%-]+/(?!\.\.?$)[\w.~%-]+", re.ASCII)
 
 
 def share_tokens(links: Iterable[Any]) -> list[str]:
