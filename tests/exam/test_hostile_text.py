@@ -175,6 +175,33 @@ def test_exam_run_against_an_agent_sending_escapes_prints_none(tmp_path, repeats
     assert "\x1b" not in result.output and "\x07" not in result.output
 
 
+@pytest.mark.parametrize("body,ctype", [
+    (json.dumps({"answer": "\x1b]0;pwned\x07\x1b[2J答\u202e案\x9b2J", "status": "ok"},
+                ensure_ascii=False), "application/json"),
+    ("\x1b]0;pwned\x07\x1b[2J答\u202e案\x9b2J\nnext line", "text/plain; charset=utf-8")])
+def test_exam_agents_check_and_init_print_an_escaping_reply_escaped(tmp_path, body, ctype):
+    """Both print the agent's raw reply and what was read from it: a hostile agent's ESC, C1
+    and bidi controls are shown as escapes there too, its line breaks kept as line breaks."""
+    from tests.exam.helpers import registry_env, write_bank
+    from tests.fakes.agent import FakeAgent
+
+    class Escaping(FakeAgent):
+        def respond(self, h, behaviour, n):
+            self.send(h, 200, body, ctype)
+
+    with Escaping() as agent:
+        bank = write_bank(tmp_path, ["x"])
+        env = registry_env(tmp_path, agent.url, bank)
+        checked = CliRunner().invoke(main, ["agents", "check", "T"], env=env)
+        made = CliRunner().invoke(main, ["init", agent.url, "--name", "NEW", "--agents",
+                                         str(tmp_path / "new.yaml"), "--bank",
+                                         str(tmp_path / "NEW.yaml")], env=env)
+    assert "\\x1b[2J" in checked.output  # the text the mapping read
+    for result in (checked, made):
+        assert "\\u202e" in result.output and "\\x9b" in result.output, result.output
+        assert not set(result.output) & set("\x1b\x07\x9b\u202e"), result.output
+
+
 def test_a_reply_with_lone_surrogates_is_stored_and_its_junit_parses(tmp_path):
     from tests.exam.helpers import registry_env, write_bank
     from tests.fakes.agent import FakeAgent
