@@ -202,6 +202,19 @@ def test_exam_agents_check_and_init_print_an_escaping_reply_escaped(tmp_path, bo
         assert not set(result.output) & set("\x1b\x07\x9b\u202e"), result.output
 
 
+def test_exam_grade_prints_why_a_reply_was_unreadable_escaped(tmp_path):
+    """A reply with no text names the keys it had (JSON-escaped, which leaves C1 and bidi
+    controls alone): ``exam grade`` prints that reason escaped, as the reports do."""
+    from tests.conftest import BANK_DIR
+
+    replies = tmp_path / "replies.jsonl"
+    replies.write_text(json.dumps({"case_no": "W2-06", "reply": {
+        "\x9b2J\u202eevil\x1b[2J": "x"}}, ensure_ascii=False), encoding="utf-8")
+    result = cli("grade", str(BANK_DIR / "W2.json"), str(replies))
+    assert "BAD_REPLY" in result.output and "\\u202e" in result.output, result.output
+    assert not set(result.output) & set("\x1b\x9b\u202e"), result.output
+
+
 def test_a_reply_with_lone_surrogates_is_stored_and_its_junit_parses(tmp_path):
     from tests.exam.helpers import registry_env, write_bank
     from tests.fakes.agent import FakeAgent
