@@ -65,7 +65,8 @@ def terminal(text: str) -> str:
 
 
 def terminal_data(value: Any, _seen: dict[int, Any] | None = None) -> Any:
-    """A report (dicts, lists, strings) with ``terminal`` applied to every string in it.
+    """A report (dicts, lists, strings) with ``terminal`` applied to every string in it, the
+    keys of its dicts too (a scorecard's categories are keys, and are shown).
 
     What holds nothing to escape is returned as it is, not copied: a scorecard of 10,000
     cells was copied whole (~15 MB) to print a page of text. Renderers only read it. A list
@@ -85,8 +86,11 @@ def terminal_data(value: Any, _seen: dict[int, Any] | None = None) -> Any:
         out = [terminal_data(v, seen) for v in value]
         out = value if all(a is b for a, b in zip(out, value, strict=True)) else out
     else:
-        new = {k: terminal_data(v, seen) for k, v in value.items()}
-        out = value if all(new[k] is v for k, v in value.items()) else new
+        # (a printable key, as nearly all are, holds nothing to escape: no regex run for it)
+        pairs = [(terminal(k) if isinstance(k, str) and not k.isprintable() else k,
+                  terminal_data(v, seen)) for k, v in value.items()]
+        out = value if all(k2 is k and v2 is v for (k2, v2), (k, v)
+                           in zip(pairs, value.items(), strict=True)) else dict(pairs)
     seen[id(value)] = out
     return out
 

@@ -14,6 +14,14 @@ from exam.cli.common import InputError, agents_option, open_registry
 _HEADER = re.compile(r"^\s*([A-Za-z0-9-]+)\s*:\s*(.+?)\s*$")
 
 
+def _show(text: str, err: bool = False) -> None:
+    """A line (or lines) holding what an agent sent: its control characters printed as
+    escapes, as every report prints replies (exam.textsafe), its line breaks kept."""
+    from exam.textsafe import terminal
+
+    click.echo("\n".join(terminal(line) for line in text.split("\n")), err=err)
+
+
 @click.group("agents")
 def agents_group() -> None:
     """The agents in the registry (webhooks/agents.yaml)."""
@@ -58,12 +66,12 @@ def agents_check(names, case_no, full, agents) -> None:
         p = probe(agent, item.question.input)
         click.echo(f"HTTP         {p.http_status or '-'}")
         click.echo("raw reply:")
-        click.echo(show_body(p.body, 0 if full else 3000))
+        _show(show_body(p.body, 0 if full else 3000))
         click.echo("the mapping read:")
         for line in describe_read(agent, p):
-            click.echo(f"  {line}")
+            _show(f"  {line}")
         if hint := next_step(agent, p, registry.path):
-            click.echo(f"next: {hint}")
+            _show(f"next: {hint}")
         trouble |= p.result.run_status != "ok"
         trouble |= p.usage is not None and p.usage.model_calls is None  # `n8n:` set, not read
         click.echo("")
@@ -179,14 +187,14 @@ def init_cmd(url, name, question, header_values, bank_path, timeout_s, agents) -
                    f"the workflow active", err=True)
     p = probe(dataclasses.replace(agent, reply_format="text"), work_order)
     click.echo(f"POST {agent.safe_url} → HTTP {p.http_status or '-'} in {p.latency_ms:.0f} ms")
-    click.echo(show_body(p.body, 3000))
+    _show(show_body(p.body, 3000))
     # bad_reply: what came back is not the agent's words as sent (n8n's 'Workflow was started',
     # bytes not in the body's charset, a body over the cap): every run would be a bad_reply
     if p.result.run_status in ("timeout", "http_error", "bad_reply") or not p.body:
-        click.echo(f"\nno usable reply ({p.result.run_status}: {p.result.error or 'empty body'}); "
-                   f"nothing written", err=True)
+        _show(f"\nno usable reply ({p.result.run_status}: {p.result.error or 'empty body'}); "
+              f"nothing written", err=True)
         if hint := next_step(agent, p):
-            click.echo(f"next: {hint}", err=True)
+            _show(f"next: {hint}", err=True)
         sys.exit(3)
     import json
 
@@ -201,9 +209,9 @@ def init_cmd(url, name, question, header_values, bank_path, timeout_s, agents) -
     for key, value in mapping.items():
         shown = ("null" if value is None else  # as the registry file has it, not Python's None
                  f"[{', '.join(value)}]" if isinstance(value, list) else value)
-        click.echo(f"  {key}: {shown}")
+        _show(f"  {key}: {shown}")
     for note in notes:
-        click.echo(f"  note: {note}")
+        _show(f"  note: {note}")
     from exam.pipeline.reading import lookup, unwrap
 
     text_path = mapping.get("text")

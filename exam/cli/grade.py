@@ -36,6 +36,7 @@ def grade_cmd(paths: tuple[str, ...], agent_name: str | None, agents: str | None
     from exam.marks import grade_lines, use_colour
     from exam.pipeline.reading import DEFAULT_MAPPING
     from exam.replay import grade_file
+    from exam.textsafe import terminal
     from graders import GRADER_VERSION
 
     mapping = DEFAULT_MAPPING
@@ -64,8 +65,8 @@ def grade_cmd(paths: tuple[str, ...], agent_name: str | None, agents: str | None
             counts[key] = counts.get(key, 0) + 1
             for line in grade_lines(g.grade, f"{g.grade.case_no} #{g.repeat}", colour):
                 click.echo(line)
-            if g.problem:
-                click.echo(f"  {g.problem}")
+            if g.problem:  # it quotes the reply's keys
+                click.echo(f"  {terminal(g.problem)}")
         summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
         click.echo(f"\n{len(graded)} repl(ies): {summary}  (grader {GRADER_VERSION})")
     if any(g.grade.run_status != "ok" for g in graded):

@@ -10,14 +10,15 @@ link when a payload is sent, ``page_link`` shows the plain page instead (a dry r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 from urllib.parse import quote
 
 from exam.errors import ExamError
 from exam.store import Store
-from exam.web.share import longest_link, make_link
+from exam.web.share import SHARE_PATH, longest_link, make_link
 
 SHOW_REGRESSIONS = 3  # regressions named before "and N more"
 SHARE_DAYS = 7.0  # how long a Scorecard link works, from the send that made it
@@ -180,19 +181,34 @@ def _marked(value: object) -> tuple[str, str] | None:
 
 
 def live_link(link: Any, share_secret: str | None) -> Any:
-    """A payload's link as it is sent: a marker becomes a share link signed now, working
-    ``SHARE_DAYS`` (without the key here, e.g. a resend from a shell without
-    ``EXAM_SECRET_KEY`` or ``EXAM_API_TOKEN``: the plain page, which asks for a login);
-    anything else (a plain page, None, the link itself in a payload an older agent-exam
-    stored) as it is. A channel's ``send`` calls it once per send, before its tries, on the
-    places its ``payloads`` put links, and only there: a bank's text in a payload (a case
-    number) is never read as a marker."""
+    """A payload's link as it is sent: a marker of a scorecard page becomes a share link
+    signed now, working ``SHARE_DAYS`` (a marker of any other page, or without the key
+    here, e.g. a resend from a shell without ``EXAM_SECRET_KEY`` or ``EXAM_API_TOKEN``: the
+    plain page, which asks for a login); anything else (a plain page, None, the link itself
+    in a payload an older agent-exam stored) as it is. A channel's ``send`` calls it once per
+    send, before its tries, on the places its ``payloads`` put links, and only there: a
+    bank's text in a payload (a case number) is never read as a marker."""
     marked = _marked(link)
     if marked is None:
         return link
-    if not share_secret:
+    if not share_secret or not _SCORECARD.fullmatch(marked[1]):
+        # a marker naming another page was not written by scorecard_link (a row written
+        # into the store by hand): never signed, the page shown as it is
         return page_link(link)
     return make_link(share_secret, *marked, SHARE_DAYS)
+
+
+# the only path scorecard_link puts in a marker: two names %-encoded by quote(safe=""), so
+# no "/", "?" or "#" in either (nor is either "." or "..")
+_SCORECARD = re.compile(r"/scorecard/(?!\.\.?/)[\w.~%-]+/(?!\.\.?$)[\w.~%-]+", re.ASCII)
+
+
+def share_tokens(links: Iterable[Any]) -> list[str]:
+    """The tokens of the share links among ``links`` (a send's, once made): what its failure
+    message is redacted of, as a receiver may quote a link back in its refusal, and that
+    message is printed and stored (``last_error``)."""
+    return [m.group(1) for link in links if isinstance(link, str)
+            for m in [SHARE_PATH.search(link)] if m]
 
 
 def page_link(link: Any) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -25,6 +25,7 @@ from exam.notify.summary import (
     live_link,
     page_link,
     scorecard_link,
+    share_tokens,
     summary_text,
 )
 from exam.redact import NO_SECRETS, Redactor, safe_url, url_secrets
@@ -163,6 +164,12 @@ class WebhookChannel:
              retry_key: str, sleep: Any = None) -> int:
         # the share links are made here, once: every try of this send POSTs the same body
         sent = with_links(payload, lambda link: live_link(link, settings.share_secret))
+        # and kept out of a failure's message, which quotes the receiver's answer
+        tokens = share_tokens(s.get("scorecard_link") for s in sent.get("summaries", [])
+                              if isinstance(s, dict))
+        if tokens:
+            settings = replace(settings, redactor=Redactor.of(
+                [*settings.redactor.secrets, *tokens]))
         return post(settings, sent, retry_key, sleep=sleep)
 
 

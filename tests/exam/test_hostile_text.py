@@ -138,6 +138,20 @@ def test_text_reports_and_runs_escape_control_characters(history, monkeypatch):
     assert "\\x1b[2J" in outputs[0] and "\\x1b[2J" in outputs[4]
 
 
+def test_a_category_with_control_characters_is_escaped_where_it_is_a_key(history):
+    """The scorecard's "by category" and the discrimination's categories are dicts keyed by
+    the bank's category: its keys are shown too, so they are escaped like its values."""
+    history.bank("A", [("Q-01", "cat" + CONTROL, "major"), ("Q-02", "c", "major")])
+    history.run("A", "v1", {"Q-01": "f", "Q-02": "t"})
+    history.run("A", "v2", {"Q-01": "p", "Q-02": "p"})
+    db = str(history.tmp / "exam.db")
+    for args in (["report", "scorecard"], ["report", "discrimination"],
+                 ["compare", "A", "v1", "v2"], ["report", "rebalance"]):
+        out = cli(*args, "--db", db).output
+        assert not set(out) & set("\x1b\x00\x07\u202e"), (args, out)
+    assert "cat\\x1b[2J" in cli("report", "scorecard", "--db", db).output
+
+
 def test_terminal_escapes_controls_and_bidi_overrides():
     assert terminal("a\x1b[31mb\nc\x00\u202ed\x9b") == "a\\x1b[31mb\\nc\\x00\\u202ed\\x9b"
     assert terminal("中文 ok") == "中文 ok"
@@ -159,6 +173,46 @@ def test_exam_run_against_an_agent_sending_escapes_prints_none(tmp_path, repeats
                                     env=env, catch_exceptions=False)
     assert "\\x07\\x1b[2" in result.output
     assert "\x1b" not in result.output and "\x07" not in result.output
+
+
+@pytest.mark.parametrize("body,ctype", [
+    (json.dumps({"answer": "\x1b]0;pwned\x07\x1b[2J答\u202e案\x9b2J", "status": "ok"},
+                ensure_ascii=False), "application/json"),
+    ("\x1b]0;pwned\x07\x1b[2J答\u202e案\x9b2J\nnext line", "text/plain; charset=utf-8")])
+def test_exam_agents_check_and_init_print_an_escaping_reply_escaped(tmp_path, body, ctype):
+    """Both print the agent's raw reply and what was read from it: a hostile agent's ESC, C1
+    and bidi controls are shown as escapes there too, its line breaks kept as line breaks."""
+    from tests.exam.helpers import registry_env, write_bank
+    from tests.fakes.agent import FakeAgent
+
+    class Escaping(FakeAgent):
+        def respond(self, h, behaviour, n):
+            self.send(h, 200, body, ctype)
+
+    with Escaping() as agent:
+        bank = write_bank(tmp_path, ["x"])
+        env = registry_env(tmp_path, agent.url, bank)
+        checked = CliRunner().invoke(main, ["agents", "check", "T"], env=env)
+        made = CliRunner().invoke(main, ["init", agent.url, "--name", "NEW", "--agents",
+                                         str(tmp_path / "new.yaml"), "--bank",
+                                         str(tmp_path / "NEW.yaml")], env=env)
+    assert "\\x1b[2J" in checked.output  # the text the mapping read
+    for result in (checked, made):
+        assert "\\u202e" in result.output and "\\x9b" in result.output, result.output
+        assert not set(result.output) & set("\x1b\x07\x9b\u202e"), result.output
+
+
+def test_exam_grade_prints_why_a_reply_was_unreadable_escaped(tmp_path):
+    """A reply with no text names the keys it had (JSON-escaped, which leaves C1 and bidi
+    controls alone): ``exam grade`` prints that reason escaped, as the reports do."""
+    from tests.conftest import BANK_DIR
+
+    replies = tmp_path / "replies.jsonl"
+    replies.write_text(json.dumps({"case_no": "W2-06", "reply": {
+        "\x9b2J\u202eevil\x1b[2J": "x"}}, ensure_ascii=False), encoding="utf-8")
+    result = cli("grade", str(BANK_DIR / "W2.json"), str(replies))
+    assert "BAD_REPLY" in result.output and "\\u202e" in result.output, result.output
+    assert not set(result.output) & set("\x1b\x9b\u202e"), result.output
 
 
 def test_a_reply_with_lone_surrogates_is_stored_and_its_junit_parses(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import replace
 from urllib.parse import quote, urlsplit
 
 import pytest
@@ -272,3 +273,25 @@ def test_a_marker_sent_without_a_key_is_the_plain_page():
     for a login, rather than a marker no phone opens."""
     marker = f"{LINK_MARK}{PUBLIC_URL}#/scorecard/W1/v2"
     assert live_link(marker, None) == f"{PUBLIC_URL}/scorecard/W1/v2" == page_link(marker)
+
+
+@pytest.mark.parametrize("path", ["/review", "/", "/runs", "/scorecard/W1", "/scorecard/W1/v2/x",
+                                  "/scorecard/../review", "/scorecard/W1/..", "/scorecard/W1/v2?next=/review",
+                                  "/share/abc", "/api/runs"])
+def test_a_marker_naming_another_page_is_never_signed(path):
+    """Every marker agent-exam writes names a scorecard page; one naming any other page (a
+    row written into the store by someone who cannot sign) is sent as that plain page, which
+    asks for a login: a send signs nothing but a Scorecard link."""
+    marker = f"{LINK_MARK}{PUBLIC_URL}#{path}"
+    assert live_link(marker, KEY) == PUBLIC_URL + path
+    assert accepted_tokens(json.dumps(live_link(marker, KEY)), KEY) == []
+
+
+@pytest.mark.parametrize("agent,version", [("W1", "v2"), ("客服機器人", "新版.2+rc-1"),
+                                           ("a" * 64, "V_9")])
+def test_a_marker_for_any_agent_and_version_a_name_may_hold_is_signed(agent, version):
+    s = replace(_regressed(["Q-01"]), agent=agent, version=version)
+    marker = line.scorecard_link(s, PUBLIC_URL, KEY)
+    assert marker.startswith(LINK_MARK)
+    token = live_link(marker, KEY).rsplit("/", 1)[1]
+    assert read_token(KEY, token).page == f"/scorecard/{agent}/{version}"

@@ -234,3 +234,45 @@ def test_a_case_number_that_looks_like_a_link_marker_is_sent_as_the_banks_text(
     assert accepted_tokens(json.dumps(summary["scorecard_link"]), key)  # the one link
     assert accepted_tokens(json.dumps({k: v for k, v in summary.items()
                                        if k != "scorecard_link"}), key) == []
+
+
+class Echoing(Receiver):
+    """Refuses every POST with a 400 that quotes the summary's link back, as a receiver
+    validating the body may ("invalid scorecard_link: https://…/share/…")."""
+
+    def __init__(self):
+        super().__init__()
+        self.script = None  # unused: every answer is the echo
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                link = body["summaries"][0]["scorecard_link"]
+                send_json(self, 400, {"error": f"invalid scorecard_link: {link}"})
+
+        self.served.close()
+        self.served = serve(Handler)
+        self.url = f"{self.served.url}/hooks/exam"
+
+
+def test_a_refusal_quoting_the_share_link_keeps_it_out_of_the_store_and_the_output(
+        regressed, env):
+    """The receiver's answer goes into the failure's message, which is printed and stored
+    (``last_error``): the share link it quotes back is redacted from both, as the URL's token
+    is, so the store still holds no link that opens a page."""
+    history, run_id = regressed
+    with Echoing() as echoing:
+        result = exam("notify", "webhook", "--run", str(run_id), "--db", history.store.path,
+                      env={**env, "EXAM_WEBHOOK_URL": echoing.url})
+    assert result.exit_code == 1, result.output
+    assert "the webhook answered 400: " in result.output
+    assert "invalid scorecard_link: https://exam.example.com/share/[redacted]" in result.output
+    (n,) = history.store.notifications()
+    key = env["EXAM_SECRET_KEY"]
+    assert accepted_tokens(result.output, key) == []
+    assert accepted_tokens(json.dumps(n), key) == []
+    history.store.close()
+    assert accepted_tokens(store_bytes(history.store.path), key) == []
