@@ -12,6 +12,7 @@ from exam.pipeline.registry import Agent
 from exam.pipeline.runner import create_run
 from exam.records import AttemptRow, CellRow
 from exam.store import Store
+from tests.fakes.line_api import FakeLineApi
 
 PASS, FAIL = "答案：備貨中", "答案：已出貨"
 # a double negation of the forbidden 已出貨: the grader cannot tell, so needs_human
@@ -88,3 +89,10 @@ def regressed(history):
     history.bank("W1", [("Q-01", "c", "critical"), ("Q-02", "c", "major")])
     history.run("W1", "v1", {"Q-01": "ppp", "Q-02": "fff"})
     return history, history.run("W1", "v2", {"Q-01": "fff", "Q-02": "ppp"})
+
+
+@pytest.fixture
+def fake_line():
+    """A fake LINE Messaging API on 127.0.0.1 (the real SDK is pointed at it)."""
+    with FakeLineApi() as fake:
+        yield fake

@@ -91,6 +91,19 @@ def run_status(db: Path, run_id: int = 1) -> str | None:
 
 
 @contextmanager
+def demo_store(backend: str, folder: Path) -> Iterator[str]:
+    """The demo's store (every agent and version, one repeat) on ``backend``, made in
+    ``folder`` or as a throwaway PostgreSQL database: its EXAM_DB."""
+    from exam.demo.main import run_demo
+    from tests.backends import store_at
+    from tests.conftest import BANK_DIR
+
+    with store_at(backend, folder) as db:
+        run_demo(db, repeats=1, bank_dir=BANK_DIR, echo=lambda *_: None)
+        yield db
+
+
+@contextmanager
 def sigint_reaches_children() -> Iterator[None]:
     """Children started inside get SIGINT as at a terminal, so a test's Ctrl-C reaches them.
 

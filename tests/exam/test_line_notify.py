@@ -12,15 +12,8 @@ from exam.cli.main import main
 from exam.notify import line
 from exam.notify.line import CHANNEL, LineSettings, build_messages
 from exam.notify.summary import Summary
-from tests.fakes.line_api import FakeLineApi
 
 SECRET_TOKEN = "line-access-token-SECRET-9f1c"
-
-
-@pytest.fixture
-def fake_line():
-    with FakeLineApi() as fake:
-        yield fake
 
 
 @pytest.fixture

@@ -16,17 +16,14 @@ from sqlalchemy import select
 
 from exam import notify
 from exam.cli.main import main
-from exam.demo.main import run_demo
 from exam.notify import line
 from exam.notify.line import CHANNEL, LineSettings
 from exam.notify.summary import LINK_MARK, Summary, live_link, page_link
 from exam.store import Store
 from exam.web.share import make_link, read_token, secret_key
-from tests.backends import STORE_BACKENDS, store_at
-from tests.conftest import BANK_DIR
-from tests.exam.helpers import accepted_tokens
+from tests.backends import STORE_BACKENDS
+from tests.exam.helpers import accepted_tokens, demo_store
 from tests.exam.web.conftest import w1_app
-from tests.fakes.line_api import FakeLineApi
 
 ADMIN = "admin-token-n0t1fy"  # the service's: its share-link key is derived from it
 PUBLIC_URL = "https://exam.example.com"
@@ -42,8 +39,7 @@ def no_sleep(_s):
 
 @pytest.fixture(scope="module", params=STORE_BACKENDS)
 def demo_db(request, tmp_path_factory):
-    with store_at(request.param, tmp_path_factory.mktemp("links")) as db:
-        run_demo(db, repeats=1, bank_dir=BANK_DIR, echo=lambda *_: None)
+    with demo_store(request.param, tmp_path_factory.mktemp("links")) as db:
         yield db
 
 
@@ -52,12 +48,6 @@ def store(demo_db):
     s = Store(demo_db)
     yield s
     s.close()
-
-
-@pytest.fixture
-def fake_line():
-    with FakeLineApi() as fake:
-        yield fake
 
 
 @pytest.fixture

@@ -11,12 +11,11 @@ import pytest
 from itsdangerous import URLSafeSerializer
 from sqlalchemy import select
 
-from exam.demo.main import run_demo
 from exam.errors import StoreUnavailable
 from exam.store import Store
 from exam.web.share import SALT, link_id, make_token
-from tests.backends import STORE_BACKENDS, store_at
-from tests.conftest import BANK_DIR
+from tests.backends import STORE_BACKENDS
+from tests.exam.helpers import demo_store
 from tests.exam.web.conftest import login_csrf, signed_in, w1_app
 
 ADMIN, VIEWER = "admin-token-r3v0", "viewer-token-r3v1"
@@ -25,8 +24,7 @@ ADMIN, VIEWER = "admin-token-r3v0", "viewer-token-r3v1"
 @pytest.fixture(scope="module", params=STORE_BACKENDS)
 def demo_db(request, tmp_path_factory):
     """A demo store on each backend; each test revokes links to pages of its own."""
-    with store_at(request.param, tmp_path_factory.mktemp("revoke")) as db:
-        run_demo(db, repeats=1, bank_dir=BANK_DIR, echo=lambda *_: None)
+    with demo_store(request.param, tmp_path_factory.mktemp("revoke")) as db:
         yield db
 
 
