@@ -890,6 +890,18 @@ class Store:
         self._lease_s[run.id] = lease_s
         return run
 
+    def lease_of(self, run_id: int) -> tuple[int, float] | None:
+        """(token, seconds) of this Store's lease on a run, if it holds one."""
+        token = self._leases.get(run_id)
+        return None if token is None else (token, self._lease_s.get(run_id, LEASE_S))
+
+    def share_lease(self, run_id: int, token: int, lease_s: float) -> None:
+        """Write a run's cells under a lease another process holds and renews (a run's helper
+        process, exam/pipeline/shard.py): fenced by its token like the holder's own writes,
+        so a run taken over is refused to both. This Store never sets the run's status."""
+        self._leases[run_id] = token
+        self._lease_s[run_id] = lease_s
+
     def heartbeat(self, run_id: int) -> bool:
         """Renew this Store's lease on a run (or, without one, mark the run alive).
         False when the lease was taken over: the caller should stop working on the run."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -225,8 +226,17 @@ class Interrupted(Exception):
 
 
 def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = None,
-            stop: threading.Event | None = None) -> dict[int, str]:
-    """Run every missing cell of every job; returns run id → final status."""
+            stop: threading.Event | None = None, shard: tuple[int, int] | None = None
+            ) -> dict[int, str]:
+    """Run every missing cell of every job; returns run id → final status.
+
+    A large run held under a lease is split with a helper process (exam/pipeline/shard.py:
+    half the cells, half the concurrency); this process waits for it and sets the final
+    status. ``shard`` (index, count): this process is such a helper, and runs only its share
+    of the cells, never setting a run's status (returned: done, failed, lost or taken over).
+    """
+    from exam.pipeline import shard as sharding
+
     stop = stop or threading.Event()
     jobs = list(jobs)
     pools: list[ThreadPoolExecutor] = []
@@ -242,13 +252,36 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
         return run_cell(store, job, case_no, repeat, gate)
 
     todo: dict[int, tuple[ThreadPoolExecutor, RequestGate, Iterator[tuple[str, int]]]] = {}
+    helpers: dict[int, sharding.Helper] = {}
     for job in jobs:
-        store.set_run_status(job.run.id, "running")
-        gate = RequestGate(job.agent.concurrency, job.agent.min_interval_s, stop)
-        pool = ThreadPoolExecutor(max_workers=pool_threads(job.agent.concurrency),
+        cells = missing_cells(store, job.run)
+        concurrency = job.agent.concurrency
+        if shard is None:
+            store.set_run_status(job.run.id, "running")
+            lease = store.lease_of(job.run.id)
+            if sharding.processes_for(job.agent, len(cells), lease is not None,
+                                      store.backend) > 1:
+                assert lease is not None
+                helpers[job.run.id] = sharding.Helper(store.target, job.run.id, job.agent,
+                                                      *lease, progress)
+                concurrency -= sharding.helper_concurrency(concurrency)
+                shard_here = (0, 2)
+                log.info("run %s: a second process (pid %s) runs half of its %d cells, at "
+                         "concurrency %d; this one the rest at %d", job.run.id,
+                         helpers[job.run.id].proc.pid, len(cells),
+                         sharding.helper_concurrency(job.agent.concurrency), concurrency)
+            else:
+                shard_here = None
+        else:
+            shard_here = shard
+        if shard_here is not None:
+            cells = [(c, r) for c, r in cells if sharding.shard_of(c, r, shard_here[1])
+                     == shard_here[0]]
+        gate = RequestGate(concurrency, job.agent.min_interval_s, stop)
+        pool = ThreadPoolExecutor(max_workers=pool_threads(concurrency),
                                   thread_name_prefix=f"exam-{job.agent.name}")
         pools.append(pool)
-        todo[job.run.id] = (pool, gate, iter(missing_cells(store, job.run)))
+        todo[job.run.id] = (pool, gate, iter(cells))
 
     def submit(job: Job) -> None:
         """Hand the job's next cell to its pool, if it has one left and nothing said stop."""
@@ -298,12 +331,32 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
         stop.set()
         for pool in pools:
             pool.shutdown(wait=False, cancel_futures=True)
-        for job in jobs:
-            _finish(store, job.run.id, "interrupted", "stopped by Ctrl-C")
+        _wait_helpers(helpers, stopping=True)  # Ctrl-C reached them too: their cells first
+        if shard is None:
+            for job in jobs:
+                _finish(store, job.run.id, "interrupted", "stopped by Ctrl-C")
         raise Interrupted() from None
     finally:
         for pool in pools:
             pool.shutdown(wait=True, cancel_futures=True)
+        # a helper's share is stopped with this process's (a lost lease, a lost store, a bug)
+        for run_id, code, words in _wait_helpers(helpers, stopping=stop.is_set()):
+            if code == sharding.TAKEN:
+                taken.add(run_id)
+            elif code == sharding.STORE_LOST:
+                lost.setdefault(run_id, "the store could not be used (the run's second "
+                                        "process)")
+            elif code < 0:  # killed (kill -9, out of memory): its cells are left to resume
+                lost.setdefault(run_id, f"the run's second process was killed (signal "
+                                        f"{-code})")
+            elif code != sharding.OK and not stop.is_set():
+                errors.setdefault(run_id, f"the run's second process failed: {words}")
+    if shard is not None:
+        for error in errors.values():
+            print(error, file=sys.stderr, flush=True)
+        return {job.run.id: TAKEN_OVER if job.run.id in taken else "failed"
+                if job.run.id in errors else "lost" if job.run.id in lost else "done"
+                for job in jobs}
     final = {}
     for job in jobs:
         if job.run.id in taken:  # another process holds the run now: its status is theirs
@@ -322,6 +375,20 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
                      if harness else None)
         final[job.run.id] = status if _finish(store, job.run.id, status, error) else TAKEN_OVER
     return final
+
+
+def _wait_helpers(helpers: dict, stopping: bool) -> list[tuple[int, int, str]]:
+    """Wait for each run's helper process (told to stop first when this one stopped): (run id,
+    exit status, its last words) of each, once; a run's status is set only after its
+    helper has stored what it sent."""
+    out = []
+    for run_id, helper in list(helpers.items()):
+        if stopping:
+            helper.stop()
+        code = helper.wait()
+        out.append((run_id, code, helper.last_words()))
+        del helpers[run_id]
+    return out
 
 
 def _finish(store: Store, run_id: int, status: str, error: str | None) -> bool:

@@ -1,0 +1,192 @@
+"""A second process for a large run: half its cells, under the same lease (issue 19).
+
+One interpreter runs a cell's HTTP, classification, grading and storing under one GIL: at
+concurrency 64 against a fast agent, a 10,000-cell run was bound by that one process (a
+core busy, a third of a two-core machine idle). ``execute`` (exam/pipeline/runner.py) then
+starts a helper process (``python -m exam.pipeline.shard``) for the run and both run their
+own share of the missing cells:
+
+- the cells are split by a digest of (question, repeat), so each process knows its own share
+  without asking the other, and a cell belongs to exactly one of them;
+- the agent's concurrency is split between them (32 + 32 for 64), so together they never
+  have more requests in flight than the registry allows; a run with ``min_interval_s``
+  (paced) or a concurrency under ``MIN_CONCURRENCY`` is never split;
+- the helper writes under the lease the main process holds and renews (``Store.share_lease``):
+  its cells are fenced by the same token, so a run taken over by another worker is refused to
+  both; only the main process sets the run's status;
+- the helper stops (what it sent is stored first) on SIGTERM or SIGINT (Ctrl-C reaches both),
+  and when the main process dies (Linux's parent-death signal; elsewhere it notices its
+  parent is gone): a run left by both is resumable like any other;
+- each cell the helper finishes is one line on its stdout, its run status: the main process
+  counts it in its progress. Its stderr is its last words when it fails.
+
+``EXAM_RUN_PROCESSES``: ``auto`` (the default: two when the run qualifies and the machine
+has two cores or more), ``1`` (never split) or ``2``. Only on PostgreSQL: a SQLite file has one
+writer at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from exam.pipeline.registry import Agent
+
+ENV = "EXAM_RUN_PROCESSES"
+MIN_CONCURRENCY = 16  # below it one process keeps up with the agent
+MIN_CELLS = 500  # below it a second interpreter's start (~0.5 s) costs more than it saves
+STOP_WAIT_S = 60.0  # how long the main process waits for a stopped helper to store and exit
+# a helper's exit status: what became of its share
+OK, FAILED, STORE_LOST, TAKEN = 0, 1, 3, 4
+
+
+def shard_of(case_no: str, repeat: int, count: int) -> int:
+    """Which of ``count`` processes runs a cell: the same answer in every process."""
+    return zlib.crc32(f"{case_no}\x00{repeat}".encode()) % count
+
+
+def processes_for(agent: Agent, cells: int, leased: bool, backend: str) -> int:
+    """How many processes run ``cells`` missing cells of a run of ``agent`` (1 or 2), on a
+    store of ``backend``: PostgreSQL only (a SQLite file has one writer at a time, so a
+    second process measured no faster: 10,000 cells, 1.36× either way)."""
+    setting = os.environ.get("EXAM_RUN_PROCESSES", "auto").strip().lower()  # ENV
+    if setting == "1" or not leased or agent.blocked or backend != "postgresql":
+        return 1
+    if agent.min_interval_s or agent.concurrency < MIN_CONCURRENCY or cells < MIN_CELLS:
+        return 1  # paced runs keep one clock; small ones are not worth a second start
+    if setting == "auto" and (os.cpu_count() or 1) < 2:
+        return 1
+    return 2
+
+
+def helper_concurrency(concurrency: int) -> int:
+    """The helper's share of the agent's concurrency (the main process keeps the rest)."""
+    return concurrency // 2
+
+
+@dataclass(frozen=True, slots=True)
+class _Arrived:
+    """What the progress display reads of a cell the helper stored."""
+
+    run_status: str
+
+
+class Helper:
+    """The second process of one run, seen from the main one."""
+
+    def __init__(self, db: str, run_id: int, agent: Agent, token: int, lease_s: float,
+                 on_cell: Callable[[int, _Arrived], None] | None) -> None:
+        self.run_id = run_id
+        self.stderr = b""
+        self.stopped = False
+        config = {"db": db, "run_id": run_id, "agent": replace(
+            agent, concurrency=helper_concurrency(agent.concurrency)), "token": token,
+            "lease_s": lease_s, "parent": os.getpid()}
+        # the store's URL and the agent's headers go through a pipe, never the command line
+        self.proc = subprocess.Popen([sys.executable, "-m", "exam.pipeline.shard"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(pickle.dumps(config))
+        self.proc.stdin.close()
+        self._readers = [threading.Thread(target=self._cells, args=(on_cell,), daemon=True),
+                         threading.Thread(target=self._errors, daemon=True)]
+        for t in self._readers:
+            t.start()
+
+    def _cells(self, on_cell: Callable[[int, _Arrived], None] | None) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            status = line.decode(errors="replace").strip()
+            if status and on_cell is not None:
+                on_cell(self.run_id, _Arrived(status))
+
+    def _errors(self) -> None:
+        assert self.proc.stderr is not None
+        self.stderr = self.proc.stderr.read()[-4000:]
+
+    def stop(self) -> None:
+        """Tell it to stop: it sends nothing more and exits once what it sent is stored."""
+        self.stopped = True
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+
+    def wait(self) -> int:
+        """Its exit status, once it has exited and its output is read."""
+        try:
+            code = self.proc.wait(timeout=STOP_WAIT_S if self.stopped else None)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        for t in self._readers:
+            t.join(timeout=5)
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        return code
+
+    def last_words(self) -> str:
+        lines = self.stderr.decode(errors="replace").strip().splitlines()
+        return lines[-1] if lines else f"exited with status {self.proc.returncode}"
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGTERM this process when the main one dies (a kill -9 gives it no chance to say)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # it died before the signal was asked for
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def main() -> int:
+    """The helper: run this process's share of the run's missing cells, then exit."""
+    from exam.errors import ExamError
+    from exam.pipeline.runner import TAKEN_OVER, execute, job_for
+    from exam.store import Store
+
+    config = pickle.load(sys.stdin.buffer)  # from the main process only (a pipe of its own)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    _die_with_parent(config["parent"])
+
+    def watch_parent() -> None:  # where there is no parent-death signal
+        while not stop.wait(1.0):
+            if os.getppid() != config["parent"]:
+                stop.set()
+
+    threading.Thread(target=watch_parent, daemon=True).start()
+    out = sys.stdout
+
+    def arrived(_run_id: int, cell) -> None:
+        out.write(f"{cell.run_status}\n")
+        out.flush()
+
+    store = Store(config["db"], checked=True)
+    try:
+        store.share_lease(config["run_id"], config["token"], config["lease_s"])
+        job = job_for(store, config["run_id"], config["agent"])
+        final = execute(store, [job], arrived, stop, shard=(1, 2))
+    except ExamError as exc:
+        print(f"{exc}", file=sys.stderr, flush=True)
+        return FAILED
+    finally:
+        store.close()
+    status = final.get(config["run_id"])
+    return {TAKEN_OVER: TAKEN, "lost": STORE_LOST, "failed": FAILED}.get(status, OK)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,284 @@
+"""A large run split with a second process (exam/pipeline/shard.py), on PostgreSQL.
+
+Real processes throughout: the helper is `python -m exam.pipeline.shard`, the agent a real
+HTTP server on 127.0.0.1, the store a throwaway PostgreSQL database.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from exam.pipeline import shard as sharding
+from exam.pipeline.runner import create_run, execute, job_for
+from exam.store import Store
+from tests.backends import postgres_database
+from tests.exam.helpers import agent_for, registry_env, wait_for, write_bank
+from tests.fakes.agent import FakeAgent
+
+
+@pytest.fixture
+def pg_url():
+    with postgres_database() as url:
+        yield url
+
+
+def _count(url: str, run_id: int = 1) -> int:
+    """Cells stored so far by another process (0 before it made the schema)."""
+    from exam.errors import StoreError
+
+    store = Store(url, checked=True)
+    try:
+        return store.count_cells(run_id)
+    except StoreError:
+        return 0
+    finally:
+        store.close()
+
+
+def _attempts(url: str) -> int:
+    from sqlalchemy import text
+
+    store = Store(url, checked=True)
+    try:
+        with store.tx() as db:
+            return db.execute(text("SELECT COUNT(*) FROM attempts")).scalar()
+    finally:
+        store.close()
+
+
+def _distinct(store: Store, run_id: int) -> tuple[int, int]:
+    cells = store.cells([run_id])
+    return len(cells), len({(c.case_no, c.repeat) for c in cells})
+
+
+def test_a_large_run_is_split_with_a_second_process_and_every_cell_runs_once(
+        pg_url, tmp_path, monkeypatch):
+    monkeypatch.setenv(sharding.ENV, "2")  # also where the machine has one core
+    monkeypatch.setattr(sharding, "MIN_CELLS", 50)
+    store = Store(pg_url)
+    try:
+        with FakeAgent() as fake:
+            agent = agent_for(fake.url, write_bank(tmp_path, ["ok"] * 30), concurrency=16)
+            run_id = create_run(store, agent, "v1", repeats=4)  # 120 cells
+            store.hold_run(run_id)  # as `exam run` does: split only under a lease
+            seen: list = []
+            final = execute(store, [job_for(store, run_id, agent)],
+                            progress=lambda _rid, cell: seen.append(cell))
+        assert final == {run_id: "done"}
+        assert _distinct(store, run_id) == (120, 120)
+        assert len(fake.requests) == _attempts(pg_url)  # no cell sent twice, none lost
+        assert fake.max_in_flight <= 16  # the two processes share the agent's concurrency
+        helper = [c for c in seen if isinstance(c, sharding._Arrived)]
+        assert 0 < len(helper) < 120 and len(seen) == 120  # both ran cells, all counted
+        mine = {(c.case_no, c.repeat) for c in seen if not isinstance(c, sharding._Arrived)}
+        assert all(sharding.shard_of(c, r, 2) == 0 for c, r in mine)
+        assert store.get_run(run_id).status == "done"
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(("change", "env", "backend", "cells", "expected"), [
+    ({}, "auto", "postgresql", 10_000, 2),
+    ({}, "auto", "sqlite", 10_000, 1),  # one writer at a time: no faster
+    ({}, "1", "postgresql", 10_000, 1),
+    ({"min_interval_s": 0.1}, "2", "postgresql", 10_000, 1),  # paced: one clock
+    ({"concurrency": 8}, "2", "postgresql", 10_000, 1),
+    ({}, "2", "postgresql", 100, 1),  # not worth a second start
+    ({"blocked": "no token"}, "2", "postgresql", 10_000, 1),
+])
+def test_which_runs_are_split(monkeypatch, change, env, backend, cells, expected):
+    monkeypatch.setenv(sharding.ENV, env)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    agent = replace(agent_for("http://127.0.0.1:9/x", Path("b.json"), concurrency=64), **change)
+    assert sharding.processes_for(agent, cells, True, backend) == expected
+    assert sharding.processes_for(agent, cells, False, backend) == 1  # no lease: never
+
+
+def test_the_cells_are_split_evenly_and_each_has_one_process():
+    cells = [(f"Q-{q:03d}", r) for q in range(100) for r in range(1, 101)]
+    zero = sum(sharding.shard_of(c, r, 2) == 0 for c, r in cells)
+    assert 4_800 < zero < 5_200
+    assert {sharding.shard_of("Q-001", 3, 2) for _ in range(5)} in ({0}, {1})
+
+
+def _exam_run(tmp_path, url: str, fake: FakeAgent, *args: str) -> subprocess.Popen:
+    env = {**os.environ, **registry_env(tmp_path, fake.url, tmp_path / "T.json",
+                                         concurrency=16, timeout_s=120, retries=2),
+           "EXAM_DB": url, sharding.ENV: "2", "NO_COLOR": "1"}
+    return subprocess.Popen([sys.executable, "-m", "exam", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+
+
+def _resume_completes(tmp_path, url: str, fake: FakeAgent) -> None:
+    fake.hold_after = None
+    resumed = _exam_run(tmp_path, url, fake, "resume", "1")
+    out, _ = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, out
+    store = Store(url, checked=True)
+    try:
+        assert _distinct(store, 1) == (500, 500)
+        assert store.get_run(1).status == "done"
+    finally:
+        store.close()
+    # every request sent was stored as an attempt: none sent and lost, none sent again for a
+    # cell already stored (a retried connection reset is an attempt of its own)
+    assert len(fake.requests) == _attempts(url)
+
+
+def test_ctrl_c_stops_both_processes_and_the_run_resumes(pg_url, tmp_path):
+    write_bank(tmp_path, ["ok"] * 50)  # 50 questions × 10 repeats: 500 cells
+    with FakeAgent(hold_after=100) as fake:
+        run = _exam_run(tmp_path, pg_url, fake, "run", "T", "--version", "v1", "--repeats", "10")
+        try:
+            wait_for(lambda: _count(pg_url) >= 100, "the first 100 cells stored", 180)
+            fake.wait_held(16)  # both processes have requests in flight
+            os.killpg(run.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the group
+            fake.hold_after = None  # what is in flight comes back, and is stored (as is what
+            fake.release()  # a thread sent before the stop reached it, on a busy machine)
+            out, _ = run.communicate(timeout=120)
+        finally:
+            if run.poll() is None:
+                os.killpg(run.pid, signal.SIGKILL)
+                run.communicate()
+        assert run.returncode == 130, out
+        assert "Traceback" not in out
+        store = Store(pg_url, checked=True)
+        try:
+            done, distinct = _distinct(store, 1)
+            assert done == distinct and 100 <= done < 500
+            assert store.get_run(1).status == "interrupted"
+        finally:
+            store.close()
+        _resume_completes(tmp_path, pg_url, fake)
+
+
+def test_a_helper_killed_leaves_its_cells_to_resume(pg_url, tmp_path):
+    write_bank(tmp_path, ["ok"] * 50)
+    with FakeAgent(hold_after=100) as fake:
+        run = _exam_run(tmp_path, pg_url, fake, "run", "T", "--version", "v1", "--repeats", "10")
+        try:
+            wait_for(lambda: _count(pg_url) >= 100, "the first 100 cells stored", 180)
+            fake.wait_held(16)
+            children = subprocess.run(["pgrep", "-P", str(run.pid)], capture_output=True,
+                                      text=True, check=True).stdout.split()
+            assert len(children) == 1, children  # the run's one helper
+            os.kill(int(children[0]), signal.SIGKILL)
+            fake.hold_after = None
+            fake.release()
+            out, _ = run.communicate(timeout=300)
+        finally:
+            if run.poll() is None:
+                os.killpg(run.pid, signal.SIGKILL)
+                run.communicate()
+        assert run.returncode == 3, out  # some replies never arrived: not a verdict
+        assert "Traceback" not in out
+        store = Store(pg_url, checked=True)
+        try:
+            done, distinct = _distinct(store, 1)
+            assert done == distinct and done < 500
+            run_row = store.get_run(1)
+            assert run_row.status == "interrupted" and "not run" in (run_row.error or "")
+        finally:
+            store.close()
+        # what the killed helper had sent and not stored is sent again: resume's requests are
+        # exactly its attempts
+        done_attempts = _attempts(pg_url)
+        fake.requests.clear()
+        resumed = _exam_run(tmp_path, pg_url, fake, "resume", "1")
+        out, _ = resumed.communicate(timeout=300)
+        assert resumed.returncode == 0, out
+        store = Store(pg_url, checked=True)
+        try:
+            assert _distinct(store, 1) == (500, 500)
+        finally:
+            store.close()
+        assert len(fake.requests) == _attempts(pg_url) - done_attempts
+
+
+def _gone(pid: int) -> bool:
+    """The process has exited (a zombie waiting for init counts as exited)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_the_helper_stops_when_its_main_process_is_killed(pg_url, tmp_path):
+    """kill -9 of `exam run`: its helper stops too (nothing keeps sending for a run nobody
+    holds), and the run resumes with every cell once."""
+    write_bank(tmp_path, ["ok"] * 50)
+    with FakeAgent(hold_after=100) as fake:
+        run = _exam_run(tmp_path, pg_url, fake, "run", "T", "--version", "v1", "--repeats", "10")
+        try:
+            wait_for(lambda: _count(pg_url) >= 100, "the first 100 cells stored", 180)
+            fake.wait_held(16)
+            (helper,) = map(int, subprocess.run(["pgrep", "-P", str(run.pid)],
+                                                capture_output=True, text=True,
+                                                check=True).stdout.split())
+            os.kill(run.pid, signal.SIGKILL)
+            run.communicate(timeout=60)
+            # what it sent comes back, and is stored (as is anything it sent before its
+            # SIGTERM was handled: a busy machine may run its threads first)
+            fake.hold_after = None
+            fake.release()
+            wait_for(lambda: _gone(helper), "the helper to stop", 120)
+        finally:
+            if run.poll() is None:
+                os.killpg(run.pid, signal.SIGKILL)
+                run.communicate()
+        sent = len(fake.requests)
+        assert sent < 500
+        store = Store(pg_url, checked=True)
+        try:
+            done, distinct = _distinct(store, 1)
+            assert done == distinct and done <= sent
+            # the lease a dead process held runs out (30 s): here, at once
+            with store.tx() as db:
+                from sqlalchemy import text
+
+                db.execute(text("UPDATE runs SET lease_until = 0"))
+        finally:
+            store.close()
+        fake.hold_after = None
+        resumed = _exam_run(tmp_path, pg_url, fake, "resume", "1")
+        out, _ = resumed.communicate(timeout=300)
+        assert resumed.returncode == 0, out
+        store = Store(pg_url, checked=True)
+        try:
+            assert _distinct(store, 1) == (500, 500)
+        finally:
+            store.close()
+
+
+def test_a_helper_is_told_to_stop_when_its_parent_dies(tmp_path):
+    """The parent-death signal (Linux), or the watch for a changed parent: a kill -9 of the
+    main process gives the helper its SIGTERM, which is its stop."""
+    told = tmp_path / "told"
+    child = (f"import os, signal, sys, time\n"
+             f"from exam.pipeline.shard import _die_with_parent\n"
+             f"signal.signal(signal.SIGTERM, lambda *_: (open({str(told)!r}, 'w').close(), "
+             f"sys.exit(0)))\n"
+             f"_die_with_parent(int(sys.argv[1]))\n"
+             f"print('ready', flush=True)\n"
+             f"while True: time.sleep(1)\n")
+    parent = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess, sys, os\n"
+         f"c = subprocess.Popen([sys.executable, '-c', {child!r}, str(os.getpid())], "
+         "stdout=subprocess.PIPE, text=True)\n"
+         "print(c.pid, c.stdout.readline().strip(), flush=True)\n"
+         "c.wait()\n"], stdout=subprocess.PIPE, text=True)
+    pid, ready = parent.stdout.readline().split()
+    assert ready == "ready"
+    parent.kill()
+    parent.communicate()
+    wait_for(told.exists, "the helper's SIGTERM", 60)
+    wait_for(lambda: _gone(int(pid)), "the helper to exit", 60)
