@@ -259,11 +259,18 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
         if shard is None:
             store.set_run_status(job.run.id, "running")
             lease = store.lease_of(job.run.id)
+            helper = None
             if sharding.processes_for(job.agent, len(cells), lease is not None,
                                       store.backend) > 1:
                 assert lease is not None
-                helpers[job.run.id] = sharding.Helper(store.target, job.run.id, job.agent,
-                                                      *lease, progress)
+                try:
+                    helper = sharding.Helper(store.target, job.run.id, job.agent, *lease,
+                                             progress)
+                except OSError as exc:  # no second process here: this one runs them all
+                    log.warning("run %s: cannot start a second process (%s); running its "
+                                "cells in this one", job.run.id, exc)
+            if helper is not None:
+                helpers[job.run.id] = helper
                 concurrency -= sharding.helper_concurrency(concurrency)
                 shard_here = (0, 2)
                 log.info("run %s: a second process (pid %s) runs half of its %d cells, at "
