@@ -106,6 +106,16 @@ def table(r: dict) -> str:
                          f"{x['peak_mb']:.0f} MB; {x['first_half_peak_mb']:.0f} / "
                          f"{x['second_half_peak_mb']:.0f} MB", f"≤ {t['run10k_mb']} MB, flat",
                          x["peak_mb"] <= t["run10k_mb"]))
+        y = x.get("split")
+        if y:
+            rows.append(_row(f"{backend}: the same run split with a second process "
+                             "(`EXAM_RUN_PROCESSES=2`, not the default)",
+                             f"{y['ratio']:.3f} (median of {len(y['ratios'])}: "
+                             + " / ".join(f"{q:.3f}" for q in y["ratios"])
+                             + f", {y['wall_s']:.2f} s; {y['peak_mb']:.0f} MB for both "
+                             f"processes{_load(y)})", f"≤ {t['run10k_ratio']}, "
+                             f"≤ {t['run10k_mb']} MB",
+                             y["ratio"] <= t["run10k_ratio"] and y["peak_mb"] <= t["run10k_mb"]))
     s = r.get("startup")
     if s:
         rows.append(_row("`exam --help` (median of runs)", f"{s['help_s']:.3f} s",

@@ -20,9 +20,12 @@ own share of the missing cells:
 - each cell the helper finishes is one line on its stdout, its run status: the main process
   counts it in its progress. Its stderr is its last words when it fails.
 
-``EXAM_RUN_PROCESSES``: ``auto`` (the default: two when the run qualifies and the machine
-has two cores or more), ``1`` (never split) or ``2``. Only on PostgreSQL: a SQLite file has one
-writer at a time.
+``EXAM_RUN_PROCESSES``: ``1`` (the default: never split) or ``2`` (split a run that
+qualifies). Off by default because it trades memory for speed: two interpreters hold about
+1.8× the memory of one (a 10,000-cell run: ~90 MB and ~75 MB), and it pays only where the
+harness itself is the bottleneck, an agent answering in tens of milliseconds at high
+concurrency; against agents that take seconds a reply one process keeps up. Only on
+PostgreSQL: a SQLite file has one writer at a time.
 """
 
 from __future__ import annotations
@@ -56,13 +59,11 @@ def processes_for(agent: Agent, cells: int, leased: bool, backend: str) -> int:
     """How many processes run ``cells`` missing cells of a run of ``agent`` (1 or 2), on a
     store of ``backend``: PostgreSQL only (a SQLite file has one writer at a time, so a
     second process measured no faster: 10,000 cells, 1.36× either way)."""
-    setting = os.environ.get("EXAM_RUN_PROCESSES", "auto").strip().lower()  # ENV
-    if setting == "1" or not leased or agent.blocked or backend != "postgresql":
+    setting = os.environ.get("EXAM_RUN_PROCESSES", "1").strip()  # ENV
+    if setting != "2" or not leased or agent.blocked or backend != "postgresql":
         return 1
     if agent.min_interval_s or agent.concurrency < MIN_CONCURRENCY or cells < MIN_CELLS:
         return 1  # paced runs keep one clock; small ones are not worth a second start
-    if setting == "auto" and (os.cpu_count() or 1) < 2:
-        return 1
     return 2
 
 

@@ -60,7 +60,7 @@ def _distinct(store: Store, run_id: int) -> tuple[int, int]:
 
 def test_a_large_run_is_split_with_a_second_process_and_every_cell_runs_once(
         pg_url, tmp_path, monkeypatch):
-    monkeypatch.setenv(sharding.ENV, "2")  # also where the machine has one core
+    monkeypatch.setenv(sharding.ENV, "2")
     monkeypatch.setattr(sharding, "MIN_CELLS", 50)
     store = Store(pg_url)
     try:
@@ -85,8 +85,9 @@ def test_a_large_run_is_split_with_a_second_process_and_every_cell_runs_once(
 
 
 @pytest.mark.parametrize(("change", "env", "backend", "cells", "expected"), [
-    ({}, "auto", "postgresql", 10_000, 2),
-    ({}, "auto", "sqlite", 10_000, 1),  # one writer at a time: no faster
+    ({}, "2", "postgresql", 10_000, 2),
+    ({}, None, "postgresql", 10_000, 1),  # off unless asked for
+    ({}, "2", "sqlite", 10_000, 1),  # one writer at a time: no faster
     ({}, "1", "postgresql", 10_000, 1),
     ({"min_interval_s": 0.1}, "2", "postgresql", 10_000, 1),  # paced: one clock
     ({"concurrency": 8}, "2", "postgresql", 10_000, 1),
@@ -94,8 +95,10 @@ def test_a_large_run_is_split_with_a_second_process_and_every_cell_runs_once(
     ({"blocked": "no token"}, "2", "postgresql", 10_000, 1),
 ])
 def test_which_runs_are_split(monkeypatch, change, env, backend, cells, expected):
-    monkeypatch.setenv(sharding.ENV, env)
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    if env is None:
+        monkeypatch.delenv(sharding.ENV, raising=False)
+    else:
+        monkeypatch.setenv(sharding.ENV, env)
     agent = replace(agent_for("http://127.0.0.1:9/x", Path("b.json"), concurrency=64), **change)
     assert sharding.processes_for(agent, cells, True, backend) == expected
     assert sharding.processes_for(agent, cells, False, backend) == 1  # no lease: never
