@@ -377,7 +377,11 @@ def test_a_run_adds_the_grades_its_reports_read_and_they_equal_fresh_ones(store_
         runs = store.list_runs()
         statuses = {c.run_status for c in store.cells([run_id])}
         assert {"ok", "timeout", "bad_reply"} <= statuses
-        assert cache_rows(store) >= 6  # each ok reply (equal ones may share a row)
+        ok = sum(c.run_status == "ok" for c in store.cells([run_id]))
+        # a row per ok reply, but two replies equal to the 0.1 ms of their latency (part of a
+        # reply's key: a latency budget grades it) share one; each of the 3 ok questions adds
+        # at least one. (>= 6 failed now and then: two repeats answered in the same 0.1 ms)
+        assert 3 <= cache_rows(store) <= ok
         calls = count_grades(monkeypatch)
         read = regrade(store, runs)
         assert calls[0] == 0  # every grade came from the cache the run filled
