@@ -3,7 +3,7 @@
 One interpreter runs a cell's HTTP, classification, grading and storing under one GIL: at
 concurrency 64 against a fast agent, a 10,000-cell run was bound by that one process (a
 core busy, a third of a two-core machine idle). ``execute`` (exam/pipeline/runner.py) then
-starts a helper process (``python -m exam.pipeline.shard``) for the run and both run their
+starts a helper process (``python -m exam.pipeline.second``) for the run and both run their
 own share of the missing cells:
 
 - the cells are split by a digest of (question, repeat), so each process knows its own share
@@ -91,7 +91,7 @@ class Helper:
             agent, concurrency=helper_concurrency(agent.concurrency)), "token": token,
             "lease_s": lease_s, "parent": os.getpid()}
         # the store's URL and the agent's headers go through a pipe, never the command line
-        self.proc = subprocess.Popen([sys.executable, "-m", "exam.pipeline.shard"],
+        self.proc = subprocess.Popen([sys.executable, "-m", "exam.pipeline.second"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
         assert self.proc.stdin is not None
@@ -136,58 +136,3 @@ class Helper:
     def last_words(self) -> str:
         lines = self.stderr.decode(errors="replace").strip().splitlines()
         return lines[-1] if lines else f"exited with status {self.proc.returncode}"
-
-
-def _die_with_parent(parent: int) -> None:
-    """SIGTERM this process when the main one dies (a kill -9 gives it no chance to say)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
-    if os.getppid() != parent:  # it died before the signal was asked for
-        os.kill(os.getpid(), signal.SIGTERM)
-
-
-def main() -> int:
-    """The helper: run this process's share of the run's missing cells, then exit."""
-    from exam.errors import ExamError
-    from exam.pipeline.runner import TAKEN_OVER, execute, job_for
-    from exam.store import Store
-
-    config = pickle.load(sys.stdin.buffer)  # from the main process only (a pipe of its own)
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    _die_with_parent(config["parent"])
-
-    def watch_parent() -> None:  # where there is no parent-death signal
-        while not stop.wait(1.0):
-            if os.getppid() != config["parent"]:
-                stop.set()
-
-    threading.Thread(target=watch_parent, daemon=True).start()
-    out = sys.stdout
-
-    def arrived(_run_id: int, cell) -> None:
-        out.write(f"{cell.run_status}\n")
-        out.flush()
-
-    store = Store(config["db"], checked=True)
-    try:
-        store.share_lease(config["run_id"], config["token"], config["lease_s"])
-        job = job_for(store, config["run_id"], config["agent"])
-        final = execute(store, [job], arrived, stop, shard=(1, 2))
-    except ExamError as exc:
-        print(f"{exc}", file=sys.stderr, flush=True)
-        return FAILED
-    finally:
-        store.close()
-    status = final.get(config["run_id"])
-    return {TAKEN_OVER: TAKEN, "lost": STORE_LOST, "failed": FAILED}.get(status, OK)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -267,7 +267,7 @@ def test_a_helper_is_told_to_stop_when_its_parent_dies(tmp_path):
     main process gives the helper its SIGTERM, which is its stop."""
     told = tmp_path / "told"
     child = (f"import os, signal, sys, time\n"
-             f"from exam.pipeline.shard import _die_with_parent\n"
+             f"from exam.pipeline.second import _die_with_parent\n"
              f"signal.signal(signal.SIGTERM, lambda *_: (open({str(told)!r}, 'w').close(), "
              f"sys.exit(0)))\n"
              f"_die_with_parent(int(sys.argv[1]))\n"

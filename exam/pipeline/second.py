@@ -1,0 +1,71 @@
+"""The second process of a split run (exam/pipeline/shard.py): its share of the run's cells.
+
+Started by ``shard.Helper`` as ``python -m exam.pipeline.second``, its configuration pickled
+on its stdin by the main process (a pipe of its own: the store's URL and the agent's headers
+never reach a command line). A module of its own because it runs the runner, which starts it.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sys
+import threading
+
+from exam.pipeline.shard import FAILED, OK, STORE_LOST, TAKEN
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGTERM this process when the main one dies (a kill -9 gives it no chance to say)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # it died before the signal was asked for
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def main() -> int:
+    """Run this process's share of the run's missing cells, then exit (``shard`` statuses)."""
+    from exam.errors import ExamError
+    from exam.pipeline.runner import TAKEN_OVER, execute, job_for
+    from exam.store import Store
+
+    config = pickle.load(sys.stdin.buffer)  # from the main process only (a pipe of its own)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    _die_with_parent(config["parent"])
+
+    def watch_parent() -> None:  # where there is no parent-death signal
+        while not stop.wait(1.0):
+            if os.getppid() != config["parent"]:
+                stop.set()
+
+    threading.Thread(target=watch_parent, daemon=True).start()
+    out = sys.stdout
+
+    def arrived(_run_id: int, cell) -> None:
+        out.write(f"{cell.run_status}\n")
+        out.flush()
+
+    store = Store(config["db"], checked=True)
+    try:
+        store.share_lease(config["run_id"], config["token"], config["lease_s"])
+        job = job_for(store, config["run_id"], config["agent"])
+        final = execute(store, [job], arrived, stop, shard=(1, 2))
+    except ExamError as exc:
+        print(f"{exc}", file=sys.stderr, flush=True)
+        return FAILED
+    finally:
+        store.close()
+    status = final.get(config["run_id"])
+    return {TAKEN_OVER: TAKEN, "lost": STORE_LOST, "failed": FAILED}.get(status, OK)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
