@@ -299,6 +299,7 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
             futures[fut] = job
             fut.add_done_callback(finished.put)
 
+    ended: list[tuple[int, int, str]] = []  # (run id, exit status, last words) of each helper
     # a few cells per thread are queued at a time, the next one as one finishes: 10,000 cells
     # submitted at once held 10,000 futures (~15 MB) until they ran
     for job in jobs:
@@ -334,6 +335,9 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
                 continue
             if cell is not None and progress:
                 progress(job.run.id, cell)
+        # inside the try: Ctrl-C while this process waits for its helpers' share is an
+        # interruption like any other (the runs read interrupted at once, not at the lease's end)
+        ended += _wait_helpers(helpers, stopping=stop.is_set())
     except KeyboardInterrupt:
         stop.set()
         for pool in pools:
@@ -347,7 +351,8 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
         for pool in pools:
             pool.shutdown(wait=True, cancel_futures=True)
         # a helper's share is stopped with this process's (a lost lease, a lost store, a bug)
-        for run_id, code, words in _wait_helpers(helpers, stopping=stop.is_set()):
+        ended += _wait_helpers(helpers, stopping=stop.is_set())
+        for run_id, code, words in ended:
             if code == sharding.TAKEN:
                 taken.add(run_id)
             elif code == sharding.STORE_LOST:

@@ -285,3 +285,42 @@ def test_a_helper_is_told_to_stop_when_its_parent_dies(tmp_path):
     parent.communicate()
     wait_for(told.exists, "the helper's SIGTERM", 60)
     wait_for(lambda: _gone(int(pid)), "the helper to exit", 60)
+
+
+def test_ctrl_c_while_the_main_process_waits_for_its_helper_interrupts_the_run(pg_url, tmp_path):
+    """The main process has run its share and waits for the helper's: Ctrl-C there is an
+    interruption like any other (the run reads interrupted at once, resumable), not a run
+    left `running` until its lease runs out."""
+    names = [f"T-{i + 1:02d}" for i in range(500)]
+    # the helper's questions answer slowly, the main process's at once
+    write_bank(tmp_path, ["slow" if sharding.shard_of(c, 1, 2) else "ok" for c in names])
+    mine = {c for c in names if sharding.shard_of(c, 1, 2) == 0}
+
+    def main_share_stored() -> bool:
+        store = Store(pg_url, checked=True)
+        try:
+            return mine <= {c.case_no for c in store.cells([1])}
+        except Exception:
+            return False
+        finally:
+            store.close()
+
+    with FakeAgent() as fake:
+        run = _exam_run(tmp_path, pg_url, fake, "run", "T", "--version", "v1")
+        try:
+            wait_for(main_share_stored, "the main process's share stored", 180)
+            os.killpg(run.pid, signal.SIGINT)
+            out, _ = run.communicate(timeout=120)
+        finally:
+            if run.poll() is None:
+                os.killpg(run.pid, signal.SIGKILL)
+                run.communicate()
+        assert run.returncode == 130, out
+        assert "exam resume 1" in out
+        store = Store(pg_url, checked=True)
+        try:
+            done, distinct = _distinct(store, 1)
+            assert done == distinct and len(mine) <= done < 500
+            assert store.get_run(1).status == "interrupted"
+        finally:
+            store.close()
