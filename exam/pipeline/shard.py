@@ -45,7 +45,9 @@ from exam.pipeline.registry import Agent
 ENV = "EXAM_RUN_PROCESSES"
 MIN_CONCURRENCY = 16  # below it one process keeps up with the agent
 MIN_CELLS = 500  # below it a second interpreter's start (~0.5 s) costs more than it saves
-STOP_WAIT_S = 60.0  # how long the main process waits for a stopped helper to store and exit
+# how long the main process waits for a stopped helper to store and exit, beyond the agent's
+# timeout_s (its requests in flight end within that)
+STOP_WAIT_S = 60.0
 # a helper's exit status: what became of its share
 OK, FAILED, STORE_LOST, TAKEN = 0, 1, 3, 4
 
@@ -87,6 +89,7 @@ class Helper:
         self.run_id = run_id
         self.stderr = b""
         self.stopped = False
+        self.timeout_s = agent.timeout_s
         config = {"db": db, "run_id": run_id, "agent": replace(
             agent, concurrency=helper_concurrency(agent.concurrency)), "token": token,
             "lease_s": lease_s, "parent": os.getpid()}
@@ -122,7 +125,7 @@ class Helper:
     def wait(self) -> int:
         """Its exit status, once it has exited and its output is read."""
         try:
-            code = self.proc.wait(timeout=STOP_WAIT_S if self.stopped else None)
+            code = self.proc.wait(timeout=self.timeout_s + STOP_WAIT_S if self.stopped else None)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             code = self.proc.wait()

@@ -324,3 +324,25 @@ def test_ctrl_c_while_the_main_process_waits_for_its_helper_interrupts_the_run(p
             assert store.get_run(1).status == "interrupted"
         finally:
             store.close()
+
+
+def test_a_stopped_helper_is_given_the_agent_s_timeout_to_store_what_it_sent(
+        pg_url, tmp_path, monkeypatch):
+    """Told to stop, the helper's requests in flight may take up to the agent's timeout_s:
+    it is waited for that long (and the usual margin), not killed with replies on the way."""
+    monkeypatch.setattr(sharding, "STOP_WAIT_S", 0.5)  # the margin, far under a reply's 3 s
+    store = Store(pg_url)
+    try:
+        with FakeAgent() as fake:
+            agent = agent_for(fake.url, write_bank(tmp_path, ["slow"] * 60), concurrency=16)
+            run_id = create_run(store, agent, "v1")
+            store.hold_run(run_id)
+            helper = sharding.Helper(store.target, run_id, agent, *store.lease_of(run_id), None)
+            wait_for(lambda: len(fake.requests) >= 8, "the helper's requests", 120)
+            helper.stop()
+            assert helper.wait() == sharding.OK, helper.last_words()
+        assert len(fake.requests) == _attempts(pg_url)  # every request sent was stored
+        done, distinct = _distinct(store, run_id)
+        assert done == distinct == len(fake.requests) < 60
+    finally:
+        store.close()
