@@ -31,7 +31,7 @@ def _die_with_parent(parent: int) -> None:
 
 def main() -> int:
     """Run this process's share of the run's missing cells, then exit (``shard`` statuses)."""
-    from exam.errors import ExamError
+    from exam.errors import ExamError, LeaseLost, StoreUnavailable
     from exam.pipeline.runner import TAKEN_OVER, execute, job_for
     from exam.store import Store
 
@@ -58,6 +58,12 @@ def main() -> int:
         store.share_lease(config["run_id"], config["token"], config["lease_s"])
         job = job_for(store, config["run_id"], config["agent"])
         final = execute(store, [job], arrived, stop, shard=(1, 2))
+    except LeaseLost as exc:  # taken over before this process stored anything
+        print(f"{exc}", file=sys.stderr, flush=True)
+        return TAKEN
+    except StoreUnavailable as exc:  # away at the start: the run is resumable, not failed
+        print(f"{exc}", file=sys.stderr, flush=True)
+        return STORE_LOST
     except ExamError as exc:
         print(f"{exc}", file=sys.stderr, flush=True)
         return FAILED

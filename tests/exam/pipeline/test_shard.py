@@ -346,3 +346,15 @@ def test_a_stopped_helper_is_given_the_agent_s_timeout_to_store_what_it_sent(
         assert done == distinct == len(fake.requests) < 60
     finally:
         store.close()
+
+
+def test_a_helper_that_cannot_reach_the_store_says_so_and_the_run_stays_resumable(tmp_path):
+    """The store away when the helper starts (PostgreSQL restarting, out of connections) is a
+    lost store (the run reads interrupted, a worker gives it back), not a failed run; and the
+    password in its URL is never in what the helper says."""
+    agent = agent_for("http://127.0.0.1:9/x", write_bank(tmp_path, ["ok"]),
+                      headers={"Authorization": "Bearer s3cret-header"})
+    helper = sharding.Helper("postgresql://exam:s3cret-pw@127.0.0.1:1/exam", 1, agent, 1, 30.0,
+                             None)
+    assert helper.wait() == sharding.STORE_LOST
+    assert "s3cret" not in helper.last_words()
