@@ -264,8 +264,7 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
                                       store.backend) > 1:
                 assert lease is not None
                 try:
-                    helper = sharding.Helper(store.target, job.run.id, job.agent, *lease,
-                                             progress)
+                    helper = sharding.Helper(store.target, job, *lease, progress)
                 except OSError as exc:  # no second process here: this one runs them all
                     log.warning("run %s: cannot start a second process (%s); running its "
                                 "cells in this one", job.run.id, exc)
@@ -323,15 +322,21 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
                 log.warning("run %s: %s", job.run.id, exc)
                 taken.add(job.run.id)
                 stop.set()
+                for helper in helpers.values():  # its share stops now too, not at the end
+                    helper.stop()
                 continue
             except StoreUnavailable as exc:  # PostgreSQL restarting: the cell is run again later
                 lost.setdefault(job.run.id, f"the store could not be used: {exc}")
                 stop.set()
+                for helper in helpers.values():  # its share stops now too, not at the end
+                    helper.stop()
                 continue
             except Exception as exc:  # a bug, not the agent: keep the run resumable
                 errors.setdefault(job.run.id,
                                   clean_error(job.agent, f"{type(exc).__name__}: {exc}"))
                 stop.set()
+                for helper in helpers.values():  # its share stops now too, not at the end
+                    helper.stop()
                 continue
             if cell is not None and progress:
                 progress(job.run.id, cell)

@@ -32,7 +32,7 @@ def _die_with_parent(parent: int) -> None:
 def main() -> int:
     """Run this process's share of the run's missing cells, then exit (``shard`` statuses)."""
     from exam.errors import ExamError, LeaseLost, StoreUnavailable
-    from exam.pipeline.runner import TAKEN_OVER, execute, job_for
+    from exam.pipeline.runner import TAKEN_OVER, execute
     from exam.store import Store
 
     config = pickle.load(sys.stdin.buffer)  # from the main process only (a pipe of its own)
@@ -56,7 +56,7 @@ def main() -> int:
     store = Store(config["db"], checked=True)
     try:
         store.share_lease(config["run_id"], config["token"], config["lease_s"])
-        job = job_for(store, config["run_id"], config["agent"])
+        job = config["job"]  # the main process's: one reading of the bank for both
         final = execute(store, [job], arrived, stop, shard=(1, 2))
     except LeaseLost as exc:  # taken over before this process stored anything
         print(f"{exc}", file=sys.stderr, flush=True)

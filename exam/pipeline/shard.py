@@ -39,6 +39,7 @@ import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from exam.pipeline.registry import Agent
 
@@ -84,14 +85,17 @@ class _Arrived:
 class Helper:
     """The second process of one run, seen from the main one."""
 
-    def __init__(self, db: str, run_id: int, agent: Agent, token: int, lease_s: float,
+    def __init__(self, db: str, job: Any, token: int, lease_s: float,
                  on_cell: Callable[[int, _Arrived], None] | None) -> None:
-        self.run_id = run_id
+        """``job``: the runner's Job (its run, agent and questions): the helper works from
+        this process's reading of the bank, never a second one (the file may change)."""
+        agent = job.agent
+        self.run_id = job.run.id
         self.stderr = b""
         self.stopped = False
         self.timeout_s = agent.timeout_s
-        config = {"db": db, "run_id": run_id, "agent": replace(
-            agent, concurrency=helper_concurrency(agent.concurrency)), "token": token,
+        config = {"db": db, "run_id": job.run.id, "job": replace(job, agent=replace(
+            agent, concurrency=helper_concurrency(agent.concurrency))), "token": token,
             "lease_s": lease_s, "parent": os.getpid()}
         # the store's URL and the agent's headers go through a pipe, never the command line
         self.proc = subprocess.Popen([sys.executable, "-m", "exam.pipeline.second"],

@@ -337,7 +337,8 @@ def test_a_stopped_helper_is_given_the_agent_s_timeout_to_store_what_it_sent(
             agent = agent_for(fake.url, write_bank(tmp_path, ["slow"] * 60), concurrency=16)
             run_id = create_run(store, agent, "v1")
             store.hold_run(run_id)
-            helper = sharding.Helper(store.target, run_id, agent, *store.lease_of(run_id), None)
+            helper = sharding.Helper(store.target, job_for(store, run_id, agent),
+                                     *store.lease_of(run_id), None)
             wait_for(lambda: len(fake.requests) >= 8, "the helper's requests", 120)
             helper.stop()
             assert helper.wait() == sharding.OK, helper.last_words()
@@ -352,9 +353,48 @@ def test_a_helper_that_cannot_reach_the_store_says_so_and_the_run_stays_resumabl
     """The store away when the helper starts (PostgreSQL restarting, out of connections) is a
     lost store (the run reads interrupted, a worker gives it back), not a failed run; and the
     password in its URL is never in what the helper says."""
+    from exam.pipeline.runner import Job
+    from exam.store import Run
+
     agent = agent_for("http://127.0.0.1:9/x", write_bank(tmp_path, ["ok"]),
                       headers={"Authorization": "Bearer s3cret-header"})
-    helper = sharding.Helper("postgresql://exam:s3cret-pw@127.0.0.1:1/exam", 1, agent, 1, 30.0,
-                             None)
+    run = Run(id=1, agent="T", version="v1", bank_path=agent.bank, bank_digest="b" * 64,
+              repeats=1, plan=(("T-01", "test"),), settings={}, status="running",
+              created_at=0.0, started_at=None, finished_at=None, owner=None,
+              heartbeat_at=None, error=None, source="cli")
+    helper = sharding.Helper("postgresql://exam:s3cret-pw@127.0.0.1:1/exam",
+                             Job(run, agent, {}), 1, 30.0, None)
     assert helper.wait() == sharding.STORE_LOST
     assert "s3cret" not in helper.last_words()
+
+
+def test_the_helper_works_from_the_main_process_s_reading_of_the_bank(pg_url, tmp_path,
+                                                                      monkeypatch):
+    """The bank file edited once the run has started: both processes grade with the bank as
+    the main process read it (one question digest per question, whoever ran the cell)."""
+    import json
+
+    monkeypatch.setenv(sharding.ENV, "2")
+    monkeypatch.setattr(sharding, "MIN_CELLS", 50)
+    store = Store(pg_url)
+    try:
+        with FakeAgent() as fake:
+            bank = write_bank(tmp_path, ["ok"] * 30)
+            agent = agent_for(fake.url, bank, concurrency=16)
+            run_id = create_run(store, agent, "v1", repeats=4)
+            store.hold_run(run_id)
+            job = job_for(store, run_id, agent)
+            data = json.loads(bank.read_text(encoding="utf-8"))
+            for q in data["questions"]:
+                q["expect_facts"] = ["改過的"]  # another rubric: other question digests
+            bank.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+            seen: list = []
+            assert execute(store, [job], progress=lambda _r, c: seen.append(c)) == {
+                run_id: "done"}
+        assert any(isinstance(c, sharding._Arrived) for c in seen)  # the helper ran cells
+        digests = {c.case_no: set() for c in store.cells([run_id])}
+        for c in store.cells([run_id]):
+            digests[c.case_no].add(c.question_digest)
+        assert all(d == {job.items[q].digest} for q, d in digests.items())
+    finally:
+        store.close()
