@@ -21,6 +21,7 @@ from exam import names, rubric
 from exam.bank import Bank, Item, bank_mismatch, load_bank
 from exam.errors import ExamError, LeaseLost, StoreUnavailable
 from exam.pipeline import n8n_usage
+from exam.pipeline import shard as sharding
 from exam.pipeline.gate import RequestGate, Stopped
 from exam.pipeline.reading import cell_reply, last_json
 from exam.pipeline.registry import Agent
@@ -235,8 +236,6 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
     status. ``shard`` (index, count): this process is such a helper, and runs only its share
     of the cells, never setting a run's status (returned: done, failed, lost or taken over).
     """
-    from exam.pipeline import shard as sharding
-
     stop = stop or threading.Event()
     jobs = list(jobs)
     pools: list[ThreadPoolExecutor] = []
@@ -256,30 +255,14 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
     for job in jobs:
         cells = missing_cells(store, job.run)
         concurrency = job.agent.concurrency
+        shard_here = shard
         if shard is None:
             store.set_run_status(job.run.id, "running")
-            lease = store.lease_of(job.run.id)
-            helper = None
-            if sharding.processes_for(job.agent, len(cells), lease is not None,
-                                      store.backend) > 1:
-                assert lease is not None
-                try:
-                    helper = sharding.Helper(store.target, job, *lease, progress)
-                except OSError as exc:  # no second process here: this one runs them all
-                    log.warning("run %s: cannot start a second process (%s); running its "
-                                "cells in this one", job.run.id, exc)
+            helper = _start_helper(store, job, len(cells), progress)
             if helper is not None:
                 helpers[job.run.id] = helper
-                concurrency -= sharding.helper_concurrency(concurrency)
+                concurrency -= helper.concurrency
                 shard_here = (0, 2)
-                log.info("run %s: a second process (pid %s) runs half of its %d cells, at "
-                         "concurrency %d; this one the rest at %d", job.run.id,
-                         helpers[job.run.id].proc.pid, len(cells),
-                         sharding.helper_concurrency(job.agent.concurrency), concurrency)
-            else:
-                shard_here = None
-        else:
-            shard_here = shard
         if shard_here is not None:
             cells = [(c, r) for c, r in cells if sharding.shard_of(c, r, shard_here[1])
                      == shard_here[0]]
@@ -288,6 +271,12 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
                                   thread_name_prefix=f"exam-{job.agent.name}")
         pools.append(pool)
         todo[job.run.id] = (pool, gate, iter(cells))
+
+    def halt() -> None:
+        """Stop taking cells, here and in every helper (its share stops now, not at the end)."""
+        stop.set()
+        for helper in helpers.values():
+            helper.stop()
 
     def submit(job: Job) -> None:
         """Hand the job's next cell to its pool, if it has one left and nothing said stop."""
@@ -321,22 +310,16 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
             except LeaseLost as exc:  # another process took the run over: it runs the rest
                 log.warning("run %s: %s", job.run.id, exc)
                 taken.add(job.run.id)
-                stop.set()
-                for helper in helpers.values():  # its share stops now too, not at the end
-                    helper.stop()
+                halt()
                 continue
             except StoreUnavailable as exc:  # PostgreSQL restarting: the cell is run again later
                 lost.setdefault(job.run.id, f"the store could not be used: {exc}")
-                stop.set()
-                for helper in helpers.values():  # its share stops now too, not at the end
-                    helper.stop()
+                halt()
                 continue
             except Exception as exc:  # a bug, not the agent: keep the run resumable
                 errors.setdefault(job.run.id,
                                   clean_error(job.agent, f"{type(exc).__name__}: {exc}"))
-                stop.set()
-                for helper in helpers.values():  # its share stops now too, not at the end
-                    helper.stop()
+                halt()
                 continue
             if cell is not None and progress:
                 progress(job.run.id, cell)
@@ -392,6 +375,26 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
                      if harness else None)
         final[job.run.id] = status if _finish(store, job.run.id, status, error) else TAKEN_OVER
     return final
+
+
+def _start_helper(store: Store, job: Job, cells: int, progress: ProgressFn | None
+                  ) -> sharding.Helper | None:
+    """The second process of ``job``'s run, started when the run is to be split
+    (exam/pipeline/shard.py); None when it runs here alone."""
+    lease = store.lease_of(job.run.id)
+    if sharding.processes_for(job.agent, cells, lease is not None, store.backend) < 2:
+        return None
+    assert lease is not None  # processes_for splits only a run held under a lease
+    try:
+        helper = sharding.Helper(store.target, job, *lease, progress)
+    except OSError as exc:  # no second process here: this one runs them all
+        log.warning("run %s: cannot start a second process (%s); running its cells in "
+                    "this one", job.run.id, exc)
+        return None
+    log.info("run %s: a second process (pid %s) runs half of its %d cells, at concurrency "
+             "%d; this one the rest at %d", job.run.id, helper.proc.pid, cells,
+             helper.concurrency, job.agent.concurrency - helper.concurrency)
+    return helper
 
 
 def _wait_helpers(helpers: dict, stopping: bool) -> list[tuple[int, int, str]]:

@@ -91,12 +91,13 @@ class Helper:
         this process's reading of the bank, never a second one (the file may change)."""
         agent = job.agent
         self.run_id = job.run.id
+        self.concurrency = helper_concurrency(agent.concurrency)  # its share; the rest is ours
         self.stderr = b""
         self.stopped = False
         self.timeout_s = agent.timeout_s
         config = {"db": db, "run_id": job.run.id, "job": replace(job, agent=replace(
-            agent, concurrency=helper_concurrency(agent.concurrency))), "token": token,
-            "lease_s": lease_s, "parent": os.getpid()}
+            agent, concurrency=self.concurrency)), "token": token, "lease_s": lease_s,
+            "parent": os.getpid()}
         # the store's URL and the agent's headers go through a pipe, never the command line
         self.proc = subprocess.Popen([sys.executable, "-m", "exam.pipeline.second"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
