@@ -9,7 +9,7 @@ import pytest
 
 from exam.pipeline.runner import TAKEN_OVER, create_run, execute, job_for
 from exam.store import Store
-from tests.exam.helpers import agent_for, write_bank
+from tests.exam.helpers import agent_for, wait_for, write_bank
 from tests.fakes.agent import FakeAgent
 
 
@@ -425,7 +425,10 @@ def test_a_run_taken_over_mid_way_stops_here_stores_nothing_more_and_keeps_the_t
             worker = threading.Thread(target=lambda: result.update(
                 execute(store, [job_for(store, run_id, agent)])))
             worker.start()
-            fake.wait_held(1)  # two cells stored, the third waits on the agent
+            fake.wait_held(1)  # two cells answered, the third waits on the agent
+            # and both stored: a spare thread sends the third request while the second cell
+            # is still being stored (runner.pool_threads), which a takeover then refused
+            wait_for(lambda: other.count_cells(run_id) == 2, "the two answered cells stored")
             taken = other.hold_run(run_id)  # `exam resume` elsewhere takes it over
             fake.release()
             worker.join(timeout=120)
