@@ -10,6 +10,8 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -120,6 +122,19 @@ def _exam_run(tmp_path, url: str, fake: FakeAgent, *args: str) -> subprocess.Pop
                             start_new_session=True)
 
 
+@contextmanager
+def _exam(tmp_path, url: str, fake: FakeAgent, *args: str) -> Iterator[subprocess.Popen]:
+    """`exam ARGS` running in its own process group (a terminal's Ctrl-C reaches it and its
+    helper alike), killed with its group if the test ends before it does."""
+    proc = _exam_run(tmp_path, url, fake, *args)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+
+
 def _resume(tmp_path, url: str, fake: FakeAgent) -> None:
     """`exam resume 1` finishes the run: every one of its 500 cells once, the run done."""
     fake.hold_after = None
@@ -137,18 +152,13 @@ def _resume(tmp_path, url: str, fake: FakeAgent) -> None:
 def test_ctrl_c_stops_both_processes_and_the_run_resumes(pg_url, tmp_path):
     write_bank(tmp_path, ["ok"] * 50)  # 50 questions × 10 repeats: 500 cells
     with FakeAgent(hold_after=100) as fake:
-        run = _exam_run(tmp_path, pg_url, fake, "run", "T", "--version", "v1", "--repeats", "10")
-        try:
+        with _exam(tmp_path, pg_url, fake, "run", "T", "--version", "v1", "--repeats", "10") as run:
             wait_for(lambda: _count(pg_url) >= 100, "the first 100 cells stored", 180)
             fake.wait_held(16)  # both processes have requests in flight
             os.killpg(run.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the group
             fake.hold_after = None  # what is in flight comes back, and is stored (as is what
             fake.release()  # a thread sent before the stop reached it, on a busy machine)
             out, _ = run.communicate(timeout=120)
-        finally:
-            if run.poll() is None:
-                os.killpg(run.pid, signal.SIGKILL)
-                run.communicate()
         assert run.returncode == 130, out
         assert "Traceback" not in out
         store = Store(pg_url, checked=True)
@@ -167,8 +177,7 @@ def test_ctrl_c_stops_both_processes_and_the_run_resumes(pg_url, tmp_path):
 def test_a_helper_killed_leaves_its_cells_to_resume(pg_url, tmp_path):
     write_bank(tmp_path, ["ok"] * 50)
     with FakeAgent(hold_after=100) as fake:
-        run = _exam_run(tmp_path, pg_url, fake, "run", "T", "--version", "v1", "--repeats", "10")
-        try:
+        with _exam(tmp_path, pg_url, fake, "run", "T", "--version", "v1", "--repeats", "10") as run:
             wait_for(lambda: _count(pg_url) >= 100, "the first 100 cells stored", 180)
             fake.wait_held(16)
             children = subprocess.run(["pgrep", "-P", str(run.pid)], capture_output=True,
@@ -178,10 +187,6 @@ def test_a_helper_killed_leaves_its_cells_to_resume(pg_url, tmp_path):
             fake.hold_after = None
             fake.release()
             out, _ = run.communicate(timeout=300)
-        finally:
-            if run.poll() is None:
-                os.killpg(run.pid, signal.SIGKILL)
-                run.communicate()
         assert run.returncode == 3, out  # some replies never arrived: not a verdict
         assert "Traceback" not in out
         store = Store(pg_url, checked=True)
@@ -214,8 +219,7 @@ def test_the_helper_stops_when_its_main_process_is_killed(pg_url, tmp_path):
     holds), and the run resumes with every cell once."""
     write_bank(tmp_path, ["ok"] * 50)
     with FakeAgent(hold_after=100) as fake:
-        run = _exam_run(tmp_path, pg_url, fake, "run", "T", "--version", "v1", "--repeats", "10")
-        try:
+        with _exam(tmp_path, pg_url, fake, "run", "T", "--version", "v1", "--repeats", "10") as run:
             wait_for(lambda: _count(pg_url) >= 100, "the first 100 cells stored", 180)
             fake.wait_held(16)
             (helper,) = map(int, subprocess.run(["pgrep", "-P", str(run.pid)],
@@ -228,10 +232,6 @@ def test_the_helper_stops_when_its_main_process_is_killed(pg_url, tmp_path):
             fake.hold_after = None
             fake.release()
             wait_for(lambda: _gone(helper), "the helper to stop", 120)
-        finally:
-            if run.poll() is None:
-                os.killpg(run.pid, signal.SIGKILL)
-                run.communicate()
         sent = len(fake.requests)
         assert sent < 500
         store = Store(pg_url, checked=True)
@@ -292,15 +292,10 @@ def test_ctrl_c_while_the_main_process_waits_for_its_helper_interrupts_the_run(p
             store.close()
 
     with FakeAgent() as fake:
-        run = _exam_run(tmp_path, pg_url, fake, "run", "T", "--version", "v1")
-        try:
+        with _exam(tmp_path, pg_url, fake, "run", "T", "--version", "v1") as run:
             wait_for(main_share_stored, "the main process's share stored", 180)
             os.killpg(run.pid, signal.SIGINT)
             out, _ = run.communicate(timeout=120)
-        finally:
-            if run.poll() is None:
-                os.killpg(run.pid, signal.SIGKILL)
-                run.communicate()
         assert run.returncode == 130, out
         assert "exam resume 1" in out
         store = Store(pg_url, checked=True)
