@@ -238,6 +238,9 @@ GRADE_CACHE_WRITE_CHUNK = 2_000  # rows per INSERT execution when the cache is f
 CELL_BATCH = 64  # cells written per transaction at most (group commit in record_cell)
 HEAD_PROBE = 32_768  # characters of a kept run read for its head (graded_run_heads)
 LEASE_S = 30.0  # how long a worker's claim holds a run without a heartbeat
+# how long a link's revocation is kept after the link expired: the instances' clocks may
+# disagree, and an instance whose clock is behind still opens the link until its own says so
+REVOCATION_AFTER_EXPIRY_S = 86400.0
 
 
 def host_id() -> str:
@@ -443,6 +446,17 @@ def _read_sql(name: str, *variant: bool) -> Any:
             v.link.in_(bindparam("links", expanding=True)),
             and_(v.page.in_(bindparam("pages", expanding=True)), v.link.is_(None))))
     raise KeyError(name)
+
+
+def _prune_revocations(db: Connection) -> None:
+    """Delete the revocations of links expired ``REVOCATION_AFTER_EXPIRY_S`` ago: they refuse
+    nothing an expired link is not refused for already. Run as a revocation is written (the
+    only time the table grows). A page's revocation is kept: it says before when its links
+    were made, not until when they work (``SHARE_LINK_DAYS`` has no upper bound, and a link
+    from before schema 13 does not say when it was made)."""
+    v = share_revocations.c
+    db.execute(delete(share_revocations).where(
+        v.link.is_not(None), v.until < time.time() - REVOCATION_AFTER_EXPIRY_S))
 
 
 def _no_nul(value: str | None) -> str | None:
@@ -1422,9 +1436,12 @@ class Store:
     def revoke_share_link(self, link: str, page: str, until: float, reason: str = ""
                           ) -> tuple[Revocation, bool]:
         """Revoke one share link by its id (never its token): the revocation in force, and
-        whether it is new (a link revoked before keeps its first revocation)."""
+        whether it is new (a link revoked before keeps its first revocation). The revocations
+        of links expired a day ago go (``_prune_revocations``), here and in
+        ``revoke_share_page``."""
         v = share_revocations.c
         with self.tx() as db:
+            _prune_revocations(db)
             new = db.execute(self._insert(share_revocations).values(
                 link=link, page=page, until=until, revoked_at=time.time(), reason=reason)
                 .on_conflict_do_nothing().returning(v.id)).first() is not None
@@ -1434,6 +1451,7 @@ class Store:
     def revoke_share_page(self, page: str, made_before: float, reason: str = "") -> Revocation:
         """Revoke every share link to ``page`` made before ``made_before`` (epoch seconds)."""
         with self.tx() as db:
+            _prune_revocations(db)
             row = db.execute(insert(share_revocations).values(
                 page=page, made_before=made_before, revoked_at=time.time(), reason=reason)
                 .returning(*share_revocations.c)).one()

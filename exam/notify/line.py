@@ -10,7 +10,8 @@ Pushes read ``LINE_CHANNEL_ACCESS_TOKEN``, ``LINE_GROUP_ID`` and ``LINE_API_HOST
 environment (the webhook in exam/web/line.py reads ``LINE_CHANNEL_SECRET``); none is ever
 logged or stored. Neither is a Scorecard share link: the stored push holds a marker, made a
 link as the push is sent, and LINE's size limits are checked with the longest link it can
-become.
+become. LINE's error messages may quote the push back: a failure's message (printed and
+stored) is redacted of the send's share links and of the access token.
 """
 
 from __future__ import annotations
@@ -37,9 +38,11 @@ from exam.notify.summary import (
     page_link,
     queue_text,
     scorecard_link,
+    share_tokens,
     summary_text,
     units,
 )
+from exam.redact import NO_SECRETS, Redactor
 from exam.web.share import secret_from_env
 
 DEFAULT_HOST = "https://api.line.me"
@@ -277,7 +280,9 @@ def messaging_api(settings: LineSettings):
     return MessagingApi(ApiClient(config))
 
 
-def _line_message(exc: Exception) -> LineError:
+def _line_message(exc: Exception, redactor: Redactor = NO_SECRETS) -> LineError:
+    """The SDK's error as a LineError whose message is ``redactor``'s: LINE's message and
+    details may quote the push back (a share link in it)."""
     from linebot.v3.messaging.exceptions import ApiException
 
     if isinstance(exc, ApiException) and exc.status:
@@ -297,17 +302,19 @@ def _line_message(exc: Exception) -> LineError:
                     retry_after = float(v)
                 except ValueError:
                     pass
-        return LineError(exc.status, f"LINE answered {exc.status}: {detail or exc.reason}",
-                         retry_after)
+        return LineError(exc.status, redactor.text(f"LINE answered {exc.status}: "
+                                                   f"{detail or exc.reason}") or "", retry_after)
     return LineError(None, f"cannot reach LINE: {type(exc).__name__}")
 
 
 def push(settings: LineSettings, to: str, messages: list[dict[str, Any]], retry_key: str,
-         attempts: int = 4, sleep=None) -> int:
-    """Push with retries reusing ``retry_key``; returns attempts made. 409 counts as delivered."""
+         attempts: int = 4, sleep=None, redactor: Redactor = NO_SECRETS) -> int:
+    """Push with retries reusing ``retry_key``; returns attempts made. 409 counts as delivered.
+    A failure's message is redacted by ``redactor`` and of the access token."""
     from linebot.v3.messaging import PushMessageRequest
 
     api = messaging_api(settings)
+    redactor = Redactor.of([*redactor.secrets, settings.access_token])
     request = PushMessageRequest.from_dict({"to": to, "messages": messages})
     made = 0
 
@@ -320,7 +327,7 @@ def push(settings: LineSettings, to: str, messages: list[dict[str, Any]], retry_
             api.push_message_with_http_info(request, x_line_retry_key=retry_key, _request_timeout=10,
                                             _preload_content=False)
         except Exception as exc:  # the SDK raises ApiException, urllib3 its own errors
-            err = _line_message(exc)
+            err = _line_message(exc, redactor)
             if err.status == 409:  # "already accepted" for this retry key: delivered
                 return
             raise err from None
@@ -376,8 +383,16 @@ class LineChannel:
     def send(self, settings: LineSettings, target: str, payload: list[dict[str, Any]],
              retry_key: str, sleep: Any = None) -> int:
         # the share links are made here, once: every try of this send pushes the same body
-        sent = with_links(payload, lambda uri: live_link(uri, settings.share_secret))
-        return push(settings, target, sent, retry_key, sleep=sleep)
+        links: list[Any] = []
+
+        def link(uri: Any) -> Any:
+            links.append(live_link(uri, settings.share_secret))
+            return links[-1]
+
+        sent = with_links(payload, link)
+        # and kept out of a failure's message, which quotes LINE's answer (the push, at times)
+        return push(settings, target, sent, retry_key, sleep=sleep,
+                    redactor=Redactor.of(share_tokens(links)))
 
 
 CHANNEL = LineChannel()

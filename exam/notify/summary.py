@@ -92,14 +92,18 @@ def units(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-# where a reason is cut, best first: between clauses, between items, between words (CJK text
-# has no spaces: its own punctuation)
-_BREAKS = ("; ", "；", ", ", "，", "、", " ")
+# where a reason is cut, best first: after a sentence, between clauses, between items, between
+# words (CJK text has no spaces: its own punctuation). A sentence's end is kept with the head
+# ("原因一。…": the sentence reads as ended); the other marks give way to the "…". ". " is not
+# a sentence end here: "e.g. ", "v. 2" and initials would read as one
+_SENTENCE_ENDS = ("。", "！", "？", "! ", "? ")
+_BREAKS = (*_SENTENCE_ENDS, "; ", "；", ", ", "，", "、", " ")
 
 
 def clip(text: str, limit: int, rest: str = "") -> str:
     """``text`` whole when it fits in ``limit`` (UTF-16 units); else its longest head ending
-    at a clause boundary (else between items, else between words) marked "…", then ``rest``
+    after a sentence (its mark kept), else at a clause boundary (else between items, else
+    between words) marked "…", then ``rest``
     (where to read the whole of it) when that leaves the text at least half of ``limit``. A
     reason's first clause says why the verdict is what it is: it is kept whenever it fits,
     before the pointer to the rest (names of 64 characters make one of ~230)."""
@@ -117,9 +121,11 @@ def clip(text: str, limit: int, rest: str = "") -> str:
         head.append(ch)
     cut = "".join(head)
     for mark in _BREAKS:
-        i = text.rfind(mark, 1, len(cut) + len(mark))  # a mark right after the head counts
+        kept = mark.rstrip() if mark in _SENTENCE_ENDS else ""
+        # a mark right after the head counts, but for the part of it kept, which must fit
+        i = text.rfind(mark, 1, len(cut) - len(kept) + len(mark))
         if i > 0:
-            return text[:i] + tail
+            return text[:i + len(kept)] + tail
     return cut + tail
 
 

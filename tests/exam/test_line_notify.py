@@ -289,3 +289,40 @@ def test_a_reason_is_never_given_up_for_a_pointer_that_does_not_fit(reason):
     kept = cut.removesuffix("…")
     assert kept != cut and kept and reason.startswith(kept)
     assert reason[len(kept):].startswith(("; ", ", ", " "))  # between clauses, items or words
+
+
+# a verdict's reason in Chinese: a first sentence, then a second one of clauses and items
+CJK_REASON = ("擱置：W1-003 由 3/3 降為 0/3。" + "另有" + "、".join(f"W1-{n:03d}" for n in range(4, 12))
+              + "略有退步，" + "其中" + "、".join(f"W1-{n:03d}" for n in range(12, 30)) + "待人審閱。")
+
+
+@pytest.mark.parametrize("mark", ["。", "！", "？"])
+def test_a_chinese_reason_is_cut_after_its_first_sentence_its_full_stop_kept(mark):
+    """A sentence end is preferred over a clause or item break further on (the first sentence
+    says why), and its mark stays before the "…": the sentence reads as ended."""
+    from exam.notify.summary import clip
+
+    reason = CJK_REASON.replace("。", mark, 1)
+    first = reason[:reason.index(mark) + 1]
+    assert clip(reason, 120) == first + "…"
+    assert clip(reason, 120, "全文：exam compare W1 v1 v2") == \
+        first + "… (全文：exam compare W1 v1 v2)"
+
+
+def test_an_english_reason_is_cut_after_a_sentence_ending_in_an_exclamation_or_question():
+    from exam.notify.summary import clip
+
+    reason = "hold: W1-003 went from 3/3 to 0/3! " + ", ".join(f"W1-{n:03d}" for n in range(30))
+    assert clip(reason, 100) == "hold: W1-003 went from 3/3 to 0/3!…"
+
+
+@pytest.mark.parametrize("limit", range(8, 80))
+def test_a_cut_after_a_sentence_stays_within_its_limit(limit):
+    """The kept mark counts against the limit: a full stop just past the room is not kept
+    (the cut falls back to an earlier break)."""
+    from exam.notify.summary import clip
+
+    for reason in (CJK_REASON, CJK_REASON.replace("。", "！"), "a? b! " * 20):
+        cut = clip(reason, limit)
+        assert _units(cut) <= limit
+        assert reason.startswith(cut.removesuffix("…"))

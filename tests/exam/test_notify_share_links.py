@@ -143,6 +143,38 @@ def test_a_resend_makes_a_working_link_and_keeps_the_retry_key(store, settings, 
     assert opens_the_scorecard(demo_db, tmp_path, scorecard_uri(second))
 
 
+def quoting_the_push_back(body: dict) -> tuple[int, dict, dict]:
+    """LINE refusing a push with messages that quote the Scorecard button's URI back, as it
+    is, %-encoded and within base64 (its "property" too, as a validator may)."""
+    uri = scorecard_uri({"body": body})
+    return 400, {}, {"message": f"The request body has 3 error(s): {uri}", "details": [
+        {"message": f"invalid uri {quote(uri, safe='')}", "property": f"uri={uri}"},
+        {"message": "the button: " + base64.b64encode(json.dumps(body["messages"][0]).encode())
+         .decode(), "property": "messages[0]"}]}
+
+
+def test_a_refusal_quoting_the_share_link_keeps_it_out_of_the_store_and_the_output(
+        store, fake_line, demo_db):
+    """LINE's error message and details go into the failure's message, which is printed and
+    stored (``last_error``): the share link they quote back is redacted from both, as the
+    webhook's is, so the store still holds no link that opens a page."""
+    fake_line.answer(quoting_the_push_back)
+    result = CliRunner().invoke(main, ["notify", "line", "--run", str(w1_v2(store)),
+                                       "--db", demo_db],
+                                env={**ENV, "LINE_API_HOST": fake_line.host})
+    assert result.exit_code == 1, result.output
+    (push,) = fake_line.pushes()
+    assert accepted_tokens(json.dumps(push["body"]), KEY)  # the scan can see what was sent
+    assert "LINE answered 400: The request body has 3 error(s): " \
+        f"{PUBLIC_URL}/share/[redacted]" in result.output
+    assert accepted_tokens(result.output, KEY) == []
+    (failed,) = [r for r in stored_notifications(store) if r["status"] == "failed"]
+    assert f"{PUBLIC_URL}/share/[redacted]" in failed["last_error"]
+    for row in stored_notifications(store):
+        for column, value in row.items():
+            assert accepted_tokens(str(value), KEY) == [], column
+
+
 def test_a_notification_queued_by_an_older_version_is_sent_as_it_was_stored(
         store, settings, fake_line, demo_db, tmp_path):
     """Before share links were made at send time, the payload kept the link itself: such a

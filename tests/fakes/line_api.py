@@ -1,13 +1,15 @@
 """A fake LINE Messaging API on 127.0.0.1 that the real line-bot-sdk is pointed at.
 
 The SDK talks urllib3, so mocking ``requests`` would see nothing; this server records
-every push and reply (headers included) and answers from a script of statuses.
+every push and reply (headers included) and answers from a script of statuses (or of
+functions of the request's body, for an answer that quotes it back).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from tests.fakes.server import QuietHandler, send_json, serve
@@ -16,7 +18,7 @@ from tests.fakes.server import QuietHandler, send_json, serve
 class FakeLineApi:
     def __init__(self):
         self.requests: list[dict[str, Any]] = []
-        self.script: list[tuple[int, dict[str, str], dict[str, Any]]] = []
+        self.script: list[Any] = []  # (status, headers, body), or body → that
         self.lock = threading.Lock()
         fake = self
 
@@ -26,7 +28,10 @@ class FakeLineApi:
                 with fake.lock:
                     fake.requests.append({"path": self.path, "headers": dict(self.headers),
                                           "body": json.loads(raw or b"{}")})
-                    status, headers, body = fake.script.pop(0) if fake.script else (200, {}, {})
+                    answer = fake.script.pop(0) if fake.script else (200, {}, {})
+                    if callable(answer):
+                        answer = answer(fake.requests[-1]["body"])
+                    status, headers, body = answer
                 if status == 200 and not body:
                     sent = fake.requests[-1]["body"].get("messages", [])
                     body = {"sentMessages": [{"id": str(461230966842064897 + i),
@@ -36,8 +41,10 @@ class FakeLineApi:
         self.served = serve(Handler)
         self.host = self.served.url
 
-    def answer(self, *responses: tuple[int, dict[str, str], dict[str, Any]] | int) -> None:
-        """Queue answers: a status, or (status, headers, body)."""
+    def answer(self, *responses: tuple[int, dict[str, str], dict[str, Any]] | int
+               | Callable[[dict[str, Any]], tuple[int, dict[str, str], dict[str, Any]]]) -> None:
+        """Queue answers: a status, (status, headers, body), or a function of the request's
+        body giving (status, headers, body)."""
         for r in responses:
             self.script.append((r, {}, {}) if isinstance(r, int) else r)
 

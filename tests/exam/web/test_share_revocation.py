@@ -9,11 +9,11 @@ import time
 
 import pytest
 from itsdangerous import URLSafeSerializer
-from sqlalchemy import select
+from sqlalchemy import insert, select
 
 from exam.errors import StoreUnavailable
 from exam.store import Store
-from exam.web.share import SALT, link_id, make_token
+from exam.web.share import SALT, decode_token, link_id, make_token
 from tests.backends import STORE_BACKENDS
 from tests.exam.helpers import demo_store
 from tests.exam.web.conftest import login_csrf, signed_in, w1_app
@@ -220,3 +220,37 @@ def test_a_page_revoked_as_the_dashboard_shows_it_covers_links_signed_percent_en
                                              "page": "/scorecard/客服/v2", "back": "/"})
     assert sent.status_code == 302
     assert is_revoked_page(app.test_client().get(f"/share/{token}"))
+
+
+def test_a_links_revocation_is_deleted_once_its_link_has_expired_and_the_others_stay(
+        app, demo_db):
+    """A revocation only matters while its link could still open a page: once the link has
+    expired (a day's margin for the instances' clocks), the next revocation written deletes
+    its row. A current one stays and still refuses its link; one whose link expired within
+    the margin, and a page's (which says nothing of how long its links work), stay too."""
+    key, now = app.config["SECRET_KEY"], time.time()
+    old = make_token(key, "/scorecard/W2/v1", days=1, now=now - 10 * 86400)
+    just = make_token(key, "/scorecard/W2/v1", days=1, now=now - 86400 - 3600)
+    current = make_token(key, "/scorecard/W2/v1", days=2)
+    from exam.db.schema import share_revocations
+
+    s = Store(demo_db)
+    try:  # the rows as written back then, while the links worked
+        with s.tx() as conn:
+            for token in (old, just):
+                link = decode_token(key, token)
+                conn.execute(insert(share_revocations).values(
+                    link=link.id, page=link.page, until=link.until, revoked_at=link.made + 60,
+                    reason=""))
+            page = conn.execute(insert(share_revocations).values(
+                page="/scorecard/W2/v1", made_before=now - 20 * 86400,
+                revoked_at=now - 20 * 86400, reason="").returning(share_revocations.c.id)
+            ).scalar_one()
+    finally:
+        s.close()
+    revoke(logged_in(app), link=current)  # a revocation written now
+    rows = revocations(demo_db)
+    assert link_id(old) not in {r["link"] for r in rows}
+    assert {link_id(just), link_id(current)} <= {r["link"] for r in rows}
+    assert page in {r["id"] for r in rows}
+    assert is_revoked_page(app.test_client().get(f"/share/{current}"))
