@@ -102,7 +102,10 @@ def post(settings: WebhookSettings, payload: Any, retry_key: str, sleep: Any = N
                                transient=True) from None
         if 200 <= r.status_code < 300:
             return
-        detail = settings.redactor.text(r.text[:DETAIL_CHARS].strip()) or r.reason
+        # redacted before it is cut: a link quoted across the cut leaves no head behind (a
+        # bounded window, long enough for any secret that starts before the cut)
+        detail = (settings.redactor.text(r.text[:DETAIL_CHARS * 20]) or "")[:DETAIL_CHARS]
+        detail = detail.strip() or r.reason
         raise WebhookError(f"the webhook answered {r.status_code}: {detail}",
                            transient=r.status_code == 429 or r.status_code >= 500,
                            retry_after=_retry_after(r.headers.get("Retry-After")))

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from exam import notify
+from exam.notify import webhook
 from exam.cli.main import main
 from exam.web.share import read_token
 from tests.exam.helpers import accepted_tokens
@@ -240,9 +241,11 @@ class Echoing(Receiver):
     """Refuses every POST with a 400 that quotes the summary's link back, as a receiver
     validating the body may ("invalid scorecard_link: https://…/share/…")."""
 
-    def __init__(self):
+    def __init__(self, pad: int = 0):
         super().__init__()
         self.script = None  # unused: every answer is the echo
+        self.links: list[str] = []
+        echoing = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args):
@@ -251,7 +254,8 @@ class Echoing(Receiver):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 link = body["summaries"][0]["scorecard_link"]
-                send_json(self, 400, {"error": f"invalid scorecard_link: {link}"})
+                echoing.links.append(link)
+                send_json(self, 400, {"error": f"{'.' * pad}invalid scorecard_link: {link}"})
 
         self.served.close()
         self.served = serve(Handler)
@@ -276,3 +280,20 @@ def test_a_refusal_quoting_the_share_link_keeps_it_out_of_the_store_and_the_outp
     assert accepted_tokens(json.dumps(n), key) == []
     history.store.close()
     assert accepted_tokens(store_bytes(history.store.path), key) == []
+
+
+def test_a_share_link_quoted_across_the_cut_of_the_answer_leaves_no_part_of_it(regressed, env):
+    """The failure's message keeps the first DETAIL_CHARS of the answer: a link quoted across
+    that cut is redacted before it, so not even its head (signed path, times) is kept."""
+    history, run_id = regressed
+    with Echoing(pad=webhook.DETAIL_CHARS - 85) as echoing:
+        result = exam("notify", "webhook", "--run", str(run_id), "--db", history.store.path,
+                      env={**env, "EXAM_WEBHOOK_URL": echoing.url})
+    assert result.exit_code == 1, result.output
+    token = echoing.links[0].rsplit("/share/", 1)[1]
+    assert len(token) > 60  # the link runs past the cut
+    (n,) = history.store.notifications()
+    for text in (result.output, json.dumps(n, ensure_ascii=False)):
+        assert "/share/[redacted]" in text
+        assert token[:12] not in text
+    history.store.close()
