@@ -374,9 +374,10 @@ class LineChannel:
         return lines, messages
 
     def send(self, settings: LineSettings, target: str, payload: list[dict[str, Any]],
-             retry_key: str, sleep: Any = None) -> int:
-        # the share links are made here, once: every try of this send pushes the same body
-        sent = with_links(payload, lambda uri: live_link(uri, settings.share_secret))
+             retry_key: str, sleep: Any = None, made: float | None = None) -> int:
+        # the share links are made here, once, as of the notification (``made``): every try
+        # of this send, and every resend of it, pushes the same body under its retry key
+        sent = with_links(payload, lambda uri: live_link(uri, settings.share_secret, made))
         return push(settings, target, sent, retry_key, sleep=sleep)
 
 
