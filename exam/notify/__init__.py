@@ -2,7 +2,8 @@
 
 A channel turns the channel-neutral summaries into its own messages and sends one of them
 at a time; each send is recorded in the store's ``notifications`` table under the channel's
-name, with a retry key the channel reuses on every retry and resend, before it is attempted.
+name, with a retry key the channel reuses on every retry and resend, before it is attempted;
+its share links are made as of when it was recorded, so a resend carries the same body.
 A failed send never touches stored results: it is recorded, and ``exam notify CHANNEL
 --resend ID`` sends it again. Channels are registered by name; ``exam notify`` and
 ``exam run --notify`` offer exactly the registered ones.
@@ -53,11 +54,12 @@ class Channel(Protocol):
         file."""
 
     def send(self, settings: Any, target: str, payload: Any, retry_key: str,
-             sleep: Any = None) -> int:
+             sleep: Any = None, made: float | None = None) -> int:
         """Send one payload (retrying with ``retry_key``); the attempts made. Raises
-        DeliveryError. Its share links are made here (``summary.live_link`` on each place
-        ``payloads`` put one), once, before the first try: every try of a send carries the
-        same body."""
+        DeliveryError. Its share links are made here (``summary.live_link(link, key, made)``
+        on each place ``payloads`` put one), once, before the first try, as of ``made`` (when
+        the notification was recorded): every try of a send, and every resend, carries the
+        same body (until that link has expired, docs/webhook.md)."""
 
 
 _CHANNELS: dict[str, Channel] = {}
@@ -69,7 +71,7 @@ _CALLS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "target": ((None,), {}),
     "payloads": (([], None), {}),
     "preview": (([], ""), {}),
-    "send": ((None, "", None, ""), {"sleep": None}),
+    "send": ((None, "", None, ""), {"sleep": None, "made": 0.0}),
 }
 
 
@@ -131,13 +133,15 @@ def deliver(store: Store, channel: Channel, settings: Any, nids: Sequence[int],
             results.append({**n, "outcome": "already delivered"})
             continue
         try:
-            made = channel.send(settings, n["target"], n["payload"], n["retry_key"], sleep=sleep)
+            tries = channel.send(settings, n["target"], n["payload"], n["retry_key"],
+                                 sleep=sleep, made=n["created_at"])
         except DeliveryError as exc:
             store.update_notification(n["id"], "failed", 1, str(exc))
             results.append({**n, "status": "failed", "outcome": str(exc)})
             continue
-        store.update_notification(n["id"], "delivered", made)
-        results.append({**n, "status": "delivered", "outcome": f"delivered in {made} attempt(s)"})
+        store.update_notification(n["id"], "delivered", tries)
+        results.append({**n, "status": "delivered",
+                        "outcome": f"delivered in {tries} attempt(s)"})
     return results
 
 

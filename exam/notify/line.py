@@ -381,12 +381,13 @@ class LineChannel:
         return lines, messages
 
     def send(self, settings: LineSettings, target: str, payload: list[dict[str, Any]],
-             retry_key: str, sleep: Any = None) -> int:
-        # the share links are made here, once: every try of this send pushes the same body
+             retry_key: str, sleep: Any = None, made: float | None = None) -> int:
+        # the share links are made here, once, as of the notification (``made``): every try
+        # of this send, and every resend of it, pushes the same body under its retry key
         links: list[Any] = []
 
         def link(uri: Any) -> Any:
-            links.append(live_link(uri, settings.share_secret))
+            links.append(live_link(uri, settings.share_secret, made))
             return links[-1]
 
         sent = with_links(payload, link)

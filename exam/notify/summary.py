@@ -4,13 +4,15 @@ A ``Summary`` per agent version; ``as_dict()`` is its JSON form (the verdict cou
 ``pass``, ``needs_human``, ``fail``). ``scorecard_link`` gives the dashboard page a channel
 links to: with a signing key, a marker that stands for a share link, never the link itself,
 because payloads are stored and a share link is a bearer credential; ``live_link`` makes the
-link when a payload is sent, ``page_link`` shows the plain page instead (a dry run's file).
+link when a payload is sent, as of when its notification was recorded (``link_made``), so a
+resend carries the same link; ``page_link`` shows the plain page instead (a dry run's file).
 ``summary_text`` is the plain-text form every channel can fall back on.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -21,7 +23,7 @@ from exam.store import Store
 from exam.web.share import SHARE_PATH, longest_link, make_link
 
 SHOW_REGRESSIONS = 3  # regressions named before "and N more"
-SHARE_DAYS = 7.0  # how long a Scorecard link works, from the send that made it
+SHARE_DAYS = 7.0  # how long a Scorecard link works, from when its notification was recorded
 # what a payload holds in place of a share link: LINK_MARK, the public URL, "#", the page's
 # path. Not a link: no phone or browser opens the scheme, and it holds no token
 LINK_MARK = "agent-exam-share-link:"
@@ -186,14 +188,29 @@ def _marked(value: object) -> tuple[str, str] | None:
     return base, path
 
 
-def live_link(link: Any, share_secret: str | None) -> Any:
+def link_made(created: float, now: float, days: float = SHARE_DAYS) -> float:
+    """When the share link a notification made at ``created`` carries at ``now`` says it
+    was made: ``created`` itself while a link made then still works, so every send of the
+    notification carries the same link (and body, under the same retry key); once that link
+    has expired, the end of its ``days`` (a whole second), then of the next ``days``...: a
+    resend carries a link that works, the same for every send until it expires in turn (a
+    renewed link's time is never after ``now``: a page's links revoked now include it)."""
+    made, period = created, days * 86400
+    while int(made + period) < now:  # make_token's expiry: the whole second it ends
+        made = int(made + period)
+    return made
+
+
+def live_link(link: Any, share_secret: str | None, made: float | None = None) -> Any:
     """A payload's link as it is sent: a marker of a scorecard page becomes a share link
-    signed now, working ``SHARE_DAYS`` (a marker of any other page, or without the key
-    here, e.g. a resend from a shell without ``EXAM_SECRET_KEY`` or ``EXAM_API_TOKEN``: the
-    plain page, which asks for a login); anything else (a plain page, None, the link itself
-    in a payload an older agent-exam stored) as it is. A channel's ``send`` calls it once per
-    send, before its tries, on the places its ``payloads`` put links, and only there: a
-    bank's text in a payload (a case number) is never read as a marker."""
+    working ``SHARE_DAYS``, made as of ``made`` (the notification's ``created_at``, through
+    ``link_made``; None: now), so the same notification, key and time give the same link on
+    every send (a marker of any other page, or without the key here, e.g. a resend from a
+    shell without ``EXAM_SECRET_KEY`` or ``EXAM_API_TOKEN``: the plain page, which asks for a
+    login); anything else (a plain page, None, the link itself in a payload an older
+    agent-exam stored) as it is. A channel's ``send`` calls it once per send, before its
+    tries, on the places its ``payloads`` put links, and only there: a bank's text in a
+    payload (a case number) is never read as a marker."""
     marked = _marked(link)
     if marked is None:
         return link
@@ -201,7 +218,9 @@ def live_link(link: Any, share_secret: str | None) -> Any:
         # a marker naming another page was not written by scorecard_link (a row written
         # into the store by hand): never signed, the page shown as it is
         return page_link(link)
-    return make_link(share_secret, *marked, SHARE_DAYS)
+    now = time.time()
+    return make_link(share_secret, *marked, SHARE_DAYS,
+                     now=now if made is None else link_made(made, now))
 
 
 # the only path scorecard_link puts in a marker: two names %-encoded by quote(safe=""), so

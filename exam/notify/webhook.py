@@ -164,9 +164,10 @@ class WebhookChannel:
         return lines, shown
 
     def send(self, settings: WebhookSettings, target: str, payload: dict[str, Any],
-             retry_key: str, sleep: Any = None) -> int:
-        # the share links are made here, once: every try of this send POSTs the same body
-        sent = with_links(payload, lambda link: live_link(link, settings.share_secret))
+             retry_key: str, sleep: Any = None, made: float | None = None) -> int:
+        # the share links are made here, once, as of the notification (``made``): every try
+        # of this send, and every resend of it, POSTs the same body under its key
+        sent = with_links(payload, lambda link: live_link(link, settings.share_secret, made))
         # and kept out of a failure's message, which quotes the receiver's answer
         tokens = share_tokens(s.get("scorecard_link") for s in sent.get("summaries", [])
                               if isinstance(s, dict))

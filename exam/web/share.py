@@ -64,8 +64,10 @@ def make_token(secret: str, path: str, days: float = DEFAULT_DAYS, now: float | 
         {"path": path, "until": int(now + days * 86400), "made": round(now, 3)})
 
 
-def make_link(secret: str, public_url: str, path: str, days: float = DEFAULT_DAYS) -> str:
-    return f"{public_url.rstrip('/')}/share/{make_token(secret, path, days)}"
+def make_link(secret: str, public_url: str, path: str, days: float = DEFAULT_DAYS,
+              now: float | None = None) -> str:
+    """A share link; the same arguments (``now`` included) always give the same link."""
+    return f"{public_url.rstrip('/')}/share/{make_token(secret, path, days, now)}"
 
 
 # the largest "until" and "made" a token signs before the year 2286 (ten digits of seconds;

@@ -45,7 +45,7 @@ class Pigeon:
         return [f"bird {i}: {p['text'].splitlines()[0]}" for i, p in enumerate(payloads, 1)], \
             payloads
 
-    def send(self, settings, target, payload, retry_key, sleep=None):
+    def send(self, settings, target, payload, retry_key, sleep=None, made=None):
         if self.fail:
             self.fail -= 1
             raise notify.DeliveryError("the bird got lost")
@@ -159,6 +159,14 @@ class NoSleep(Pigeon):
 
 
 @dataclass
+class NoMade(Pigeon):
+    name: str = "nomade"
+
+    def send(self, settings, target, payload, retry_key, sleep=None):  # deliver passes made=
+        return 1
+
+
+@dataclass
 class NoDryRun(Pigeon):
     name: str = "nodryrun"
 
@@ -174,8 +182,11 @@ class NoPreview(Pigeon):
 
 @pytest.mark.parametrize("channel,message", [
     (NoSleep(), "channel 'nosleep': send must be callable as send(settings, target, payload, "
-                "retry_key, sleep=None) (the Channel protocol): got an unexpected keyword "
-                "argument 'sleep'"),
+                "retry_key, sleep=None, made=None) (the Channel protocol): got an unexpected "
+                "keyword argument 'sleep'"),
+    (NoMade(), "channel 'nomade': send must be callable as send(settings, target, payload, "
+               "retry_key, sleep=None, made=None) (the Channel protocol): got an unexpected "
+               "keyword argument 'made'"),
     (NoDryRun(), "channel 'nodryrun': settings must be callable as settings(env, *, "
                  "sending=True) (the Channel protocol): got an unexpected keyword argument "
                  "'sending'"),

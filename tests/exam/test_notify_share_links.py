@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import base64
 import json
+import time
+from contextlib import contextmanager
 from dataclasses import replace
 from urllib.parse import quote, urlsplit
 
@@ -18,11 +20,12 @@ from exam import notify
 from exam.cli.main import main
 from exam.notify import line
 from exam.notify.line import CHANNEL, LineSettings
-from exam.notify.summary import LINK_MARK, Summary, live_link, page_link
+from exam.notify.summary import LINK_MARK, SHARE_DAYS, Summary, live_link, page_link
 from exam.store import Store
-from exam.web.share import make_link, read_token, secret_key
+from exam.web.share import ShareError, make_link, read_token, secret_key
 from tests.backends import STORE_BACKENDS
 from tests.exam.helpers import accepted_tokens, demo_store
+from tests.exam.test_notify_webhook import Receiver
 from tests.exam.web.conftest import w1_app
 
 ADMIN = "admin-token-n0t1fy"  # the service's: its share-link key is derived from it
@@ -33,8 +36,19 @@ ENV = {"LINE_CHANNEL_ACCESS_TOKEN": "line-token-5ecret", "LINE_GROUP_ID": "Cgrou
 KEY = secret_key(None, ADMIN)
 
 
+DAY = 86400
+
+
 def no_sleep(_s):
     return None
+
+
+@contextmanager
+def clock(monkeypatch, moment: float):
+    """``time.time()`` reads ``moment`` inside the block: a send made later, without waiting."""
+    with monkeypatch.context() as m:
+        m.setattr(time, "time", lambda: moment)
+        yield
 
 
 @pytest.fixture(scope="module", params=STORE_BACKENDS)
@@ -131,16 +145,130 @@ def test_a_retried_send_pushes_the_same_body_under_the_same_retry_key(store, set
     assert opens_the_scorecard(demo_db, tmp_path, scorecard_uri(second))
 
 
-def test_a_resend_makes_a_working_link_and_keeps_the_retry_key(store, settings, fake_line,
-                                                               demo_db, tmp_path):
+def test_a_resend_pushes_the_same_body_under_the_same_retry_key(store, settings, fake_line,
+                                                               demo_db, tmp_path,
+                                                               monkeypatch):
+    """A push refused, resent an hour later: the same link (made as of the notification, not
+    of the send), so the same body, and it opens the scorecard."""
     fake_line.answer((400, {}, {"message": "The request body has 1 error(s)"}))
     (failed,) = notify.notify_runs(store, CHANNEL, settings, [w1_v2(store)], sleep=no_sleep)
     assert failed["status"] == "failed"
-    (again,) = notify.deliver(store, CHANNEL, settings, [failed["id"]], sleep=no_sleep)
-    assert again["status"] == "delivered"
-    first, second = fake_line.pushes()
-    assert first["headers"]["X-Line-Retry-Key"] == second["headers"]["X-Line-Retry-Key"]
-    assert opens_the_scorecard(demo_db, tmp_path, scorecard_uri(second))
+    with clock(monkeypatch, time.time() + 3600):
+        (again,) = notify.deliver(store, CHANNEL, settings, [failed["id"]], sleep=no_sleep)
+        assert again["status"] == "delivered"
+        first, second = fake_line.pushes()
+        assert first["headers"]["X-Line-Retry-Key"] == second["headers"]["X-Line-Retry-Key"] \
+            == failed["retry_key"]
+        assert first["body"] == second["body"]
+        assert opens_the_scorecard(demo_db, tmp_path, scorecard_uri(second))
+
+
+# -- every send of a notification carries the same link -------------------------------------
+
+@pytest.fixture
+def receiver():
+    with Receiver() as r:
+        yield r
+
+
+def webhook(receiver: Receiver):
+    channel = notify.get("webhook")
+    return channel, channel.settings({**ENV, "EXAM_WEBHOOK_URL": receiver.url})
+
+
+def posted_link(post: dict) -> str:
+    (summary,) = post["body"]["summaries"]
+    return summary["scorecard_link"]
+
+
+def assert_no_link_stored(store: Store) -> None:
+    for row in stored_notifications(store):
+        for column, value in row.items():
+            assert accepted_tokens(str(value), KEY) == [], column
+
+
+def test_a_resent_webhook_notification_posts_the_same_bytes_under_the_same_key(
+        store, receiver, demo_db, tmp_path, monkeypatch):
+    """A send refused, resent an hour later: the same body byte for byte under the same
+    Idempotency-Key (a receiver keeping the IETF draft answers a key reused with another
+    body 422), its link opens the scorecard, and the store keeps no link."""
+    channel, settings = webhook(receiver)
+    receiver.script = [(400, {}, {"error": "not now"})]
+    (failed,) = notify.notify_runs(store, channel, settings, [w1_v2(store)], sleep=no_sleep)
+    assert failed["status"] == "failed"
+    with clock(monkeypatch, time.time() + 3600):
+        (again,) = notify.deliver(store, channel, settings, [failed["id"]], sleep=no_sleep)
+        assert again["status"] == "delivered"
+        first, second = receiver.posts
+        assert first["headers"]["Idempotency-Key"] == second["headers"]["Idempotency-Key"] \
+            == failed["retry_key"]
+        assert first["raw"] == second["raw"]
+        assert opens_the_scorecard(demo_db, tmp_path, posted_link(second))
+    assert_no_link_stored(store)
+
+
+def test_a_resend_after_the_link_expired_carries_a_new_link_the_same_on_every_later_send(
+        store, receiver, demo_db, tmp_path, monkeypatch):
+    """The first send's link stopped working 7 days after the notification was made: a
+    resend then carries a link that works (another body), and the sends after it, in its
+    7 days, that same link."""
+    channel, settings = webhook(receiver)
+    receiver.script = [(400, {}, {"error": "not now"})] * 2
+    (failed,) = notify.notify_runs(store, channel, settings, [w1_v2(store)], sleep=no_sleep)
+    (row,) = store.notifications(ids=[failed["id"]])
+    expired = int(row["created_at"] + SHARE_DAYS * DAY)  # the first link's last second
+    with clock(monkeypatch, expired + 3600):
+        (again,) = notify.deliver(store, channel, settings, [failed["id"]], sleep=no_sleep)
+        assert again["status"] == "failed"
+        with pytest.raises(ShareError, match="expired"):
+            read_token(KEY, posted_link(receiver.posts[0]).rsplit("/", 1)[1])
+    with clock(monkeypatch, expired + 3 * DAY):
+        (last,) = notify.deliver(store, channel, settings, [failed["id"]], sleep=no_sleep)
+        assert last["status"] == "delivered"
+        first, second, third = receiver.posts
+        assert second["raw"] == third["raw"] != first["raw"]
+        assert len({p["headers"]["Idempotency-Key"] for p in receiver.posts}) == 1
+        link = read_token(KEY, posted_link(third).rsplit("/", 1)[1])
+        assert (link.made, link.until) == (expired, expired + SHARE_DAYS * DAY)
+        assert opens_the_scorecard(demo_db, tmp_path, posted_link(third))
+    assert_no_link_stored(store)
+
+
+def test_a_link_revoked_between_sends_is_resent_and_stays_revoked(store, receiver, demo_db,
+                                                                   tmp_path, monkeypatch):
+    channel, settings = webhook(receiver)
+    receiver.script = [(400, {}, {"error": "not now"})]
+    (failed,) = notify.notify_runs(store, channel, settings, [w1_v2(store)], sleep=no_sleep)
+    link = read_token(KEY, posted_link(receiver.posts[0]).rsplit("/", 1)[1])
+    store.revoke_share_link(link.id, link.page, link.until, "sent to the wrong team")
+    with clock(monkeypatch, time.time() + 3600):
+        (again,) = notify.deliver(store, channel, settings, [failed["id"]], sleep=no_sleep)
+        assert again["status"] == "delivered"
+        first, second = receiver.posts
+        assert first["raw"] == second["raw"]
+        assert not opens_the_scorecard(demo_db, tmp_path, posted_link(second))
+
+
+WEEK = int(SHARE_DAYS * DAY)
+CREATED = 1_700_000_000.25
+
+
+@pytest.mark.parametrize("now,made", [
+    (CREATED, CREATED),  # the first send
+    (CREATED + 3600, CREATED),  # a resend: the same link
+    (int(CREATED) + WEEK, CREATED),  # the first link's last second: it still works
+    (int(CREATED) + WEEK + 0.001, int(CREATED) + WEEK),  # then a link made as it expired
+    (int(CREATED) + 2 * WEEK, int(CREATED) + WEEK),  # ...the same until it expires too
+    (int(CREATED) + 2 * WEEK + 1, int(CREATED) + 2 * WEEK),
+    (int(CREATED) + 30 * WEEK + 5, int(CREATED) + 30 * WEEK),
+])
+def test_a_notifications_link_is_made_as_of_the_notification_until_that_link_expires(now, made):
+    from exam.notify.summary import link_made
+
+    assert link_made(CREATED, now) == made
+    link = read_token(KEY, make_link(KEY, PUBLIC_URL, "/scorecard/W1/v2", SHARE_DAYS,
+                                     now=made).rsplit("/", 1)[1], now=now)  # not expired
+    assert link.made <= now
 
 
 def quoting_the_push_back(body: dict) -> tuple[int, dict, dict]:

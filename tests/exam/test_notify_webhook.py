@@ -25,7 +25,8 @@ SECRETS = (TOKEN, PASSWORD, "auth-9f8e7d6c5b")
 
 
 class Receiver:
-    """Records every POST; answers from a script of (status, headers, body), then 200."""
+    """Records every POST (its JSON, and its bytes as sent); answers from a script of
+    (status, headers, body), then 200."""
 
     def __init__(self):
         self.posts: list[dict] = []
@@ -38,10 +39,10 @@ class Receiver:
                 pass
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                raw = self.rfile.read(int(self.headers["Content-Length"]))
                 with receiver.lock:
                     receiver.posts.append({"path": self.path, "headers": dict(self.headers),
-                                           "body": body})
+                                           "body": json.loads(raw), "raw": raw})
                     status, headers, answer = (receiver.script.pop(0) if receiver.script
                                                else (200, {}, {"ok": True}))
                 send_json(self, status, answer, headers)
