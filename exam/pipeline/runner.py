@@ -235,9 +235,15 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
     half the cells, half the concurrency); this process waits for it and sets the final
     status. ``shard`` (index, count): this process is such a helper, and runs only its share
     of the cells, never setting a run's status (returned: done, failed, lost or taken over).
+
+    Each run stops on its own: a run taken over by another process, or failing on a bug, ends
+    while the others of the same call go on. ``stop`` (the caller's), Ctrl-C and a store gone
+    away stop them all.
     """
     stop = stop or threading.Event()
     jobs = list(jobs)
+    # each run's own stop; one run alone uses the caller's (nothing to tell apart)
+    halted = {job.run.id: stop if len(jobs) == 1 else threading.Event() for job in jobs}
     pools: list[ThreadPoolExecutor] = []
     futures: dict[Future, Job] = {}
     errors: dict[int, str] = {}
@@ -246,7 +252,7 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
     finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
 
     def guarded(job: Job, case_no: str, repeat: int, gate: RequestGate) -> CellRow | None:
-        if stop.is_set():
+        if halted[job.run.id].is_set():
             return None
         return run_cell(store, job, case_no, repeat, gate)
 
@@ -266,22 +272,39 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
         if shard_here is not None:
             cells = [(c, r) for c, r in cells if sharding.shard_of(c, r, shard_here[1])
                      == shard_here[0]]
-        gate = RequestGate(concurrency, job.agent.min_interval_s, stop)
+        gate = RequestGate(concurrency, job.agent.min_interval_s, halted[job.run.id])
         pool = ThreadPoolExecutor(max_workers=pool_threads(concurrency),
                                   thread_name_prefix=f"exam-{job.agent.name}")
         pools.append(pool)
         todo[job.run.id] = (pool, gate, iter(cells))
 
-    def halt() -> None:
-        """Stop taking cells, here and in every helper (its share stops now, not at the end)."""
-        stop.set()
-        for helper in helpers.values():
-            helper.stop()
+    def halt(run_id: int | None = None) -> None:
+        """Stop taking cells of one run (None: of every run), here and in its helper (its share
+        stops now, not at the end)."""
+        if run_id is None:
+            stop.set()
+        for rid, event in halted.items():
+            if run_id is None or rid == run_id:
+                event.set()
+                if rid in helpers:
+                    helpers[rid].stop()
+
+    def check_helpers() -> None:
+        """A helper that failed (a bug, a crash at start) fails its run now, not once this
+        process has run its own share. One killed (out of memory) leaves its cells to
+        resume: this process goes on with its share."""
+        for rid, helper in helpers.items():
+            code = helper.proc.poll()
+            if code is not None and code > 0 and not halted[rid].is_set() and code not in (
+                    sharding.TAKEN, sharding.STORE_LOST):  # those two this process meets itself
+                log.warning("run %s: its second process failed (exit status %s): the run stops",
+                            rid, code)
+                halt(rid)
 
     def submit(job: Job) -> None:
         """Hand the job's next cell to its pool, if it has one left and nothing said stop."""
         pool, gate, cells = todo[job.run.id]
-        cell = None if stop.is_set() else next(cells, None)
+        cell = None if halted[job.run.id].is_set() else next(cells, None)
         if cell is not None:
             fut = pool.submit(guarded, job, *cell, gate)
             futures[fut] = job
@@ -296,11 +319,18 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
     try:
         # each finished cell is handed over once: waiting on the set of pending futures would
         # walk all of them at every completion (10,000 cells: seconds of the main thread's CPU)
+        done = 0
         while futures:
+            if stop.is_set():  # the caller's stop: every run's
+                halt()
+            if helpers and done % 64 == 0:
+                check_helpers()
             try:
                 fut = finished.get(timeout=0.5)
             except queue.Empty:
+                done = 0
                 continue
+            done += 1
             job = futures.pop(fut)  # a finished cell is let go: memory stays flat however many
             submit(job)
             try:
@@ -310,27 +340,27 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
             except LeaseLost as exc:  # another process took the run over: it runs the rest
                 log.warning("run %s: %s", job.run.id, exc)
                 taken.add(job.run.id)
-                halt()
+                halt(job.run.id)
                 continue
-            except StoreUnavailable as exc:  # PostgreSQL restarting: the cell is run again later
+            except StoreUnavailable as exc:  # PostgreSQL restarting: every run's store
                 lost.setdefault(job.run.id, f"the store could not be used: {exc}")
                 halt()
                 continue
-            except Exception as exc:  # a bug, not the agent: keep the run resumable
+            except Exception as exc:  # a bug, not the agent: this run fails, resumable
                 errors.setdefault(job.run.id,
                                   clean_error(job.agent, f"{type(exc).__name__}: {exc}"))
-                halt()
+                halt(job.run.id)
                 continue
             if cell is not None and progress:
                 progress(job.run.id, cell)
         # inside the try: Ctrl-C while this process waits for its helpers' share is an
         # interruption like any other (the runs read interrupted at once, not at the lease's end)
-        ended += _wait_helpers(helpers, stopping=stop.is_set())
+        ended += _wait_helpers(helpers, halted)
     except KeyboardInterrupt:
-        stop.set()
+        halt()
         for pool in pools:
             pool.shutdown(wait=False, cancel_futures=True)
-        _wait_helpers(helpers, stopping=True)  # Ctrl-C reached them too: their cells first
+        _wait_helpers(helpers, halted)  # Ctrl-C reached them too: their cells first
         if shard is None:
             for job in jobs:
                 _finish(store, job.run.id, "interrupted", "stopped by Ctrl-C")
@@ -339,7 +369,7 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
         for pool in pools:
             pool.shutdown(wait=True, cancel_futures=True)
         # a helper's share is stopped with this process's (a lost lease, a lost store, a bug)
-        ended += _wait_helpers(helpers, stopping=stop.is_set())
+        ended += _wait_helpers(helpers, halted)
         for run_id, code, words in ended:
             if code == sharding.TAKEN:
                 taken.add(run_id)
@@ -349,7 +379,7 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
             elif code < 0:  # killed (kill -9, out of memory): its cells are left to resume
                 lost.setdefault(run_id, f"the run's second process was killed (signal "
                                         f"{-code})")
-            elif code != sharding.OK and not stop.is_set():
+            elif code != sharding.OK:
                 errors.setdefault(run_id, f"the run's second process failed: {words}")
     if shard is not None:
         for error in errors.values():
@@ -397,13 +427,14 @@ def _start_helper(store: Store, job: Job, cells: int, progress: ProgressFn | Non
     return helper
 
 
-def _wait_helpers(helpers: dict, stopping: bool) -> list[tuple[int, int, str]]:
-    """Wait for each run's helper process (told to stop first when this one stopped): (run id,
-    exit status, its last words) of each, once; a run's status is set only after its
+def _wait_helpers(helpers: dict, halted: dict[int, threading.Event]
+                  ) -> list[tuple[int, int, str]]:
+    """Wait for each run's helper process (told to stop first when its run was stopped): (run
+    id, exit status, its last words) of each, once; a run's status is set only after its
     helper has stored what it sent."""
     out = []
     for run_id, helper in list(helpers.items()):
-        if stopping:
+        if halted[run_id].is_set():
             helper.stop()
         code = helper.wait()
         out.append((run_id, code, helper.last_words()))

@@ -641,3 +641,31 @@ def test_ctrl_c_while_spare_threads_wait_at_the_gate_sends_nothing_more(store, t
     run = store.get_run(run_id)
     assert (run.status, run.error) == ("interrupted", "stopped by Ctrl-C")
     assert len(missing_cells(store, run)) == 7
+
+
+@pytest.mark.parametrize("trouble", ["bug", "taken over"])
+def test_one_run_stopping_leaves_the_other_runs_of_the_same_call_running(store, tmp_path,
+                                                                         monkeypatch, trouble):
+    """`exam run A B`: a bug in A's cells (escaping the cell's own guard) fails A, and A taken
+    over by another process hands A over; B runs every one of its cells either way (before:
+    B was stopped with A and read interrupted)."""
+    import exam.pipeline.runner as runner
+    from exam.errors import LeaseLost
+
+    real = runner.run_cell
+
+    def run_cell(store, job, case_no, repeat, gate):
+        if job.agent.name == "A" and case_no == "A-02":
+            raise RuntimeError("a bug") if trouble == "bug" else LeaseLost("taken")
+        return real(store, job, case_no, repeat, gate)
+
+    monkeypatch.setattr(runner, "run_cell", run_cell)
+    with FakeAgent() as fake:
+        agents = [agent_for(fake.url, write_bank(tmp_path, ["ok"] * 8, name=n), concurrency=2)
+                  for n in ("A", "B")]
+        ids = [create_run(store, a, "v1", repeats=3) for a in agents]
+        final = execute(store, [job_for(store, i, a) for i, a in zip(ids, agents)])
+    a, b = ids
+    assert final[b] == "done" and store.count_cells(b) == 24
+    assert final[a] == ("failed" if trouble == "bug" else TAKEN_OVER)
+    assert store.count_cells(a) < 24

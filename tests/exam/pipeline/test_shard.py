@@ -379,3 +379,43 @@ def test_the_helper_works_from_the_main_process_s_reading_of_the_bank(pg_url, tm
         assert all(d == {job.items[q].digest} for q, d in digests.items())
     finally:
         store.close()
+
+
+def test_a_helper_failing_at_start_fails_the_run_at_once(pg_url, tmp_path, monkeypatch):
+    """A helper that dies at start (a broken install: it exits 1 before running anything)
+    fails the run as soon as the main process sees it exit, not after the main process has
+    run its own half: the main process sends nothing more once it has noticed."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import os, sys\n"
+        "if 'exam.pipeline.second' in sys.orig_argv:\n"
+        "    sys.stderr.write('ImportError: a broken install\\n')\n"
+        "    sys.stderr.flush()\n"
+        "    os._exit(1)\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    write_bank(tmp_path, ["ok"] * 50)  # 500 cells: about 250 of them the main process's
+    with FakeAgent(hold_after=0) as fake:  # every request held until released
+        with _exam(tmp_path, pg_url, fake, "run", "T", "--version", "v1", "--repeats",
+                   "10") as run:
+            fake.wait_held(8, timeout=180)  # the main process's 8 slots
+            # the helper has exited and the main process has reaped it (it looks at its
+            # helper while it waits on its own cells): no child left
+            wait_for(lambda: not subprocess.run(
+                ["pgrep", "-P", str(run.pid)], capture_output=True).stdout.strip(),
+                "the main process to notice its helper's exit", 120)
+            fake.hold_after = None
+            fake.release()
+            out, _ = run.communicate(timeout=300)
+    assert run.returncode == 3, out
+    assert "Traceback" not in out
+    # the 8 held, and at most a slot's worth more: never its ~250
+    assert len(fake.requests) <= 8 + 16
+    store = Store(pg_url, checked=True)
+    try:
+        row = store.get_run(1)
+        assert row.status == "failed"
+        assert "the run's second process failed: ImportError: a broken install" in row.error
+    finally:
+        store.close()
