@@ -664,7 +664,7 @@ def test_one_run_stopping_leaves_the_other_runs_of_the_same_call_running(store, 
         agents = [agent_for(fake.url, write_bank(tmp_path, ["ok"] * 8, name=n), concurrency=2)
                   for n in ("A", "B")]
         ids = [create_run(store, a, "v1", repeats=3) for a in agents]
-        final = execute(store, [job_for(store, i, a) for i, a in zip(ids, agents)])
+        final = execute(store, [job_for(store, i, a) for i, a in zip(ids, agents, strict=True)])
     a, b = ids
     assert final[b] == "done" and store.count_cells(b) == 24
     assert final[a] == ("failed" if trouble == "bug" else TAKEN_OVER)
