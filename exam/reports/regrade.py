@@ -100,7 +100,7 @@ class Regraded:
 PARALLEL_MIN = 20_000  # below this, starting processes costs more than it saves
 
 
-CACHE_KEYS = 1  # bump when reply_key or question_key change how they are made
+CACHE_KEYS = 2  # bump when reply_key or question_key change how they are made
 
 def rules_text() -> str:
     """Every rule a grade was made under: the grader's version and each check kind's rule.
@@ -127,9 +127,10 @@ def questions_key(bank: Bank) -> str:
 
 
 def question_key(item: Item) -> str:
-    """The question's digest (every grading-relevant field) and the bank options it was built
-    with (fold_script is bank-wide, so not in the question's own digest)."""
-    return f"{item.digest}:{int(item.question.fold_script)}"
+    """Every grading-relevant field of the question as the grader reads it (``Item.graded_key``:
+    in the bank's order, unlike ``Item.digest``) and the bank options it was built with
+    (fold_script is bank-wide, so not in the question's own)."""
+    return f"{item.graded_key}:{int(item.question.fold_script)}"
 
 
 _REPLY_FIELDS = tuple(f.name for f in fields(Reply))
