@@ -368,7 +368,8 @@ def graded_heads(store: Store, runs: Sequence[Run], banks: Mapping[str, Bank], *
     items = {path: bank.by_case() for path, bank in banks.items()}
     rules = rules_key()
     marks = store.cell_marks(list(by_id))
-    keys = {i: graded_runs.run_key(rules, questions_key(banks[r.bank_path]), r, marks[i])
+    keys = {i: graded_runs.run_key(rules, questions_key(banks[r.bank_path]), r, marks[i],
+                                   store.backend)
             for i, r in by_id.items()}
 
     def part(ids: list[int], read_cache: bool = True) -> tuple:
