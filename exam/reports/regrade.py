@@ -266,32 +266,35 @@ def _unpack(t: tuple, lines: dict[str, LazyChecks]) -> GradedCell:
     return GradedCell(*values)
 
 
-def _graded_part(args: tuple[str, list[int], tuple[int, int], bool]):
+def _graded_part(args: tuple[str, dict[int, Run], dict[str, dict[str, Item]], tuple[int, int],
+                                bool]):
     """In a child process: open the store, load one rowid range of cells, grade it (reading
-    and filling the grade cache, as the serial path does)."""
-    path, run_ids, rowids, use_cache = args
+    and filling the grade cache, as the serial path does) by the questions the report loaded
+    (a bank file edited meanwhile is not read: the report's digests and kept runs are of the
+    bank as loaded)."""
+    path, runs, items, rowids, use_cache = args
     store = Store(path)
     try:
-        runs = {i: store.get_run(i) for i in run_ids}
-        items = {r.bank_path: load_bank(r.bank_path).by_case() for r in runs.values()}
         # reply texts stay behind, and plain tuples travel back: pickling 100,000 frozen
         # dataclasses costs about as much as grading them
-        cells, removed = _graded(store, runs, items, store.cells(run_ids, rowids),
+        cells, removed = _graded(store, runs, items, store.cells(list(runs), rowids),
                                  keep_text=False, use_cache=use_cache)
         return [_pack(c) for c in cells], removed
     finally:
         store.close()
 
 
-def _graded_parallel(store: Store, run_ids: list[int], use_cache: bool = True):
+def _graded_parallel(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item]],
+                     use_cache: bool = True):
     """The same as _graded over every cell, on every core; None when not worth it."""
     cores = os.cpu_count() or 1
-    n, lo, hi = store.cell_rowids(run_ids)
+    n, lo, hi = store.cell_rowids(list(by_id))
     if cores < 2 or n < PARALLEL_MIN or store.path == ":memory:" or \
             "fork" not in multiprocessing.get_all_start_methods():
         return None
     step = -(-(hi + 1 - lo) // (cores * 2))
-    parts = [(store.target, run_ids, (a, min(a + step, hi + 1)), use_cache)
+    mine = {r.bank_path: items[r.bank_path] for r in by_id.values()}
+    parts = [(store.target, by_id, mine, (a, min(a + step, hi + 1)), use_cache)
              for a in range(lo, hi + 1, step)]
     with ProcessPoolExecutor(max_workers=cores,
                              mp_context=multiprocessing.get_context("fork")) as pool:
@@ -474,7 +477,7 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
         if cache and _mostly_cached(store, rest, items):
             done = _graded_chunked(store, rest, items, cache)
         else:
-            done = _graded_parallel(store, list(rest), cache)
+            done = _graded_parallel(store, rest, items, cache)
         if done is None and not keep_text:  # too few cells to share out: a range at a time
             done = _graded_chunked(store, rest, items, cache)
     if done is None:
