@@ -8,12 +8,14 @@ loads is left out and listed in ``missing_banks``: every report says so and show
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import multiprocessing
 import operator
 import os
 import sys
+import unicodedata
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, fields, replace
@@ -102,13 +104,28 @@ PARALLEL_MIN = 20_000  # below this, starting processes costs more than it saves
 
 CACHE_KEYS = 2  # bump when reply_key or question_key change how they are made
 
+@functools.lru_cache(maxsize=1)
+def _fold_tables() -> str:
+    """The OpenCC tables ``fold_script`` folds with: their package's version (read once; it
+    does not change while a process runs)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"opencc={version('opencc-python-reimplemented')}"
+    except PackageNotFoundError:
+        return "opencc=none"
+
+
 def rules_text() -> str:
-    """Every rule a grade was made under: the grader's version and each check kind's rule.
+    """Every rule a grade was made under: the grader's version, each check kind's rule, and
+    the tables the grader normalises with (NFKC and casefold from Python's Unicode database,
+    which a newer Python extends; script folding from OpenCC's).
 
     Read at call time, so a bumped rule (or a test's monkeypatched one) is seen at once.
     """
     rules = ",".join(f"{k}={v}" for k, v in sorted(grading.RULE_VERSIONS.items()))
-    return f"{grading.GRADER_VERSION};{rules};keys={CACHE_KEYS}"
+    return (f"{grading.GRADER_VERSION};{rules};unicode={unicodedata.unidata_version};"
+            f"{_fold_tables()};keys={CACHE_KEYS}")
 
 
 def rules_key() -> str:

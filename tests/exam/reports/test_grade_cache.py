@@ -442,3 +442,17 @@ def test_a_rubric_reordered_is_graded_in_its_new_order(tmp_path, monkeypatch, ke
     assert [c.name for c in fresh.cells[0].checks][2:] == [
         "field.status", "field.answer", "budget.latency_ms", "budget.tokens"]
     assert_same(cached, fresh)
+
+
+def test_the_unicode_tables_the_grader_normalises_with_are_part_of_the_rules(monkeypatch):
+    """NFKC and casefold come from Python's Unicode database (a newer Python maps more
+    characters) and script folding from OpenCC's tables: grades cached under one are not
+    today's under another."""
+    import unicodedata
+
+    before = rules_key()
+    monkeypatch.setattr(unicodedata, "unidata_version", "99.0.0")
+    assert rules_key() != before
+    monkeypatch.undo()
+    monkeypatch.setattr(regrade_mod, "_fold_tables", lambda: "opencc 9.9")
+    assert rules_key() != before
