@@ -46,6 +46,10 @@ class Item:
     notes: str = ""
     digest: str = ""  # of what affects grading: a change re-flags stored runs
     raw: Mapping[str, Any] = field(default_factory=dict)
+    # of the same, exactly as the grader reads it: the digest sorts keys and writes 1 and "1"
+    # alike, but the checks of fields, budget and tool arguments come in the bank's order, and
+    # a YAML key 1 is not "1" to a tool argument (the grade cache's question key)
+    graded_key: str = ""
 
     @property
     def case_no(self) -> str:
@@ -233,9 +237,10 @@ def _build(col: _Collector, label: str, q: Mapping[str, Any], fold: bool) -> Ite
         budget={k: v for k, v in budget.items() if k in BUDGET_KEYS}, tools=tools,
         fold_script=fold, registered_checks=registered, input_text=input_text(q["input"], fold=fold),
     )
-    digest = _digest({k: v for k, v in q.items() if k not in UNGRADED_KEYS})
+    graded = {k: v for k, v in q.items() if k not in UNGRADED_KEYS}
     return Item(question, tuple(q.get("golden", ())), tuple(q.get("counterexamples", ())),
-                tuple(q.get("tags", ())), q.get("notes", ""), digest, dict(q))
+                tuple(q.get("tags", ())), q.get("notes", ""), _digest(graded), dict(q),
+                hashlib.blake2b(repr(graded).encode(), digest_size=8).hexdigest())
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads keeps a pair as one character

@@ -1502,12 +1502,18 @@ class Store:
         117 ms). A decision is never updated: it is inserted, or replaced by deleting it and
         inserting the new one with the time of the decision. So any change raises the count or
         the highest id, except replacing the decision that holds the highest id, which SQLite
-        gives the same id again: that changes the sum of the decision times unless the new
-        decision's time equals the replaced one's to the last bit (``time.time()`` when each
-        was made: with hosts' clocks apart, not impossible, only never seen)."""
+        gives the same id again: the mark holds that decision's answer too (decision, reason,
+        reviewer), so it changes even when the new one's time equals the replaced one's to
+        the last bit (hosts whose clocks read the same). One statement: one snapshot."""
         a = adjudications.c
+        latest = select(func.max(a.id)).scalar_subquery()
+
+        def of_latest(column: Any) -> Any:
+            return select(column).where(a.id == latest).scalar_subquery()
+
         row = self._rows(select(func.count(), func.max(a.id), func.sum(a.decided_at),
-                                func.max(a.decided_at)))[0]
+                                func.max(a.decided_at), of_latest(a.decision),
+                                of_latest(a.reason), of_latest(a.reviewer)))[0]
         return tuple(row)
 
     # -- rebalance snapshots ------------------------------------------------------------

@@ -230,15 +230,15 @@ def unfinished_runs(runs: list[Run], cells: list[GradedCell], removed: dict[int,
 def _one_rubric(regraded: Regraded, runs: list[Run], agent: str, old: str, new: str) -> None:
     """Both versions graded by one rubric: runs read from two bank files whose question of
     the same case_no differs would compare a lenient copy against the real one."""
-    from exam.reports.regrade import question_key
-
     seen: dict[str, tuple[str, str, Any]] = {}  # case_no → (key, bank path, run)
     for r in sorted(runs, key=lambda r: (r.version != old, r.id)):
         bank = regraded.banks.get(r.bank_path)
         if r.version not in (old, new) or bank is None:
             continue
         for item in bank.items:
-            key = question_key(item)
+            # the rubric and the bank's options; the order its fields are written in is not
+            # part of it (the grade cache's question_key keeps that too)
+            key = f"{item.digest}:{int(item.question.fold_script)}"
             first = seen.setdefault(item.case_no, (key, r.bank_path, r))
             if first[0] != key:
                 raise CompareError(

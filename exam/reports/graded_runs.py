@@ -9,6 +9,8 @@ everything they were made from:
 - today's questions of the run's bank (each case's question key and digest: an edited
   rubric, a bank option, a removed or added question gives another key);
 - the run's settings (the agent's budget and reply mapping, which grading reads);
+- the store's backend (PostgreSQL keeps a reply's NUL as U+FFFD: a row copied from SQLite
+  by ``exam store copy`` was graded from texts it does not hold);
 - the run's cells mark (``Store.cell_marks``: how many cells and earlier cells it has; it
   changes whenever a cell arrives or is retried, and is read from the store, so every
   process and every service instance sees the same). It holds because the store only ever
@@ -38,10 +40,14 @@ _read_json = json.JSONDecoder().raw_decode  # our own compact JSON: no white spa
 NOT_KEPT = frozenset({"running", "queued"})  # their cells change with every reply
 
 
-def run_key(rules: str, questions: str, run: Run, mark: tuple[int, int]) -> str:
+def run_key(rules: str, questions: str, run: Run, mark: tuple[int, int], backend: str) -> str:
+    """``backend``: the store's, since what it keeps of a reply differs (PostgreSQL keeps a
+    NUL as U+FFFD): a row kept on SQLite and copied (``exam store copy``) was graded from
+    texts PostgreSQL does not hold."""
     settings = json.dumps(run.settings, sort_keys=True, ensure_ascii=False)
     setting_key = hashlib.blake2b(settings.encode(), digest_size=16).hexdigest()
-    return f"{rules}|layout={LAYOUT}|q={questions}|s={setting_key}|cells={mark[0]}/{mark[1]}"
+    return (f"{rules}|layout={LAYOUT}|db={backend}|q={questions}|s={setting_key}"
+            f"|cells={mark[0]}/{mark[1]}")
 
 
 class LazyChecks(Sequence[CheckResult]):
@@ -203,7 +209,7 @@ def read(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, str],
     """The runs whose kept cells are current, decoded; and the key each other run's cells
     are to be kept under once graded (made from the mark read before they are loaded)."""
     marks = store.cell_marks(list(by_id))
-    keys = {i: run_key(rules, questions[r.bank_path], r, marks[i]) for i, r in by_id.items()}
+    keys = {i: run_key(rules, questions[r.bank_path], r, marks[i], store.backend) for i, r in by_id.items()}
     raw = store.graded_runs(keys)
     texts = store.cell_texts(list(raw)) if keep_text and raw else {}
     # read again: a cell that arrived or was retried while these were read is not in them
@@ -215,7 +221,7 @@ def read(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, str],
             continue
         served[i] = decode(data, by_id[i], items[by_id[i].bank_path],
                            texts if keep_text else None)
-    rest = {i: run_key(rules, questions[r.bank_path], r, after[i])
+    rest = {i: run_key(rules, questions[r.bank_path], r, after[i], store.backend)
             for i, r in by_id.items() if i not in served}
     return served, rest
 
@@ -237,7 +243,7 @@ def read_heads(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, s
                rules: str) -> dict[int, Head]:
     """The heads of the runs whose kept cells are current (the rest are not kept, or stale)."""
     marks = store.cell_marks(list(by_id))
-    keys = {i: run_key(rules, questions[r.bank_path], r, marks[i]) for i, r in by_id.items()}
+    keys = {i: run_key(rules, questions[r.bank_path], r, marks[i], store.backend) for i, r in by_id.items()}
     heads = store.graded_run_heads(keys)
     after = store.cell_marks(list(by_id))  # as in read(): cells that moved meanwhile
     return {i: parse_head(keys[i], head) for i, head in heads.items()

@@ -14,7 +14,7 @@ request:
   even to a category or a note, gives another key) and every question's key, or the message
   of a bank that will not load;
 - the rules (``rules_key``) and the review decisions' mark (``Store.adjudications_mark``:
-  their count, highest id, and the sum and latest of their times);
+  their count, highest id, the sum and latest of their times, and the newest one's answer);
 - the report, the route's arguments and the runs' order.
 
 Runs still queued or running are never kept (their rows and cells change with every reply);

@@ -8,12 +8,14 @@ loads is left out and listed in ``missing_banks``: every report says so and show
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import multiprocessing
 import operator
 import os
 import sys
+import unicodedata
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, fields, replace
@@ -100,15 +102,30 @@ class Regraded:
 PARALLEL_MIN = 20_000  # below this, starting processes costs more than it saves
 
 
-CACHE_KEYS = 1  # bump when reply_key or question_key change how they are made
+CACHE_KEYS = 2  # bump when reply_key or question_key change how they are made
+
+@functools.lru_cache(maxsize=1)
+def _fold_tables() -> str:
+    """The OpenCC tables ``fold_script`` folds with: their package's version (read once; it
+    does not change while a process runs)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"opencc={version('opencc-python-reimplemented')}"
+    except PackageNotFoundError:
+        return "opencc=none"
+
 
 def rules_text() -> str:
-    """Every rule a grade was made under: the grader's version and each check kind's rule.
+    """Every rule a grade was made under: the grader's version, each check kind's rule, and
+    the tables the grader normalises with (NFKC and casefold from Python's Unicode database,
+    which a newer Python extends; script folding from OpenCC's).
 
     Read at call time, so a bumped rule (or a test's monkeypatched one) is seen at once.
     """
     rules = ",".join(f"{k}={v}" for k, v in sorted(grading.RULE_VERSIONS.items()))
-    return f"{grading.GRADER_VERSION};{rules};keys={CACHE_KEYS}"
+    return (f"{grading.GRADER_VERSION};{rules};unicode={unicodedata.unidata_version};"
+            f"{_fold_tables()};keys={CACHE_KEYS}")
 
 
 def rules_key() -> str:
@@ -127,9 +144,10 @@ def questions_key(bank: Bank) -> str:
 
 
 def question_key(item: Item) -> str:
-    """The question's digest (every grading-relevant field) and the bank options it was built
-    with (fold_script is bank-wide, so not in the question's own digest)."""
-    return f"{item.digest}:{int(item.question.fold_script)}"
+    """Every grading-relevant field of the question as the grader reads it (``Item.graded_key``:
+    in the bank's order, unlike ``Item.digest``) and the bank options it was built with
+    (fold_script is bank-wide, so not in the question's own)."""
+    return f"{item.graded_key}:{int(item.question.fold_script)}"
 
 
 _REPLY_FIELDS = tuple(f.name for f in fields(Reply))
@@ -265,32 +283,35 @@ def _unpack(t: tuple, lines: dict[str, LazyChecks]) -> GradedCell:
     return GradedCell(*values)
 
 
-def _graded_part(args: tuple[str, list[int], tuple[int, int], bool]):
+def _graded_part(args: tuple[str, dict[int, Run], dict[str, dict[str, Item]], tuple[int, int],
+                                bool]):
     """In a child process: open the store, load one rowid range of cells, grade it (reading
-    and filling the grade cache, as the serial path does)."""
-    path, run_ids, rowids, use_cache = args
+    and filling the grade cache, as the serial path does) by the questions the report loaded
+    (a bank file edited meanwhile is not read: the report's digests and kept runs are of the
+    bank as loaded)."""
+    path, runs, items, rowids, use_cache = args
     store = Store(path)
     try:
-        runs = {i: store.get_run(i) for i in run_ids}
-        items = {r.bank_path: load_bank(r.bank_path).by_case() for r in runs.values()}
         # reply texts stay behind, and plain tuples travel back: pickling 100,000 frozen
         # dataclasses costs about as much as grading them
-        cells, removed = _graded(store, runs, items, store.cells(run_ids, rowids),
+        cells, removed = _graded(store, runs, items, store.cells(list(runs), rowids),
                                  keep_text=False, use_cache=use_cache)
         return [_pack(c) for c in cells], removed
     finally:
         store.close()
 
 
-def _graded_parallel(store: Store, run_ids: list[int], use_cache: bool = True):
+def _graded_parallel(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item]],
+                     use_cache: bool = True):
     """The same as _graded over every cell, on every core; None when not worth it."""
     cores = os.cpu_count() or 1
-    n, lo, hi = store.cell_rowids(run_ids)
+    n, lo, hi = store.cell_rowids(list(by_id))
     if cores < 2 or n < PARALLEL_MIN or store.path == ":memory:" or \
             "fork" not in multiprocessing.get_all_start_methods():
         return None
     step = -(-(hi + 1 - lo) // (cores * 2))
-    parts = [(store.target, run_ids, (a, min(a + step, hi + 1)), use_cache)
+    mine = {r.bank_path: items[r.bank_path] for r in by_id.values()}
+    parts = [(store.target, by_id, mine, (a, min(a + step, hi + 1)), use_cache)
              for a in range(lo, hi + 1, step)]
     with ProcessPoolExecutor(max_workers=cores,
                              mp_context=multiprocessing.get_context("fork")) as pool:
@@ -367,7 +388,8 @@ def graded_heads(store: Store, runs: Sequence[Run], banks: Mapping[str, Bank], *
     items = {path: bank.by_case() for path, bank in banks.items()}
     rules = rules_key()
     marks = store.cell_marks(list(by_id))
-    keys = {i: graded_runs.run_key(rules, questions_key(banks[r.bank_path]), r, marks[i])
+    keys = {i: graded_runs.run_key(rules, questions_key(banks[r.bank_path]), r, marks[i],
+                                   store.backend)
             for i, r in by_id.items()}
 
     def part(ids: list[int], read_cache: bool = True) -> tuple:
@@ -472,7 +494,7 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
         if cache and _mostly_cached(store, rest, items):
             done = _graded_chunked(store, rest, items, cache)
         else:
-            done = _graded_parallel(store, list(rest), cache)
+            done = _graded_parallel(store, rest, items, cache)
         if done is None and not keep_text:  # too few cells to share out: a range at a time
             done = _graded_chunked(store, rest, items, cache)
     if done is None:

@@ -415,3 +415,44 @@ def test_cache_grades_keeps_every_character_and_the_first_row_of_a_key(store_url
         assert store.grade_cache_counts() == {rules: 255}
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["kept-runs", "grade-cache-only"])
+def test_a_rubric_reordered_is_graded_in_its_new_order(tmp_path, monkeypatch, kept):
+    """The grader reads a question's fields and budget in the bank's order (its checks come
+    in that order); the question's digest sorts them. Reordered, the cached grades still
+    equal fresh ones, check for check."""
+    if not kept:
+        without_kept_runs(monkeypatch)
+    history = History(tmp_path)
+    path = Path(history.bank("A", [("A-01", "c", "major")]))
+    bank = json.loads(path.read_text(encoding="utf-8"))
+    q = bank["questions"][0]
+    q["fields"] = {"answer": {"mode": "must_include", "keywords": ["備貨中"]},
+                   "status": {"mode": "exact_set", "values": ["ok"]}}
+    q["budget"] = {"tokens": 500, "latency_ms": 100}
+    path.write_text(json.dumps(bank, ensure_ascii=False), encoding="utf-8")
+    history.run("A", "v1", {"A-01": "pf"})
+    store, runs = history.store, select_runs(history.store)
+    regrade(store, runs)  # fills the cache (and keeps the run)
+    for key in ("fields", "budget"):
+        q[key] = dict(reversed(q[key].items()))
+    path.write_text(json.dumps(bank, ensure_ascii=False), encoding="utf-8")
+    cached, fresh = regrade(store, runs), regrade(store, runs, cache=False)
+    assert [c.name for c in fresh.cells[0].checks][2:] == [
+        "field.status", "field.answer", "budget.latency_ms", "budget.tokens"]
+    assert_same(cached, fresh)
+
+
+def test_the_unicode_tables_the_grader_normalises_with_are_part_of_the_rules(monkeypatch):
+    """NFKC and casefold come from Python's Unicode database (a newer Python maps more
+    characters) and script folding from OpenCC's tables: grades cached under one are not
+    today's under another."""
+    import unicodedata
+
+    before = rules_key()
+    monkeypatch.setattr(unicodedata, "unidata_version", "99.0.0")
+    assert rules_key() != before
+    monkeypatch.undo()
+    monkeypatch.setattr(regrade_mod, "_fold_tables", lambda: "opencc 9.9")
+    assert rules_key() != before

@@ -70,3 +70,36 @@ def test_parallel_regrade_equals_the_serial_one(tmp_path, monkeypatch, seed, for
         assert p.text in (None, s.text)
         if s.verdict == "needs_human":
             assert p.text == s.text
+
+
+def test_a_bank_edited_while_the_workers_start_is_not_what_they_grade_by(tmp_path, monkeypatch,
+                                                                         forced_parallel):
+    """The report grades by the bank it loaded, in every process: a worker that read the file
+    again graded by an edit the report's digests and kept rows know nothing of, and kept its
+    cells under the bank as it was; put back, that bank was served the edit's grades."""
+    history = History(tmp_path)
+    history.bank("A", [("A-01", "c", "major"), ("A-02", "c", "major")])
+    history.run("A", "v1", {"A-01": "pfh", "A-02": "pp"})
+    store, runs = history.store, select_runs(history.store)
+    path = Path(history.banks["A"])
+    loaded = path.read_text(encoding="utf-8")
+    edited = json.loads(loaded)
+    for q in edited["questions"]:
+        q["expect_facts"] = ["已退款"]  # no reply says it: every one fails
+    started = regrade_mod._graded_parallel
+
+    def edit_first(*args):
+        path.write_text(json.dumps(edited, ensure_ascii=False), encoding="utf-8")
+        return started(*args)
+
+    with monkeypatch.context() as m:
+        m.setattr(regrade_mod, "_mostly_cached", lambda *a: False)
+        m.setattr(regrade_mod, "_graded_parallel", edit_first)
+        racing = regrade(store, runs, parallel=True)
+    assert forced_parallel == [True]
+    path.write_text(loaded, encoding="utf-8")  # the edit is undone
+    fresh = regrade(store, runs, cache=False)
+    assert "pass" in {c.verdict for c in fresh.cells}
+    assert [replace(c, text=None) for c in racing.cells] == \
+        [replace(c, text=None) for c in fresh.cells]
+    assert regrade(store, runs).cells == fresh.cells

@@ -130,3 +130,31 @@ def test_a_source_that_cannot_be_written_is_read_from_a_snapshot(tmp_path, monke
     monkeypatch.setattr(copy_mod, "_sqlite_snapshot", lambda s, d: opened.append(s) or snapshot(s, d))
     tables = copy_store(src, str(tmp_path / "out.db"))
     assert opened == [src] and all(t.same for t in tables)
+
+
+def test_grades_kept_on_sqlite_are_not_read_on_postgresql_where_a_text_reads_otherwise(
+        tmp_path, postgres_url):
+    """PostgreSQL keeps a reply's NUL as U+FFFD: a run graded and kept on SQLite, copied, is
+    graded again from what PostgreSQL holds (its evidence and its reply digest, which review
+    decisions are keyed by), and the report equals a fresh re-grade there."""
+    from exam.reports.regrade import regrade
+    from exam.reports.selection import select_runs
+    from tests.exam.conftest import History
+    from tests.exam.reports.test_grade_cache import assert_same
+
+    history = History(tmp_path)
+    history.bank("A", [("A-01", "c", "major")])
+    history.run("A", "v1", {"A-01": "pfh"}, texts={"A-01": "備註\x00"})
+    regrade(history.store, select_runs(history.store))  # graded and kept on SQLite
+    history.store.close()
+    url = empty_postgres(postgres_url)
+    copy_store(history.store.path, url)
+    s = Store(url)
+    try:
+        runs = select_runs(s)
+        assert all("\ufffd" in c.text for c in s.cells([r.id for r in runs]))
+        fresh = regrade(s, runs, cache=False)
+        assert_same(regrade(s, runs), fresh)
+        assert_same(regrade(s, runs), fresh)  # and kept again, as PostgreSQL reads them
+    finally:
+        s.close()

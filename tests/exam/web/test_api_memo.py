@@ -257,3 +257,29 @@ def test_the_decisions_mark_changes_with_every_kind_of_change_to_them(store_url)
         assert [a["decision"] for a in store.adjudications()] == ["fail", "fail", "pass"]
     finally:
         store.close()
+
+
+def test_the_decisions_mark_changes_when_the_latest_is_replaced_at_the_same_time(store_url,
+                                                                                 monkeypatch):
+    """Two hosts whose clocks read the same (a clock that stands still here): the latest
+    decision replaced by another keeps the count, the id (SQLite) and every time, and its
+    answer (a pass become a fail, another reason) must still change the mark."""
+    import exam.store as store_mod
+    from exam.store import Store
+
+    monkeypatch.setattr(store_mod.time, "time", lambda: 1_700_000_000.25)
+    store = Store(store_url)
+    try:
+        def decide(decision: str, reason: str) -> None:
+            store.add_adjudication(reply_digest="r1", check_name="forbidden[0]",
+                                   question_digest="q", rule_version="1", decision=decision,
+                                   reason=reason, reviewer="amy", agent="W2", case_no="W2-01")
+
+        seen = []
+        for decision, reason in (("pass", ""), ("fail", "claims a refund"),
+                                 ("fail", "claims a refund twice")):
+            decide(decision, reason)
+            seen.append(store.adjudications_mark())
+        assert len(set(seen)) == len(seen), seen
+    finally:
+        store.close()
