@@ -412,12 +412,12 @@ def _reason(exc: BaseException) -> str:
     return (str(orig).strip().splitlines() or [type(orig).__name__])[0]
 
 
-@functools.cache
 def _runs_read() -> Any:
     """Runs' rows with the store's clock as they are read (``Run.read_at``)."""
     return select(runs, store_now().label("read_at"))
 
 
+@functools.cache
 def _read_sql(name: str, *variant: bool) -> Any:
     """A frequent read's statement, built once (bound values by name, ``ids`` a list): a
     service request makes a few small reads, and building a statement costs several times
