@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, OperationalError
 
+from exam.db.clock import store_now
 from exam.db.engine import WRITE, engine_for, is_postgres, migrate, schema_version, shown, url_of
 from exam.db.schema import (
     SCHEMA_VERSION,
@@ -298,6 +299,9 @@ class Run:
     excluded_reason: str | None = None  # set: left out of every report, still listed
     lease_until: float | None = None  # a worker's claim holds the run until then
     lease_token: int = 0  # raised by every claim; only the holder of the current one writes
+    # the store's clock as the row was read (exam/db/clock.py): what lease_until is judged by,
+    # never this host's clock (None: a Run not read from a store, judged by this host's)
+    read_at: float | None = field(default=None, compare=False, repr=False)
 
     @property
     def total_cells(self) -> int:
@@ -315,8 +319,13 @@ class Run:
         if self.source == "cli" and owner_gone(self.owner):
             return "interrupted"
         if self.lease_until is not None:
-            return "running" if self.lease_until > time.time() else "interrupted"
+            return "running" if self.lease_until > self.now else "interrupted"
         return "running" if owner_alive(self.owner) else "interrupted"
+
+    @property
+    def now(self) -> float:
+        """The time this run's lease is judged at: the store's clock when it was read."""
+        return time.time() if self.read_at is None else self.read_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,7 +353,7 @@ def held_elsewhere(run: Run) -> str | None:
         return f"run {run.id} is still running in {holder}"
     return (f"run {run.id} is still running in {holder} (it renews its lease while it works; "
             f"if that process is gone, the lease runs out within "
-            f"{max(1, round(run.lease_until - time.time()))} s)")
+            f"{max(1, round(run.lease_until - run.now))} s)")
 
 
 def damaged(exc: BaseException) -> bool:
@@ -406,6 +415,11 @@ def _reason(exc: BaseException) -> str:
     return (str(orig).strip().splitlines() or [type(orig).__name__])[0]
 
 
+def _runs_read() -> Any:
+    """Runs' rows with the store's clock as they are read (``Run.read_at``)."""
+    return select(runs, store_now().label("read_at"))
+
+
 @functools.cache
 def _read_sql(name: str, *variant: bool) -> Any:
     """A frequent read's statement, built once (bound values by name, ``ids`` a list): a
@@ -414,9 +428,9 @@ def _read_sql(name: str, *variant: bool) -> Any:
     c, e, g, r = cells.c, earlier_cells.c, graded_runs.c, runs.c
     ids, rid = bindparam("ids", expanding=True), bindparam("rid")
     if name == "run":
-        return select(runs).where(r.id == rid)
+        return _runs_read().where(r.id == rid)
     if name == "runs":  # variant: by agent, by version, limited
-        stmt = select(runs).order_by(r.id.desc())
+        stmt = _runs_read().order_by(r.id.desc())
         if variant[0]:
             stmt = stmt.where(r.agent == bindparam("agent"))
         if variant[1]:
@@ -476,10 +490,11 @@ def _cell_sql(backend: str) -> dict[str, Any]:
     r = runs.c
     grade = ins(grades)
     return {
-        "beat": update(runs).where(r.id == bindparam("rid")).values(heartbeat_at=bindparam("now")),
+        "beat": update(runs).where(r.id == bindparam("rid")).values(heartbeat_at=store_now()),
         "beat_lease": update(runs).where(r.id == bindparam("rid"),
                                          r.lease_token == bindparam("token")).values(
-            heartbeat_at=bindparam("now"), lease_until=bindparam("until")),
+            heartbeat_at=store_now(),
+            lease_until=store_now() + bindparam("lease_s", type_=Double)),
         "fence": select(r.lease_token).where(r.id == bindparam("rid")).with_for_update(
             read=True),
         "cell": ins(cells).on_conflict_do_nothing().returning(
@@ -716,7 +731,8 @@ class Store:
                 repeats=repeats, plan=json.dumps([list(p) for p in plan], ensure_ascii=False),
                 settings=json.dumps(settings, ensure_ascii=False), status=status,
                 created_at=now, started_at=now if running else None,
-                owner=owner_id() if running else None, heartbeat_at=now if running else None,
+                owner=owner_id() if running else None,
+                heartbeat_at=store_now() if running else None,
                 source=source).returning(runs.c.id)).scalar_one())
             if bank is not None:
                 db.execute(insert(run_banks).values(
@@ -744,6 +760,7 @@ class Store:
             finished_at=r["finished_at"], owner=r["owner"], heartbeat_at=r["heartbeat_at"],
             error=r["error"], source=r["source"], excluded_reason=r["excluded_reason"],
             lease_until=r["lease_until"], lease_token=r["lease_token"],
+            read_at=r.get("read_at"),
         )
 
     def get_run(self, run_id: int) -> Run:
@@ -778,7 +795,7 @@ class Store:
         held = run_id in self._leases
         stmt = self._fenced(update(runs).where(runs.c.id == run_id), run_id)
         if status == "running":
-            values: dict[str, Any] = dict(status=status, heartbeat_at=now, error=None,
+            values: dict[str, Any] = dict(status=status, heartbeat_at=store_now(), error=None,
                                           started_at=func.coalesce(runs.c.started_at, now),
                                           finished_at=None)
             if not held:
@@ -854,11 +871,12 @@ class Store:
         take different runs; SQLite: the BEGIN IMMEDIATE transaction).
         """
         now = time.time()
-        # a run started from the CLI belongs to its user (`exam resume`), not to workers
+        # a run started from the CLI belongs to its user (`exam resume`), not to workers; a
+        # lease is judged by the store's clock, never this host's (exam/db/clock.py)
         stmt = select(runs.c.id).where(or_(
             runs.c.status == "queued",
             and_(runs.c.status == "running", runs.c.source != "cli",
-                 or_(runs.c.lease_until.is_(None), runs.c.lease_until <= now)),
+                 or_(runs.c.lease_until.is_(None), runs.c.lease_until <= store_now())),
         )).order_by(runs.c.id).limit(1)
         if self.backend == "postgresql":
             stmt = stmt.with_for_update(skip_locked=True)
@@ -867,10 +885,10 @@ class Store:
             if run_id is None:
                 return None
             db.execute(update(runs).where(runs.c.id == run_id).values(
-                status="running", owner=worker, heartbeat_at=now, lease_until=now + stale_after_s,
-                lease_token=runs.c.lease_token + 1,
+                status="running", owner=worker, heartbeat_at=store_now(),
+                lease_until=store_now() + stale_after_s, lease_token=runs.c.lease_token + 1,
                 started_at=func.coalesce(runs.c.started_at, now), finished_at=None))
-            run = self._run(db.execute(select(runs).where(runs.c.id == run_id)).one())
+            run = self._run(db.execute(_runs_read().where(runs.c.id == run_id)).one())
         self._leases[run.id] = run.lease_token
         self._lease_s[run.id] = stale_after_s
         return run
@@ -893,8 +911,8 @@ class Store:
         with self.tx() as db:
             changed = db.execute(update(runs).where(
                 runs.c.id == run_id, runs.c.lease_token == run.lease_token).values(
-                status="running", owner=owner_id(), heartbeat_at=now, lease_until=now + lease_s,
-                lease_token=runs.c.lease_token + 1, error=None,
+                status="running", owner=owner_id(), heartbeat_at=store_now(),
+                lease_until=store_now() + lease_s, lease_token=runs.c.lease_token + 1, error=None,
                 started_at=func.coalesce(runs.c.started_at, now), finished_at=None)).rowcount
         if not changed:  # taken between the read and the update
             raise RunBusy(held_elsewhere(self.get_run(run_id))
@@ -919,10 +937,9 @@ class Store:
     def heartbeat(self, run_id: int) -> bool:
         """Renew this Store's lease on a run (or, without one, mark the run alive).
         False when the lease was taken over: the caller should stop working on the run."""
-        now = time.time()
-        values: dict[str, Any] = {"heartbeat_at": now}
+        values: dict[str, Any] = {"heartbeat_at": store_now()}
         if run_id in self._leases:
-            values["lease_until"] = now + self._lease_s.get(run_id, LEASE_S)
+            values["lease_until"] = store_now() + self._lease_s.get(run_id, LEASE_S)
         with self.tx() as db:
             changed = db.execute(self._fenced(update(runs).where(runs.c.id == run_id), run_id)
                                  .values(**values)).rowcount
@@ -1040,7 +1057,6 @@ class Store:
         already there is left as it was: False)."""
         sql = _cell_sql(self.backend)
         text_of = _no_nul if self.backend == "postgresql" else _same
-        now = time.time()
         added: list[bool] = []
         with self.tx() as db:
             for run_id in dict.fromkeys(e.cell.run_id for e in batch):
@@ -1054,10 +1070,10 @@ class Store:
                                                         ).scalar() != token:
                         raise self._lost(run_id)
                 elif token is None:
-                    db.execute(sql["beat"], {"rid": run_id, "now": now})
+                    db.execute(sql["beat"], {"rid": run_id})
                 elif db.execute(sql["beat_lease"], {
-                        "rid": run_id, "now": now, "token": token,
-                        "until": now + self._lease_s.get(run_id, LEASE_S)}).rowcount == 0:
+                        "rid": run_id, "token": token,
+                        "lease_s": self._lease_s.get(run_id, LEASE_S)}).rowcount == 0:
                     raise self._lost(run_id)
             rows, attempts, grades, cached = [], [], [], []
             for e in batch:
@@ -1344,14 +1360,15 @@ class Store:
         posted to another service instance sharing this store) is not recorded again and not
         returned."""
         now = time.time()
-        until = now + claim_s
         new: dict[str, float] = {}
         with self.tx() as db:
             for event_id, kind, event in events:
-                if db.execute(self._insert(line_events).values(
-                        webhook_event_id=event_id, type=kind, received_at=now, event=event,
-                        claimed_until=until).on_conflict_do_nothing()
-                        .returning(line_events.c.webhook_event_id)).first() is not None:
+                # held until the store's clock + claim_s, as every claim (exam/db/clock.py)
+                until = db.execute(self._insert(line_events).values(
+                    webhook_event_id=event_id, type=kind, received_at=now, event=event,
+                    claimed_until=store_now() + claim_s).on_conflict_do_nothing()
+                    .returning(line_events.c.claimed_until)).scalar()
+                if until is not None:
                     new[event_id] = until
         return new
 
@@ -1361,12 +1378,11 @@ class Store:
         longer the caller's to handle (handled, or claimed by another instance once the hold
         ran out: that instance answers it)."""
         e = line_events.c
-        until = time.time() + claim_s
         with self.tx() as db:
-            renewed = db.execute(update(line_events).where(
+            return db.execute(update(line_events).where(
                 e.webhook_event_id == event_id, e.handled_at.is_(None),
-                e.claimed_until == held_until).values(claimed_until=until)).rowcount
-        return until if renewed else None
+                e.claimed_until == held_until).values(claimed_until=store_now() + claim_s)
+                .returning(e.claimed_until)).scalar()
 
     def line_event_handled(self, event_id: str) -> None:
         """Mark an event handled and drop its JSON (people's words and user ids), needed only
@@ -1398,9 +1414,9 @@ class Store:
         events (FOR UPDATE SKIP LOCKED on PostgreSQL, BEGIN IMMEDIATE on SQLite)."""
         e = line_events.c
         now = time.time()
-        until = now + claim_s
         stmt = (select(e.webhook_event_id, e.event)
-                .where(e.handled_at.is_(None), e.event.is_not(None), e.claimed_until <= now)
+                .where(e.handled_at.is_(None), e.event.is_not(None),
+                       e.claimed_until <= store_now())
                 .order_by(e.received_at).limit(limit))
         if self.backend == "postgresql":
             stmt = stmt.with_for_update(skip_locked=True)
@@ -1409,14 +1425,16 @@ class Store:
             # instance died before marking it: nothing is owed, so it is marked handled here
             # (else it stayed unhandled, and kept, for ever)
             db.execute(update(line_events).where(
-                e.handled_at.is_(None), e.event.is_(None), e.claimed_until <= now)
+                e.handled_at.is_(None), e.event.is_(None), e.claimed_until <= store_now())
                 .values(handled_at=now))
-            found = [(r.webhook_event_id, r.event, until) for r in db.execute(stmt)]
-            if found:
-                db.execute(update(line_events)
-                           .where(e.webhook_event_id.in_([i for i, _, _ in found]))
-                           .values(claimed_until=until))
-        return found
+            found = [(r.webhook_event_id, r.event) for r in db.execute(stmt)]
+            if not found:
+                return []
+            held = dict(db.execute(update(line_events)
+                                   .where(e.webhook_event_id.in_([i for i, _ in found]))
+                                   .values(claimed_until=store_now() + claim_s)
+                                   .returning(e.webhook_event_id, e.claimed_until)).all())
+        return [(i, event, held[i]) for i, event in found]
 
     def line_event_state(self, event_id: str) -> str | None:
         """``handled``, ``pending`` (recorded, not yet handled) or None (never recorded)."""
