@@ -13,7 +13,9 @@ own share of the missing cells:
   (paced) or a concurrency under ``MIN_CONCURRENCY`` is never split;
 - the helper writes under the lease the main process holds and renews (``Store.share_lease``):
   its cells are fenced by the same token, so a run taken over by another worker is refused to
-  both; only the main process sets the run's status;
+  both; only the main process sets the run's status. The helper renews the lease too, so after
+  a kill -9 of the main process the replies it still waits for keep the run held (no takeover
+  sends those cells again) until it has stored them and exits;
 - the helper stops (what it sent is stored first) on SIGTERM or SIGINT (Ctrl-C reaches both),
   and when the main process dies (Linux's parent-death signal; elsewhere it notices its
   parent is gone): a run left by both is resumable like any other;

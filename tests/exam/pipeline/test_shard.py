@@ -248,6 +248,42 @@ def test_the_helper_stops_when_its_main_process_is_killed(pg_url, tmp_path):
         _resume(tmp_path, pg_url, fake)
 
 
+def _lease_until(url: str) -> float:
+    store = Store(url, checked=True)
+    try:
+        return store.get_run(1).lease_until
+    finally:
+        store.close()
+
+
+def test_a_helper_keeps_the_run_held_while_it_waits_for_its_replies(pg_url, tmp_path):
+    """kill -9 of `exam run` while its helper waits for replies (an agent's timeout_s may be
+    longer than a lease): the helper renews the lease until it has stored them, so no
+    takeover meanwhile sends those cells to the agent a second time."""
+    write_bank(tmp_path, ["ok"] * 50)
+    with FakeAgent(hold_after=100) as fake:
+        with _exam(tmp_path, pg_url, fake, "run", "T", "--version", "v1", "--repeats", "10") as run:
+            wait_for(lambda: _count(pg_url) >= 100, "the first 100 cells stored", 180)
+            fake.wait_held(16)
+            (helper,) = map(int, subprocess.run(["pgrep", "-P", str(run.pid)],
+                                                capture_output=True, text=True,
+                                                check=True).stdout.split())
+            os.kill(run.pid, signal.SIGKILL)
+            run.communicate(timeout=60)
+            held = _lease_until(pg_url)  # the dead main process renews nothing more
+            wait_for(lambda: _lease_until(pg_url) > held, "the helper to renew the lease", 60)
+            assert not _gone(helper)  # still waiting for its replies, the run held for it
+            fake.hold_after = None
+            fake.release()
+            wait_for(lambda: _gone(helper), "the helper to stop", 120)
+        store = Store(pg_url, checked=True)
+        try:
+            done, distinct = _distinct(store, 1)
+            assert done == distinct and done <= len(fake.requests)
+        finally:
+            store.close()
+
+
 def test_a_helper_is_told_to_stop_when_its_parent_dies(tmp_path):
     """The parent-death signal (Linux), or the watch for a changed parent: a kill -9 of the
     main process gives the helper its SIGTERM, which is its stop."""
