@@ -35,7 +35,8 @@ def store_prune(db) -> None:
 @click.option("--replace", is_flag=True, help="Delete what DST holds first (refused otherwise).")
 def store_copy(src, dst, replace) -> None:
     """Copy every table of the store SRC into DST (a SQLite path or a postgresql:// URL), then
-    compare each table's row count and content digest.
+    compare each table's row count and content digest, and the cells each review decision
+    applies to. Into PostgreSQL, a NUL in a text is stored as U+FFFD (said, per table).
 
     \b
     Exit status: 0 copied and equal · 2 bad input (DST not empty, unreadable, a difference).
@@ -46,6 +47,12 @@ def store_copy(src, dst, replace) -> None:
     for t in tables:
         click.echo(f"{t.table:<20} {t.src_rows:>9} rows  {t.src_digest[:16]}  = "
                    f"{t.dst_rows:>9} rows  {t.dst_digest[:16]}")
+    for t in tables:  # what PostgreSQL could not keep as it was (SRC's digests count it in)
+        if t.nul_texts:
+            click.echo(f"{t.table}: {t.nul_texts} text(s) held NUL, stored as U+FFFD")
+        if t.rekeyed:
+            click.echo(f"{t.table}: {t.rekeyed} review decision(s) re-keyed to their reply "
+                       f"as stored (NUL as U+FFFD); each applies to the same cells as in SRC")
     click.echo(f"copied {sum(t.src_rows for t in tables)} row(s) in {len(tables)} tables; "
                f"every count and digest equal")
 

@@ -5,10 +5,17 @@ and compared per table: row count and a content digest. The digest is order-free
 each row's SHA-256, mod 2²⁵⁶), so SQLite's and PostgreSQL's different text orders cannot make
 equal tables differ, and values are compared by the column's declared type (an integer SQLite
 kept in a REAL column equals PostgreSQL's double).
+
+PostgreSQL text cannot hold NUL: on the way there a NUL becomes U+FFFD (as the store writes it
+there), and a review decision keyed by the digest of a reply text that held one is re-keyed to
+the text as PostgreSQL keeps it. SRC's digest is made of its rows as DST keeps them, and each
+review decision is matched to the cells it applies to on both sides, from the texts each side
+holds: a decision that would apply to other cells after the copy fails it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -34,7 +41,7 @@ from sqlalchemy import (
 )
 
 from exam.db.engine import is_postgres
-from exam.db.schema import SCHEMA_VERSION, TABLES
+from exam.db.schema import SCHEMA_VERSION, TABLES, adjudications, cells
 from exam.errors import StoreError
 
 BATCH = 500  # rows per INSERT: bodies are up to 1 MB each, memory stays bounded
@@ -48,9 +55,14 @@ class TableCopy:
     src_digest: str
     dst_digest: str
 
+    nul_texts: int = 0  # values whose NUL was stored as U+FFFD (on the way to PostgreSQL)
+    rekeyed: int = 0  # review decisions re-keyed to the reply text as DST keeps it
+    unmatched: int = 0  # review decisions that apply to other cells in DST than in SRC
+
     @property
     def same(self) -> bool:
-        return self.src_rows == self.dst_rows and self.src_digest == self.dst_digest
+        return (self.src_rows == self.dst_rows and self.src_digest == self.dst_digest
+                and not self.unmatched)
 
 
 def _canonical(table: Table, row: Any) -> bytes:
@@ -62,8 +74,8 @@ def _canonical(table: Table, row: Any) -> bytes:
             values.append(int(value))
         elif isinstance(column.type, Double):
             values.append(repr(float(value)))
-        else:  # text: PostgreSQL cannot hold NUL, the store writes U+FFFD there (see exam.store)
-            values.append(str(value).replace("\x00", "\ufffd"))
+        else:
+            values.append(str(value))
     return json.dumps(values, ensure_ascii=False).encode("utf-8", "surrogatepass")
 
 
@@ -74,22 +86,92 @@ def _rows(conn: Connection, table: Table) -> Iterator[Any]:
     yield from conn.execution_options(stream_results=True, yield_per=BATCH).execute(stmt)
 
 
-def _writable(row: Any, to_postgres: bool) -> dict[str, Any]:
-    values = dict(row._mapping)
-    if to_postgres:  # PostgreSQL text cannot hold NUL: U+FFFD, as the store writes it there
+class _Keeping:
+    """SRC's rows as DST keeps them. To PostgreSQL: each NUL as U+FFFD (text cannot hold NUL;
+    the store writes U+FFFD there too), and each review decision keyed by the digest of its
+    reply's text as PostgreSQL keeps it, so it applies to the same cells there."""
+
+    def __init__(self, to_postgres: bool, src: str):
+        self.to_postgres = to_postgres
+        self.src = src
+        self.digests: dict[str, str] = {}  # a reply text's digest in SRC → in DST, where they differ
+        self.nul_texts: dict[str, int] = {}  # per table
+        self.rekeyed = 0
+        self._decisions: dict[tuple[str, ...], dict[str, Any]] = {}
+
+    def row(self, table: Table, row: Any, *, count: bool = False) -> dict[str, Any]:
+        values = dict(row._mapping)
+        if not self.to_postgres:
+            return values
+        changed = 0
         for k, v in values.items():
             if isinstance(v, str) and "\x00" in v:
                 values[k] = v.replace("\x00", "\ufffd")
-    return values
+                changed += 1
+        if table.name in ("cells", "earlier_cells") and values["text"] != row.text:
+            from exam.review import reply_digest
+
+            self.digests[reply_digest(row.text)] = reply_digest(values["text"])
+        if table.name == "adjudications":
+            values = _rekeyed(values, self.digests)
+            if count:
+                self.rekeyed += values["reply_digest"] != row.reply_digest
+                self._one_decision(values, row)
+        if count and changed:
+            self.nul_texts[table.name] = self.nul_texts.get(table.name, 0) + changed
+        return values
+
+    def _one_decision(self, values: dict[str, Any], row: Any) -> None:
+        """Two decisions of replies that differ only by NUL against U+FFFD would be one on
+        PostgreSQL (where the two texts are one): refused, naming both, not one dropped."""
+        key = tuple(values[k] for k in ("reply_digest", "check_name", "question_digest",
+                                        "rule_version"))
+        other = self._decisions.setdefault(key, values)
+        if other is not values:
+            raise StoreError(
+                f"{self.src}: {values['agent']} {values['case_no']}: two review decisions of "
+                f"{values['check_name']} become one on PostgreSQL, which keeps a NUL as U+FFFD "
+                f"(replies that differ only by NUL against U+FFFD): {other['decision']} by "
+                f"{other['reviewer']} and {row.decision} by {row.reviewer}; nothing was copied")
 
 
-def digest(conn: Connection, table: Table) -> tuple[int, str]:
-    """(rows, order-free digest) of one table."""
+def _rekeyed(values: dict[str, Any], digests: dict[str, str]) -> dict[str, Any]:
+    """A review decision keyed by the digest of its reply's text as DST keeps it."""
+    new = digests.get(values["reply_digest"])
+    return values if new is None else {**values, "reply_digest": new}
+
+
+def digest(conn: Connection, table: Table, keeping: _Keeping | None = None
+           ) -> tuple[int, str]:
+    """(rows, order-free digest) of one table; with ``keeping``, of its rows as DST keeps them."""
     n, total = 0, 0
     for row in _rows(conn, table):
         n += 1
-        total = (total + int.from_bytes(hashlib.sha256(_canonical(table, row)).digest())) % 2**256
+        values = row if keeping is None else tuple(keeping.row(table, row).values())
+        total = (total + int.from_bytes(hashlib.sha256(_canonical(table, values)).digest())
+                 ) % 2**256
     return n, f"{total:064x}"
+
+
+def decided_cells(conn: Connection) -> dict[int, frozenset[tuple[int, str, int]]]:
+    """Each review decision's id → the cells whose reply text, as this store holds it, has the
+    decision's reply digest (the cells the decision applies to, the question and rule being
+    the bank's and the grader's, not the store's)."""
+    from exam.review import reply_digest
+
+    decisions: dict[str, list[int]] = {}
+    for did, rdigest in conn.execute(select(adjudications.c.id, adjudications.c.reply_digest)):
+        decisions.setdefault(rdigest, []).append(did)
+    out: dict[int, set[tuple[int, str, int]]] = {d: set() for ds in decisions.values() for d in ds}
+    if not decisions:
+        return {}
+    c = cells.c
+    for run_id, case_no, repeat, reply in conn.execution_options(
+            stream_results=True, yield_per=BATCH).execute(
+            select(c.run_id, c.case_no, c.repeat, c.text)):
+        for did in decisions.get(reply_digest(reply), ()):
+            out[did].add((run_id, case_no, repeat))
+    return {d: frozenset(v) for d, v in out.items()}
 
 
 def counts(conn: Connection) -> dict[str, int]:
@@ -176,10 +258,11 @@ def _copy(src: str, dst: str, *, replace: bool, shown_src: str | None = None
                                  f"empty store, or pass --replace to delete them first")
             for table in reversed(TABLES):
                 d.execute(delete(table))
-            for table in TABLES:
+            keeping = _Keeping(target.backend == "postgresql", source_path)
+            for table in TABLES:  # cells before adjudications: their digests are known then
                 batch: list[dict[str, Any]] = []
                 for row in _rows(s, table):
-                    batch.append(_writable(row, target.backend == "postgresql"))
+                    batch.append(keeping.row(table, row, count=True))
                     if len(batch) >= BATCH:
                         d.execute(table.insert(), batch)
                         batch = []
@@ -195,13 +278,22 @@ def _copy(src: str, dst: str, *, replace: bool, shown_src: str | None = None
             _snapshot(s)
             out = []
             for table in TABLES:
-                (sn, sd), (dn, dd) = digest(s, table), digest(d, table)
-                out.append(TableCopy(table.name, sn, dn, sd, dd))
+                (sn, sd), (dn, dd) = digest(s, table, keeping), digest(d, table)
+                out.append(TableCopy(table.name, sn, dn, sd, dd,
+                                     nul_texts=keeping.nul_texts.get(table.name, 0)))
+            was, now = decided_cells(s), decided_cells(d)
+            unmatched = sorted(i for i in was if was[i] != now.get(i))
+            n = next(i for i, t in enumerate(out) if t.table == "adjudications")
+            out[n] = dataclasses.replace(out[n], rekeyed=keeping.rekeyed, unmatched=len(unmatched))
     finally:
         source.close()
         target.close()
-    bad = [c.table for c in out if not c.same]
-    if bad:
-        raise StoreError(f"{target.path}: the copy differs from {source_path} in "
-                         f"{', '.join(bad)}")
+    bad = [c.table for c in out if c.src_rows != c.dst_rows or c.src_digest != c.dst_digest]
+    problems = [f"the copy differs from {source_path} in {', '.join(bad)}"] if bad else []
+    if unmatched:
+        problems.append(f"adjudications: {len(unmatched)} review decision(s) no longer apply to "
+                        f"the cells they applied to in {source_path} (ids "
+                        f"{', '.join(map(str, unmatched[:5]))}{' …' if len(unmatched) > 5 else ''})")
+    if problems:
+        raise StoreError(f"{target.path}: " + "; ".join(problems))
     return out
