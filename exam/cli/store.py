@@ -33,17 +33,29 @@ def store_prune(db) -> None:
 @click.argument("src")
 @click.argument("dst")
 @click.option("--replace", is_flag=True, help="Delete what DST holds first (refused otherwise).")
-def store_copy(src, dst, replace) -> None:
+@click.option("--while-running", is_flag=True,
+              help="Copy even while a run in SRC is still running (refused otherwise): what it "
+                   "stores after the copy is not in DST.")
+def store_copy(src, dst, replace, while_running) -> None:
     """Copy every table of the store SRC into DST (a SQLite path or a postgresql:// URL), then
     compare each table's row count and content digest, and the cells each review decision
     applies to. Into PostgreSQL, a NUL in a text is stored as U+FFFD (said, per table).
 
     \b
-    Exit status: 0 copied and equal · 2 bad input (DST not empty, unreadable, a difference).
+    Exit status: 0 copied and equal · 2 bad input (DST not empty, a run in SRC still running
+    without --while-running, unreadable, a difference).
     """
     from exam.db.copy import copy_store
 
-    tables = copy_store(src, dst, replace=replace)
+    def running(runs) -> None:
+        for r in runs:
+            click.echo(f"warning: run {r.id} ({r.agent} {r.version}) is still running in "
+                       f"{r.owner or 'another process'}: what it stores from now on is not in "
+                       f"DST; there it reads interrupted once its lease runs out, and `exam "
+                       f"resume {r.id}` finishes it", err=True)
+
+    tables = copy_store(src, dst, replace=replace, while_running=while_running,
+                        on_running=running)
     for t in tables:
         click.echo(f"{t.table:<20} {t.src_rows:>9} rows  {t.src_digest[:16]}  = "
                    f"{t.dst_rows:>9} rows  {t.dst_digest[:16]}")

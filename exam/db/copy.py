@@ -21,7 +21,7 @@ import json
 import os
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,7 +185,8 @@ def _snapshot(conn: Connection) -> None:
         conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
 
 
-def copy_store(src: str, dst: str, *, replace: bool = False) -> list[TableCopy]:
+def copy_store(src: str, dst: str, *, replace: bool = False, while_running: bool = False,
+               on_running: Callable[[list[Any]], None] | None = None) -> list[TableCopy]:
     """Copy every table of ``src`` into ``dst`` (both brought to today's schema first).
 
     Refuses a ``dst`` holding any row unless ``replace``, which deletes them first (in the
@@ -200,11 +201,13 @@ def copy_store(src: str, dst: str, *, replace: bool = False) -> list[TableCopy]:
             Path(src).resolve() == Path(dst).resolve():
         raise StoreError(f"{src}: SRC and DST are the same store")
     if is_postgres(src) or not _needs_snapshot(src):
-        return _copy(src, dst, replace=replace)
+        return _copy(src, dst, replace=replace, while_running=while_running,
+                     on_running=on_running)
     with tempfile.TemporaryDirectory(prefix="exam-copy-") as tmp:
         snapshot = str(Path(tmp) / "source.db")
         _sqlite_snapshot(src, snapshot)
-        return _copy(snapshot, dst, replace=replace, shown_src=src)
+        return _copy(snapshot, dst, replace=replace, shown_src=src,
+                     while_running=while_running, on_running=on_running)
 
 
 def _needs_snapshot(path: str) -> bool:
@@ -240,7 +243,28 @@ def _sqlite_snapshot(src: str, snapshot: str) -> None:
     raise StoreError(f"{src}: cannot be read for a copy: {last}")
 
 
-def _copy(src: str, dst: str, *, replace: bool, shown_src: str | None = None
+def _still_running(source: Any, source_path: str, while_running: bool,
+                   on_running: Callable[[list[Any]], None] | None) -> None:
+    """SRC's runs that a live process still holds (``Run.shown_status``: a live lease, or a
+    CLI run's process alive): what they store after the copy's moment is not in DST. Refused,
+    naming them, unless ``while_running`` (then handed to ``on_running``)."""
+    live = [r for r in source.list_runs() if r.shown_status == "running"]
+    if not live:
+        return
+    if not while_running:
+        named = ", ".join(f"{r.id} ({r.agent} {r.version}, in {r.owner or 'another process'})"
+                          for r in live[:5]) + (" …" if len(live) > 5 else "")
+        raise StoreError(
+            f"{source_path}: {len(live)} run(s) still running: {named}; what they store after "
+            f"the copy would not be in DST. Stop the workers, the service and any `exam run` "
+            f"first, or pass --while-running to copy as of now (in DST those runs read "
+            f"interrupted once their lease runs out, and `exam resume` there finishes them)")
+    if on_running is not None:
+        on_running(live)
+
+
+def _copy(src: str, dst: str, *, replace: bool, shown_src: str | None = None,
+          while_running: bool = False, on_running: Callable[[list[Any]], None] | None = None
           ) -> list[TableCopy]:
     from exam.store import Store
 
@@ -249,6 +273,7 @@ def _copy(src: str, dst: str, *, replace: bool, shown_src: str | None = None
     try:
         if source.backend == target.backend and source.path == target.path:
             raise StoreError(f"{source_path}: SRC and DST are the same store")
+        _still_running(source, source_path, while_running, on_running)
         with source.tx() as s, target.tx() as d:
             _snapshot(s)
             there = {t: n for t, n in counts(d).items() if n}

@@ -24,7 +24,9 @@ def filled(path) -> str:
     try:
         run_id = new_run(s)
         queued = new_run(s, version="v2", status="queued", source="api")
-        s.claim_run("host-a:1", 30.0)
+        # claimed by a worker long gone (its lease has run out): no run is held by a live
+        # process, which the copy would refuse (test_a_run_still_running_...)
+        s.claim_run("host-a:1", 0.0)
         for repeat in (1, 2):
             for case_no in ("Q-01", "Q-02", "Q-10"):
                 s.record_cell(cell(run_id, case_no, repeat, "timeout" if case_no == "Q-02"
@@ -43,6 +45,7 @@ def filled(path) -> str:
         s.add_rebalance_snapshot("T", None, {"roles": {}})
         s.cache_grades("rules", [(f"r{i}", "q", "pass", "[]") for i in range(1200)])
         s.set_excluded(queued, "a test")
+        s.set_run_status(run_id, "interrupted", "stopped by Ctrl-C")
     finally:
         s.close()
     return str(path)
@@ -158,3 +161,29 @@ def test_grades_kept_on_sqlite_are_not_read_on_postgresql_where_a_text_reads_oth
         assert_same(regrade(s, runs), fresh)  # and kept again, as PostgreSQL reads them
     finally:
         s.close()
+
+
+def test_a_run_still_running_in_the_source_is_refused_unless_asked(tmp_path, postgres_url):
+    """What a run still running stores after the copy's moment would not be in DST: the copy
+    is refused, naming the run, unless --while-running, which copies and says what to do."""
+    src = filled(tmp_path / "src.db")
+    s = Store(src)
+    try:
+        live = new_run(s, version="v3")  # `exam run` in this very process: alive
+    finally:
+        s.close()
+    url = empty_postgres(postgres_url)
+    refused = CliRunner().invoke(main, ["store", "copy", src, url])
+    assert refused.exit_code == 2, refused.output
+    assert f"1 run(s) still running: {live} (T v3, in " in refused.output
+    assert "--while-running" in refused.output and "Traceback" not in refused.output
+    dst = Store(url)
+    try:
+        assert dst.list_runs() == []  # nothing copied
+    finally:
+        dst.close()
+    copied = CliRunner().invoke(main, ["store", "copy", "--while-running", src, url])
+    assert copied.exit_code == 0, copied.output
+    assert f"warning: run {live} (T v3) is still running in " in copied.output
+    assert f"`exam resume {live}` finishes it" in copied.output
+    assert "every count and digest equal" in copied.output
