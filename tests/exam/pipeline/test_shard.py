@@ -214,19 +214,25 @@ def _gone(pid: int) -> bool:
         return True
 
 
+def _kill_main(run: subprocess.Popen, url: str, fake: FakeAgent) -> int:
+    """Once 100 cells are stored and both processes wait on the agent, kill -9 the main
+    process (`exam run`); its helper's pid."""
+    wait_for(lambda: _count(url) >= 100, "the first 100 cells stored", 180)
+    fake.wait_held(16)
+    (helper,) = map(int, subprocess.run(["pgrep", "-P", str(run.pid)], capture_output=True,
+                                        text=True, check=True).stdout.split())
+    os.kill(run.pid, signal.SIGKILL)
+    run.communicate(timeout=60)
+    return helper
+
+
 def test_the_helper_stops_when_its_main_process_is_killed(pg_url, tmp_path):
     """kill -9 of `exam run`: its helper stops too (nothing keeps sending for a run nobody
     holds), and the run resumes with every cell once."""
     write_bank(tmp_path, ["ok"] * 50)
     with FakeAgent(hold_after=100) as fake:
         with _exam(tmp_path, pg_url, fake, "run", "T", "--version", "v1", "--repeats", "10") as run:
-            wait_for(lambda: _count(pg_url) >= 100, "the first 100 cells stored", 180)
-            fake.wait_held(16)
-            (helper,) = map(int, subprocess.run(["pgrep", "-P", str(run.pid)],
-                                                capture_output=True, text=True,
-                                                check=True).stdout.split())
-            os.kill(run.pid, signal.SIGKILL)
-            run.communicate(timeout=60)
+            helper = _kill_main(run, pg_url, fake)
             # what it sent comes back, and is stored (as is anything it sent before its
             # SIGTERM was handled: a busy machine may run its threads first)
             fake.hold_after = None
@@ -263,13 +269,7 @@ def test_a_helper_keeps_the_run_held_while_it_waits_for_its_replies(pg_url, tmp_
     write_bank(tmp_path, ["ok"] * 50)
     with FakeAgent(hold_after=100) as fake:
         with _exam(tmp_path, pg_url, fake, "run", "T", "--version", "v1", "--repeats", "10") as run:
-            wait_for(lambda: _count(pg_url) >= 100, "the first 100 cells stored", 180)
-            fake.wait_held(16)
-            (helper,) = map(int, subprocess.run(["pgrep", "-P", str(run.pid)],
-                                                capture_output=True, text=True,
-                                                check=True).stdout.split())
-            os.kill(run.pid, signal.SIGKILL)
-            run.communicate(timeout=60)
+            helper = _kill_main(run, pg_url, fake)
             held = _lease_until(pg_url)  # the dead main process renews nothing more
             wait_for(lambda: _lease_until(pg_url) > held, "the helper to renew the lease", 60)
             assert not _gone(helper)  # still waiting for its replies, the run held for it

@@ -55,3 +55,14 @@ def store(store_target):
     yield s
     s.close()
 
+
+
+@pytest.fixture
+def hosts(store_target):
+    """Two workers' stores (two connections, as on two hosts)."""
+    from exam.store import Store
+
+    a, b = Store(store_target), Store(store_target)
+    yield a, b
+    a.close()
+    b.close()

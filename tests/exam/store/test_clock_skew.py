@@ -13,7 +13,7 @@ import time
 import pytest
 
 from exam.errors import RunBusy
-from exam.store import Store, held_elsewhere
+from exam.store import held_elsewhere
 from tests.exam.store.test_backends import new_run
 
 SKEWS = [(0, 120), (0, -120), (120, 0), (-120, 0)]  # (holder's clock, other host's): seconds off
@@ -30,14 +30,6 @@ def clock(monkeypatch):
         if host:
             monkeypatch.setenv("EXAM_HOST_ID", host)
     return off_by
-
-
-@pytest.fixture
-def hosts(store_target):
-    a, b = Store(store_target), Store(store_target)
-    yield a, b
-    a.close()
-    b.close()
 
 
 @pytest.mark.parametrize(("holder", "other"), SKEWS)

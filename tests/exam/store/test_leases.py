@@ -20,15 +20,6 @@ from exam.store import Store, held_elsewhere, host_id
 from tests.exam.store.test_backends import at_once, attempt, cell, new_run
 
 
-@pytest.fixture
-def hosts(store_target):
-    """Two workers' stores (two connections, as on two hosts)."""
-    a, b = Store(store_target), Store(store_target)
-    yield a, b
-    a.close()
-    b.close()
-
-
 def queued(store: Store, n: int = 1) -> list[int]:
     return [new_run(store, status="queued", source="api") for _ in range(n)]
 
