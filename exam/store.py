@@ -369,17 +369,18 @@ def damaged(exc: BaseException) -> bool:
 def unavailable(exc: BaseException) -> bool:
     """The database away or busy for a moment (worth trying again), not refusing what was asked
     of it: a dropped or refused connection, PostgreSQL shutting down or starting up, too many
-    connections, SQLite busy or locked. A full disk, a read-only file, a missing table or a
-    damaged file are not: a worker retrying them would send the same cells to the agent again
-    and again."""
+    connections, a lock held elsewhere past the lock wait, SQLite busy or locked. A full disk,
+    a read-only file, a missing table or a damaged file are not: a worker retrying them would
+    send the same cells to the agent again and again."""
     if getattr(exc, "connection_invalidated", False):
         return True
     orig = getattr(exc, "orig", None) or exc
     if not isinstance(exc, OperationalError) and not isinstance(orig, sqlite3.OperationalError):
         return False
     sqlstate = getattr(orig, "sqlstate", None)
-    if sqlstate:  # PostgreSQL: connection exception, operator intervention, too many connections
-        return sqlstate.startswith(("08", "57P")) or sqlstate == "53300"
+    if sqlstate:  # PostgreSQL: connection exception, operator intervention, too many
+        # connections, a lock another session held past the lock wait (engine.LOCK_TIMEOUT_S)
+        return sqlstate.startswith(("08", "57P")) or sqlstate in ("53300", "55P03")
     text = str(orig).lower()
     return any(s in text for s in ("database is locked", "database is busy", "connection",
                                    "could not connect", "starting up", "shutting down"))

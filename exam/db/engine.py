@@ -3,7 +3,9 @@
 A target is a SQLite path (``results/exam.db``) or a PostgreSQL URL
 (``postgresql://user@host:5432/dbname``). SQLite connections run in WAL mode with a 60 s busy
 timeout; a write transaction is ``BEGIN IMMEDIATE`` (taken up front, so two writers never
-deadlock), a read is a plain deferred ``BEGIN``. PostgreSQL connections come from a pool per URL.
+deadlock), a read is a plain deferred ``BEGIN``. PostgreSQL connections come from a pool per
+URL, each giving up rather than waiting forever (``PG_DEFAULTS``: a connect timeout, TCP
+keepalives and a user timeout, a lock wait), unless the URL says otherwise.
 """
 
 from __future__ import annotations
@@ -26,6 +28,15 @@ PG_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://")
 URL_LIKE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+:/+)(.*)$", re.DOTALL)
 MIGRATION_LOCK = 7_311_019  # pg_advisory_xact_lock key: one process migrates at a time
 WRITE = "exam_write"  # Connection.info flag: the next BEGIN takes SQLite's write lock
+# A PostgreSQL connection gives up instead of waiting forever: on a server that accepts and
+# never answers (connect), on a host gone without a word (no RST: keepalives when idle, the
+# user timeout when what was sent goes unacknowledged), on a lock another session holds
+# (a LOCK TABLE by hand: SQLite's busy timeout, the same minute). Each ends in an error the
+# store reports as StoreUnavailable: a worker waits it out, a run stops resumable.
+CONNECT_TIMEOUT_S = 10
+LOCK_TIMEOUT_S = 60
+PG_DEFAULTS = {"keepalives": "1", "keepalives_idle": "30", "keepalives_interval": "10",
+               "keepalives_count": "3", "tcp_user_timeout": "60000"}
 
 _engines: dict[str, Engine] = {}
 _engines_lock = threading.Lock()
@@ -100,8 +111,17 @@ def dispose(target: str | Path) -> None:
 
 
 def _postgres(target: str) -> Engine:
-    return create_engine(url_of(target), pool_size=5, max_overflow=10, pool_pre_ping=True,
-                         pool_recycle=3600)
+    url = url_of(target)
+    # the URL's own settings (``?connect_timeout=5``, ``?options=...``) win over these
+    settings = {**PG_DEFAULTS, "connect_timeout": str(CONNECT_TIMEOUT_S)}
+    args: dict[str, str] = {k: v for k, v in settings.items() if k not in url.query}
+    # ahead of the URL's options, so a ``-c lock_timeout=...`` there is applied after it
+    options = url.query.get("options", "")
+    if isinstance(options, tuple):
+        options = " ".join(options)
+    args["options"] = f"-c lock_timeout={LOCK_TIMEOUT_S * 1000} {options}".strip()
+    return create_engine(url, pool_size=5, max_overflow=10, pool_pre_ping=True,
+                         pool_recycle=3600, connect_args=args)
 
 
 def pooled_engine(target: str | Path) -> Engine:
@@ -153,6 +173,8 @@ def migrate(conn: Connection, where: str) -> None:
     Concurrent openers wait: SQLite's BEGIN IMMEDIATE, PostgreSQL's advisory lock.
     """
     if conn.dialect.name == "postgresql":
+        # another opener's migration is waited for however long it takes (no lock_timeout)
+        conn.execute(text("SET LOCAL lock_timeout = 0"))
         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK})
     current = schema_version(conn)
     if current > SCHEMA_VERSION:

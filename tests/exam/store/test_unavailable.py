@@ -29,6 +29,7 @@ def op(orig: BaseException) -> OperationalError:
     PgError("the database system is starting up", "57P03"),
     PgError("server closed the connection unexpectedly", "08006"),
     PgError("sorry, too many clients already", "53300"),
+    PgError("canceling statement due to lock timeout", "55P03"),
 ])
 def test_a_store_away_for_a_moment_is_waited_out(orig):
     assert unavailable(op(orig))
