@@ -14,6 +14,7 @@ import os
 import re
 import threading
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
@@ -115,13 +116,22 @@ def _postgres(target: str) -> Engine:
     # the URL's own settings (``?connect_timeout=5``, ``?options=...``) win over these
     settings = {**PG_DEFAULTS, "connect_timeout": str(CONNECT_TIMEOUT_S)}
     args: dict[str, str] = {k: v for k, v in settings.items() if k not in url.query}
-    # ahead of the URL's options, so a ``-c lock_timeout=...`` there is applied after it
+    engine = create_engine(url, pool_size=5, max_overflow=10, pool_pre_ping=True,
+                           pool_recycle=3600, connect_args=args)
     options = url.query.get("options", "")
-    if isinstance(options, tuple):
-        options = " ".join(options)
-    args["options"] = f"-c lock_timeout={LOCK_TIMEOUT_S * 1000} {options}".strip()
-    return create_engine(url, pool_size=5, max_overflow=10, pool_pre_ping=True,
-                         pool_recycle=3600, connect_args=args)
+    if "lock_timeout" not in " ".join(options if isinstance(options, tuple) else [options]):
+        # set on each new connection, not as a startup option: a pooler in front (PgBouncer)
+        # refuses unknown startup parameters such as ``options`` unless told to ignore them
+        @event.listens_for(engine, "connect")
+        def _lock_wait(dbapi_connection: Any, _record: Any) -> None:
+            autocommit = dbapi_connection.autocommit
+            dbapi_connection.autocommit = True  # outside a transaction: a rollback keeps it
+            try:
+                with dbapi_connection.cursor() as cursor:
+                    cursor.execute(f"SET lock_timeout = {LOCK_TIMEOUT_S * 1000}")
+            finally:
+                dbapi_connection.autocommit = autocommit
+    return engine
 
 
 def pooled_engine(target: str | Path) -> Engine:

@@ -225,3 +225,20 @@ def test_the_lock_wait_is_what_the_session_runs_with(short_lock_wait):
             assert db.execute(text("SHOW lock_timeout")).scalar() == "1s"
     finally:
         store.close()
+
+
+def test_the_lock_wait_is_set_after_connecting_not_as_a_startup_option(postgres_url):
+    """A pooler in front of PostgreSQL (PgBouncer) refuses a startup parameter it does not
+    know, ``options`` among them: the lock wait is a SET on each new connection instead."""
+    url = empty_postgres(postgres_url)
+    try:
+        store = Store(url)
+        try:
+            with store._begin() as db:
+                params = db.connection.dbapi_connection.info.get_parameters()
+                assert "options" not in params, params
+                assert db.execute(text("SHOW lock_timeout")).scalar() == "1min"
+        finally:
+            store.close()
+    finally:
+        db_engine.dispose(url)
