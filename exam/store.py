@@ -366,6 +366,23 @@ def damaged(exc: BaseException) -> bool:
         s in str(exc) for s in ("malformed", "not a database"))
 
 
+# what PostgreSQL says, refusing a connection, while it cannot take one yet
+_NOT_YET = ("too many clients", "too many connections", "starting up", "shutting down",
+            "in recovery", "not yet accepting connections")
+
+
+def _away_at_open(exc: BaseException) -> bool:
+    """A store that cannot be opened now but may be soon (refused, starting up, too many
+    connections: a worker started before PostgreSQL waits for it); not one that the server
+    refuses for good (no such database or role, a failed login: libpq gives those no SQLSTATE
+    and a text saying "connection failed", which ``unavailable`` alone would take as away)."""
+    orig = getattr(exc, "orig", None) or exc
+    text = str(orig)
+    if getattr(orig, "sqlstate", None) is None and "FATAL:" in text:
+        return any(s in text.lower() for s in _NOT_YET)
+    return unavailable(exc)
+
+
 def unavailable(exc: BaseException) -> bool:
     """The database away or busy for a moment (worth trying again), not refusing what was asked
     of it: a dropped or refused connection, PostgreSQL shutting down or starting up, too many
@@ -653,7 +670,8 @@ class Store:
     def _cannot_open(self, exc: BaseException) -> StoreError:
         if damaged(exc):
             return StoreDamaged(damage_message(self.path, exc))
-        return StoreError(f"{self.path}: cannot open the store: {_reason(exc)}")
+        kind = StoreUnavailable if _away_at_open(exc) else StoreError
+        return kind(f"{self.path}: cannot open the store: {_reason(exc)}")
 
     def check_schema(self) -> None:
         """Read the schema again and bring it up to date, as opening the store does: the same

@@ -86,14 +86,17 @@ def work_forever(db: str | None, agents_path: str | None, poll_s: float = 1.0,
                  stop: threading.Event | None = None,
                  stale_after_s: float = STALE_AFTER_S) -> None:
     """Claim and finish runs until ``stop`` is set. A store that cannot be opened at the start
-    (a wrong ``EXAM_DB``) raises at once; one lost later (PostgreSQL restarting, a failover,
+    for good (a wrong ``EXAM_DB``) raises at once, one that cannot be reached yet is waited for
+    (``_opened``); one lost later (PostgreSQL restarting, a failover,
     SQLite busy past its timeout) is tried again, ``RETRY_S`` doubling to ``RETRY_MAX_S``,
     logged when it starts failing and when it is back, so a short outage does not stop every
     worker (systemd gives up on a unit that fails 5 times in 10 s). A store migrated past this
     code (``SchemaTooNew``) or damaged (``StoreDamaged``) stops the worker: retrying would
     never help."""
     stop = stop or threading.Event()
-    store = Store.open(db)
+    store = _opened(db, stop)
+    if store is None:  # told to stop while the store could not be reached
+        return
     log.info("worker %s watching %s", owner_id(), store.path)
     failing = False
     wait_s = RETRY_S
@@ -126,6 +129,29 @@ def work_forever(db: str | None, agents_path: str | None, poll_s: float = 1.0,
                 stop.wait(poll_s)
     finally:
         store.close()
+
+
+def _opened(db: str | None, stop: threading.Event) -> Store | None:
+    """The store, once it can be reached: a worker started before PostgreSQL (a reboot, the
+    server restarting, too many connections) waits for it, tried again as a lost store is and
+    logged once, instead of exiting (systemd gives up on a unit that keeps failing). One that
+    cannot be opened for another reason (no such database, a refused login, a wrong path)
+    raises at once. None: told to stop meanwhile."""
+    wait_s, said = RETRY_S, False
+    while not stop.is_set():
+        try:
+            store = Store.open(db)
+        except StoreUnavailable as exc:
+            if not said:
+                log.error("%s; trying again every %g–%g s", exc, RETRY_S, RETRY_MAX_S)
+                said = True
+            stop.wait(wait_s)
+            wait_s = min(wait_s * 2, RETRY_MAX_S)
+            continue
+        if said:
+            log.info("the store can be used again")
+        return store
+    return None
 
 
 def start_in_thread(db: str | None, agents_path: str | None) -> threading.Event:

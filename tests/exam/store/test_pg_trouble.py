@@ -242,3 +242,114 @@ def test_the_lock_wait_is_set_after_connecting_not_as_a_startup_option(postgres_
             store.close()
     finally:
         db_engine.dispose(url)
+
+
+class Forwarder:
+    """127.0.0.1:``port`` forwarded to PostgreSQL, once started: a server coming up late."""
+
+    def __init__(self, port: int, to: tuple[str, int]) -> None:
+        self.sock = socket.create_server(("127.0.0.1", port))
+        self.to = to
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.to)
+            for a, b in ((conn, upstream), (upstream, conn)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a: socket.socket, b: socket.socket) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_a_worker_started_before_postgresql_waits_for_it(postgres_url, monkeypatch):
+    """A reboot starts the workers before PostgreSQL: a worker waits for the store (one log
+    line, tried again) instead of exiting, and works once the server answers."""
+    from sqlalchemy.engine import make_url
+
+    monkeypatch.setattr(worker, "RETRY_S", 0.05)
+    url = make_url(empty_postgres(postgres_url))
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]  # free once closed: nothing listens there yet
+    late = url.set(port=port).render_as_string(hide_password=False)
+    logged = Logged("cannot open the store", "the store can be used again", "watching")
+    log = logging.getLogger("exam.pipeline.worker")
+    log.addHandler(logged)
+    log.setLevel(logging.INFO)
+    stop = threading.Event()
+    failed: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            worker.work_forever(late, None, 0.05, stop)
+        except BaseException as exc:  # recorded for the assertion
+            failed.append(exc)
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    forwarder = None
+    try:
+        assert logged.seen["cannot open the store"].wait(60), (logged.lines, failed)
+        assert thread.is_alive(), failed
+        assert any("trying again" in line for line in logged.lines), logged.lines
+        forwarder = Forwarder(port, (url.host, url.port or 5432))
+        assert logged.seen["watching"].wait(60), (logged.lines, failed)
+        assert logged.seen["the store can be used again"].is_set()
+    finally:
+        stop.set()
+        thread.join(30)
+        log.removeHandler(logged)
+        if forwarder:
+            forwarder.close()
+        db_engine.dispose(late)
+    assert not thread.is_alive() and failed == []
+
+
+def test_a_worker_pointed_at_a_database_that_does_not_exist_stops_at_once(postgres_url):
+    """Not a store away for a moment: a wrong EXAM_DB is one message, at once."""
+    from sqlalchemy.engine import make_url
+
+    wrong = make_url(postgres_url).set(database="no_such_exam_store").render_as_string(
+        hide_password=False)
+    with pytest.raises(Exception) as raised:
+        worker.work_forever(wrong, None, 0.05, threading.Event())
+    assert not isinstance(raised.value, StoreUnavailable)
+    assert "does not exist" in str(raised.value)
+
+
+@pytest.mark.parametrize(("said", "away"), [
+    ('connection failed: connection to server at "h", port 5432 failed: Connection refused',
+     True),
+    ('connection failed: connection to server at "h", port 5432 failed: FATAL:  sorry, too '
+     'many clients already', True),
+    ('connection failed: connection to server at "h", port 5432 failed: FATAL:  the database '
+     'system is starting up', True),
+    ('connection failed: connection to server at "h", port 5432 failed: FATAL:  database '
+     '"x" does not exist', False),
+    ('connection failed: connection to server at "h", port 5432 failed: FATAL:  password '
+     'authentication failed for user "exam"', False),
+])
+def test_which_failures_to_open_are_waited_for(said, away):
+    from sqlalchemy.exc import OperationalError
+
+    from exam.store import _away_at_open
+
+    assert _away_at_open(OperationalError("connect", {}, psycopg.OperationalError(said))) is away
