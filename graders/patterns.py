@@ -53,7 +53,8 @@ def split_alternatives(raw: str) -> list[str]:
     i = 0
     while i < len(raw):
         ch = raw[i]
-        is_regex = "".join(current).startswith("re:")
+        # its first three pieces hold at least three characters: no join of the whole
+        is_regex = "".join(current[:3]).startswith("re:")
         if ch == "\\" and i + 1 < len(raw):
             nxt = raw[i + 1]
             # in a literal, \| is a bar; in a regex, keep the escape for re to read
