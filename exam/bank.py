@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -16,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from exam.bankdata import DataError, load_json, load_yaml, problems_in, yaml_root
 from exam.errors import BankError, Problem, unknown_keys
 from graders import FieldSpec, PatternError, Question, ToolExpectation, normalize, parse_entry
 from graders.checks import KINDS as CHECK_KINDS
@@ -243,43 +243,10 @@ def _build(col: _Collector, label: str, q: Mapping[str, Any], fold: bool) -> Ite
                 hashlib.blake2b(repr(graded).encode(), digest_size=8).hexdigest())
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads keeps a pair as one character
-
-
-def _lone_surrogates(data: Any, file: str) -> list[Problem]:
-    """Every string holding a lone surrogate (a JSON or YAML ``\\ud800`` escape without its
-    pair): not text, so it can be neither stored, sent nor digested. Each is named by its
-    question's case_no (else its place in the file) and its field."""
-    found: list[Problem] = []
-
-    def walk(value: Any, where: str) -> None:
-        if isinstance(value, str):
-            if _LONE_SURROGATE.search(value):
-                found.append(Problem(file, where, "holds a lone surrogate (a \\ud800-style "
-                                     "escape without its pair), which is not text: write the "
-                                     "character itself, or its escaped pair"))
-        elif isinstance(value, dict):
-            for key, item in value.items():
-                walk(key, f"{where}.{key!r}" if where else repr(key))
-                walk(item, f"{where}.{key}" if where else str(key))
-        elif isinstance(value, list):
-            for i, item in enumerate(value):
-                walk(item, f"{where}[{i}]")
-
-    questions = data.get("questions") if isinstance(data, dict) else data
-    if isinstance(data, dict):
-        walk({k: v for k, v in data.items() if k != "questions"}, "")
-    for i, question in enumerate(questions if isinstance(questions, list) else []):
-        case_no = question.get("case_no") if isinstance(question, dict) else None
-        named = isinstance(case_no, str) and case_no and not _LONE_SURROGATE.search(case_no)
-        walk(question, case_no if named else f"questions[{i}]")
-    return found
-
-
 def parse_bank(data: Any, file: str) -> tuple[Bank | None, list[Problem]]:
     """Validate a parsed bank (JSON or YAML): the bank (None if any problem), every problem."""
-    if surrogates := _lone_surrogates(data, file):
-        return None, surrogates
+    if not_data := problems_in(data):
+        return None, [Problem(file, where, message) for where, message in not_data]
     col = _Collector(file)
     qvalidator, _ = _validators()
     stem = Path(file).stem
@@ -385,7 +352,7 @@ def _yaml_lines(text: str) -> dict[str, int]:
             for i, value in enumerate(node.value):
                 walk(value, f"{where}[{i}]")
 
-    root = yaml.compose(text)
+    root = yaml_root(text)
     if root is None:
         return lines
     questions = root
@@ -419,7 +386,9 @@ def _read_yaml(text: str, file: str) -> tuple[Bank | None, list[Problem]]:
     import yaml
 
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
+    except DataError as exc:
+        return None, [Problem(file, "", str(exc))]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -446,7 +415,9 @@ def bank_from_text(text: str, file: str) -> tuple[Bank | None, list[Problem]]:
     if Path(file).suffix.lower() in YAML_SUFFIXES:
         return _read_yaml(text, file)
     try:
-        data = json.loads(text)
+        data = load_json(text)
+    except DataError as exc:
+        return None, [Problem(file, "", str(exc))]
     except json.JSONDecodeError as exc:
         return None, [Problem(file, "", f"invalid JSON at line {exc.lineno}, column {exc.colno}: "
                                         f"{exc.msg}")]

@@ -53,7 +53,8 @@ def split_alternatives(raw: str) -> list[str]:
     i = 0
     while i < len(raw):
         ch = raw[i]
-        is_regex = "".join(current).startswith("re:")
+        # its first three pieces hold at least three characters: no join of the whole
+        is_regex = "".join(current[:3]).startswith("re:")
         if ch == "\\" and i + 1 < len(raw):
             nxt = raw[i + 1]
             # in a literal, \| is a bar; in a regex, keep the escape for re to read
@@ -80,6 +81,32 @@ def split_alternatives(raw: str) -> list[str]:
     return parts
 
 
+def _nested_repeat(body: str) -> bool:
+    """Whether a repeat of variable length sits inside another (``(a+)+``, ``(\\w*x)*``):
+    the shape whose backtracking grows exponentially with the reply: Python's re has no time
+    limit, so a grade would hang. Possessive and atomic repeats do not backtrack."""
+    from re import _constants as c
+    from re import _parser
+
+    repeats = (c.MAX_REPEAT, c.MIN_REPEAT)
+
+    def find(items, inside: bool) -> bool:
+        for op, av in items:
+            if op in repeats:
+                lo, hi, sub = av
+                if (inside and lo != hi and hi > 1) or find(sub, inside or hi > 1):
+                    return True
+            elif op is c.SUBPATTERN and find(av[3], inside):
+                return True
+            elif op is c.BRANCH and any(find(branch, inside) for branch in av[1]):
+                return True
+            elif op in (c.ASSERT, c.ASSERT_NOT) and find(av[1], inside):
+                return True
+        return False  # ATOMIC_GROUP and POSSESSIVE_REPEAT never backtrack into themselves
+
+    return find(_parser.parse(body, re.IGNORECASE), False)
+
+
 def compile_alternative(alt: str, *, fold: bool = False) -> Alternative:
     if alt.startswith("re:"):
         body = alt[3:]
@@ -91,6 +118,12 @@ def compile_alternative(alt: str, *, fold: bool = False) -> Alternative:
             raise PatternError(f"invalid regex {alt!r}: {exc}") from None
         except (OverflowError, RecursionError, ValueError) as exc:  # a{99999999999}, deep nesting
             raise PatternError(f"invalid regex {alt!r}: {type(exc).__name__}: {exc}") from None
+        if _nested_repeat(body):
+            raise PatternError(
+                f"regex {alt!r} repeats a repeat of variable length, like (a+)+: on a reply "
+                f"that almost matches it can backtrack for hours; make the inner "
+                f"repeat possessive ('+' after it: x++) or atomic ((?>x+)), or use one class "
+                f"([\\d,]+ for (\\d+,)+)")
         if regex.search("") is not None:
             raise PatternError(f"regex {alt!r} matches the empty string, so it matches every reply")
         return Alternative(alt, regex, True)

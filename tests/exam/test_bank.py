@@ -130,3 +130,91 @@ def test_a_lone_surrogate_is_one_line_naming_the_question_and_field(tmp_path, te
     pair = text.replace("\\ud800", "\\ud83c\\udf4e").replace("\\udc00", "\\ud83c\\udf4e")
     bank, found = read_bank(write(tmp_path, pair))
     assert found == [] and bank is not None
+
+
+YAML_HEAD = ("agent: W2\nquestions:\n  - case_no: W2-07\n    input: {question: 可以貨到付款嗎}\n"
+             "    expect_facts: [不提供]\n")
+
+
+@pytest.mark.parametrize(("extra", "expected"), [
+    # a key YAML reads as a number: grade() would split it as a dot path (AttributeError)
+    ("    fields: {1: {mode: must_include, keywords: []}}\n",
+     "W2.yaml:6: W2-07.fields.1: key 1 is a number, not text: quote it (\"1\")"),
+    ("    budget: {yes: 5}\n", "W2.yaml:6: W2-07.budget.True: key true is a boolean, not text"),
+    ("    tool_args: {t: {2: [x]}}\n", "W2.yaml:6: W2-07.tool_args.t.2: key 2 is a number"),
+    ("    input: {~: x}\n", "W2.yaml:5: W2-07.input.None: key null is not text"),
+    ("    golden: [{answer: 不提供, 1: 2}]\n", "W2.yaml:6: W2-07.golden[0].1: key 1 is a number"),
+    ("    7: x\n", "W2.yaml:6: W2-07.7: key 7 is a number"),
+    ("    input: {b: !!binary aGVsbG8=}\n",
+     "W2.yaml:5: W2-07.input.b: a bytes value, which JSON cannot hold"),
+    ("    input: {b: !!set {a, b}}\n", "W2.yaml:5: W2-07.input.b: a set value"),
+    ("    input: {d: !!timestamp 2026-09-16}\n", "W2.yaml:5: W2-07.input.d: a date value"),
+    ("    input: {n: .nan}\n", "W2.yaml:5: W2-07.input.n: NaN is not a number JSON can hold"),
+    ("    budget: {latency_ms: .inf}\n", "W2-07.budget.latency_ms: Infinity is not a number"),
+    ("    expect_facts: [x]\n", "W2.yaml: invalid YAML at line 6, column 5: duplicate key "
+                              "'expect_facts' (also on line 5): only one is read"),
+    ("    input: {x: " + "[" * 150 + "]" * 150 + "}\n",
+     "W2.yaml: nested deeper than 100 levels of lists and mappings"),
+    ("  - &q\n    case_no: W2-08\n    input: {a: *q}\n    expect_facts: [x]\n",
+     "W2.yaml: an alias refers to a mapping or list that holds it"),
+])
+def test_yaml_that_json_cannot_hold_is_one_line_naming_the_field(tmp_path, extra, expected):
+    head = YAML_HEAD
+    if extra.startswith("    input:"):  # in place of the question's input: line 5
+        head = head.replace("    input: {question: 可以貨到付款嗎}\n", "")
+    found = problems_yaml(tmp_path, head + extra)
+    assert len(found) == 1 and expected in found[0], found
+
+
+def problems_yaml(tmp_path, text):
+    bank, found = read_bank(write(tmp_path, text, name="W2.yaml"))
+    assert bank is None
+    with pytest.raises(BankError):
+        load_bank(tmp_path / "W2.yaml")
+    return [str(p) for p in found]
+
+
+def test_a_yaml_alias_bomb_is_refused_not_expanded(tmp_path):
+    """Nine aliases of nine aliases ten deep: a few hundred bytes, 3.4 billion values."""
+    bomb = "l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+        f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 10))
+    found = problems_yaml(tmp_path, "questions:\n  - case_no: W2-07\n    expect_facts: [x]\n"
+                                    "    input:\n" + "".join(f"      {line}\n"
+                                                            for line in bomb.splitlines()))
+    assert found == [f"{tmp_path / 'W2.yaml'}: expands to more than 1,000,000 values (YAML "
+                     "aliases of aliases?): refused"]
+
+
+def test_an_unquoted_yaml_date_is_the_text_written(tmp_path):
+    """As in a JSON bank: a date object could be neither sent, digested nor matched."""
+    text = YAML_HEAD.replace("{question: 可以貨到付款嗎}", "{date: 2026-09-16, 2026-09-17: x}")
+    bank = load_bank(write(tmp_path, text, name="W2.yaml"))
+    assert bank.items[0].question.input == {"date": "2026-09-16", "2026-09-17": "x"}
+    as_json = json.dumps({"agent": "W2", "questions": [{
+        "case_no": "W2-07", "input": {"date": "2026-09-16", "2026-09-17": "x"},
+        "expect_facts": ["不提供"]}]})
+    assert load_bank(write(tmp_path, as_json)).digest == bank.digest
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('[{"case_no": "W2-07", "input": {"n": NaN}, "expect_facts": ["x"]}]',
+     "W2.json: W2-07.input.n: NaN is not a number JSON can hold"),
+    ('[{"case_no": "W2-07", "input": {}, "expect_facts": ["x"], "budget": {"tokens": 1e999}}]',
+     "W2.json: W2-07.budget.tokens: Infinity is not a number JSON can hold"),
+    ('[{"case_no": "W2-07", "input": {}, "expect_facts": ["x"], "expect_facts": ["y"]}]',
+     "W2.json: W2-07.expect_facts: given more than once in one object"),
+    ('{"agent": "W2", "agent": "W3", "questions": []}',
+     "W2.json: agent: given more than once in one object"),
+    ('[{"case_no": "W2-07", "input": {"x": ' + "[" * 5000 + "]" * 5000 + '}}]',
+     "W2.json: nested deeper than 100 levels of lists and objects"),
+    ('[{"case_no": "W2-07", "input": {"n": ' + "9" * 5000 + '}}]',
+     "W2.json: invalid JSON: Exceeds the limit (4300 digits) for integer string conversion"),
+])
+def test_json_a_bank_cannot_use_is_one_line(tmp_path, text, expected):
+    found = problems(tmp_path, text)
+    assert len(found) == 1 and expected in found[0], found
+
+
+def test_a_json_bank_may_start_with_a_byte_order_mark(tmp_path):
+    bank, found = read_bank(write(tmp_path, "\ufeff" + json.dumps([GOOD])))
+    assert found == [] and bank.items[0].case_no == "W2-07"

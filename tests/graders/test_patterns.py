@@ -43,3 +43,25 @@ def test_literal_matches_normalised_text():
 def test_regex_is_case_insensitive_on_casefolded_text():
     entry = parse_entry(r"re:A1029\d")
     assert find_all(entry, "訂單 a10293")
+
+
+def test_a_long_pattern_is_split_in_one_pass():
+    """Each character asked whether the alternative so far starts with 're:' by joining it
+    again: a 2,000,000-character fact took hours to load (`exam bank check` hung)."""
+    long = "x" * 2_000_000
+    assert split_alternatives(f"{long}|re:a(b|c)") == [long, "re:a(b|c)"]
+
+
+@pytest.mark.parametrize("raw", ["re:(a+)+$", "re:(\\w*x)*y", "re:(a|b(c+))*d", "re:((ab)*c?)+z",
+                                 "re:(?=(a+)+)x", "re:(a{1,5}){2,}"])
+def test_a_regex_that_backtracks_exponentially_is_refused(raw):
+    """Python's re has no time limit: (a+)+$ against 40 a's and a '!' took hours, and
+    `exam bank check` (a golden reply) or the grade of a run hung on it."""
+    with pytest.raises(PatternError, match="repeats a repeat of variable length"):
+        parse_entry(raw)
+
+
+@pytest.mark.parametrize("raw", ["re:(\\d{3}-)+x", "re:(a++)+b", "re:(?>a+)+b", "re:a.{0,20}(b|c)+",
+                                 "re:\\d+ ?(天|個工作天)內?(到貨|送達)"])
+def test_a_repeat_that_cannot_backtrack_exponentially_is_kept(raw):
+    assert parse_entry(raw).alternatives[0].is_regex

@@ -173,3 +173,15 @@ def test_bank_check_with_a_registry_it_cannot_read_says_so(tmp_path):
     assert result.exit_code == 0, result.output
     assert f"note: {registry}" in result.output
     assert "the banks were checked without it" in result.output
+
+
+def test_a_yaml_field_key_that_is_a_number_is_one_line_not_a_traceback(tmp_path):
+    """`fields: {1: …}` loaded, and grading the golden split the key 1 as a dot path."""
+    bank = tmp_path / "S.yaml"
+    bank.write_text("agent: S\nquestions:\n  - case_no: S-01\n    input: {q: x}\n"
+                    "    expect_facts: [備貨中]\n    fields: {1: {mode: must_include, "
+                    "keywords: []}}\n    golden: [備貨中]\n", encoding="utf-8")
+    result = run("bank", "check", str(bank))
+    assert result.exit_code == 1
+    assert result.output.splitlines()[0] == (
+        f"{bank}:6: S-01.fields.1: key 1 is a number, not text: quote it (\"1\")")
