@@ -3,7 +3,8 @@ lists and objects), read from JSON or YAML without a hang or a traceback.
 
 YAML can say more than JSON: a key ``1`` or ``yes`` that is not text, ``!!binary`` bytes, a
 ``!!set``, NaN, an alias that refers to itself, an alias bomb (nine aliases of nine aliases
-of ...: a few lines that expand to billions of nodes). JSON can say NaN, Infinity and ``1e999``.
+of ...: a few lines that expand to billions of nodes, or a long text aliased thousands of
+times: gigabytes from a file of kilobytes). JSON can say NaN, Infinity and ``1e999``.
 None of these can be sent, digested or graded; each is named here by its question and field.
 A date written unquoted (``2026-09-16``) stays the text written, as in a JSON bank.
 """
@@ -19,6 +20,10 @@ from typing import Any
 
 MAX_DEPTH = 100  # nesting of lists and objects; a real bank stays under 15
 MAX_NODES = 1_000_000  # values once every YAML alias is expanded; a real bank stays far under
+# characters of text once every YAML alias is expanded, or the file's own length if longer
+# (a file is never refused for the text it writes out): few values of a long text, aliased
+# 10,000 times, are gigabytes to digest, store and send from a file of kilobytes
+MAX_CHARS = 50_000_000
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads keeps a pair as one character
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
@@ -123,7 +128,7 @@ def yaml_root(text: str):
     if root is not None:
         _expanded_size(root, lambda n: n.value if isinstance(
             n, yaml.SequenceNode) else [x for kv in n.value for x in kv] if isinstance(
-            n, yaml.MappingNode) else None)
+            n, yaml.MappingNode) else None, max(MAX_CHARS, len(text)))
     return root
 
 
@@ -142,11 +147,15 @@ def load_yaml(text: str) -> Any:
         loader.dispose()
 
 
-def _expanded_size(root: Any, children: Callable[[Any], Any]) -> int:
+def _expanded_size(root: Any, children: Callable[[Any], Any], max_chars: int) -> int:
     """Nodes once every shared (aliased) part is counted as often as it is used, without
-    expanding it; DataError for an alias inside itself, past MAX_NODES, or nested (aliases
-    within aliases) deeper than MAX_DEPTH."""
+    expanding it; DataError for an alias inside itself, past MAX_NODES, past ``max_chars``
+    characters of scalars, or nested (aliases within aliases) deeper than MAX_DEPTH."""
     sizes: dict[int, int] = {}
+    chars: dict[int, int] = {}  # a collection's scalars' characters, expanded
+
+    def chars_of(kid: Any) -> int:
+        return chars.get(id(kid), len(kid.value) if isinstance(kid.value, str) else 0)
     depths: dict[int, int] = {}
     on_path: set[int] = set()
     stack: list[tuple[Any, bool]] = [(root, False)]
@@ -161,6 +170,11 @@ def _expanded_size(root: Any, children: Callable[[Any], Any]) -> int:
             if size > MAX_NODES:
                 raise DataError(f"expands to more than {MAX_NODES:,} values (YAML aliases of "
                                 f"aliases?): refused")
+            text = sum(chars_of(k) for k in kids)
+            if text > max_chars:
+                raise DataError(f"expands to more than {max_chars:,} characters (YAML aliases "
+                                f"of a long text?): refused")
+            chars[id(node)] = text
             depth = 1 + max((depths.get(id(k), 0) for k in kids), default=0)
             if depth > MAX_DEPTH:
                 raise DataError(f"nested deeper than {MAX_DEPTH} levels of lists and "

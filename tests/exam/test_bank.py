@@ -185,6 +185,30 @@ def test_a_yaml_alias_bomb_is_refused_not_expanded(tmp_path):
                      "aliases of aliases?): refused"]
 
 
+def test_a_yaml_alias_bomb_of_long_text_is_refused_not_expanded(tmp_path):
+    """Few values, each a long text: 10,000 aliases of a 10,000-character text (under
+    MAX_NODES) are 100 million characters to digest, store and send, from a 20 KB file."""
+    text = "A" * 10_000
+    bomb = (f'l0: &l0 "{text}"\n' + "l1: &l1 [" + ", ".join(["*l0"] * 100) + "]\n"
+            + "l2: &l2 [" + ", ".join(["*l1"] * 100) + "]\n")
+    found = problems_yaml(tmp_path, "questions:\n  - case_no: W2-07\n    expect_facts: [x]\n"
+                                    "    input:\n" + "".join(f"      {line}\n"
+                                                            for line in bomb.splitlines()))
+    assert found == [f"{tmp_path / 'W2.yaml'}: expands to more than 50,000,000 characters "
+                     "(YAML aliases of a long text?): refused"]
+
+
+def test_a_long_yaml_bank_without_aliases_is_not_refused_for_its_length(tmp_path, monkeypatch):
+    """The limit on expanded text is on what aliases add: a file is never refused for the
+    length of the text it writes out."""
+    from exam import bankdata
+
+    monkeypatch.setattr(bankdata, "MAX_CHARS", 100)
+    text = YAML_HEAD.replace("{question: 可以貨到付款嗎}", "{question: " + "問" * 500 + "}")
+    bank, found = read_bank(write(tmp_path, text, name="W2.yaml"))
+    assert found == [] and bank is not None
+
+
 def test_an_unquoted_yaml_date_is_the_text_written(tmp_path):
     """As in a JSON bank: a date object could be neither sent, digested nor matched."""
     text = YAML_HEAD.replace("{question: 可以貨到付款嗎}", "{date: 2026-09-16, 2026-09-17: x}")
