@@ -367,8 +367,8 @@ def damaged(exc: BaseException) -> bool:
 
 
 # what PostgreSQL says, refusing a connection, while it cannot take one yet
-_NOT_YET = ("too many clients", "too many connections", "starting up", "shutting down",
-            "in recovery", "not yet accepting connections")
+_NOT_YET = ("too many clients", "too many connections", "remaining connection slots",
+            "starting up", "shutting down", "in recovery", "not yet accepting connections")
 
 
 def _away_at_open(exc: BaseException) -> bool:

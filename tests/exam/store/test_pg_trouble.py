@@ -342,6 +342,11 @@ def test_a_worker_pointed_at_a_database_that_does_not_exist_stops_at_once(postgr
      'many clients already', True),
     ('connection failed: connection to server at "h", port 5432 failed: FATAL:  the database '
      'system is starting up', True),
+    # max_connections nearly reached: the slots left are a superuser's (PostgreSQL ≤ 15, 16+)
+    ('connection failed: connection to server at "h", port 5432 failed: FATAL:  remaining '
+     'connection slots are reserved for non-replication superuser connections', True),
+    ('connection failed: connection to server at "h", port 5432 failed: FATAL:  remaining '
+     'connection slots are reserved for roles with the SUPERUSER attribute', True),
     ('connection failed: connection to server at "h", port 5432 failed: FATAL:  database '
      '"x" does not exist', False),
     ('connection failed: connection to server at "h", port 5432 failed: FATAL:  password '
