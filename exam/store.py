@@ -366,20 +366,26 @@ def damaged(exc: BaseException) -> bool:
         s in str(exc) for s in ("malformed", "not a database"))
 
 
-# what PostgreSQL says, refusing a connection, while it cannot take one yet
-_NOT_YET = ("too many clients", "too many connections", "remaining connection slots",
-            "starting up", "shutting down", "in recovery", "not yet accepting connections")
+# what libpq and PostgreSQL say, refusing a connection, while it cannot take one yet: the
+# server not listening or not reachable yet, starting up, out of connection slots
+_NOT_YET = ("connection refused", "could not connect", "timeout expired", "timed out",
+            "no route to host", "network is unreachable", "connection reset",
+            "server closed the connection", "too many clients", "too many connections",
+            "remaining connection slots", "starting up", "shutting down", "in recovery",
+            "not yet accepting connections")
 
 
 def _away_at_open(exc: BaseException) -> bool:
-    """A store that cannot be opened now but may be soon (refused, starting up, too many
-    connections: a worker started before PostgreSQL waits for it); not one that the server
-    refuses for good (no such database or role, a failed login: libpq gives those no SQLSTATE
-    and a text saying "connection failed", which ``unavailable`` alone would take as away)."""
+    """A store that cannot be opened now but may be soon (refused, starting up, out of
+    connection slots: a worker started before PostgreSQL waits for it); not one the server
+    refuses for good (no such database or role, a failed login). libpq gives a refused
+    connection no SQLSTATE, only a text saying "connection failed", which ``unavailable``
+    would take as away whatever followed: so without one, only the texts of ``_NOT_YET``
+    count, and anything else, a server answering in another language included, is for good
+    (the worker exits, and systemd starts it again, as before)."""
     orig = getattr(exc, "orig", None) or exc
-    text = str(orig)
-    if getattr(orig, "sqlstate", None) is None and "FATAL:" in text:
-        return any(s in text.lower() for s in _NOT_YET)
+    if type(orig).__module__.startswith("psycopg") and getattr(orig, "sqlstate", None) is None:
+        return any(s in str(orig).lower() for s in _NOT_YET)
     return unavailable(exc)
 
 
@@ -795,6 +801,13 @@ class Store:
         stmt = _read_sql("runs", bool(agent), bool(version), bool(limit))
         params = {"agent": agent, "version": version, "limit": int(limit) if limit else None}
         return [self._run(r) for r in self._rows(stmt, params)]
+
+    def runs_in(self, conn: Connection) -> list[Run]:
+        """Every run as ``conn`` (a transaction of this store's) reads them, newest first: what
+        another reader sees as of that transaction's snapshot (``exam store copy``)."""
+        return [self._run(r) for r in conn.execute(_read_sql("runs", False, False, False),
+                                                   {"agent": None, "version": None,
+                                                    "limit": None})]
 
     def _fenced(self, stmt: Any, run_id: int) -> Any:
         """Limit an UPDATE of a run to this Store's lease on it, if it holds one."""

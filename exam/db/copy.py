@@ -243,12 +243,13 @@ def _sqlite_snapshot(src: str, snapshot: str) -> None:
     raise StoreError(f"{src}: cannot be read for a copy: {last}")
 
 
-def _still_running(source: Any, source_path: str, while_running: bool,
+def _still_running(source: Any, conn: Connection, source_path: str, while_running: bool,
                    on_running: Callable[[list[Any]], None] | None) -> None:
-    """SRC's runs that a live process still holds (``Run.shown_status``: a live lease, or a
-    CLI run's process alive): what they store after the copy's moment is not in DST. Refused,
-    naming them, unless ``while_running`` (then handed to ``on_running``)."""
-    live = [r for r in source.list_runs() if r.shown_status == "running"]
+    """SRC's runs that a live process still holds as of the copy's moment (``conn``, its
+    snapshot; ``Run.shown_status``: a live lease, or a CLI run's process alive): what they
+    store after it is not in DST. Refused, naming them, unless ``while_running`` (then
+    handed to ``on_running``)."""
+    live = [r for r in source.runs_in(conn) if r.shown_status == "running"]
     if not live:
         return
     if not while_running:
@@ -273,9 +274,9 @@ def _copy(src: str, dst: str, *, replace: bool, shown_src: str | None = None,
     try:
         if source.backend == target.backend and source.path == target.path:
             raise StoreError(f"{source_path}: SRC and DST are the same store")
-        _still_running(source, source_path, while_running, on_running)
         with source.tx() as s, target.tx() as d:
             _snapshot(s)
+            _still_running(source, s, source_path, while_running, on_running)
             there = {t: n for t, n in counts(d).items() if n}
             if there and not replace:
                 listed = ", ".join(f"{n} in {t}" for t, n in there.items())
@@ -284,7 +285,9 @@ def _copy(src: str, dst: str, *, replace: bool, shown_src: str | None = None,
             for table in reversed(TABLES):
                 d.execute(delete(table))
             keeping = _Keeping(target.backend == "postgresql", source_path)
-            for table in TABLES:  # cells before adjudications: their digests are known then
+            # adjudications last: every reply text's digest (cells and earlier_cells) is
+            # known by then, for the decisions to be re-keyed
+            for table in (*(t for t in TABLES if t is not adjudications), adjudications):
                 batch: list[dict[str, Any]] = []
                 for row in _rows(s, table):
                     batch.append(keeping.row(table, row, count=True))

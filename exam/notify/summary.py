@@ -24,6 +24,7 @@ from exam.web.share import SHARE_PATH, longest_link, make_link
 
 SHOW_REGRESSIONS = 3  # regressions named before "and N more"
 SHARE_DAYS = 7.0  # how long a Scorecard link works, from when its notification was recorded
+RESEND_LEFT_S = 86400.0  # a resend carries a link with at least this long to go (link_made)
 # what a payload holds in place of a share link: LINK_MARK, the public URL, "#", the page's
 # path. Not a link: no phone or browser opens the scheme, and it holds no token
 LINK_MARK = "agent-exam-share-link:"
@@ -190,14 +191,17 @@ def _marked(value: object) -> tuple[str, str] | None:
 
 def link_made(created: float, now: float, days: float = SHARE_DAYS) -> float:
     """When the share link a notification made at ``created`` carries at ``now`` says it
-    was made: ``created`` itself while a link made then still works, so every send of the
-    notification carries the same link (and body, under the same retry key); once that link
-    has expired, the end of its ``days`` (a whole second), then of the next ``days``...: a
-    resend carries a link that works, the same for every send until it expires in turn (a
-    renewed link's time is never after ``now``: a page's links revoked now include it)."""
-    made, period = created, days * 86400
-    while int(made + period) < now:  # make_token's expiry: the whole second it ends
-        made = int(made + period)
+    was made: ``created`` itself while a link made then has more than ``RESEND_LEFT_S`` to go,
+    so every send of the notification carries the same link (and body, under the same retry
+    key); once less is left, the moment that began (a whole second), and so on: a resend
+    always carries a link with at least a day to go, the same for every send until its own
+    last day. A renewed link's time is never after ``now`` (a page's links revoked now
+    include it), and depends on ``created`` alone, never on when the resend happens."""
+    period = days * 86400
+    step = period - min(RESEND_LEFT_S, period / 2)
+    made = created
+    while int(made + step) <= now:
+        made = int(made + step)
     return made
 
 

@@ -22,6 +22,12 @@ log = logging.getLogger("exam.pipeline.lease")
 HEARTBEAT_S = 5.0  # several beats per lease (30 s), however busy the process
 
 
+def beat_every(lease_s: float) -> float:
+    """How often a lease of ``lease_s`` is renewed: several beats per lease, however short
+    (``exam worker --lease`` takes 1 s), and every ``HEARTBEAT_S`` at most."""
+    return min(HEARTBEAT_S, lease_s / 5)
+
+
 def _beat(store: Store, run_ids: list[int], stop: threading.Event, every_s: float) -> None:
     live = list(run_ids)
     while live and not stop.wait(every_s):

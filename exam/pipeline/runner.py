@@ -321,8 +321,8 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
         # walk all of them at every completion (10,000 cells: seconds of the main thread's CPU)
         done = 0
         while futures:
-            if stop.is_set():  # the caller's stop: every run's
-                halt()
+            if stop.is_set() and not all(e.is_set() for e in halted.values()):
+                halt()  # the caller's stop: every run's (once: it signals the helpers)
             if helpers and done % 64 == 0:
                 check_helpers()
             try:

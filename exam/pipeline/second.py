@@ -32,7 +32,7 @@ def _die_with_parent(parent: int) -> None:
 def main() -> int:
     """Run this process's share of the run's missing cells, then exit (``shard`` statuses)."""
     from exam.errors import ExamError, LeaseLost, StoreUnavailable
-    from exam.pipeline.lease import renewed
+    from exam.pipeline.lease import beat_every, renewed
     from exam.pipeline.runner import TAKEN_OVER, execute
     from exam.store import Store
 
@@ -61,7 +61,7 @@ def main() -> int:
         # this process renews the lease too: once the main process is gone (kill -9), the
         # replies this one still waits for (up to the agent's timeout_s, which may be longer
         # than a lease) keep the run held, so no takeover sends those cells a second time
-        with renewed(store, [config["run_id"]]):
+        with renewed(store, [config["run_id"]], beat_every(config["lease_s"])):
             final = execute(store, [job], arrived, stop, shard=(1, 2))
     except LeaseLost as exc:  # taken over before this process stored anything
         print(f"{exc}", file=sys.stderr, flush=True)

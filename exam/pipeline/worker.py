@@ -21,7 +21,7 @@ from exam.errors import (
     StoreError,
     StoreUnavailable,
 )
-from exam.pipeline.lease import HEARTBEAT_S, renewed
+from exam.pipeline.lease import beat_every, renewed
 from exam.pipeline.registry import load_registry
 from exam.pipeline.runner import Interrupted, execute, job_for
 from exam.store import LEASE_S, Run, Store, owner_id
@@ -43,7 +43,7 @@ def work_once(store: Store, agents_path: str | None = None,
                  run.id, run.agent, run.version, done, run.total_cells, run.total_cells - done)
     else:
         log.info("run %s: %s %s claimed", run.id, run.agent, run.version)
-    every_s = min(HEARTBEAT_S, stale_after_s / 5)  # several beats per lease, however busy
+    every_s = beat_every(stale_after_s)
     with renewed(store, [run.id], every_s):
         _work_on(store, run, agents_path)
     return run.id

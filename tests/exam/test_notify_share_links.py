@@ -20,9 +20,16 @@ from exam import notify
 from exam.cli.main import main
 from exam.notify import line
 from exam.notify.line import CHANNEL, LineSettings
-from exam.notify.summary import LINK_MARK, SHARE_DAYS, Summary, live_link, page_link
+from exam.notify.summary import (
+    LINK_MARK,
+    RESEND_LEFT_S,
+    SHARE_DAYS,
+    Summary,
+    live_link,
+    page_link,
+)
 from exam.store import Store
-from exam.web.share import ShareError, make_link, read_token, secret_key
+from exam.web.share import make_link, read_token, secret_key
 from tests.backends import STORE_BACKENDS
 from tests.exam.helpers import accepted_tokens, demo_store
 from tests.exam.test_notify_webhook import Receiver
@@ -207,29 +214,29 @@ def test_a_resent_webhook_notification_posts_the_same_bytes_under_the_same_key(
     assert_no_link_stored(store)
 
 
-def test_a_resend_after_the_link_expired_carries_a_new_link_the_same_on_every_later_send(
+def test_a_resend_in_the_links_last_day_carries_a_new_link_the_same_on_every_later_send(
         store, receiver, demo_db, tmp_path, monkeypatch):
-    """The first send's link stopped working 7 days after the notification was made: a
-    resend then carries a link that works (another body), and the sends after it, in its
-    7 days, that same link."""
+    """The first send's link works 7 days from when the notification was made: a resend in
+    its last day (or later) carries a new link, made as that day began, with a week to go
+    (another body), and the sends after it, until its own last day, that same link."""
     channel, settings = webhook(receiver)
     receiver.script = [(400, {}, {"error": "not now"})] * 2
     (failed,) = notify.notify_runs(store, channel, settings, [w1_v2(store)], sleep=no_sleep)
     (row,) = store.notifications(ids=[failed["id"]])
-    expired = int(row["created_at"] + SHARE_DAYS * DAY)  # the first link's last second
-    with clock(monkeypatch, expired + 3600):
+    renewed = int(row["created_at"] + SHARE_DAYS * DAY - RESEND_LEFT_S)  # its last day began
+    with clock(monkeypatch, renewed + 3600):
         (again,) = notify.deliver(store, channel, settings, [failed["id"]], sleep=no_sleep)
         assert again["status"] == "failed"
-        with pytest.raises(ShareError, match="expired"):
-            read_token(KEY, posted_link(receiver.posts[0]).rsplit("/", 1)[1])
-    with clock(monkeypatch, expired + 3 * DAY):
+        first = read_token(KEY, posted_link(receiver.posts[0]).rsplit("/", 1)[1])
+        assert first.until - time.time() < RESEND_LEFT_S  # still working, not for long
+    with clock(monkeypatch, renewed + 3 * DAY):
         (last,) = notify.deliver(store, channel, settings, [failed["id"]], sleep=no_sleep)
         assert last["status"] == "delivered"
         first, second, third = receiver.posts
         assert second["raw"] == third["raw"] != first["raw"]
         assert len({p["headers"]["Idempotency-Key"] for p in receiver.posts}) == 1
         link = read_token(KEY, posted_link(third).rsplit("/", 1)[1])
-        assert (link.made, link.until) == (expired, expired + SHARE_DAYS * DAY)
+        assert (link.made, link.until) == (renewed, renewed + SHARE_DAYS * DAY)
         assert opens_the_scorecard(demo_db, tmp_path, posted_link(third))
     assert_no_link_stored(store)
 
@@ -249,26 +256,28 @@ def test_a_link_revoked_between_sends_is_resent_and_stays_revoked(store, receive
         assert not opens_the_scorecard(demo_db, tmp_path, posted_link(second))
 
 
-WEEK = int(SHARE_DAYS * DAY)
+STEP = int(SHARE_DAYS * DAY - RESEND_LEFT_S)  # a link's time, until its last day begins
 CREATED = 1_700_000_000.25
 
 
 @pytest.mark.parametrize("now,made", [
     (CREATED, CREATED),  # the first send
     (CREATED + 3600, CREATED),  # a resend: the same link
-    (int(CREATED) + WEEK, CREATED),  # the first link's last second: it still works
-    (int(CREATED) + WEEK + 0.001, int(CREATED) + WEEK),  # then a link made as it expired
-    (int(CREATED) + 2 * WEEK, int(CREATED) + WEEK),  # ...the same until it expires too
-    (int(CREATED) + 2 * WEEK + 1, int(CREATED) + 2 * WEEK),
-    (int(CREATED) + 30 * WEEK + 5, int(CREATED) + 30 * WEEK),
+    (int(CREATED) + STEP - 0.001, CREATED),  # the first link, a day and a moment to go
+    (int(CREATED) + STEP, int(CREATED) + STEP),  # its last day: a link made as it began
+    (int(CREATED) + SHARE_DAYS * DAY + 5, int(CREATED) + STEP),  # ...the same after it
+    (int(CREATED) + 2 * STEP - 1, int(CREATED) + STEP),
+    (int(CREATED) + 2 * STEP, int(CREATED) + 2 * STEP),
+    (int(CREATED) + 30 * STEP + 5, int(CREATED) + 30 * STEP),
 ])
-def test_a_notifications_link_is_made_as_of_the_notification_until_that_link_expires(now, made):
+def test_a_notifications_link_is_made_as_of_the_notification_until_its_last_day(now, made):
     from exam.notify.summary import link_made
 
     assert link_made(CREATED, now) == made
     link = read_token(KEY, make_link(KEY, PUBLIC_URL, "/scorecard/W1/v2", SHARE_DAYS,
                                      now=made).rsplit("/", 1)[1], now=now)  # not expired
     assert link.made <= now
+    assert link.until - now >= RESEND_LEFT_S - 1  # a day to go, to the second
 
 
 def quoting_the_push_back(body: dict) -> tuple[int, dict, dict]:

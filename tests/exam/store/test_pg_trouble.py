@@ -351,6 +351,12 @@ def test_a_worker_pointed_at_a_database_that_does_not_exist_stops_at_once(postgr
      '"x" does not exist', False),
     ('connection failed: connection to server at "h", port 5432 failed: FATAL:  password '
      'authentication failed for user "exam"', False),
+    # a server answering in another language (lc_messages): not known to be away, so not
+    # waited for (a failed login must not keep a worker waiting for ever)
+    ('connection failed: connection to server at "h", port 5432 failed: 致命錯誤:  使用者 '
+     '"exam" 密碼認證失敗', False),
+    ('connection failed: connection to server at "h", port 5432 failed: timeout expired',
+     True),
 ])
 def test_which_failures_to_open_are_waited_for(said, away):
     from sqlalchemy.exc import OperationalError
