@@ -124,3 +124,37 @@ def test_two_decisions_that_postgresql_would_make_one_refuse_the_copy(tmp_path, 
     with pytest.raises(StoreError, match=r"A A-01: two review decisions of forbidden\[0\] become one "
                                          r"on PostgreSQL"):
         copy_store(history.store.path, empty_postgres(postgres_url))
+
+
+def test_a_decision_on_a_text_only_an_earlier_cell_holds_is_rekeyed_too(tmp_path, postgres_url):
+    """A cell retried (`exam resume --retry-failed`) keeps its first text in earlier_cells:
+    a decision keyed by that text's digest is re-keyed like any other (the copy writes the
+    decisions after every table of texts)."""
+    from exam.review import reply_digest
+    from tests.exam.store.test_backends import cell, new_run
+
+    path = str(tmp_path / "src.db")
+    s = Store(path)
+    try:
+        run_id = new_run(s)
+        s.record_cell(cell(run_id, "Q-01", status="http_error", text="半\x00截"), [])
+        s.retire_failed_cells(run_id)  # the text now only in earlier_cells
+        s.record_cell(cell(run_id, "Q-01"), [])
+        s.add_adjudication(reply_digest=reply_digest("半\x00截"), check_name="*",
+                           question_digest="q", rule_version="1", decision="fail", reason="",
+                           reviewer="Mei", agent="T", case_no="Q-01")
+        s.set_run_status(run_id, "done")
+    finally:
+        s.close()
+    url = empty_postgres(postgres_url)
+    tables = copy_store(path, url)
+    assert next(t for t in tables if t.table == "adjudications").rekeyed == 1
+    dst = Store(url)
+    try:
+        with dst.tx() as db:
+            from sqlalchemy import text
+
+            (digest,) = db.execute(text("SELECT reply_digest FROM adjudications")).one()
+        assert digest == reply_digest("半\ufffd截")
+    finally:
+        dst.close()
