@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -243,6 +244,12 @@ def _build(col: _Collector, label: str, q: Mapping[str, Any], fold: bool) -> Ite
                 hashlib.blake2b(repr(graded).encode(), digest_size=8).hexdigest())
 
 
+def _looks(case_no: str) -> str:
+    """A case number as a reader tells case numbers apart: ``T-01``, ``t-01``, ``T-０１`` and
+    ``T-01 `` (and an accented letter written either way) read the same."""
+    return " ".join(unicodedata.normalize("NFKC", case_no).casefold().split())
+
+
 def parse_bank(data: Any, file: str) -> tuple[Bank | None, list[Problem]]:
     """Validate a parsed bank (JSON or YAML): the bank (None if any problem), every problem."""
     if not_data := problems_in(data):
@@ -296,6 +303,7 @@ def parse_bank(data: Any, file: str) -> tuple[Bank | None, list[Problem]]:
     fold = bool(options.get("fold_script", False))
     items: list[Item] = []
     seen: dict[str, int] = {}
+    looks: dict[str, str] = {}  # a case number as a reader tells them apart → as written
     for index, raw in enumerate(questions):
         if not isinstance(raw, dict):
             col.add(f"questions[{index}]", f"expected object, found {_describe(raw)}")
@@ -307,8 +315,14 @@ def parse_bank(data: Any, file: str) -> tuple[Bank | None, list[Problem]]:
         elif isinstance(case_no, str) and case_no in seen:
             col.add(f"{label}.case_no",
                     f"duplicate case_no {case_no!r} (also questions[{seen[case_no]}])")
+        elif isinstance(case_no, str) and (other := looks.get(_looks(case_no))) is not None:
+            col.add(f"{label}.case_no",
+                    f"case_no {case_no!r} reads as {other!r} (questions[{seen[other]}]) once "
+                    f"width, case and spaces are set aside: reports and --only would show two "
+                    f"questions that look the same; give each a case number of its own")
         elif isinstance(case_no, str):
             seen[case_no] = index
+            looks[_looks(case_no)] = case_no
         if "input" not in raw:
             col.add(label, "missing 'input' (the work order POSTed to the agent)")
         for key, msg in unknown_keys(raw, question_keys()):

@@ -242,3 +242,20 @@ def test_json_a_bank_cannot_use_is_one_line(tmp_path, text, expected):
 def test_a_json_bank_may_start_with_a_byte_order_mark(tmp_path):
     bank, found = read_bank(write(tmp_path, "\ufeff" + json.dumps([GOOD])))
     assert found == [] and bank.items[0].case_no == "W2-07"
+
+
+@pytest.mark.parametrize("twin", ["w2-07", "W2-０７", "W2-07 ", " W2-07", "Ｗ2-07"])
+def test_case_numbers_that_read_the_same_are_refused(tmp_path, twin):
+    """Reports and --only would show two questions that look the same: refused, naming both."""
+    (found,) = problems(tmp_path, [GOOD, {**GOOD, "case_no": twin}])
+    assert found.endswith(f"W2.json: {twin}.case_no: case_no {twin!r} reads as 'W2-07' "
+                     f"(questions[0]) once width, case and spaces are set aside: reports and "
+                     f"--only would show two questions that look the same; give each a case "
+                     f"number of its own")
+
+
+def test_an_accent_written_two_ways_is_one_case_number(tmp_path):
+    composed, decomposed = "W2-\u00e9", "W2-e\u0301"
+    (found,) = problems(tmp_path, [{**GOOD, "case_no": composed},
+                                   {**GOOD, "case_no": decomposed}])
+    assert "reads as" in found
