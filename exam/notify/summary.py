@@ -272,7 +272,12 @@ def summaries_for(store: Store, run_ids: Sequence[int],
     from exam.reports.selection import select_runs
 
     runs = [store.get_run(i) for i in run_ids]
-    report = scorecard.build(regrade(store, runs))
+    regraded = regrade(store, runs)
+    if regraded.missing_banks:
+        # a summary without the runs it was asked for says nothing of them (an empty payload
+        # "delivered"), or shows a version by its other runs alone
+        raise ExamError("; ".join(m["message"] for m in regraded.missing_banks))
+    report = scorecard.build(regraded)
     out = []
     for card in report["scorecards"]:
         agent, version = card["agent"], card["version"]

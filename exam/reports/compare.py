@@ -91,12 +91,18 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
     cells = [c for c in regraded.cells if c.agent == agent]
     runs = [r for r in regraded.runs if r.agent == agent]
     versions = {c.version for c in cells} | {r.version for r in runs}
+    # a run left out because its bank no longer loads (moved, or refused by a newer bank
+    # check) would be a verdict over the other runs alone: one that failed where they passed
+    # reads ship. So none is read without it: OLD's, NEW's, nor the history pooled with them
+    lost = [m for m in regraded.missing_banks if m["agent"] == agent
+            and (m["version"] in (old, new) or settings.pool_history)]
+    if lost:
+        raise ExamError(f"cannot compare {agent} {old} → {new}: "
+                        + "; ".join(m["message"] for m in lost)
+                        + " (fix the bank, or leave such a run out of every report: exam runs "
+                          "exclude RUN_ID --reason …)")
     for label in (old, new):
         if label not in versions:
-            lost = [m["message"] for m in regraded.missing_banks
-                    if m["agent"] == agent and m["version"] == label]
-            if lost:
-                raise ExamError(f"cannot compare {agent} {old} → {new}: " + "; ".join(lost))
             known = ", ".join(sorted(versions)) or "none"
             raise ExamError(f"no stored run of {agent} version {label!r} (versions: {known})")
     _one_rubric(regraded, runs, agent, old, new)

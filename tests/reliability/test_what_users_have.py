@@ -180,6 +180,54 @@ def test_api_compare_of_a_version_whose_bank_is_missing(moved):
     assert resp.status_code == 404 and "run 1 (A v1): its bank" in resp.json["error"]
 
 
+# -- a bank a newer version refuses, under one of a version's runs ---------------------------
+
+NESTED = r"re:(\d+,)*\d+"  # loaded before the nested-repeat check, refused since
+
+
+@pytest.fixture
+def half_lost(history):
+    """A v2 has two runs: one made with bank/A.json (all pass), one with a copy of it that
+    failed the critical Q-02 every time; the copy now holds a regex the bank check refuses."""
+    history.bank("A", CASES)
+    history.run("A", "v1", {"Q-01": "ppp", "Q-02": "ppp"})
+    history.run("A", "v2", {"Q-01": "ppp", "Q-02": "ppp"})
+    kept = history.banks["A"]
+    copy = history.tmp / "A-copy.json"
+    shutil.copy(kept, copy)
+    history.banks["A"] = str(copy)
+    history.run("A", "v2", {"Q-01": "ppp", "Q-02": "fff"})
+    history.banks["A"] = kept
+    bank = json.loads(copy.read_text(encoding="utf-8"))
+    bank["questions"][1]["expect_facts"].append(NESTED)
+    copy.write_text(json.dumps(bank), encoding="utf-8")
+    return history
+
+
+def test_compare_never_ships_a_version_one_of_whose_runs_lost_its_bank(half_lost):
+    result = exam(half_lost.tmp / "exam.db", "compare", "A", "v1", "v2")
+    assert result.returncode == 2, result.stdout
+    assert "VERDICT: SHIP" not in result.stdout and "Traceback" not in result.stderr
+    assert (f"cannot compare A v1 → v2: run 3 (A v2): its bank cannot be loaded: "
+            f"{half_lost.tmp / 'A-copy.json'}: Q-02.expect_facts[1]: regex") in result.stderr
+
+
+def test_api_compare_never_ships_a_version_one_of_whose_runs_lost_its_bank(half_lost):
+    resp = web(half_lost.tmp / "exam.db").get("/api/compare?agent=A&old=v1&new=v2",
+                                              headers=AUTH)
+    assert resp.status_code == 404, resp.json
+    assert "run 3 (A v2): its bank cannot be loaded" in resp.json["error"]
+
+
+def test_a_notification_of_a_run_whose_bank_no_longer_loads_is_refused(half_lost, tmp_path):
+    out = tmp_path / "preview.json"
+    result = exam(half_lost.tmp / "exam.db", "notify", "webhook", "--run", "3", "--dry-run",
+                  "--out", str(out))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "run 3 (A v2): its bank cannot be loaded" in result.stderr
+    assert not out.exists()  # never a payload that says nothing of the run it was asked for
+
+
 # -- a store with overwritten pages ---------------------------------------------------------
 
 @pytest.fixture
