@@ -18,6 +18,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from exam.textsafe import nests_deeper
+
 MAX_DEPTH = 100  # nesting of lists and objects; a real bank stays under 15
 MAX_NODES = 1_000_000  # values once every YAML alias is expanded; a real bank stays far under
 # characters of text once every YAML alias is expanded, or the file's own length if longer
@@ -26,8 +28,6 @@ MAX_NODES = 1_000_000  # values once every YAML alias is expanded; a real bank s
 MAX_CHARS = 50_000_000
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads keeps a pair as one character
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKET_RUN = re.compile(r"[\[{]+|[\]}]+")
 
 
 class DataError(ValueError):
@@ -35,17 +35,8 @@ class DataError(ValueError):
 
 
 def _too_deep_json(text: str) -> bool:
-    """Brackets outside strings nest deeper than MAX_DEPTH (found without parsing: json.loads
-    would recurse until the interpreter's limit)."""
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
-        return False
-    depth = 0
-    for run in _BRACKET_RUN.finditer(_JSON_STRING.sub("", text)):
-        step = len(run.group())
-        depth += step if run.group()[0] in "[{" else -step
-        if depth > MAX_DEPTH:
-            return True
-    return False
+    """Brackets outside strings nest deeper than MAX_DEPTH (``textsafe.nests_deeper``)."""
+    return nests_deeper(text, MAX_DEPTH)
 
 
 class _Pairs(dict):

@@ -126,3 +126,23 @@ def xml_text(text: str) -> str:
     replaced by a visible ``\\x1b``-style escape, so strict parsers accept the file."""
     return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) <= 0xFF
                         else f"\\u{ord(m.group()):04x}", text)
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET_RUN = re.compile(r"[\[{]+|[\]}]+")
+
+
+def nests_deeper(text: str, limit: int) -> bool:
+    """Whether JSON ``text`` nests lists and objects deeper than ``limit``, found without
+    parsing it: brackets outside strings, counted run by run. ``json.loads`` would find out
+    by recursing until the interpreter's limit (a RecursionError, or finalizers run with no
+    stack left). An agent's reply and a bank file are both checked with it."""
+    if text.count("[") + text.count("{") <= limit:  # all but a hostile text
+        return False
+    depth = 0
+    for run in _BRACKET_RUN.finditer(_JSON_STRING.sub("", text)):
+        step = len(run.group())
+        depth += step if run.group()[0] in "[{" else -step
+        if depth > limit:
+            return True
+    return False

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from exam.records import AttemptRow, CellRow
+from exam.textsafe import nests_deeper
 from graders import Reply, Step
 from graders.checks import lookup as find_path
 
@@ -61,25 +62,10 @@ def _finite(text: str) -> float:
     return value
 
 
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKET_RUN = re.compile(r"[\[{]+|[\]}]+")
-
-
 def _too_deep(body: str) -> bool:
-    """Whether the JSON nests deeper than MAX_DEPTH, found without parsing it: brackets
-    outside strings, counted run by run. json.loads would find out by recursing until the
-    interpreter's limit, and a garbage collection that happens down there runs finalizers
-    with no stack left (an "Exception ignored … RecursionError" printed mid-report)."""
-    limit = MAX_DEPTH + 1  # brackets: the root is depth 0 in _clean, an empty innermost is fine
-    if body.count("[") + body.count("{") <= limit:  # every reply but a hostile one
-        return False
-    depth = 0
-    for run in _BRACKET_RUN.finditer(_JSON_STRING.sub("", body)):
-        step = len(run.group())
-        depth += step if run.group()[0] in "[{" else -step
-        if depth > limit:
-            return True
-    return False
+    """Whether the reply's JSON nests deeper than MAX_DEPTH (``textsafe.nests_deeper``: the
+    root is depth 0 here, and an empty innermost is fine)."""
+    return nests_deeper(body, MAX_DEPTH + 1)
 
 
 def parse_json(body: str) -> Any:

@@ -98,8 +98,7 @@ def work_forever(db: str | None, agents_path: str | None, poll_s: float = 1.0,
     if store is None:  # told to stop while the store could not be reached
         return
     log.info("worker %s watching %s", owner_id(), store.path)
-    failing = False
-    wait_s = RETRY_S
+    outage = _Outage(stop)
     try:
         while not stop.is_set():
             try:
@@ -115,16 +114,9 @@ def work_forever(db: str | None, agents_path: str | None, poll_s: float = 1.0,
             except (SchemaTooNew, StoreDamaged):  # retrying would never help
                 raise
             except StoreError as exc:
-                if not failing:  # once per outage: its message changes as PostgreSQL restarts
-                    log.error("the store cannot be used: %s; trying again every %g–%g s",
-                              exc, RETRY_S, RETRY_MAX_S)
-                    failing = True
-                stop.wait(wait_s)
-                wait_s = min(wait_s * 2, RETRY_MAX_S)
+                outage.failed(f"the store cannot be used: {exc}")
                 continue
-            if failing:
-                log.info("the store can be used again")
-                failing, wait_s = False, RETRY_S
+            outage.over()
             if did is None:
                 stop.wait(poll_s)
     finally:
@@ -137,21 +129,36 @@ def _opened(db: str | None, stop: threading.Event) -> Store | None:
     logged once, instead of exiting (systemd gives up on a unit that keeps failing). One that
     cannot be opened for another reason (no such database, a refused login, a wrong path)
     raises at once. None: told to stop meanwhile."""
-    wait_s, said = RETRY_S, False
+    outage = _Outage(stop)
     while not stop.is_set():
         try:
             store = Store.open(db)
         except StoreUnavailable as exc:
-            if not said:
-                log.error("%s; trying again every %g–%g s", exc, RETRY_S, RETRY_MAX_S)
-                said = True
-            stop.wait(wait_s)
-            wait_s = min(wait_s * 2, RETRY_MAX_S)
+            outage.failed(str(exc))
             continue
-        if said:
-            log.info("the store can be used again")
+        outage.over()
         return store
     return None
+
+
+class _Outage:
+    """The store away: said once as it starts (its message changes as PostgreSQL restarts)
+    and once as it ends, waited out meanwhile, ``RETRY_S`` doubling to ``RETRY_MAX_S``."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop, self.wait_s, self.on = stop, RETRY_S, False
+
+    def failed(self, message: str) -> None:
+        if not self.on:
+            log.error("%s; trying again every %g–%g s", message, RETRY_S, RETRY_MAX_S)
+            self.on = True
+        self.stop.wait(self.wait_s)
+        self.wait_s = min(self.wait_s * 2, RETRY_MAX_S)
+
+    def over(self) -> None:
+        if self.on:
+            log.info("the store can be used again")
+            self.on, self.wait_s = False, RETRY_S
 
 
 def start_in_thread(db: str | None, agents_path: str | None) -> threading.Event:

@@ -24,16 +24,14 @@ from tests.conftest import ROOT
 from tests.exam.store.conftest import empty_postgres
 
 
-class Silent:
-    """A listener on 127.0.0.1 that accepts connections and never says a word (a firewall
-    or a hung server between a process and its PostgreSQL): what libpq waits on forever
-    without a connect timeout."""
+class Listener:
+    """A listener on 127.0.0.1 (``port``, or any), each connection it accepts handed to
+    ``take``, until closed."""
 
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
+    def __init__(self, port: int = 0) -> None:
+        self.sock = socket.create_server(("127.0.0.1", port))
         self.port = self.sock.getsockname()[1]
         self.held: list[socket.socket] = []
-        self.accepted = threading.Event()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -42,13 +40,28 @@ class Silent:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
-            self.held.append(conn)
-            self.accepted.set()
+            self.take(conn)
+
+    def take(self, conn: socket.socket) -> None:
+        raise NotImplementedError
 
     def close(self) -> None:
         self.sock.close()
         for conn in self.held:
             conn.close()
+
+
+class Silent(Listener):
+    """Accepts connections and never says a word (a firewall or a hung server between a
+    process and its PostgreSQL): what libpq waits on forever without a connect timeout."""
+
+    def __init__(self) -> None:
+        self.accepted = threading.Event()
+        super().__init__()
+
+    def take(self, conn: socket.socket) -> None:
+        self.held.append(conn)
+        self.accepted.set()
 
 
 @pytest.fixture
@@ -244,23 +257,18 @@ def test_the_lock_wait_is_set_after_connecting_not_as_a_startup_option(postgres_
         db_engine.dispose(url)
 
 
-class Forwarder:
+class Forwarder(Listener):
     """127.0.0.1:``port`` forwarded to PostgreSQL, once started: a server coming up late."""
 
     def __init__(self, port: int, to: tuple[str, int]) -> None:
-        self.sock = socket.create_server(("127.0.0.1", port))
         self.to = to
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__(port)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.to)
-            for a, b in ((conn, upstream), (upstream, conn)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+    def take(self, conn: socket.socket) -> None:
+        upstream = socket.create_connection(self.to)
+        self.held += [conn, upstream]  # closed with the listener
+        for a, b in ((conn, upstream), (upstream, conn)):
+            threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
 
     @staticmethod
     def _pipe(a: socket.socket, b: socket.socket) -> None:
@@ -275,9 +283,6 @@ class Forwarder:
                     s.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def test_a_worker_started_before_postgresql_waits_for_it(postgres_url, monkeypatch):
