@@ -56,10 +56,10 @@ class Channel(Protocol):
     def send(self, settings: Any, target: str, payload: Any, retry_key: str,
              sleep: Any = None, made: float | None = None) -> int:
         """Send one payload (retrying with ``retry_key``); the attempts made. Raises
-        DeliveryError. Its share links are made here (``summary.live_link(link, key, made)``
-        on each place ``payloads`` put one), once, before the first try, as of ``made`` (when
-        the notification was recorded): every try of a send, and every resend, carries the
-        same body (until that link has expired, docs/webhook.md)."""
+        DeliveryError. Its share links are made here (``summary.made_links``, on each place
+        ``payloads`` put one), once, before the first try, as of ``made`` (when the
+        notification was recorded): every try of a send, and every resend, carries the same
+        body (until that link's last day, ``summary.link_made``, docs/webhook.md)."""
 
 
 _CHANNELS: dict[str, Channel] = {}

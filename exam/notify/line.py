@@ -33,12 +33,11 @@ from exam.notify.summary import (
     Summary,
     clip,
     compare_command,
-    live_link,
     longest,
+    made_links,
     page_link,
     queue_text,
     scorecard_link,
-    share_tokens,
     summary_text,
     units,
 )
@@ -383,17 +382,10 @@ class LineChannel:
     def send(self, settings: LineSettings, target: str, payload: list[dict[str, Any]],
              retry_key: str, sleep: Any = None, made: float | None = None) -> int:
         # the share links are made here, once, as of the notification (``made``): every try
-        # of this send, and every resend of it, pushes the same body under its retry key
-        links: list[Any] = []
-
-        def link(uri: Any) -> Any:
-            links.append(live_link(uri, settings.share_secret, made))
-            return links[-1]
-
-        sent = with_links(payload, link)
+        # of this send, and every resend of it, pushes the same body under its retry key;
         # and kept out of a failure's message, which quotes LINE's answer (the push, at times)
-        return push(settings, target, sent, retry_key, sleep=sleep,
-                    redactor=Redactor.of(share_tokens(links)))
+        sent, tokens = made_links(with_links, payload, settings.share_secret, made)
+        return push(settings, target, sent, retry_key, sleep=sleep, redactor=Redactor.of(tokens))
 
 
 CHANNEL = LineChannel()

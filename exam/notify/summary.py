@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 from urllib.parse import quote
@@ -230,6 +230,20 @@ def live_link(link: Any, share_secret: str | None, made: float | None = None) ->
 # the only path scorecard_link puts in a marker: two names %-encoded by quote(safe=""), so
 # no "/", "?" or "#" in either (nor is either "." or "..")
 _SCORECARD = re.compile(r"/scorecard/(?!\.\.?/)[\w.~%-]+/(?!\.\.?$)[\w.~%-]+", re.ASCII)
+
+
+def made_links(with_links: Callable[[Any, Callable[[Any], Any]], Any], payload: Any,
+               share_secret: str | None, made: float | None) -> tuple[Any, list[str]]:
+    """A channel's ``payload`` as it is sent, each place its ``with_links`` puts a link made
+    ``live_link(link, share_secret, made)``, and the tokens of the share links in those places
+    (``share_tokens``): what the send's failure message is redacted of."""
+    links: list[Any] = []
+
+    def link(value: Any) -> Any:
+        links.append(live_link(value, share_secret, made))
+        return links[-1]
+
+    return with_links(payload, link), share_tokens(links)
 
 
 def share_tokens(links: Iterable[Any]) -> list[str]:

@@ -22,10 +22,9 @@ from exam.notify import DeliveryError
 from exam.notify.summary import (
     PREVIEW_NOTE,
     Summary,
-    live_link,
+    made_links,
     page_link,
     scorecard_link,
-    share_tokens,
     summary_text,
 )
 from exam.redact import NO_SECRETS, Redactor, safe_url, url_secrets
@@ -166,11 +165,9 @@ class WebhookChannel:
     def send(self, settings: WebhookSettings, target: str, payload: dict[str, Any],
              retry_key: str, sleep: Any = None, made: float | None = None) -> int:
         # the share links are made here, once, as of the notification (``made``): every try
-        # of this send, and every resend of it, POSTs the same body under its key
-        sent = with_links(payload, lambda link: live_link(link, settings.share_secret, made))
-        # and kept out of a failure's message, which quotes the receiver's answer
-        tokens = share_tokens(s.get("scorecard_link") for s in sent.get("summaries", [])
-                              if isinstance(s, dict))
+        # of this send, and every resend of it, POSTs the same body under its key; and kept
+        # out of a failure's message, which quotes the receiver's answer
+        sent, tokens = made_links(with_links, payload, settings.share_secret, made)
         if tokens:
             settings = replace(settings, redactor=Redactor.of(
                 [*settings.redactor.secrets, *tokens]))
