@@ -50,6 +50,13 @@ def run_key(rules: str, questions: str, run: Run, mark: tuple[int, int], backend
             f"|cells={mark[0]}/{mark[1]}")
 
 
+def run_keys(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, str], rules: str,
+             marks: Mapping[int, tuple[int, int]]) -> dict[int, str]:
+    """Each run's ``run_key`` on ``store``, by its bank's questions key and its cells mark."""
+    return {i: run_key(rules, questions[r.bank_path], r, marks[i], store.backend)
+            for i, r in by_id.items()}
+
+
 class LazyChecks(Sequence[CheckResult]):
     """A kept cell's checks, decoded from their JSON on first use (a report over 100,000
     cells reads the checks of the few it shows); equal to, and hashed as, the tuple."""
@@ -209,7 +216,7 @@ def read(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, str],
     """The runs whose kept cells are current, decoded; and the key each other run's cells
     are to be kept under once graded (made from the mark read before they are loaded)."""
     marks = store.cell_marks(list(by_id))
-    keys = {i: run_key(rules, questions[r.bank_path], r, marks[i], store.backend) for i, r in by_id.items()}
+    keys = run_keys(store, by_id, questions, rules, marks)
     raw = store.graded_runs(keys)
     texts = store.cell_texts(list(raw)) if keep_text and raw else {}
     # read again: a cell that arrived or was retried while these were read is not in them
@@ -221,8 +228,8 @@ def read(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, str],
             continue
         served[i] = decode(data, by_id[i], items[by_id[i].bank_path],
                            texts if keep_text else None)
-    rest = {i: run_key(rules, questions[r.bank_path], r, after[i], store.backend)
-            for i, r in by_id.items() if i not in served}
+    rest = run_keys(store, {i: r for i, r in by_id.items() if i not in served}, questions,
+                    rules, after)
     return served, rest
 
 
@@ -243,7 +250,7 @@ def read_heads(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, s
                rules: str) -> dict[int, Head]:
     """The heads of the runs whose kept cells are current (the rest are not kept, or stale)."""
     marks = store.cell_marks(list(by_id))
-    keys = {i: run_key(rules, questions[r.bank_path], r, marks[i], store.backend) for i, r in by_id.items()}
+    keys = run_keys(store, by_id, questions, rules, marks)
     heads = store.graded_run_heads(keys)
     after = store.cell_marks(list(by_id))  # as in read(): cells that moved meanwhile
     return {i: parse_head(keys[i], head) for i, head in heads.items()

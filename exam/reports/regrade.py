@@ -388,9 +388,8 @@ def graded_heads(store: Store, runs: Sequence[Run], banks: Mapping[str, Bank], *
     items = {path: bank.by_case() for path, bank in banks.items()}
     rules = rules_key()
     marks = store.cell_marks(list(by_id))
-    keys = {i: graded_runs.run_key(rules, questions_key(banks[r.bank_path]), r, marks[i],
-                                   store.backend)
-            for i, r in by_id.items()}
+    keys = graded_runs.run_keys(store, by_id, {p: questions_key(b) for p, b in banks.items()},
+                                rules, marks)
 
     def part(ids: list[int], read_cache: bool = True) -> tuple:
         mine = {i: by_id[i] for i in ids}
