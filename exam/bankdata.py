@@ -15,7 +15,6 @@ import functools
 import json
 import math
 import re
-from collections.abc import Callable
 from typing import Any
 
 from exam.textsafe import nests_deeper
@@ -32,11 +31,6 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads keeps a pair as on
 
 class DataError(ValueError):
     """A file that cannot be read as a bank's data at all; the message is the one-line reason."""
-
-
-def _too_deep_json(text: str) -> bool:
-    """Brackets outside strings nest deeper than MAX_DEPTH (``textsafe.nests_deeper``)."""
-    return nests_deeper(text, MAX_DEPTH)
 
 
 class _Pairs(dict):
@@ -57,7 +51,7 @@ def load_json(text: str) -> Any:
     """A JSON bank's data; DataError for nesting too deep or a number Python cannot hold.
     json.JSONDecodeError (with its line and column) for text that is not JSON."""
     text = text.removeprefix("\ufeff")  # a byte order mark (Notepad's UTF-8) is not content
-    if _too_deep_json(text):
+    if nests_deeper(text, MAX_DEPTH):  # found without parsing: json.loads would recurse
         raise DataError(f"nested deeper than {MAX_DEPTH} levels of lists and objects")
     try:
         return json.loads(text, object_pairs_hook=_pairs)
@@ -117,10 +111,19 @@ def yaml_root(text: str):
             depth -= 1
     root = yaml.compose(text, Loader=_yaml_loader())
     if root is not None:
-        _expanded_size(root, lambda n: n.value if isinstance(
-            n, yaml.SequenceNode) else [x for kv in n.value for x in kv] if isinstance(
-            n, yaml.MappingNode) else None, max(MAX_CHARS, len(text)))
+        _check_expansion(root, max(MAX_CHARS, len(text)))
     return root
+
+
+def _children(node: Any) -> list | None:
+    """A YAML node's children (a mapping's keys and values), None for a scalar."""
+    import yaml
+
+    if isinstance(node, yaml.SequenceNode):
+        return node.value
+    if isinstance(node, yaml.MappingNode):
+        return [x for pair in node.value for x in pair]
+    return None
 
 
 def load_yaml(text: str) -> Any:
@@ -138,21 +141,23 @@ def load_yaml(text: str) -> Any:
         loader.dispose()
 
 
-def _expanded_size(root: Any, children: Callable[[Any], Any], max_chars: int) -> int:
-    """Nodes once every shared (aliased) part is counted as often as it is used, without
-    expanding it; DataError for an alias inside itself, past MAX_NODES, past ``max_chars``
-    characters of scalars, or nested (aliases within aliases) deeper than MAX_DEPTH."""
+def _check_expansion(root: Any, max_chars: int) -> None:
+    """Count the composed document's nodes and scalar characters as they would be once every
+    shared (aliased) part is used as often as it is, without expanding it; DataError for an
+    alias inside itself, past MAX_NODES, past ``max_chars`` characters of scalars, or nested
+    (aliases within aliases) deeper than MAX_DEPTH."""
     sizes: dict[int, int] = {}
     chars: dict[int, int] = {}  # a collection's scalars' characters, expanded
+    depths: dict[int, int] = {}
+    on_path: set[int] = set()
 
     def chars_of(kid: Any) -> int:
         return chars.get(id(kid), len(kid.value) if isinstance(kid.value, str) else 0)
-    depths: dict[int, int] = {}
-    on_path: set[int] = set()
+
     stack: list[tuple[Any, bool]] = [(root, False)]
     while stack:
         node, done = stack.pop()
-        kids = children(node)
+        kids = _children(node)
         if kids is None:
             continue
         if done:
@@ -180,7 +185,6 @@ def _expanded_size(root: Any, children: Callable[[Any], Any], max_chars: int) ->
         on_path.add(id(node))
         stack.append((node, True))
         stack.extend((k, False) for k in kids if id(k) not in sizes)
-    return sizes.get(id(root), 1)
 
 
 def _what(value: Any) -> str:
