@@ -319,18 +319,18 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
     try:
         # each finished cell is handed over once: waiting on the set of pending futures would
         # walk all of them at every completion (10,000 cells: seconds of the main thread's CPU)
-        done = 0
+        unlooked = 0  # cells handed over since the helpers were last looked at
         while futures:
             if stop.is_set() and not all(e.is_set() for e in halted.values()):
                 halt()  # the caller's stop: every run's (once: it signals the helpers)
-            if helpers and done % 64 == 0:
+            if helpers and unlooked % 64 == 0:  # every 64 cells, and whenever none came
                 check_helpers()
             try:
                 fut = finished.get(timeout=0.5)
             except queue.Empty:
-                done = 0
+                unlooked = 0
                 continue
-            done += 1
+            unlooked += 1
             job = futures.pop(fut)  # a finished cell is let go: memory stays flat however many
             submit(job)
             try:
