@@ -67,6 +67,7 @@ FALSE_WORDS = ("0", "false", "no", "off")
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     app = Flask(__name__)
+    app.json.ensure_ascii = False  # UTF-8 as the CLI prints it: 貨到付款, not \u8ca8\u5230...
     app.config.update(DEFAULTS)
     app.config["WTF_CSRF_CHECK_DEFAULT"] = False  # checked by forms_from_this_site below
     app.config["WTF_CSRF_SSL_STRICT"] = False  # the Origin/Referer check below covers it

@@ -34,7 +34,6 @@ def _serve_demo(port: int):
     """What ``exam demo --serve`` does once the demo exam is done: serve until Ctrl-C."""
 
     def serve(server, db: str) -> None:
-        import logging
         import os
         import secrets
         from pathlib import Path
@@ -42,6 +41,8 @@ def _serve_demo(port: int):
         from exam.app import create_app
         from exam.demo.main import write_registry
         from exam.pipeline.worker import start_in_thread
+        from exam.web.server import ListenError
+        from exam.web.server import serve as serve_app
 
         registry = Path(db).with_name("demo-agents.yaml")
         write_registry(registry, server)
@@ -51,8 +52,6 @@ def _serve_demo(port: int):
         shown = "your EXAM_API_TOKEN (from the environment, not shown)" if token else None
         token = token or secrets.token_urlsafe(16)
         app = create_app({"DB": db, "AGENTS": str(registry), "API_TOKEN": token})
-        start_in_thread(db, str(registry))
-        logging.getLogger("werkzeug").setLevel(logging.WARNING)
         click.echo(
             f"\n{'=' * 72}\nServing the demo until Ctrl-C (every `exam demo` rebuilds {db}):\n"
             f"  dashboard    http://127.0.0.1:{port}/   (sign in with the token below)\n"
@@ -64,10 +63,9 @@ def _serve_demo(port: int):
             f"  exam runs\n"
             f"  exam run W1 W2 W3 --version v3 --repeats 3")
         try:
-            app.run(host="127.0.0.1", port=port, threaded=True, use_reloader=False)
-        except OSError as exc:
-            raise InputError(f"--port {port}: cannot listen ({exc.strerror or exc}); "
-                             f"choose another with --port") from None
+            serve_app(app, "127.0.0.1", port, after_fork=lambda: start_in_thread(db, str(registry)))
+        except ListenError as exc:
+            raise InputError(str(exc)) from None
         click.echo("demo stopped", err=True)  # the server returns only on Ctrl-C
         sys.exit(INTERRUPTED)
 

@@ -57,25 +57,28 @@ def _stop(_signum, _frame) -> None:
               help="Address to listen on (keep 127.0.0.1 behind a proxy).")
 @click.option("--port", default=8000, show_default=True, type=int, help="Port to listen on.")
 @click.option("--no-worker", is_flag=True, help="Do not start an in-process worker.")
+@click.option("--dev", is_flag=True,
+              help="Flask's development server instead of gunicorn (one process, for debugging).")
 @agents_option
 @db_option
-def serve_cmd(host, port, no_worker, agents, db) -> None:
-    """Development server: the API, the dashboard, the LINE webhook, and a worker.
+def serve_cmd(host, port, no_worker, dev, agents, db) -> None:
+    """The API, the dashboard, the LINE webhook, and a worker, served by gunicorn.
 
-    Production: gunicorn "exam.app:create_app()" plus `exam worker` (docs/service.md).
+    Several instances or more gunicorn workers: gunicorn "exam.app:create_app()" plus
+    `exam worker` (docs/service.md).
     Needs EXAM_API_TOKEN (or EXAM_LOCAL_DEV=true on your own machine); the LINE webhook also
     LINE_CHANNEL_SECRET and LINE_CHANNEL_ACCESS_TOKEN (docs/line.md).
 
     \b
     Exit status: 0 stopped · 2 bad input (a missing token, a bad setting, the store).
     """
-    import os
-
     from exam.app import create_app
     from exam.pipeline.worker import start_in_thread
+    from exam.web.server import serve
 
     overrides = {k: v for k, v in (("DB", db), ("AGENTS", agents)) if v}
     app = create_app(overrides)
-    if not no_worker and os.environ.get("WERKZEUG_RUN_MAIN") is None:
-        start_in_thread(app.config["DB"], app.config["AGENTS"])
-    app.run(host=host, port=port, threaded=True, use_reloader=False)
+    queue_worker = None if no_worker else (
+        lambda: start_in_thread(app.config["DB"], app.config["AGENTS"]))
+    click.echo(f"serving on http://{host}:{port}/ (Ctrl-C stops)", err=True)
+    serve(app, host, port, dev=dev, after_fork=queue_worker)

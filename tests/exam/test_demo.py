@@ -43,18 +43,18 @@ def test_the_commands_the_demo_suggests_say_how_to_reach_exam_when_it_is_not_on_
 def test_demo_serve_never_prints_a_token_from_the_environment(tmp_path, monkeypatch, capsys):
     """`exam demo --serve` run with the team's environment (EXAM_API_TOKEN set) says to sign
     in with that token, never prints it; without one it prints the token it made."""
-    import flask
     import pytest
 
     from exam.cli.demo import _serve_demo
     from exam.pipeline import worker
+    from exam.web import server
 
     class Agents:  # where the demo agents listen (write_registry asks)
         def url(self, name: str, version: str) -> str:
             return f"http://127.0.0.1:9/{name}/{version}"
 
     served: list[str] = []
-    monkeypatch.setattr(flask.Flask, "run", lambda app, **kw: served.append(
+    monkeypatch.setattr(server, "serve", lambda app, *a, **kw: served.append(
         app.config["API_TOKEN"]))
     monkeypatch.setattr(worker, "start_in_thread", lambda *a, **kw: None)
     for token in ("team-admin-token-3f9c2a", None):

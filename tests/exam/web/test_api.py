@@ -192,3 +192,16 @@ def test_a_running_run_names_the_worker_that_holds_it(client, auth, app):
     assert listed.output.rstrip().endswith(f"on {owner}")
     rows = CliRunner().invoke(main, ["runs", "--format", "json", "--db", app.config["DB"]])
     assert json.loads(rows.output)[0]["owner"] == owner
+
+
+def test_api_json_is_utf8_not_escapes(client, auth):
+    """The API writes Chinese as the CLI prints it; a `\\u` escape helps no one reading it."""
+    resp = client.post("/api/runs", json={"agent": "貨到付款", "version": "v1"}, headers=auth)
+    body = resp.get_data(as_text=True)
+    assert resp.status_code in (400, 404) and "貨到付款" in body and "\\u" not in body
+
+
+def test_pages_say_the_language_they_are_written_in(client):
+    """The interface is English; the replies inside it carry their own lang."""
+    page = client.get("/login").get_data(as_text=True)
+    assert '<html lang="en">' in page

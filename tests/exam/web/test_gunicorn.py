@@ -78,3 +78,19 @@ def test_the_services_own_log_lines_reach_gunicorns_error_log(tmp_path):
         while line not in log.read_text() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert line in log.read_text(), log.read_text()
+
+
+def test_exam_serve_runs_gunicorn_without_the_development_banner(tmp_path):
+    """`exam serve` is what a team tries first: the server they deploy, not Werkzeug's."""
+    from tests.processes import Serve, exam_env
+
+    env = exam_env(str(tmp_path / "exam.db"), tmp_path / "none.yaml", EXAM_API_TOKEN=TOKEN)
+    served = Serve(env, tmp_path / "serve.log").start()
+    try:
+        assert requests.get(f"{served.url}/api/runs", timeout=30,
+                            headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+    finally:
+        served.stop()
+    printed = served.output()
+    assert "development server" not in printed.lower() and "werkzeug" not in printed.lower()
+    assert "serving on http://127.0.0.1:" in printed
