@@ -69,6 +69,8 @@ def test_every_tour_command_runs_as_written_on_the_demo(tmp_path):
         assert exports, "exam demo --serve never said how to point the exam at it:\n" + "".join(printed)
         assert not any("HTTP/1.1" in x for x in printed), "web server access lines in the demo"
         token = next(x.split()[-1] for x in printed if "API token" in x)
+        # the second terminal can sign and read share links: the token the demo made is exported
+        assert exports.get("EXAM_API_TOKEN") == token, exports
         health = None
         while health is None and time.monotonic() < deadline:  # listening a moment after printing
             try:

@@ -51,6 +51,9 @@ def _serve_demo(port: int):
         token = os.environ.get("EXAM_API_TOKEN")
         shown = "your EXAM_API_TOKEN (from the environment, not shown)" if token else None
         token = token or secrets.token_urlsafe(16)
+        # `exam share show` and `exam run --against` read the service's token: a token made
+        # here is the demo's own, so the second terminal gets it too; the team's is theirs
+        made = "" if shown else f" EXAM_API_TOKEN={token}"
         app = create_app({"DB": db, "AGENTS": str(registry), "API_TOKEN": token})
         click.echo(
             f"\n{'=' * 72}\nServing the demo until Ctrl-C (every `exam demo` rebuilds {db}):\n"
@@ -59,7 +62,7 @@ def _serve_demo(port: int):
             f"  demo agents  {server.url('W1', 'v2')} (and W2, W3; v1 as well)\n\n"
             f"In another terminal, point the exam at them and follow the README tour:\n"
             f"  source .venv/bin/activate\n"
-            f"  export EXAM_DB={db} EXAM_AGENTS={registry}\n"
+            f"  export EXAM_DB={db} EXAM_AGENTS={registry}{made}\n"
             f"  exam runs\n"
             f"  exam run W1 W2 W3 --version v3 --repeats 3")
         try:

@@ -214,7 +214,7 @@ def resume_cmd(run_ids, retry_failed, fmt, agents, db) -> None:
       130  interrupted (what arrived is kept)
     """
     from exam.errors import RunBusy
-    from exam.pipeline.runner import job_for
+    from exam.pipeline.runner import job_for, missing_cells
     from exam.records import RETRY_STATUSES
     from exam.store import LEASE_S, held_elsewhere
 
@@ -243,6 +243,10 @@ def resume_cmd(run_ids, retry_failed, fmt, agents, db) -> None:
             n = store.retire_failed_cells(run.id)
             click.echo(f"run {run.id}: {n} cell(s) that did not arrive "
                        f"({', '.join(RETRY_STATUSES)}) will run again", err=True)
+    for run in runs:  # said before anything runs: a finished run is only reported again
+        if not missing_cells(store, run):
+            again = "" if retry_failed else "; --retry-failed re-runs cells that did not arrive"
+            click.echo(f"run {run.id}: nothing to resume, every cell is stored{again}", err=True)
     final = _execute(store, jobs, quiet=fmt == "json")
     report = print_scorecards(store, runs, fmt)
     sys.exit(_run_exit(report, final))

@@ -187,3 +187,13 @@ def test_a_bank_whose_agent_field_names_another_agent_is_a_warning_naming_file_a
             "points at it: T's questions are sent to W1 (point W1's bank: at its own file, or "
             "set \"agent\": \"W1\" in this one)") in result.stderr
     assert result.stderr.count(f"{bank}: agent:") == 1
+
+
+def test_resume_of_a_finished_run_says_there_was_nothing_to_resume(tmp_path):
+    with FakeAgent() as fake:
+        env = setup(tmp_path, fake.url, ["ok", "ok"])
+        assert invoke("run", "T", "--version", "v1", env=env).exit_code == 0
+        result = invoke("resume", "1", env=env)
+    assert result.exit_code == 0
+    assert "run 1: nothing to resume, every cell is stored" in result.stderr
+    assert "--retry-failed re-runs cells that did not arrive" in result.stderr
