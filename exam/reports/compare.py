@@ -12,7 +12,6 @@ from typing import Any
 
 from exam.errors import ExamError
 from exam.reports import kinds, rubric_drift, verdict
-from exam.reports.discrimination import version_order
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import COST_KEYS, SEVERITY_ORDER, cost_summary
 from exam.reports.stats import fisher_worse
@@ -93,9 +92,9 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
     versions = {c.version for c in cells} | {r.version for r in runs}
     # a run left out because its bank no longer loads (moved, or refused by a newer bank
     # check) would be a verdict over the other runs alone: one that failed where they passed
-    # reads ship. So none is read without it: OLD's, NEW's, nor the history pooled with them
+    # reads ship. So neither OLD's nor NEW's is read without it
     lost = [m for m in regraded.missing_banks if m["agent"] == agent
-            and (m["version"] in (old, new) or settings.pool_history)]
+            and m["version"] in (old, new)]
     if lost:
         raise ExamError(f"cannot compare {agent} {old} → {new}: "
                         + "; ".join(m["message"] for m in lost)
@@ -106,7 +105,6 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
             known = ", ".join(sorted(versions)) or "none"
             raise ExamError(f"no stored run of {agent} version {label!r} (versions: {known})")
     _one_rubric(regraded, runs, agent, old, new)
-    order = version_order(regraded, agent)
     every: dict[str, dict[str, list[GradedCell]]] = defaultdict(lambda: defaultdict(list))
     by: dict[str, dict[str, list[GradedCell]]] = defaultdict(lambda: defaultdict(list))
     meta: dict[str, GradedCell] = {}
@@ -120,8 +118,8 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
     planned = {k: v for k, v in planned.items() if k not in removed}
     skipped = skipped_by(regraded, runs, planned, old, new)
     questions = verdict.questions_from(
-        every, planned, {k: (m.severity, m.category) for k, m in meta.items()}, order, old, new,
-        settings.pool_history, skipped)
+        every, planned, {k: (m.severity, m.category) for k, m in meta.items()}, old, new,
+        skipped)
     decision = verdict.decide(questions, settings, levels,
                               unfinished=unfinished_runs(runs, cells, regraded.removed, old, new),
                               labels={"agent": agent, "old": old, "new": new})
@@ -400,8 +398,7 @@ def verdict_lines(report: dict[str, Any], colour: bool = False) -> list[str]:
              f"{d['questions_testable']} of {d['questions_tested']} question(s) that can move; "
              f"hold when q ≤ {st['alpha']}, drop ≥ {st['min_effect']:.0%}, "
              f"≥ {st['min_answered']} answered repeats each side"
-             + (f"; {sev}" if sev else "") + f"; coverage floor {st['coverage']:.0%}"
-             + ("; guards pooled over earlier versions" if st["pool_history"] else "")]
+             + (f"; {sev}" if sev else "") + f"; coverage floor {st['coverage']:.0%}"]
     for u in d["undecided"]:
         if u.get("repeats_needed") is not None:
             lines.append(f"  {u['case_no']}: if its pass rate really is "

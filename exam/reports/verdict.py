@@ -69,20 +69,18 @@ class Settings:
         "critical": Rule(alpha=0.10, min_effect=0.15, min_answered=3)})
     coverage: float = 0.95  # answered cells / planned cells, each version
     power: float = 0.8
-    pool_history: bool = True
 
     def rule_for(self, severity: str) -> Rule:
         return self.by_severity.get(severity, self.rule)
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.rule.as_dict(), "coverage": self.coverage, "power": self.power,
-                "pool_history": self.pool_history,
                 "by_severity": {k: v.as_dict() for k, v in sorted(self.by_severity.items())}}
 
 
 def settings_from(alpha: float | None = None, min_effect: float | None = None,
                   min_answered: int | None = None, coverage: float | None = None,
-                  severity: Iterable[str] = (), pool_history: bool = True) -> Settings:
+                  severity: Iterable[str] = ()) -> Settings:
     """Settings from CLI/API words; ``severity`` items look like ``critical:alpha=0.1``."""
     base = Settings()
     rule = Rule(alpha if alpha is not None else base.rule.alpha,
@@ -113,12 +111,12 @@ def settings_from(alpha: float | None = None, min_effect: float | None = None,
     cov = coverage if coverage is not None else base.coverage
     if not 0 < cov <= 1:
         raise ValueError(f"coverage: expected a fraction in (0, 1], found {cov}")
-    return Settings(rule, by, cov, base.power, pool_history)
+    return Settings(rule, by, cov, base.power)
 
 
 @dataclass(frozen=True, slots=True)
 class Tally:
-    """One question in one version (or a pooled baseline): what arrived and how it graded."""
+    """One question in one version (or a baseline): what arrived and how it graded."""
 
     passes: int = 0
     fails: int = 0
@@ -160,7 +158,7 @@ class Question:
     category: str
     new: Tally
     old: Tally
-    baseline: Tally  # old, or old pooled with earlier versions (see ``baseline_for``)
+    baseline: Tally  # old's answered cells (see ``baseline_for``)
     baseline_versions: tuple[str, ...] = ()
     # in the old version's bank when it ran, and not asked (--only, --category): not a
     # question new in the bank, and no baseline either
@@ -183,21 +181,18 @@ def tally(cells: Iterable[Any], planned: int | None = None) -> Tally:
     return Tally(c["pass"], c["fail"], c["needs_human"], c["not_graded"], dict(trouble))
 
 
-def baseline_for(history: Sequence[tuple[str, Tally]], old: str, pool: bool = True
+def baseline_for(history: Sequence[tuple[str, Tally]], old: str
                  ) -> tuple[Tally, tuple[str, ...]]:
-    """The baseline a question's new version is tested against.
+    """The baseline a question's new version is tested against: the old version's answered
+    cells, and only those.
 
-    The rule: the old version's answered cells; but when the question passed every answered
-    repeat of *every* earlier version (at least two versions with answers: a regression guard),
-    those versions are homogeneous by construction and are pooled, so a guard that never failed
-    in 4 versions × 3 repeats is evidence of 12/12, not 3/3.
+    Earlier versions are never pooled in. Pooling a question's history *because* it passed
+    every repeat of every version chose the baseline by its outcome: four identical versions
+    at 90% gave 9/9 → 1/3 holds in 16% of comparisons (alpha 5%). Pooling every version
+    whatever it answered would be valid only if they were one population, which the data of a
+    changed agent cannot show without choosing by the outcome again; see docs/reports.md.
     """
     own = dict(history).get(old, Tally())
-    answered = [(v, t) for v, t in history if t.answered]
-    if pool and len(answered) >= 2 and all(t.fails == 0 for _, t in answered) and \
-            any(v == old for v, _ in answered):
-        pooled = Tally(sum(t.passes for _, t in answered), 0)
-        return pooled, tuple(v for v, _ in answered)
     return Tally(own.passes, own.fails), (old,)
 
 
@@ -485,31 +480,22 @@ def combine(words: Iterable[str]) -> str:
 
 def questions_from(cells_by_version: Mapping[str, Mapping[str, list[Any]]],
                    planned: Mapping[str, Mapping[str, int]], meta: Mapping[str, tuple[str, str]],
-                   versions: Sequence[str], old: str, new: str, pool: bool = True,
-                   skipped: Iterable[str] = ()) -> list[Question]:
+                   old: str, new: str, skipped: Iterable[str] = ()) -> list[Question]:
     """Questions from graded cells: case_no → version → cells, planned cells likewise.
     ``skipped``: questions in the old version's bank that its runs did not ask."""
     skipped = set(skipped)
     out = []
-    # the history: versions first run before the new one, and the old one whatever its place
-    cut = versions.index(new) if new in versions else len(versions)
-    order = [v for v in versions[:cut] if v != new]
-    if old not in order:
-        order.append(old)
     for case_no in sorted(meta):
-        hist = [(v, tally(cells_by_version.get(case_no, {}).get(v, []),
-                          planned.get(case_no, {}).get(v))) for v in order]
-        new_t = tally(cells_by_version.get(case_no, {}).get(new, []),
-                      planned.get(case_no, {}).get(new))
-        old_t = dict(hist).get(old, tally(cells_by_version.get(case_no, {}).get(old, []),
-                                          planned.get(case_no, {}).get(old)))
+        cells, plan = cells_by_version.get(case_no, {}), planned.get(case_no, {})
+        new_t = tally(cells.get(new, []), plan.get(new))
+        old_t = tally(cells.get(old, []), plan.get(old))
         if not new_t.planned:
             if not old_t.planned:
                 continue  # asked in neither version: nothing to decide
             # asked in the old version, never in the new one (--only, --category): the
             # change was not examined on it, which is missing data, never a ship
             new_t = Tally(trouble={"not_asked": old_t.planned})
-        base, used = baseline_for(hist, old, pool)
+        base, used = baseline_for([(old, old_t)], old)
         severity, category = meta[case_no]
         out.append(Question(case_no, severity, category, new_t, old_t, base, used,
                             old_skipped=case_no in skipped and not old_t.planned))
