@@ -137,6 +137,12 @@ class Tally:
         return self.passes + self.fails + self.needs_human + self.not_graded
 
     @property
+    def graded(self) -> int:
+        """Cells with a grade (needs_human waits for a person, but it is an answer): the
+        coverage. A not_graded reply arrived and says nothing, like one that never did."""
+        return self.passes + self.fails + self.needs_human
+
+    @property
     def planned(self) -> int:
         return self.arrived + sum(self.trouble.values())
 
@@ -208,7 +214,8 @@ def drop_upper(b: Tally, n: Tally, z: float = 1.6448536269514722) -> float:
 
 
 def _reasons(t: Tally) -> str:
-    parts = [f"{n} {status}" for status, n in sorted(t.trouble.items())]
+    parts = [f"{n} {status}" for status, n in sorted(
+        {**t.trouble, **({"not_graded": t.not_graded} if t.not_graded else {})}.items())]
     return ", ".join(parts)
 
 
@@ -332,21 +339,27 @@ def _brief(r: dict[str, Any]) -> dict[str, Any]:
 
 def _coverage(questions: Sequence[Question], settings: Settings) -> dict[str, Any]:
     named, versions = [], []
+    # a question neither version's replies could be graded on (one with nothing to grade)
+    # says nothing either way; any other question's not_graded cells are missing answers
+    counted = [q for q in questions if q.old.graded or q.new.graded
+               or not (q.old.not_graded and q.new.not_graded)]
+    in_floor = {q.case_no for q in counted}
     for side in ("old", "new"):
-        planned = sum(getattr(q, side).planned for q in questions)
-        answered = sum(getattr(q, side).arrived for q in questions)
+        planned = sum(getattr(q, side).planned for q in counted)
+        answered = sum(getattr(q, side).graded for q in counted)
         if planned and answered / planned < settings.coverage - 1e-12:
             versions.append({"side": side, "answered": answered, "planned": planned,
                              "coverage": answered / planned})
     for q in questions:
         for side in ("old", "new"):
             t: Tally = getattr(q, side)
-            if t.trouble and (versions and any(v["side"] == side for v in versions)
-                              or (side == "new" and t.planned and not t.arrived)):
+            lost = sum(t.trouble.values()) + t.not_graded
+            if (t.trouble and side == "new" and t.planned and not t.arrived) or (
+                    lost and q.case_no in in_floor and any(v["side"] == side for v in versions)):
                 named.append({"case_no": q.case_no, "side": side, "arrived": t.arrived,
                               "planned": t.planned, "why": _reasons(t)})
             elif side == "new" and q.severity == "critical" and q.baseline.answered and \
-                    sum(t.trouble.values()) > t.answered + t.needs_human:
+                    lost > t.answered + t.needs_human:
                 # a critical question is never averaged away, its missing cells neither: the
                 # floor over the whole bank let 2 of its 3 repeats time out and 1/1 ship.
                 # Most of its cells, not any one: a single timeout is not worth a hold-up
@@ -366,10 +379,8 @@ def _coverage(questions: Sequence[Question], settings: Settings) -> dict[str, An
             elif side == "old" and _no_baseline(q) and not t.needs_human:
                 # the old version asked it and nothing it said was answered or graded, and the
                 # new one fails it: whether that is a regression is unknown, not "same"
-                why = ", ".join(x for x in (_reasons(t), t.not_graded and
-                                            f"{t.not_graded} not_graded") if x)
                 named.append({"case_no": q.case_no, "side": side, "arrived": t.arrived,
-                              "planned": t.planned, "why": why})
+                              "planned": t.planned, "why": _reasons(t)})
     return {"versions": versions, "questions": named}
 
 

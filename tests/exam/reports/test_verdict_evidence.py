@@ -50,3 +50,31 @@ def test_identical_versions_hold_at_most_alpha_whatever_the_history(versions, ra
     sims = 600
     holds = false_holds(versions, rate, repeats, sims, seed=32_000 + versions * 100 + repeats)
     assert wilson(holds, sims)[1] <= 0.05, f"{holds}/{sims} false holds"
+
+
+def q(case_no, old, new, severity="major", **new_extra):
+    """old/new: (passes, answered); ``new_extra``: more Tally fields of NEW."""
+    b = V.Tally(old[0], old[1] - old[0])
+    n = V.Tally(new[0], new[1] - new[0], **new_extra)
+    return V.Question(case_no, severity, "c", n, b, b, ("v1",))
+
+
+@pytest.mark.parametrize("kind", ["not_graded", "bad_reply", "harness_error"])
+def test_cells_that_could_not_be_graded_are_not_coverage(kind):
+    """40 of 60 NEW cells not graded (a status field lost, a reply unreadable, the harness's
+    own trouble): two thirds of NEW has no grade, never a ship."""
+    qs = []
+    for i in range(20):
+        if i < 13 or i == 13:
+            lost = 3 if i < 13 else 1  # 13 × 3 + 1 = 40 cells
+            extra = ({"not_graded": lost} if kind == "not_graded"
+                     else {"trouble": {kind: lost}})
+            qs.append(q(f"Q-{i:02d}", (3, 3), (3 - lost, 3 - lost), **extra))
+        else:
+            qs.append(q(f"Q-{i:02d}", (3, 3), (3, 3)))
+    d = V.decide(qs)
+    assert d["word"] == "incomplete", V.summary_line(d)
+    new = next(v for v in d["incomplete"]["versions"] if v["side"] == "new")
+    assert (new["answered"], new["planned"]) == (20, 60)
+    assert kind in V.summary_line(d)
+    assert "Q-13" in {x["case_no"] for x in d["incomplete"]["questions"]}
