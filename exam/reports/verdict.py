@@ -301,8 +301,16 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
     old_human = {q.case_no: q.old.needs_human for q in questions
                  if _no_baseline(q) and q.old.needs_human}
     needs_human = sum(q.new.needs_human for q in questions) + sum(old_human.values())
-    holds = [r for r in rows if r["state"] == "hold"]
-    undecided = [r for r in rows if r["state"] == "undecided"]
+    holds = [_brief(r) for r in rows if r["state"] == "hold"]
+    undecided = [_brief(r) for r in rows if r["state"] == "undecided"]
+    added = [q for q in questions if not q.old.planned and not q.baseline.answered
+             and not q.old_skipped]
+    # a question added since OLD ran has no baseline, so nothing can show it did not get
+    # worse; failed in NEW it is never a ship: a critical one holds, any other waits for OLD
+    # to be asked it (then it is an ordinary comparison)
+    for q in added:
+        if q.new.fails:
+            (holds if q.severity == "critical" else undecided).append(_added(q))
     if holds:
         word = "hold"
     elif incomplete["questions"] or incomplete["versions"] or incomplete["runs"]:
@@ -315,15 +323,14 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
         word = "ship"
     return {"word": word, "exit_code": EXIT_CODES[word], "settings": settings.as_dict(),
             "questions_tested": len(rows), "questions_testable": testable,
-            "hold": [_brief(r) for r in holds], "undecided": [_brief(r) for r in undecided],
+            "hold": holds, "undecided": undecided,
             "incomplete": incomplete,
             "pending": {"needs_human": needs_human,
                         "questions": sorted({q.case_no for q in questions if q.new.needs_human}
                                             | set(old_human)),
                         "old_needs_human": sum(old_human.values()),
                         "next": "exam review" if needs_human else None},
-            "new_questions": sorted(q.case_no for q in questions if not q.old.planned
-                                    and not q.baseline.answered and not q.old_skipped),
+            "new_questions": sorted(q.case_no for q in added),
             "not_asked_in_old": sorted(q.case_no for q in questions if q.old_skipped),
             "labels": dict(labels or {}), "tests": rows, "reason": ""}
 
@@ -335,6 +342,24 @@ def _brief(r: dict[str, Any]) -> dict[str, Any]:
             "old": f"{r['baseline']['passes']}/{r['baseline']['answered']}",
             "new": f"{r['new']['passes']}/{r['new']['answered']}",
             "baseline_versions": r["baseline"]["versions"]}
+
+
+def _added(q: Question) -> dict[str, Any]:
+    """A hold or undecided entry for a question added since OLD ran that NEW fails."""
+    return {"case_no": q.case_no, "severity": q.severity, "p": None, "q": None,
+            "effect": None, "repeats_needed": None, "more_repeats": None,
+            "level_for_repeats": None, "baseline_short": None, "assumed_new_rate": None,
+            "old": "–", "new": f"{q.new.passes}/{q.new.answered}", "baseline_versions": [],
+            "new_question": True}
+
+
+def _added_text(h: Mapping[str, Any], labels: Mapping[str, str]) -> str:
+    old, new = labels.get("old", "the old version"), labels.get("new", "the new version")
+    ask = (f"; ask {old} it: exam run {labels['agent']} --version {old} --only {h['case_no']}"
+           if labels.get("agent") else f"; ask {old} it")
+    return (f"{h['case_no']} new question, {new} fails it ({h['new']} passed"
+            + (f", {h['severity']}" if h["severity"] == "critical" else "")
+            + f", no baseline{ask})")
 
 
 def _coverage(questions: Sequence[Question], settings: Settings) -> dict[str, Any]:
@@ -442,6 +467,7 @@ def _word_line(v: dict[str, Any]) -> str:
         return "incomplete: " + _missing(v)
     if word == "hold":
         line = "hold: " + ", ".join(
+            _added_text(h, v.get("labels") or {}) if h.get("new_question") else
             f"{h['case_no']} {h['old']} → {h['new']} (q = {h['q']:.2g})"
             if h["q"] is not None else f"{h['case_no']} {h['old']} → {h['new']} (p = {h['p']:.2g})"
             for h in v["hold"])
@@ -471,6 +497,7 @@ def _word_line(v: dict[str, Any]) -> str:
                    "one fails)" if old else "") + " decide it: run exam review" + also)
     if word == "undecided":
         return "undecided: " + ", ".join(
+            _added_text(u, v.get("labels") or {}) if u.get("new_question") else
             f"{u['case_no']} {u['old']} → {u['new']}"
             + (f" (about {u['more_repeats']} more repeat(s))" if u["more_repeats"] is not None
                else f" (more than {REPEATS_LIMIT} repeats)") for u in v["undecided"])

@@ -267,16 +267,18 @@ def test_all_timeout_new_version_is_incomplete_in_the_cli(history):
     assert out["verdict"] == "incomplete"
 
 
-def test_added_question_is_new_not_failing(history):
+def test_added_question_is_new_and_failing_it_is_not_a_ship(history):
     history.bank("A", CASES[:2])
     history.run("A", "v1", {"Q-01": "ppp", "Q-02": "ppp"})
     history.bank("A", CASES)
     history.run("A", "v2", {"Q-01": "ppp", "Q-02": "ppp", "Q-03": "fff"})
     r = compare.build(regrade(history.store, select_runs(history.store)), "A", "v1", "v2")
-    assert r["verdict"] == "ship"
+    # added to the bank after v1 ran (not skipped by v1): new, with no baseline, and failed
+    # 0/3: nothing shows it did not get worse (issue 32)
+    assert r["verdict"] != "ship"
     assert [x["case_no"] for x in r["only_new"]] == ["Q-03"]
-    # added to the bank after v1 ran (not skipped by v1): new, and failing it does not block
     assert r["decision"]["new_questions"] == ["Q-03"] and r["decision"]["not_asked_in_old"] == []
+    assert "Q-03 new question, v2 fails it (0/3 passed" in r["decision"]["reason"]
 
 
 def test_more_repeats_alone_is_not_newly_flaky(history):

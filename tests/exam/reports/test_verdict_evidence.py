@@ -78,3 +78,24 @@ def test_cells_that_could_not_be_graded_are_not_coverage(kind):
     assert (new["answered"], new["planned"]) == (20, 60)
     assert kind in V.summary_line(d)
     assert "Q-13" in {x["case_no"] for x in d["incomplete"]["questions"]}
+
+
+def added(case_no, new, severity="major"):
+    """A question added to the bank after OLD ran: OLD never had it."""
+    return V.Question(case_no, severity, "c", V.Tally(new[0], new[1] - new[0]), V.Tally(),
+                      V.Tally(), ("v1",))
+
+
+@pytest.mark.parametrize("severity, word", [("major", "undecided"), ("minor", "undecided"),
+                                            ("critical", "hold")])
+def test_an_added_question_the_new_version_fails_is_not_a_ship(severity, word):
+    d = V.decide([q("Q-01", (3, 3), (3, 3)), added("Q-02", (0, 3), severity)])
+    assert d["word"] == word
+    line = V.summary_line(d)
+    assert "Q-02" in line and "new question" in line, line
+    assert d["new_questions"] == ["Q-02"]
+
+
+def test_an_added_question_the_new_version_passes_ships():
+    d = V.decide([q("Q-01", (3, 3), (3, 3)), added("Q-02", (3, 3))])
+    assert d["word"] == "ship" and d["new_questions"] == ["Q-02"]
