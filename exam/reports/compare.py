@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from exam.errors import ExamError
-from exam.reports import kinds, rubric_drift, verdict
+from exam.reports import bank_changes, kinds, rubric_drift, verdict
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import COST_KEYS, SEVERITY_ORDER, cost_summary
 from exam.reports.stats import fisher_worse
@@ -126,6 +126,7 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
     rubric_drift.apply(decision, rubric_drift.drift(regraded, runs, cells, old, new,
                                                     {q.case_no for q in questions}),
                        questions, by, settings, old, new, regraded, agent)
+    bank_changes.apply(decision, bank_changes.removed(regraded, runs, agent, old, new, settings))
     tests = {t["case_no"]: t for t in decision["tests"]}
     groups: dict[str, list[dict[str, Any]]] = {k: [] for k in GROUPS}
     for case_no in sorted(by):
@@ -306,6 +307,10 @@ def markdown(report: dict[str, Any]) -> list[str]:
              f"{len(report['flaky'])} newly flaky, {len(report['unchanged'])} unchanged"]
     if report["critical_regressions"]:
         lines.append(f"\n**Critical regressions: {', '.join(report['critical_regressions'])}**")
+    gone = report["decision"].get("removed") or []
+    if gone:
+        lines.append(f"\nRemoved from the bank since {report['old']} ran: " + "; ".join(
+            bank_changes.describe(e, report["old"], report["new"]) for e in gone))
     lines.append("")
     head, rows = table(report)
     return lines + kinds.md_table(head, [r for r in rows if r[1] != "unchanged"])
@@ -369,6 +374,10 @@ def text(report: dict[str, Any], colour: bool = False) -> str:
                          ("only_new", "only in new")):
         if report[group]:
             lines.append(f"  {label}: {', '.join(r['case_no'] for r in report[group])}")
+    for e in report["decision"].get("removed") or []:
+        lines.append(paint(f"  removed from the bank since {report['old']} ran: "
+                           + bank_changes.describe(e, report["old"], report["new"]),
+                           "needs_human" if e["mattered"] else "", colour))
     changed = [r["case_no"] for g in ("regressions", "fixes", "flaky", "unchanged")
                for r in report[g] if r["changed_since_run"]]
     if changed:

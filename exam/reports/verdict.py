@@ -440,9 +440,27 @@ def _missing(v: dict[str, Any]) -> str:
     return "; ".join(parts + ([f"not answered: {shown}{more}"] if qs else []) + ask)
 
 
+def p_removed(v: Mapping[str, Any]) -> list[str]:
+    """Questions removed from the bank since OLD ran that mattered (exam.reports.bank_changes)."""
+    return list(v.get("pending", {}).get("removed") or [])
+
+
+def _removed_text(v: Mapping[str, Any]) -> str:
+    from exam.reports.bank_changes import describe
+
+    labels = v.get("labels") or {}
+    o, n = labels.get("old", "the old version"), labels.get("new", "the new version")
+    shown = [describe(e, o, n) for e in v.get("removed") or [] if e["mattered"]]
+    return (f"removed from the bank since {o} ran: " + ", ".join(shown) + "; a person "
+            f"decides: put it back, or if its removal is meant, ask {o} again under today's "
+            "bank and leave out its older runs (exam runs exclude RUN --reason …)")
+
+
 def summary_line(v: dict[str, Any]) -> str:
     """One line saying the verdict and why: the same text in the CLI, LINE and the dashboard."""
     line = _word_line(v)
+    if p_removed(v) and not line.startswith("pending: " + _removed_text(v)):
+        line += f"; also {_removed_text(v)}"
     drift = v.get("rubric_changed") or []
     if drift:
         from exam.rubric import describe
@@ -475,6 +493,9 @@ def _word_line(v: dict[str, Any]) -> str:
                 v["incomplete"].get("runs"):
             line += f"; also incomplete: {_missing(v)}"
         return line
+    if word == "pending" and p_removed(v) and not p_rubric(v) and \
+            not v["pending"]["needs_human"]:
+        return "pending: " + _removed_text(v)
     if word == "pending" and p_rubric(v) and not v["pending"]["needs_human"]:
         labels = v.get("labels") or {}
         o, n = labels.get("old", "the old version"), labels.get("new", "the new version")

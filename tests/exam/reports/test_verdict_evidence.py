@@ -99,3 +99,75 @@ def test_an_added_question_the_new_version_fails_is_not_a_ship(severity, word):
 def test_an_added_question_the_new_version_passes_ships():
     d = V.decide([q("Q-01", (3, 3), (3, 3)), added("Q-02", (3, 3))])
     assert d["word"] == "ship" and d["new_questions"] == ["Q-02"]
+
+
+# -- bank changes: a question removed since OLD ran ------------------------------------------
+
+BANK = [("Q-01", "c", "major"), ("Q-02", "c", "major"), ("Q-03", "c", "major")]
+
+
+def _build(history, old="v1", new="v2"):
+    from exam.reports import compare
+    from exam.reports.regrade import regrade
+    from exam.reports.selection import select_runs
+
+    return compare.build(regrade(history.store, select_runs(history.store)), "A", old, new)
+
+
+def _report_text(report):
+    from exam.reports import formats
+
+    return {fmt: formats.render("compare", report, fmt) for fmt in ("text", "markdown", "json")}
+
+
+def test_removing_the_question_that_held_is_not_a_ship(history):
+    history.bank("A", BANK)
+    history.run("A", "v1", {"Q-01": "ppppp", "Q-02": "ppppp", "Q-03": "ppppp"})
+    history.run("A", "v2", {"Q-01": "ppppp", "Q-02": "ppppp", "Q-03": "fffff"})
+    assert _build(history)["verdict"] == "hold"
+    history.bank("A", BANK[:2])  # the held question deleted from the bank
+    r = _build(history)
+    assert r["verdict"] == "pending", r["decision"]["reason"]
+    gone = r["decision"]["removed"]
+    assert [(e["case_no"], e["mattered"], e["old"], e["new"]) for e in gone] == [
+        ("Q-03", "hold", "5/5", "0/5")]
+    assert "removed from the bank since v1 ran: Q-03 (it would hold" in r["decision"]["reason"]
+    for fmt, out in _report_text(r).items():
+        assert "Q-03" in out, fmt
+
+
+def test_a_removed_question_that_never_failed_ships_and_is_listed(history):
+    history.bank("A", BANK)
+    history.run("A", "v1", {"Q-01": "ppppp", "Q-02": "ppppp", "Q-03": "ppppp"})
+    history.run("A", "v2", {"Q-01": "ppppp", "Q-02": "ppppp", "Q-03": "ppppp"})
+    history.bank("A", BANK[:2])
+    r = _build(history)
+    assert r["verdict"] == "ship", r["decision"]["reason"]
+    assert [(e["case_no"], e["mattered"]) for e in r["decision"]["removed"]] == [("Q-03", None)]
+    for fmt, out in _report_text(r).items():
+        assert "Q-03" in out, fmt
+
+
+def test_a_removed_critical_question_waits_for_a_person(history):
+    history.bank("A", [*BANK[:2], ("Q-03", "c", "critical")])
+    history.run("A", "v1", {"Q-01": "ppp", "Q-02": "ppp", "Q-03": "ppp"})
+    history.run("A", "v2", {"Q-01": "ppp", "Q-02": "ppp"})
+    history.bank("A", BANK[:2])
+    r = _build(history)
+    assert r["verdict"] == "pending"
+    assert [(e["case_no"], e["mattered"]) for e in r["decision"]["removed"]] == [
+        ("Q-03", "critical")]
+
+
+def test_a_removal_is_accepted_by_asking_old_again_under_todays_bank(history):
+    history.bank("A", BANK)
+    first = history.run("A", "v1", {"Q-01": "ppppp", "Q-02": "ppppp", "Q-03": "ppppp"})
+    history.run("A", "v2", {"Q-01": "ppppp", "Q-02": "ppppp", "Q-03": "fffff"})
+    history.bank("A", BANK[:2])
+    assert _build(history)["verdict"] == "pending"
+    # what the pending line asks: OLD again under today's bank, its older run left out
+    history.run("A", "v1", {"Q-01": "ppppp", "Q-02": "ppppp"})
+    history.store.set_excluded(first, "bank changed: Q-03 removed on purpose")
+    r = _build(history)
+    assert r["verdict"] == "ship", r["decision"]["reason"]
+    assert r["decision"]["removed"] == []
