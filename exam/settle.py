@@ -26,9 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from exam.reports.verdict import Settings, Tally, drop_upper
+from exam.reports.verdict import SETTLE_INTERIM, Settings, Tally, drop_upper
 
-INTERIM = 0.01  # the share of a question's alpha each interim look spends (Haybittle–Peto)
+# the share of a question's alpha each interim look spends (Haybittle–Peto); the verdict's
+# repeats-needed figure is computed at the same levels
+INTERIM = SETTLE_INTERIM
 
 
 @dataclass(frozen=True, slots=True)

@@ -414,7 +414,8 @@ def verdict_lines(report: dict[str, Any], colour: bool = False) -> list[str]:
                          f"{kinds.pct(u['assumed_new_rate'])} (baseline {u['old']}), "
                          f"{u['repeats_needed']} answered repeats of the new version detect the "
                          f"drop with ≥ 80% power at level {u['level_for_repeats']:.3g} "
-                         f"(alpha / questions that can get worse)")
+                         f"(--settle's level: alpha / questions that can get worse, "
+                         f"1% of it at each look before its last)")
         if u.get("baseline_short"):
             lines.append(f"  {u['case_no']}: the baseline has too few answered repeats: "
                          f"{u['baseline_short']} more of {report['old']}")

@@ -44,7 +44,13 @@ from exam.reports.stats import discrete_bh, fisher_worse, fisher_worse_min, repe
 VERDICTS = ("ship", "hold", "incomplete", "undecided", "pending")
 EXIT_CODES = {"ship": 0, "hold": 1, "incomplete": 3, "undecided": 4, "pending": 5}
 PRECEDENCE = ("hold", "incomplete", "pending", "undecided", "ship")
-REPEATS_LIMIT = 200
+# `--settle`'s design (exam/settle.py): each interim look of a question spends SETTLE_INTERIM
+# of its alpha/m, its last look (at SETTLE_MAX_REPEATS answered repeats) the rest. The
+# repeats-needed figure is what settle would spend, so it is computed at these levels
+SETTLE_INTERIM = 0.01
+SETTLE_MAX_REPEATS = 40
+SETTLE_STEP = 3
+TOL = 1e-9  # exact p-values are rationals: a float at the boundary is read as on it
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +208,84 @@ def baseline_for(history: Sequence[tuple[str, Tally]], old: str
     return Tally(own.passes, own.fails), (old,)
 
 
+def settle_repeats(old_pass: int, old_n: int, p_new: float, new_n: int, share: float,
+                   power: float) -> tuple[int | None, float]:
+    """Answered repeats of NEW at which `--settle` holds a question whose true rate is
+    ``p_new`` with ``power`` (OLD's counts as they are), and the level that look uses: an
+    interim look (``share`` × SETTLE_INTERIM), else the last one at SETTLE_MAX_REPEATS
+    (``share`` less what the interim looks spent). None: not within settle's repeats."""
+    interim = share * SETTLE_INTERIM
+    need = repeats_for_power(old_pass, old_n, p_new, interim, power, SETTLE_MAX_REPEATS)
+    if need is not None:
+        return need, interim
+    looks = 1 + -(-max(0, SETTLE_MAX_REPEATS - new_n) // SETTLE_STEP)
+    final = share * (1 - SETTLE_INTERIM * looks)
+    from exam.reports.stats import power_worse
+
+    if power_worse(old_pass, old_n, p_new, SETTLE_MAX_REPEATS, final) >= power - 1e-12:
+        return SETTLE_MAX_REPEATS, final
+    return None, final
+
+
+def caught(b: Tally, passes: int, n: int, rule: Rule) -> bool:
+    """Whether NEW at ``passes``/``n`` against baseline ``b`` keeps the question from a ship
+    (held or undecided: the rule of ``decide`` for one question, whatever the others say)."""
+    if not b.passes or not b.answered or not n:
+        return False
+    effect = b.passes / b.answered - passes / n
+    if effect <= 1e-12:
+        return False
+    enough = min(b.answered, n) >= rule.min_answered
+    return (effect >= rule.min_effect - 1e-12 or not enough
+            or drop_upper(b, Tally(passes, n - passes)) >= rule.min_effect - 1e-12)
+
+
+def could_miss(questions: Sequence[Question], settings: Settings) -> dict[str, Any] | None:
+    """The largest fall on one question these repeats would let through: for each question
+    that could get worse, the highest true pass rate of NEW that its repeats still catch (keep
+    from a ship) with ``settings.power``, its baseline held as observed; the question where
+    that fall is largest. Said with every ship: a ship is not a proof that nothing fell."""
+    from exam.reports.stats import _binom_pmf
+
+    worst = None
+    for q in questions:
+        b, n = q.baseline, q.new.answered
+        if not b.passes or not b.answered or not n:
+            continue
+        rule = settings.rule_for(q.severity)
+        hit = [caught(b, x, n, rule) for x in range(n + 1)]
+
+        def p_caught(p: float, hit: list[bool] = hit, n: int = n) -> float:
+            return sum(w for w, h in zip(_binom_pmf(n, p), hit, strict=True) if h)
+
+        lo, hi = 0.0, b.passes / b.answered
+        if p_caught(0.0) < settings.power - 1e-12:
+            edge = None  # not even a fall to 0% is caught that often
+        else:
+            for _ in range(30):  # the chance to catch falls as NEW's true rate rises
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if p_caught(mid) >= settings.power - 1e-12 else (lo, mid)
+            edge = lo
+        fall = b.passes / b.answered - (edge or 0.0)
+        if worst is None or fall > worst["fall"] + 1e-12:
+            worst = {"case_no": q.case_no, "old": f"{b.passes}/{b.answered}", "repeats": n,
+                     "from": b.passes / b.answered, "to": edge, "fall": fall,
+                     "power": settings.power}
+    return worst
+
+
+def miss_text(m: Mapping[str, Any]) -> str:
+    """``a question could fall from 100% to 58% unseen (Q-01: 3/3 and 3 repeats of NEW;
+    caught 4 times in 5 below that)``."""
+    to = "0%" if m["to"] is None else f"{m['to']:.0%}"
+    how = ("even a fall to 0% is caught less often than "
+           f"{m['power']:.0%} of the time" if m["to"] is None else
+           f"a fall below that is caught {m['power']:.0%} of the time")
+    return (f"with these repeats a question could fall from {m['from']:.0%} to {to} unseen "
+            f"({m['case_no']}: {m['old']} and {m['repeats']} repeat(s) of the new version; "
+            f"{how})")
+
+
 def drop_upper(b: Tally, n: Tally, z: float = 1.6448536269514722) -> float:
     """One-sided 95% upper bound of (baseline rate − new rate): Newcombe's hybrid score
     interval (method 10). A drop the data cannot rule out keeps a question ``undecided``."""
@@ -255,8 +339,8 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
 
     qvalues, testable = discrete_bh([r["p"] for r in rows], [screen(r) for r in rows],
                                     [settings.rule_for(r["severity"]).alpha for r in rows])
-    # the repeats-needed figures hold at the Bonferroni bound over every question that could
-    # get worse: BH rejects any p ≤ alpha/m, and m testable ≤ this count whatever the new data
+    # the repeats-needed figures are `--settle`'s, whose m is every question that could get
+    # worse (a baseline pass, asked in NEW): a fixed 0/3 → 3/3 can never hold there
     can_drop = sum(1 for r in rows if r["baseline"]["passes"] and r["new"]["planned"]) or 1
     for r, qv in zip(rows, qvalues, strict=True):
         b, n = tallies[r["case_no"]]
@@ -267,17 +351,17 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
         enough = b_ans >= rule.min_answered and n_ans >= rule.min_answered
         big = r["effect"] is not None and r["effect"] >= rule.min_effect - 1e-12
         if levels is not None:
-            significant = r["case_no"] in levels and r["p"] <= levels[r["case_no"]]
+            significant = r["case_no"] in levels and \
+                r["p"] <= levels[r["case_no"]] * (1 + TOL)
+            r["level"] = levels.get(r["case_no"])
         else:
             # exact p-values are rationals: 1e-9 absorbs the float rounding of p × m / rank
-            significant = qv is not None and qv <= rule.alpha * (1 + 1e-9)
+            significant = qv is not None and qv <= rule.alpha * (1 + TOL)
         if significant and big and enough:
             r["state"] = "hold"
         elif n_ans and b_ans and b.passes and r["effect"] > 1e-12 and (
                 big or not enough or drop_upper(b, n) >= rule.min_effect - 1e-12):
             r["state"] = "undecided"
-            level = rule.alpha / can_drop
-            r["level_for_repeats"] = level
             need: int | None = rule.min_answered
             if b_ans < rule.min_answered:
                 r["baseline_short"] = rule.min_answered - b_ans
@@ -285,9 +369,11 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
             # the observed drop is smaller, at the stated power
             target = min(r["new"]["rate"], b.rate - rule.min_effect)
             r["assumed_new_rate"] = max(0.0, target)
+            r["level_for_repeats"] = rule.alpha / can_drop * SETTLE_INTERIM
             if levels is None and figures:  # `--settle` decides by its own levels
-                need = repeats_for_power(r["baseline"]["passes"], b_ans, max(0.0, target),
-                                         level, settings.power, REPEATS_LIMIT)
+                need, r["level_for_repeats"] = settle_repeats(
+                    r["baseline"]["passes"], b_ans, max(0.0, target), n_ans,
+                    rule.alpha / can_drop, settings.power)
             r["repeats_needed"] = None if need is None else max(need, rule.min_answered)
             r["more_repeats"] = None if need is None else max(0, r["repeats_needed"] - n_ans)
         elif r["effect"] is not None and r["effect"] < 0:
@@ -332,12 +418,15 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
                         "next": "exam review" if needs_human else None},
             "new_questions": sorted(q.case_no for q in added),
             "not_asked_in_old": sorted(q.case_no for q in questions if q.old_skipped),
+            # what a ship could have let through (said with the word; only a ship needs it)
+            "could_miss": could_miss(questions, settings) if figures and word == "ship"
+            else None,
             "labels": dict(labels or {}), "tests": rows, "reason": ""}
 
 
 def _brief(r: dict[str, Any]) -> dict[str, Any]:
-    keys = ("case_no", "severity", "p", "q", "effect", "repeats_needed", "more_repeats",
-            "level_for_repeats", "baseline_short", "assumed_new_rate")
+    keys = ("case_no", "severity", "p", "q", "level", "effect", "repeats_needed",
+            "more_repeats", "level_for_repeats", "baseline_short", "assumed_new_rate")
     return {**{k: r.get(k) for k in keys},
             "old": f"{r['baseline']['passes']}/{r['baseline']['answered']}",
             "new": f"{r['new']['passes']}/{r['new']['answered']}",
@@ -349,7 +438,8 @@ def _added(q: Question) -> dict[str, Any]:
     return {"case_no": q.case_no, "severity": q.severity, "p": None, "q": None,
             "effect": None, "repeats_needed": None, "more_repeats": None,
             "level_for_repeats": None, "baseline_short": None, "assumed_new_rate": None,
-            "old": "–", "new": f"{q.new.passes}/{q.new.answered}", "baseline_versions": [],
+            "level": None, "old": "–", "new": f"{q.new.passes}/{q.new.answered}",
+            "baseline_versions": [],
             "new_question": True}
 
 
@@ -486,6 +576,9 @@ def _word_line(v: dict[str, Any]) -> str:
     if word == "hold":
         line = "hold: " + ", ".join(
             _added_text(h, v.get("labels") or {}) if h.get("new_question") else
+            # the figure the decision used: settle's level after --settle, else BH's q
+            f"{h['case_no']} {h['old']} → {h['new']} (p = {h['p']:.2g} ≤ settle's level "
+            f"{h['level']:.2g})" if h.get("level") is not None else
             f"{h['case_no']} {h['old']} → {h['new']} (q = {h['q']:.2g})"
             if h["q"] is not None else f"{h['case_no']} {h['old']} → {h['new']} (p = {h['p']:.2g})"
             for h in v["hold"])
@@ -520,9 +613,13 @@ def _word_line(v: dict[str, Any]) -> str:
         return "undecided: " + ", ".join(
             _added_text(u, v.get("labels") or {}) if u.get("new_question") else
             f"{u['case_no']} {u['old']} → {u['new']}"
-            + (f" (about {u['more_repeats']} more repeat(s))" if u["more_repeats"] is not None
-               else f" (more than {REPEATS_LIMIT} repeats)") for u in v["undecided"])
-    return "ship: no question is worse beyond the evidence rule"
+            + (f" (about {u['more_repeats']} more repeat(s) with --settle)"
+               if u["more_repeats"] is not None else
+               f" (not within --settle's {SETTLE_MAX_REPEATS} repeats while {u['old']} is "
+               "the baseline: ask the old version again too)") for u in v["undecided"])
+    miss = v.get("could_miss")
+    return "ship: no question is worse beyond the evidence rule" + (
+        f"; {miss_text(miss)}" if miss else "")
 
 
 def p_rubric(v: Mapping[str, Any]) -> list[str]:

@@ -171,3 +171,114 @@ def test_a_removal_is_accepted_by_asking_old_again_under_todays_bank(history):
     r = _build(history)
     assert r["verdict"] == "ship", r["decision"]["reason"]
     assert r["decision"]["removed"] == []
+
+
+# -- honest headline numbers -------------------------------------------------------------------
+
+def test_a_p_value_on_the_level_is_read_as_on_it():
+    """3/3 → 0/3 has p = 1/20 exactly; its float is a hair above. Power at level 0.05 with a
+    certain fall is 1, as exact arithmetic says (it read 0 and asked for one repeat more)."""
+    from exam.reports.stats import fisher_worse, power_worse
+
+    assert fisher_worse(11, 11, 10, 11) > 0.5  # the float; exactly 1/2
+    assert power_worse(3, 3, 0.0, 3, 0.05) == 1.0
+    assert power_worse(11, 11, 10 / 11, 11, 0.5) > 0.6
+
+
+def test_repeats_needed_is_what_settle_spends():
+    """The figure is computed at --settle's own levels (alpha/m × 1% at each interim look),
+    checked with scipy: the stated repeats reach 80% power there and one fewer does not."""
+    from scipy import stats
+
+    qs = [q("Q-01", (20, 20), (5, 6)), q("Q-02", (27, 30), (4, 6)), q("Q-03", (40, 40), (2, 3))]
+    qs += [q("Q-04", (30, 30), (2, 3))] + [q(f"G-{i}", (10, 10), (10, 10)) for i in range(5)]
+    qs.append(q("F-01", (0, 3), (3, 3)))  # fixed: it can never get worse, m stays 9
+    d = V.decide(qs)
+    assert d["word"] == "undecided"
+    stated = [u for u in d["undecided"] if u["repeats_needed"] is not None]
+    assert len(stated) >= 2
+    for u in d["undecided"]:
+        if u["repeats_needed"] is None:  # 20/20 → 5/6: a 20-point drop needs OLD repeated
+            assert f"{u['case_no']} {u['old']} → {u['new']} (not within --settle's 40" in \
+                V.summary_line(d)
+
+    def power(bp, bn, p_alt, n, level):
+        return sum(stats.binom.pmf(x, n, p_alt) for x in range(n + 1)
+                   if stats.fisher_exact([[bp, bn - bp], [x, n - x]],
+                                         alternative="greater").pvalue <= level * (1 + 1e-9))
+
+    for u in stated:
+        t = next(t for t in d["tests"] if t["case_no"] == u["case_no"])
+        bp, bn = t["baseline"]["passes"], t["baseline"]["answered"]
+        n, p_alt, level = u["repeats_needed"], u["assumed_new_rate"], u["level_for_repeats"]
+        assert level == pytest.approx(0.05 / 9 * 0.01) or n == V.SETTLE_MAX_REPEATS
+        assert power(bp, bn, p_alt, n, level) >= 0.8
+        if n > 3 and level == pytest.approx(0.05 / 9 * 0.01):
+            assert power(bp, bn, p_alt, n - 1, level) < 0.8
+        assert f"about {u['more_repeats']} more repeat(s) with --settle" in V.summary_line(d)
+
+
+def test_the_hold_line_after_settle_names_the_level_it_used():
+    qs = [q("Q-01", (20, 20), (1, 20)), q("Q-02", (20, 20), (20, 20))]
+    d = V.decide(qs, levels={"Q-01": 0.0001, "Q-02": 0.0001})
+    assert d["word"] == "hold"
+    line = V.summary_line(d)
+    assert "≤ settle's level 0.0001" in line and "q =" not in line
+
+
+def test_a_version_pass_rate_is_the_mean_of_its_questions_inside_its_interval():
+    """After --settle, one failing question asked 30 times among 19 passing 3/3: the version
+    passes 95% of its questions' repeats on average (not 57/87 = 66%), inside its interval."""
+    from exam.reports.stats import version_rate
+
+    counts = [(3, 3)] * 19 + [(3, 30)]
+    v = version_rate(counts)
+    assert v["rate"] == pytest.approx((19 + 0.1) / 20)
+    lo, hi = v["interval"]
+    assert lo <= v["rate"] <= hi and hi - lo > 0
+
+
+@pytest.mark.parametrize("counts", [[(2, 3)], [(3, 3)] * 5, [(0, 3)] * 4, [(2, 3), (2, 3)]])
+def test_a_version_interval_never_collapses_to_a_point(counts):
+    """One question, or every question at one rate: the bootstrap alone gives "67%–67%"."""
+    from scipy import stats
+
+    from exam.reports.stats import version_rate
+
+    v = version_rate(counts)
+    lo, hi = v["interval"]
+    assert hi - lo > 0.05 and lo <= v["rate"] <= hi
+    # the floor is Wilson's interval on the mean's effective cells (scipy's, for one question)
+    if len(counts) == 1:
+        ref = stats.binomtest(counts[0][0], counts[0][1]).proportion_ci(method="wilson")
+        assert (lo, hi) == pytest.approx((ref.low, ref.high), abs=1e-9)
+
+
+# -- ship says what it could have missed -------------------------------------------------------
+
+def test_a_ship_says_the_fall_its_repeats_could_miss():
+    """3/3 → 3/3 on every question: a fall is caught only when NEW drops a repeat, so a true
+    rate p slips through with p³: caught 80% of the time only below 0.2^(1/3) = 58%."""
+    d = V.decide([q(f"Q-{i:02d}", (3, 3), (3, 3)) for i in range(5)])
+    assert d["word"] == "ship"
+    m = d["could_miss"]
+    assert m["from"] == 1.0 and m["to"] == pytest.approx(0.2 ** (1 / 3), abs=1e-6)
+    assert "could fall from 100% to 58% unseen" in V.summary_line(d)
+
+
+def test_more_repeats_shrink_what_a_ship_could_miss():
+    few = V.decide([q("Q-01", (3, 3), (3, 3))])["could_miss"]
+    many = V.decide([q("Q-01", (20, 20), (20, 20))])["could_miss"]
+    assert many["to"] > few["to"]
+    # checked by brute force over the rule: at that rate NEW is kept from a ship 80% of the
+    # time (and at a higher one, less often)
+    from scipy import stats
+
+    rule = V.Settings().rule
+    b = V.Tally(20, 0)
+
+    def kept(p):
+        return sum(stats.binom.pmf(x, 20, p) for x in range(21) if V.caught(b, x, 20, rule))
+
+    assert kept(many["to"]) == pytest.approx(0.8, abs=1e-6)
+    assert kept(many["to"] + 0.01) < 0.8
