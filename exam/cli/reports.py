@@ -142,7 +142,9 @@ def report_rebalance(since, agent, band, min_versions, min_repeats, keep_guards,
                    "version fails anything; never: 0. (regression is the old name of verdict.)")
 @verdict_options
 @click.option("--settle", is_flag=True,
-              help="Re-run only the undecided questions on NEW until decided or --budget.")
+              help="Re-run the questions not yet decided (held, or a drop of min_effect ruled "
+                   "out) on NEW, and on OLD with --old-url/--old-agent, until decided or "
+                   "--budget.")
 @click.option("--budget", type=click.IntRange(min=1), default=300, show_default=True,
               help="Agent calls --settle may spend.")
 @click.option("--step", type=click.IntRange(min=1), default=3, show_default=True,
@@ -196,7 +198,7 @@ def compare_cmd(agent, old, new, fail_on, alpha, min_effect, min_answered, cover
         result = compare.build(regrade(store, every, parallel=True), agent, old, new, settings)
     print_report("compare", result, fmt)
     if result["verdict"] == "undecided" and not settle:
-        click.echo(f"next: exam compare {agent} {old} {new} --settle   # re-runs only the "
-                   f"undecided questions of {new} until decided (at most --budget calls)",
-                   err=True)
+        click.echo(f"next: exam compare {agent} {old} {new} --settle --old-url URL   # re-runs "
+                   f"the questions not yet decided on {new} and, where {old} still answers, "
+                   f"on {old} (at most --budget calls)", err=True)
     sys.exit(compare.exit_code(result, fail_on))
