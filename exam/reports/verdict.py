@@ -613,7 +613,9 @@ def _word_line(v: dict[str, Any]) -> str:
         return "undecided: " + ", ".join(
             _added_text(u, v.get("labels") or {}) if u.get("new_question") else
             f"{u['case_no']} {u['old']} → {u['new']}"
-            + (f" (about {u['more_repeats']} more repeat(s) with --settle)"
+            + (" (repeats enough for --settle's level already: run it)"
+               if u["more_repeats"] == 0 else
+               f" (about {u['more_repeats']} more repeat(s) with --settle)"
                if u["more_repeats"] is not None else
                f" (not within --settle's {SETTLE_MAX_REPEATS} repeats while {u['old']} is "
                "the baseline: ask the old version again too)") for u in v["undecided"])
