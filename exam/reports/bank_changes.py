@@ -97,15 +97,7 @@ def apply(decision: dict[str, Any], entries: list[dict[str, Any]]) -> None:
         decision["exit_code"] = verdict.EXIT_CODES["pending"]
 
 
-def describe(e: Mapping[str, Any], old: str, new: str) -> str:
-    """``Q-03 (hold under its last rubric: v1 5/5 → v2 0/5)``."""
-    if e["mattered"] == "not_regraded":
-        return f"{e['case_no']} ({e['why']})"
-    figures = f"{old} {e['old']}" + (f" → {new} {e['new']}" if e["new"] else
-                                      f", not asked in {new}")
-    why = {"hold": "it would hold", "critical": "critical", "failing": "failing",
-           None: "passing"}[e["mattered"]]
-    return f"{e['case_no']} ({why}; under its last rubric {figures})"
+describe = verdict.describe_removed  # the words the verdict line uses, kept in one place
 
 
 def _kept(regraded: Regraded, old_runs: Sequence[Run], case_no: str

@@ -535,12 +535,21 @@ def p_removed(v: Mapping[str, Any]) -> list[str]:
     return list(v.get("pending", {}).get("removed") or [])
 
 
-def _removed_text(v: Mapping[str, Any]) -> str:
-    from exam.reports.bank_changes import describe
+def describe_removed(e: Mapping[str, Any], old: str, new: str) -> str:
+    """``Q-03 (hold under its last rubric: v1 5/5 → v2 0/5)``."""
+    if e["mattered"] == "not_regraded":
+        return f"{e['case_no']} ({e['why']})"
+    figures = f"{old} {e['old']}" + (f" → {new} {e['new']}" if e["new"] else
+                                      f", not asked in {new}")
+    why = {"hold": "it would hold", "critical": "critical", "failing": "failing",
+           None: "passing"}[e["mattered"]]
+    return f"{e['case_no']} ({why}; under its last rubric {figures})"
 
+
+def _removed_text(v: Mapping[str, Any]) -> str:
     labels = v.get("labels") or {}
     o, n = labels.get("old", "the old version"), labels.get("new", "the new version")
-    shown = [describe(e, o, n) for e in v.get("removed") or [] if e["mattered"]]
+    shown = [describe_removed(e, o, n) for e in v.get("removed") or [] if e["mattered"]]
     return (f"removed from the bank since {o} ran: " + ", ".join(shown) + "; a person "
             f"decides: put it back, or if its removal is meant, ask {o} again under today's "
             "bank and leave out its older runs (exam runs exclude RUN --reason …)")
