@@ -11,7 +11,8 @@ Order of precedence (the first that applies):
    min_effect and ≥ min_answered answered repeats on both sides (per-severity overrides).
    A regression proven on the cells that did arrive is a "no" whatever the missing cells
    would have said, so it comes first; the line still says what was missing.
-2. ``incomplete`` — answered cells of either version below the coverage floor, or a question
+2. ``incomplete`` — graded cells of either version below the coverage floor (a not_graded
+   reply is missing like one that never arrived), or a question
    with no answered cell in the new version (nothing arrived; the old version asked it and
    the new one never did; or nothing the new version said could be graded where the old
    version's could): names the questions and why (timeout, blocked, http_error, not_run,
@@ -21,15 +22,22 @@ Order of precedence (the first that applies):
    of either version still going (or interrupted) with cells yet to come. Missing data is
    never read as safe.
 3. ``pending`` — needs_human cells of the new version nobody has decided (`exam review`);
+   a question removed from the bank since the old version ran that mattered
+   (exam.reports.bank_changes); a ship resting on a changed rubric (rubric_drift);
    and the old version's, where they are a question's whole baseline and the new version
    fails it (a question with no answered old cell that the new version fails is otherwise
    ``incomplete``: whether it regressed is unknown).
 4. ``undecided`` — a question answered worse and not held, and the data cannot rule out a
    drop of min_effect (Newcombe's one-sided 95% bound), or it has fewer than min_answered
-   answered repeats: with the repeats that would detect a drop of the observed size (at least
-   min_effect) at 80% power, the multiple-testing correction included.
+   answered repeats: with the repeats `--settle` would spend to detect a drop of the observed
+   size (at least min_effect) at 80% power, at its own levels. Also a question added to the
+   bank since the old version ran that the new one fails (``hold`` when critical): no
+   baseline shows it did not get worse.
 5. ``ship`` — none of the above: no question answered worse beyond what its data rule out.
-   A question that did not answer worse at all (1/1 → 1/1, 3/3 → 3/3) never blocks a ship.
+   A question that did not answer worse at all (1/1 → 1/1, 3/3 → 3/3) never blocks a ship;
+   the ship says the largest fall on one question its repeats could let through
+   (``could_miss``). The baseline is the old version alone: pooling earlier versions chosen
+   for never failing selected on the outcome (docs/reports.md).
 """
 
 from __future__ import annotations
