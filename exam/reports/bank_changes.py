@@ -42,6 +42,11 @@ def removed(regraded: Regraded, runs: Sequence[Run], agent: str, old: str, new: 
         entry: dict[str, Any] = {"case_no": case_no, "runs": [
             r.id for r in old_runs if case_no in regraded.removed.get(r.id, [])],
             "severity": None, "old": None, "new": None, "word": None, "mattered": None}
+        if regraded.store is None:  # nothing to read the replies from: never read as passing
+            entry["mattered"] = "not_regraded"
+            entry["why"] = "its replies were not read from a store"
+            out.append(entry)
+            continue
         if kept is None:
             # asked before banks were kept with runs (schema 12): its rubric is not recorded,
             # so nothing shows it did not matter
