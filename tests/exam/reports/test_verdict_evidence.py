@@ -282,3 +282,19 @@ def test_more_repeats_shrink_what_a_ship_could_miss():
 
     assert kept(many["to"]) == pytest.approx(0.8, abs=1e-6)
     assert kept(many["to"] + 0.01) < 0.8
+
+
+def test_a_removed_question_whose_rubric_was_not_kept_waits_for_a_person(history):
+    import sqlite3
+
+    history.bank("A", BANK)
+    first = history.run("A", "v1", {"Q-01": "ppp", "Q-02": "ppp", "Q-03": "ppp"})
+    history.run("A", "v2", {"Q-01": "ppp", "Q-02": "ppp", "Q-03": "ppp"})
+    history.bank("A", BANK[:2])
+    with sqlite3.connect(history.tmp / "exam.db") as db:  # a run made before schema 12
+        db.execute("DELETE FROM run_banks WHERE run_id = ?", (first,))
+    r = _build(history)
+    assert r["verdict"] == "pending"
+    assert [(e["case_no"], e["mattered"]) for e in r["decision"]["removed"]] == [
+        ("Q-03", "not_regraded")]
+    assert "its rubric is not recorded" in r["decision"]["reason"]
