@@ -149,7 +149,7 @@ def settle(compare: Callable[[dict[str, float]], dict[str, Any]],
 
 
 def old_power(report: dict[str, Any], design: Design, chosen: list[str], settings: Settings,
-              max_repeats: int) -> list[dict[str, Any]]:
+              max_repeats: int, step: int = 3) -> list[dict[str, Any]]:
     """What OLD's repeats, held as they are, let settle show for each chosen question: the
     highest pass rate of NEW its last look holds with 80% power at ``max_repeats`` answered
     repeats (None: not even a fall to 0%)."""
@@ -160,7 +160,9 @@ def old_power(report: dict[str, Any], design: Design, chosen: list[str], setting
         if t["case_no"] not in chosen:
             continue
         b = t["baseline"]
-        level = design.level(settings.rule_for(t["severity"]).alpha, 1, True)
+        # the level of its last look, after the interim looks it takes to get there
+        looks = 1 + -(-max(0, max_repeats - t["new"]["answered"]) // step)
+        level = design.level(settings.rule_for(t["severity"]).alpha, looks, True)
         lo, hi, best = 0.0, b["passes"] / b["answered"], None
         if power_worse(b["passes"], b["answered"], 0.0, max_repeats, level) >= settings.power:
             best = 0.0
@@ -252,7 +254,7 @@ def settle_cli(store, registry, agent: str, old: str, new: str, settings: Settin
     def preflight(report: dict[str, Any], design: Design, chosen: list[str]) -> None:
         if old_obj is None:
             line = power_line(old, new, old_power(report, design, chosen, settings,
-                                                  max_repeats), max_repeats)
+                                                  max_repeats, step), max_repeats)
             if line:
                 echo(line)
 

@@ -56,3 +56,28 @@ def test_settle_of_both_sides_keeps_false_holds_under_alpha():
     false = sum(simulate(seed, drop=False).report["decision"]["word"] == "hold"
                 for seed in range(1000, 1000 + sims))
     assert wilson(false, sims)[1] <= 0.05, f"{false}/{sims}"
+
+
+def test_without_old_the_power_its_repeats_allow_is_stated_and_true():
+    """OLD 3/3 on five questions, NEW to 40 repeats: the stated rate is where the last look
+    (its level after the interim looks) holds with 80% power, checked with scipy."""
+    import pytest
+    from scipy import stats
+
+    from exam.settle import Design, old_power, power_line
+
+    b = V.Tally(3, 0)
+    qs = [V.Question(f"Q{i}", "major", "c", V.Tally(2, 1), b, b, ("v1",)) for i in range(5)]
+    report = {"decision": V.decide(qs)}
+    figures = old_power(report, Design(5), [f"Q{i}" for i in range(5)], V.Settings(), 40)
+    rate = figures[0]["detectable_rate"]
+    level = 0.05 / 5 * (1 - 0.01 * (1 + 13))  # 37 more repeats in steps of 3: 13 looks more
+
+    def power(p):
+        return sum(stats.binom.pmf(x, 40, p) for x in range(41)
+                   if stats.fisher_exact([[3, 0], [x, 40 - x]],
+                                         alternative="greater").pvalue <= level)
+
+    assert power(rate) == pytest.approx(0.8, abs=1e-3) and power(rate + 0.01) < 0.8
+    line = power_line("v1", "v2", figures, 40)
+    assert f"falls to about {rate:.0%} or lower" in line and "v1 cannot be asked again" in line
