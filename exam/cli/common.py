@@ -94,8 +94,9 @@ def verdict_options(f):
         click.option("--severity-rule", "severity", multiple=True, metavar="SEV:KEY=V,…",
                      help="Per-severity rule, e.g. critical:alpha=0.1,min_effect=0.15 "
                           "(the default for critical: alpha 0.1, min_effect 0.15)."),
-        click.option("--no-history", is_flag=True,
-                     help="Test against the old version only, never a pooled guard history."),
+        # the baseline is always OLD alone now (issue 32); the flag stays for old scripts
+        click.option("--no-history", is_flag=True, hidden=True,
+                     help="Accepted and ignored: the baseline is always OLD alone."),
     )):
         f = opt(f)
     return f
@@ -105,8 +106,7 @@ def verdict_settings(alpha, min_effect, min_answered, coverage, severity, no_his
     from exam.reports.verdict import settings_from
 
     try:
-        return settings_from(alpha, min_effect, min_answered, coverage, severity,
-                             pool_history=not no_history)
+        return settings_from(alpha, min_effect, min_answered, coverage, severity)
     except ValueError as exc:
         raise InputError(str(exc)) from None
 

@@ -142,18 +142,27 @@ def report_rebalance(since, agent, band, min_versions, min_repeats, keep_guards,
                    "version fails anything; never: 0. (regression is the old name of verdict.)")
 @verdict_options
 @click.option("--settle", is_flag=True,
-              help="Re-run only the undecided questions on NEW until decided or --budget.")
+              help="Re-run the questions not yet decided (held, or a drop of min_effect ruled "
+                   "out) on NEW, and on OLD with --old-url/--old-agent, until decided or "
+                   "--budget.")
 @click.option("--budget", type=click.IntRange(min=1), default=300, show_default=True,
               help="Agent calls --settle may spend.")
 @click.option("--step", type=click.IntRange(min=1), default=3, show_default=True,
               help="Repeats per undecided question per --settle round.")
-@click.option("--max-repeats", type=click.IntRange(min=2), default=30, show_default=True,
+@click.option("--max-repeats", type=click.IntRange(min=2), default=40, show_default=True,
               help="Answered repeats of NEW per question at which --settle stops.")
+@click.option("--old-url", metavar="URL",
+              help="Where OLD still answers: --settle re-runs it too (no credentials or "
+                   "query string; for those use --old-agent).")
+@click.option("--old-agent", metavar="NAME",
+              help="A registry entry that answers as OLD (same bank): --settle re-runs it "
+                   "too, its runs recorded as AGENT's version OLD.")
 @report_format
 @agents_option
 @db_option
 def compare_cmd(agent, old, new, fail_on, alpha, min_effect, min_answered, coverage, severity,
-                no_history, settle, budget, step, max_repeats, fmt, agents, db) -> None:
+                no_history, settle, budget, step, max_repeats, old_url, old_agent, fmt, agents,
+                db) -> None:
     """Before/after: the verdict (ship, hold, incomplete, undecided, pending) with its evidence.
 
     \b
@@ -171,6 +180,11 @@ def compare_cmd(agent, old, new, fail_on, alpha, min_effect, min_answered, cover
     from exam.reports.selection import compare_runs
 
     settings = verdict_settings(alpha, min_effect, min_answered, coverage, severity, no_history)
+    if (old_url or old_agent) and not settle:
+        raise InputError("--old-url and --old-agent say where OLD answers for --settle: "
+                         "add --settle")
+    if old_url and old_agent:
+        raise InputError("give --old-url or --old-agent, not both")
     store = open_store(db)
     every = compare_runs(store, agent, old, new)
     if settle:
@@ -178,12 +192,13 @@ def compare_cmd(agent, old, new, fail_on, alpha, min_effect, min_answered, cover
 
         result = settle_cli(store, open_registry(agents), agent, old, new, settings,
                             budget=budget, step=step, max_repeats=max_repeats,
-                            echo=lambda m: click.echo(m, err=True))
+                            echo=lambda m: click.echo(m, err=True), old_url=old_url,
+                            old_agent=old_agent)
     else:
         result = compare.build(regrade(store, every, parallel=True), agent, old, new, settings)
     print_report("compare", result, fmt)
     if result["verdict"] == "undecided" and not settle:
-        click.echo(f"next: exam compare {agent} {old} {new} --settle   # re-runs only the "
-                   f"undecided questions of {new} until decided (at most --budget calls)",
-                   err=True)
+        click.echo(f"next: exam compare {agent} {old} {new} --settle --old-url URL   # re-runs "
+                   f"the questions not yet decided on {new} and, where {old} still answers, "
+                   f"on {old} (at most --budget calls)", err=True)
     sys.exit(compare.exit_code(result, fail_on))

@@ -11,8 +11,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from exam.errors import ExamError
-from exam.reports import kinds, rubric_drift, verdict
-from exam.reports.discrimination import version_order
+from exam.reports import bank_changes, kinds, rubric_drift, verdict
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import COST_KEYS, SEVERITY_ORDER, cost_summary
 from exam.reports.stats import fisher_worse
@@ -93,9 +92,9 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
     versions = {c.version for c in cells} | {r.version for r in runs}
     # a run left out because its bank no longer loads (moved, or refused by a newer bank
     # check) would be a verdict over the other runs alone: one that failed where they passed
-    # reads ship. So none is read without it: OLD's, NEW's, nor the history pooled with them
+    # reads ship. So neither OLD's nor NEW's is read without it
     lost = [m for m in regraded.missing_banks if m["agent"] == agent
-            and (m["version"] in (old, new) or settings.pool_history)]
+            and m["version"] in (old, new)]
     if lost:
         raise ExamError(f"cannot compare {agent} {old} → {new}: "
                         + "; ".join(m["message"] for m in lost)
@@ -106,7 +105,6 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
             known = ", ".join(sorted(versions)) or "none"
             raise ExamError(f"no stored run of {agent} version {label!r} (versions: {known})")
     _one_rubric(regraded, runs, agent, old, new)
-    order = version_order(regraded, agent)
     every: dict[str, dict[str, list[GradedCell]]] = defaultdict(lambda: defaultdict(list))
     by: dict[str, dict[str, list[GradedCell]]] = defaultdict(lambda: defaultdict(list))
     meta: dict[str, GradedCell] = {}
@@ -120,14 +118,15 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
     planned = {k: v for k, v in planned.items() if k not in removed}
     skipped = skipped_by(regraded, runs, planned, old, new)
     questions = verdict.questions_from(
-        every, planned, {k: (m.severity, m.category) for k, m in meta.items()}, order, old, new,
-        settings.pool_history, skipped)
+        every, planned, {k: (m.severity, m.category) for k, m in meta.items()}, old, new,
+        skipped)
     decision = verdict.decide(questions, settings, levels,
                               unfinished=unfinished_runs(runs, cells, regraded.removed, old, new),
                               labels={"agent": agent, "old": old, "new": new})
     rubric_drift.apply(decision, rubric_drift.drift(regraded, runs, cells, old, new,
                                                     {q.case_no for q in questions}),
                        questions, by, settings, old, new, regraded, agent)
+    bank_changes.apply(decision, bank_changes.removed(regraded, runs, agent, old, new, settings))
     tests = {t["case_no"]: t for t in decision["tests"]}
     groups: dict[str, list[dict[str, Any]]] = {k: [] for k in GROUPS}
     for case_no in sorted(by):
@@ -308,6 +307,10 @@ def markdown(report: dict[str, Any]) -> list[str]:
              f"{len(report['flaky'])} newly flaky, {len(report['unchanged'])} unchanged"]
     if report["critical_regressions"]:
         lines.append(f"\n**Critical regressions: {', '.join(report['critical_regressions'])}**")
+    gone = report["decision"].get("removed") or []
+    if gone:
+        lines.append(f"\nRemoved from the bank since {report['old']} ran: " + "; ".join(
+            bank_changes.describe(e, report["old"], report["new"]) for e in gone))
     lines.append("")
     head, rows = table(report)
     return lines + kinds.md_table(head, [r for r in rows if r[1] != "unchanged"])
@@ -371,6 +374,10 @@ def text(report: dict[str, Any], colour: bool = False) -> str:
                          ("only_new", "only in new")):
         if report[group]:
             lines.append(f"  {label}: {', '.join(r['case_no'] for r in report[group])}")
+    for e in report["decision"].get("removed") or []:
+        lines.append(paint(f"  removed from the bank since {report['old']} ran: "
+                           + bank_changes.describe(e, report["old"], report["new"]),
+                           "needs_human" if e["mattered"] else "", colour))
     changed = [r["case_no"] for g in ("regressions", "fixes", "flaky", "unchanged")
                for r in report[g] if r["changed_since_run"]]
     if changed:
@@ -400,15 +407,15 @@ def verdict_lines(report: dict[str, Any], colour: bool = False) -> list[str]:
              f"{d['questions_testable']} of {d['questions_tested']} question(s) that can move; "
              f"hold when q ≤ {st['alpha']}, drop ≥ {st['min_effect']:.0%}, "
              f"≥ {st['min_answered']} answered repeats each side"
-             + (f"; {sev}" if sev else "") + f"; coverage floor {st['coverage']:.0%}"
-             + ("; guards pooled over earlier versions" if st["pool_history"] else "")]
+             + (f"; {sev}" if sev else "") + f"; coverage floor {st['coverage']:.0%}"]
     for u in d["undecided"]:
         if u.get("repeats_needed") is not None:
             lines.append(f"  {u['case_no']}: if its pass rate really is "
                          f"{kinds.pct(u['assumed_new_rate'])} (baseline {u['old']}), "
                          f"{u['repeats_needed']} answered repeats of the new version detect the "
                          f"drop with ≥ 80% power at level {u['level_for_repeats']:.3g} "
-                         f"(alpha / questions that can get worse)")
+                         f"(--settle's level: alpha / questions that can get worse, "
+                         f"1% of it at each look before its last)")
         if u.get("baseline_short"):
             lines.append(f"  {u['case_no']}: the baseline has too few answered repeats: "
                          f"{u['baseline_short']} more of {report['old']}")

@@ -26,12 +26,12 @@ from exam.reports import kinds, tallies
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.stats import (
     benjamini_hochberg,
-    bootstrap_mean_interval,
     exact_2xk,
     fisher_worse,
     pass_at_k,
     repeats_for_power,
     repeats_to_settle,
+    version_rate,
     wilson,
 )
 from exam.reports.tallies import Tallied
@@ -235,10 +235,13 @@ def build_agent(regraded: Regraded | Tallied, agent: str, k: int = K, seed: int 
         passes, graded = sum(r["passes"] for r in rows), sum(r["graded"] for r in rows)
         ks = [r["pass_k"] for r in rows if r["pass_k"] is not None]
         lo, hi = wilson(passes, graded)
-        # the question is the unit: resample questions, not cells (seeded, reproducible)
-        boot = bootstrap_mean_interval([r["rate"] for r in rows], seed=seed)
-        per_version.append({"version": v, "pass_rate": passes / graded if graded else None,
-                            "wilson": [lo, hi], "bootstrap": list(boot) if boot else None,
+        # the question is the unit: the mean of its rates (a settle round's 30 repeats of
+        # one question weigh what 3 do), resampled by question, never narrower than Wilson's
+        # interval on the mean (seeded, reproducible)
+        rate = version_rate([(r["passes"], r["graded"]) for r in rows], seed=seed)
+        per_version.append({"version": v, "pass_rate": rate["rate"] if rate else None,
+                            "cells_pass_rate": passes / graded if graded else None,
+                            "wilson": [lo, hi], "bootstrap": rate["interval"] if rate else None,
                             "pass_k": sum(ks) / len(ks) if ks else None, "k": k,
                             "pass_k_questions": len(ks), "questions": len(rows)})
     separating = classes["discriminating"]

@@ -21,8 +21,9 @@ def median(values: Sequence[float]) -> float | None:
     return percentile(values, 50)
 
 
-def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """Wilson score interval for a pass rate (95% by default)."""
+def wilson(successes: float, n: float, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson score interval for a pass rate (95% by default); an effective (fractional) count
+    of cells is fine."""
     if n == 0:
         return (0.0, 1.0)
     p = successes / n
@@ -274,7 +275,9 @@ def power_worse(old_pass: int, old_n: int, p_new: float, new_n: int, level: floa
     pmf = _binom_pmf(new_n, p_new)
     total = 0.0
     for x, w in enumerate(pmf):  # fewer new passes, smaller p: stop at the first miss
-        if fisher_worse(old_pass, old_n, x, new_n) > level:
+        # exact p-values are rationals: one on the level reads as on it, whatever the float
+        # rounding of its sum (the verdict reads p ≤ level the same way)
+        if fisher_worse(old_pass, old_n, x, new_n) > level * (1 + 1e-9):
             break
         total += w
     return total
@@ -290,10 +293,10 @@ def repeats_for_power(old_pass: int, old_n: int, p_new: float, level: float,
     short, no search is made (the common case for small differences, and the costly one)."""
     if old_n == 0 or p_new >= old_pass / old_n:
         return None
-    if power_worse(old_pass, old_n, p_new, limit, level) < power:
+    if power_worse(old_pass, old_n, p_new, limit, level) < power - 1e-12:
         return None
     for n in range(1, limit + 1):
-        if power_worse(old_pass, old_n, p_new, n, level) >= power:
+        if power_worse(old_pass, old_n, p_new, n, level) >= power - 1e-12:
             return n
     return None
 
@@ -324,3 +327,40 @@ def bootstrap_mean_interval(values: Sequence[float], *, resamples: int = 2000, s
     means = sorted(sum(islice(picks, n)) / n for _ in range(resamples))
     tail = (1 - level) / 2
     return (percentile(means, 100 * tail), percentile(means, 100 * (1 - tail)))
+
+
+def version_rate(counts: Sequence[tuple[int, int]], *, seed: int = 0,
+                 level: float = 0.95) -> dict[str, float | int | list[float]] | None:
+    """A version's pass rate: the mean of its questions' rates, so that a question asked 30
+    times (a `--settle` round) weighs what a question asked 3 times does; with its interval.
+
+    The interval is the percentile bootstrap over questions, widened to at least a Wilson
+    interval on the effective number of cells of a mean of rates (n_eff = Q² / Σ 1/n_i, the
+    binomial variance of that mean): the bootstrap alone collapses to a point with one
+    question, or with every question at the same rate ("67%–67%"), and the Wilson interval
+    never does, and always holds the rate. ``counts``: (passes, graded) per question."""
+    graded = [(p, n) for p, n in counts if n]
+    if not graded:
+        return None
+    rates = [p / n for p, n in graded]
+    mean = sum(rates) / len(rates)
+    n_eff = len(rates) ** 2 / sum(1 / n for _, n in graded)
+    z = _normal_quantile(0.5 + level / 2)
+    lo, hi = wilson(mean * n_eff, n_eff, z)
+    boot = bootstrap_mean_interval(rates, seed=seed, level=level) if len(rates) >= 2 else None
+    if boot is not None:
+        lo, hi = min(lo, boot[0]), max(hi, boot[1])
+    return {"rate": mean, "interval": [lo, hi], "questions": len(rates),
+            "cells": sum(n for _, n in graded), "effective_cells": n_eff}
+
+
+def _normal_quantile(p: float) -> float:
+    """The standard normal quantile (bisection on erf: a few figures, no scipy)."""
+    lo, hi = -10.0, 10.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if 0.5 * (1 + math.erf(mid / math.sqrt(2))) < p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2

@@ -11,7 +11,8 @@ Order of precedence (the first that applies):
    min_effect and ≥ min_answered answered repeats on both sides (per-severity overrides).
    A regression proven on the cells that did arrive is a "no" whatever the missing cells
    would have said, so it comes first; the line still says what was missing.
-2. ``incomplete`` — answered cells of either version below the coverage floor, or a question
+2. ``incomplete`` — graded cells of either version below the coverage floor (a not_graded
+   reply is missing like one that never arrived), or a question
    with no answered cell in the new version (nothing arrived; the old version asked it and
    the new one never did; or nothing the new version said could be graded where the old
    version's could): names the questions and why (timeout, blocked, http_error, not_run,
@@ -21,15 +22,22 @@ Order of precedence (the first that applies):
    of either version still going (or interrupted) with cells yet to come. Missing data is
    never read as safe.
 3. ``pending`` — needs_human cells of the new version nobody has decided (`exam review`);
+   a question removed from the bank since the old version ran that mattered
+   (exam.reports.bank_changes); a ship resting on a changed rubric (rubric_drift);
    and the old version's, where they are a question's whole baseline and the new version
    fails it (a question with no answered old cell that the new version fails is otherwise
    ``incomplete``: whether it regressed is unknown).
 4. ``undecided`` — a question answered worse and not held, and the data cannot rule out a
    drop of min_effect (Newcombe's one-sided 95% bound), or it has fewer than min_answered
-   answered repeats: with the repeats that would detect a drop of the observed size (at least
-   min_effect) at 80% power, the multiple-testing correction included.
+   answered repeats: with the repeats `--settle` would spend to detect a drop of the observed
+   size (at least min_effect) at 80% power, at its own levels. Also a question added to the
+   bank since the old version ran that the new one fails (``hold`` when critical): no
+   baseline shows it did not get worse.
 5. ``ship`` — none of the above: no question answered worse beyond what its data rule out.
-   A question that did not answer worse at all (1/1 → 1/1, 3/3 → 3/3) never blocks a ship.
+   A question that did not answer worse at all (1/1 → 1/1, 3/3 → 3/3) never blocks a ship;
+   the ship says the largest fall on one question its repeats could let through
+   (``could_miss``). The baseline is the old version alone: pooling earlier versions chosen
+   for never failing selected on the outcome (docs/reports.md).
 """
 
 from __future__ import annotations
@@ -44,7 +52,13 @@ from exam.reports.stats import discrete_bh, fisher_worse, fisher_worse_min, repe
 VERDICTS = ("ship", "hold", "incomplete", "undecided", "pending")
 EXIT_CODES = {"ship": 0, "hold": 1, "incomplete": 3, "undecided": 4, "pending": 5}
 PRECEDENCE = ("hold", "incomplete", "pending", "undecided", "ship")
-REPEATS_LIMIT = 200
+# `--settle`'s design (exam/settle.py): each interim look of a question spends SETTLE_INTERIM
+# of its alpha/m, its last look (at SETTLE_MAX_REPEATS answered repeats) the rest. The
+# repeats-needed figure is what settle would spend, so it is computed at these levels
+SETTLE_INTERIM = 0.01
+SETTLE_MAX_REPEATS = 40
+SETTLE_STEP = 3
+TOL = 1e-9  # exact p-values are rationals: a float at the boundary is read as on it
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,20 +83,18 @@ class Settings:
         "critical": Rule(alpha=0.10, min_effect=0.15, min_answered=3)})
     coverage: float = 0.95  # answered cells / planned cells, each version
     power: float = 0.8
-    pool_history: bool = True
 
     def rule_for(self, severity: str) -> Rule:
         return self.by_severity.get(severity, self.rule)
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.rule.as_dict(), "coverage": self.coverage, "power": self.power,
-                "pool_history": self.pool_history,
                 "by_severity": {k: v.as_dict() for k, v in sorted(self.by_severity.items())}}
 
 
 def settings_from(alpha: float | None = None, min_effect: float | None = None,
                   min_answered: int | None = None, coverage: float | None = None,
-                  severity: Iterable[str] = (), pool_history: bool = True) -> Settings:
+                  severity: Iterable[str] = ()) -> Settings:
     """Settings from CLI/API words; ``severity`` items look like ``critical:alpha=0.1``."""
     base = Settings()
     rule = Rule(alpha if alpha is not None else base.rule.alpha,
@@ -113,12 +125,12 @@ def settings_from(alpha: float | None = None, min_effect: float | None = None,
     cov = coverage if coverage is not None else base.coverage
     if not 0 < cov <= 1:
         raise ValueError(f"coverage: expected a fraction in (0, 1], found {cov}")
-    return Settings(rule, by, cov, base.power, pool_history)
+    return Settings(rule, by, cov, base.power)
 
 
 @dataclass(frozen=True, slots=True)
 class Tally:
-    """One question in one version (or a pooled baseline): what arrived and how it graded."""
+    """One question in one version (or a baseline): what arrived and how it graded."""
 
     passes: int = 0
     fails: int = 0
@@ -137,6 +149,12 @@ class Tally:
     @property
     def arrived(self) -> int:
         return self.passes + self.fails + self.needs_human + self.not_graded
+
+    @property
+    def graded(self) -> int:
+        """Cells with a grade (needs_human waits for a person, but it is an answer): the
+        coverage. A not_graded reply arrived and says nothing, like one that never did."""
+        return self.passes + self.fails + self.needs_human
 
     @property
     def planned(self) -> int:
@@ -160,7 +178,7 @@ class Question:
     category: str
     new: Tally
     old: Tally
-    baseline: Tally  # old, or old pooled with earlier versions (see ``baseline_for``)
+    baseline: Tally  # old's answered cells (see ``baseline_for``)
     baseline_versions: tuple[str, ...] = ()
     # in the old version's bank when it ran, and not asked (--only, --category): not a
     # question new in the bank, and no baseline either
@@ -183,22 +201,97 @@ def tally(cells: Iterable[Any], planned: int | None = None) -> Tally:
     return Tally(c["pass"], c["fail"], c["needs_human"], c["not_graded"], dict(trouble))
 
 
-def baseline_for(history: Sequence[tuple[str, Tally]], old: str, pool: bool = True
+def baseline_for(history: Sequence[tuple[str, Tally]], old: str
                  ) -> tuple[Tally, tuple[str, ...]]:
-    """The baseline a question's new version is tested against.
+    """The baseline a question's new version is tested against: the old version's answered
+    cells, and only those.
 
-    The rule: the old version's answered cells; but when the question passed every answered
-    repeat of *every* earlier version (at least two versions with answers: a regression guard),
-    those versions are homogeneous by construction and are pooled, so a guard that never failed
-    in 4 versions × 3 repeats is evidence of 12/12, not 3/3.
+    Earlier versions are never pooled in. Pooling a question's history *because* it passed
+    every repeat of every version chose the baseline by its outcome: four identical versions
+    at 90% gave 9/9 → 1/3 holds in 16% of comparisons (alpha 5%). Pooling every version
+    whatever it answered would be valid only if they were one population, which the data of a
+    changed agent cannot show without choosing by the outcome again; see docs/reports.md.
     """
     own = dict(history).get(old, Tally())
-    answered = [(v, t) for v, t in history if t.answered]
-    if pool and len(answered) >= 2 and all(t.fails == 0 for _, t in answered) and \
-            any(v == old for v, _ in answered):
-        pooled = Tally(sum(t.passes for _, t in answered), 0)
-        return pooled, tuple(v for v, _ in answered)
     return Tally(own.passes, own.fails), (old,)
+
+
+def settle_repeats(old_pass: int, old_n: int, p_new: float, new_n: int, share: float,
+                   power: float) -> tuple[int | None, float]:
+    """Answered repeats of NEW at which `--settle` holds a question whose true rate is
+    ``p_new`` with ``power`` (OLD's counts as they are), and the level that look uses: an
+    interim look (``share`` × SETTLE_INTERIM), else the last one at SETTLE_MAX_REPEATS
+    (``share`` less what the interim looks spent). None: not within settle's repeats."""
+    interim = share * SETTLE_INTERIM
+    need = repeats_for_power(old_pass, old_n, p_new, interim, power, SETTLE_MAX_REPEATS)
+    if need is not None:
+        return need, interim
+    looks = 1 + -(-max(0, SETTLE_MAX_REPEATS - new_n) // SETTLE_STEP)
+    final = share * (1 - SETTLE_INTERIM * looks)
+    from exam.reports.stats import power_worse
+
+    if power_worse(old_pass, old_n, p_new, SETTLE_MAX_REPEATS, final) >= power - 1e-12:
+        return SETTLE_MAX_REPEATS, final
+    return None, final
+
+
+def caught(b: Tally, passes: int, n: int, rule: Rule) -> bool:
+    """Whether NEW at ``passes``/``n`` against baseline ``b`` keeps the question from a ship
+    (held or undecided: the rule of ``decide`` for one question, whatever the others say)."""
+    if not b.passes or not b.answered or not n:
+        return False
+    effect = b.passes / b.answered - passes / n
+    if effect <= 1e-12:
+        return False
+    enough = min(b.answered, n) >= rule.min_answered
+    return (effect >= rule.min_effect - 1e-12 or not enough
+            or drop_upper(b, Tally(passes, n - passes)) >= rule.min_effect - 1e-12)
+
+
+def could_miss(questions: Sequence[Question], settings: Settings) -> dict[str, Any] | None:
+    """The largest fall on one question these repeats would let through: for each question
+    that could get worse, the highest true pass rate of NEW that its repeats still catch (keep
+    from a ship) with ``settings.power``, its baseline held as observed; the question where
+    that fall is largest. Said with every ship: a ship is not a proof that nothing fell."""
+    from exam.reports.stats import _binom_pmf
+
+    worst = None
+    for q in questions:
+        b, n = q.baseline, q.new.answered
+        if not b.passes or not b.answered or not n:
+            continue
+        rule = settings.rule_for(q.severity)
+        hit = [caught(b, x, n, rule) for x in range(n + 1)]
+
+        def p_caught(p: float, hit: list[bool] = hit, n: int = n) -> float:
+            return sum(w for w, h in zip(_binom_pmf(n, p), hit, strict=True) if h)
+
+        lo, hi = 0.0, b.passes / b.answered
+        if p_caught(0.0) < settings.power - 1e-12:
+            edge = None  # not even a fall to 0% is caught that often
+        else:
+            for _ in range(30):  # the chance to catch falls as NEW's true rate rises
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if p_caught(mid) >= settings.power - 1e-12 else (lo, mid)
+            edge = lo
+        fall = b.passes / b.answered - (edge or 0.0)
+        if worst is None or fall > worst["fall"] + 1e-12:
+            worst = {"case_no": q.case_no, "old": f"{b.passes}/{b.answered}", "repeats": n,
+                     "from": b.passes / b.answered, "to": edge, "fall": fall,
+                     "power": settings.power}
+    return worst
+
+
+def miss_text(m: Mapping[str, Any]) -> str:
+    """``a question could fall from 100% to 58% unseen (Q-01: 3/3 and 3 repeats of NEW;
+    caught 4 times in 5 below that)``."""
+    to = "0%" if m["to"] is None else f"{m['to']:.0%}"
+    how = ("even a fall to 0% is caught less often than "
+           f"{m['power']:.0%} of the time" if m["to"] is None else
+           f"a fall below that is caught {m['power']:.0%} of the time")
+    return (f"with these repeats a question could fall from {m['from']:.0%} to {to} unseen "
+            f"({m['case_no']}: {m['old']} and {m['repeats']} repeat(s) of the new version; "
+            f"{how})")
 
 
 def drop_upper(b: Tally, n: Tally, z: float = 1.6448536269514722) -> float:
@@ -213,7 +306,8 @@ def drop_upper(b: Tally, n: Tally, z: float = 1.6448536269514722) -> float:
 
 
 def _reasons(t: Tally) -> str:
-    parts = [f"{n} {status}" for status, n in sorted(t.trouble.items())]
+    parts = [f"{n} {status}" for status, n in sorted(
+        {**t.trouble, **({"not_graded": t.not_graded} if t.not_graded else {})}.items())]
     return ", ".join(parts)
 
 
@@ -253,8 +347,8 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
 
     qvalues, testable = discrete_bh([r["p"] for r in rows], [screen(r) for r in rows],
                                     [settings.rule_for(r["severity"]).alpha for r in rows])
-    # the repeats-needed figures hold at the Bonferroni bound over every question that could
-    # get worse: BH rejects any p ≤ alpha/m, and m testable ≤ this count whatever the new data
+    # the repeats-needed figures are `--settle`'s, whose m is every question that could get
+    # worse (a baseline pass, asked in NEW): a fixed 0/3 → 3/3 can never hold there
     can_drop = sum(1 for r in rows if r["baseline"]["passes"] and r["new"]["planned"]) or 1
     for r, qv in zip(rows, qvalues, strict=True):
         b, n = tallies[r["case_no"]]
@@ -265,17 +359,17 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
         enough = b_ans >= rule.min_answered and n_ans >= rule.min_answered
         big = r["effect"] is not None and r["effect"] >= rule.min_effect - 1e-12
         if levels is not None:
-            significant = r["case_no"] in levels and r["p"] <= levels[r["case_no"]]
+            significant = r["case_no"] in levels and \
+                r["p"] <= levels[r["case_no"]] * (1 + TOL)
+            r["level"] = levels.get(r["case_no"])
         else:
             # exact p-values are rationals: 1e-9 absorbs the float rounding of p × m / rank
-            significant = qv is not None and qv <= rule.alpha * (1 + 1e-9)
+            significant = qv is not None and qv <= rule.alpha * (1 + TOL)
         if significant and big and enough:
             r["state"] = "hold"
         elif n_ans and b_ans and b.passes and r["effect"] > 1e-12 and (
                 big or not enough or drop_upper(b, n) >= rule.min_effect - 1e-12):
             r["state"] = "undecided"
-            level = rule.alpha / can_drop
-            r["level_for_repeats"] = level
             need: int | None = rule.min_answered
             if b_ans < rule.min_answered:
                 r["baseline_short"] = rule.min_answered - b_ans
@@ -283,9 +377,11 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
             # the observed drop is smaller, at the stated power
             target = min(r["new"]["rate"], b.rate - rule.min_effect)
             r["assumed_new_rate"] = max(0.0, target)
+            r["level_for_repeats"] = rule.alpha / can_drop * SETTLE_INTERIM
             if levels is None and figures:  # `--settle` decides by its own levels
-                need = repeats_for_power(r["baseline"]["passes"], b_ans, max(0.0, target),
-                                         level, settings.power, REPEATS_LIMIT)
+                need, r["level_for_repeats"] = settle_repeats(
+                    r["baseline"]["passes"], b_ans, max(0.0, target), n_ans,
+                    rule.alpha / can_drop, settings.power)
             r["repeats_needed"] = None if need is None else max(need, rule.min_answered)
             r["more_repeats"] = None if need is None else max(0, r["repeats_needed"] - n_ans)
         elif r["effect"] is not None and r["effect"] < 0:
@@ -299,8 +395,16 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
     old_human = {q.case_no: q.old.needs_human for q in questions
                  if _no_baseline(q) and q.old.needs_human}
     needs_human = sum(q.new.needs_human for q in questions) + sum(old_human.values())
-    holds = [r for r in rows if r["state"] == "hold"]
-    undecided = [r for r in rows if r["state"] == "undecided"]
+    holds = [_brief(r) for r in rows if r["state"] == "hold"]
+    undecided = [_brief(r) for r in rows if r["state"] == "undecided"]
+    added = [q for q in questions if not q.old.planned and not q.baseline.answered
+             and not q.old_skipped]
+    # a question added since OLD ran has no baseline, so nothing can show it did not get
+    # worse; failed in NEW it is never a ship: a critical one holds, any other waits for OLD
+    # to be asked it (then it is an ordinary comparison)
+    for q in added:
+        if q.new.fails:
+            (holds if q.severity == "critical" else undecided).append(_added(q))
     if holds:
         word = "hold"
     elif incomplete["questions"] or incomplete["versions"] or incomplete["runs"]:
@@ -313,45 +417,72 @@ def decide(questions: Sequence[Question], settings: Settings = Settings(),
         word = "ship"
     return {"word": word, "exit_code": EXIT_CODES[word], "settings": settings.as_dict(),
             "questions_tested": len(rows), "questions_testable": testable,
-            "hold": [_brief(r) for r in holds], "undecided": [_brief(r) for r in undecided],
+            "hold": holds, "undecided": undecided,
             "incomplete": incomplete,
             "pending": {"needs_human": needs_human,
                         "questions": sorted({q.case_no for q in questions if q.new.needs_human}
                                             | set(old_human)),
                         "old_needs_human": sum(old_human.values()),
                         "next": "exam review" if needs_human else None},
-            "new_questions": sorted(q.case_no for q in questions if not q.old.planned
-                                    and not q.baseline.answered and not q.old_skipped),
+            "new_questions": sorted(q.case_no for q in added),
             "not_asked_in_old": sorted(q.case_no for q in questions if q.old_skipped),
+            # what a ship could have let through (said with the word; only a ship needs it)
+            "could_miss": could_miss(questions, settings) if figures and word == "ship"
+            else None,
             "labels": dict(labels or {}), "tests": rows, "reason": ""}
 
 
 def _brief(r: dict[str, Any]) -> dict[str, Any]:
-    keys = ("case_no", "severity", "p", "q", "effect", "repeats_needed", "more_repeats",
-            "level_for_repeats", "baseline_short", "assumed_new_rate")
+    keys = ("case_no", "severity", "p", "q", "level", "effect", "repeats_needed",
+            "more_repeats", "level_for_repeats", "baseline_short", "assumed_new_rate")
     return {**{k: r.get(k) for k in keys},
             "old": f"{r['baseline']['passes']}/{r['baseline']['answered']}",
             "new": f"{r['new']['passes']}/{r['new']['answered']}",
             "baseline_versions": r["baseline"]["versions"]}
 
 
+def _added(q: Question) -> dict[str, Any]:
+    """A hold or undecided entry for a question added since OLD ran that NEW fails."""
+    return {"case_no": q.case_no, "severity": q.severity, "p": None, "q": None,
+            "effect": None, "repeats_needed": None, "more_repeats": None,
+            "level_for_repeats": None, "baseline_short": None, "assumed_new_rate": None,
+            "level": None, "old": "–", "new": f"{q.new.passes}/{q.new.answered}",
+            "baseline_versions": [],
+            "new_question": True}
+
+
+def _added_text(h: Mapping[str, Any], labels: Mapping[str, str]) -> str:
+    old, new = labels.get("old", "the old version"), labels.get("new", "the new version")
+    ask = (f"; ask {old} it: exam run {labels['agent']} --version {old} --only {h['case_no']}"
+           if labels.get("agent") else f"; ask {old} it")
+    return (f"{h['case_no']} new question, {new} fails it ({h['new']} passed"
+            + (f", {h['severity']}" if h["severity"] == "critical" else "")
+            + f", no baseline{ask})")
+
+
 def _coverage(questions: Sequence[Question], settings: Settings) -> dict[str, Any]:
     named, versions = [], []
+    # a question neither version's replies could be graded on (one with nothing to grade)
+    # says nothing either way; any other question's not_graded cells are missing answers
+    counted = [q for q in questions if q.old.graded or q.new.graded
+               or not (q.old.not_graded and q.new.not_graded)]
+    in_floor = {q.case_no for q in counted}
     for side in ("old", "new"):
-        planned = sum(getattr(q, side).planned for q in questions)
-        answered = sum(getattr(q, side).arrived for q in questions)
+        planned = sum(getattr(q, side).planned for q in counted)
+        answered = sum(getattr(q, side).graded for q in counted)
         if planned and answered / planned < settings.coverage - 1e-12:
             versions.append({"side": side, "answered": answered, "planned": planned,
                              "coverage": answered / planned})
     for q in questions:
         for side in ("old", "new"):
             t: Tally = getattr(q, side)
-            if t.trouble and (versions and any(v["side"] == side for v in versions)
-                              or (side == "new" and t.planned and not t.arrived)):
+            lost = sum(t.trouble.values()) + t.not_graded
+            if (t.trouble and side == "new" and t.planned and not t.arrived) or (
+                    lost and q.case_no in in_floor and any(v["side"] == side for v in versions)):
                 named.append({"case_no": q.case_no, "side": side, "arrived": t.arrived,
                               "planned": t.planned, "why": _reasons(t)})
             elif side == "new" and q.severity == "critical" and q.baseline.answered and \
-                    sum(t.trouble.values()) > t.answered + t.needs_human:
+                    lost > t.answered + t.needs_human:
                 # a critical question is never averaged away, its missing cells neither: the
                 # floor over the whole bank let 2 of its 3 repeats time out and 1/1 ship.
                 # Most of its cells, not any one: a single timeout is not worth a hold-up
@@ -371,10 +502,8 @@ def _coverage(questions: Sequence[Question], settings: Settings) -> dict[str, An
             elif side == "old" and _no_baseline(q) and not t.needs_human:
                 # the old version asked it and nothing it said was answered or graded, and the
                 # new one fails it: whether that is a regression is unknown, not "same"
-                why = ", ".join(x for x in (_reasons(t), t.not_graded and
-                                            f"{t.not_graded} not_graded") if x)
                 named.append({"case_no": q.case_no, "side": side, "arrived": t.arrived,
-                              "planned": t.planned, "why": why})
+                              "planned": t.planned, "why": _reasons(t)})
     return {"versions": versions, "questions": named}
 
 
@@ -409,9 +538,36 @@ def _missing(v: dict[str, Any]) -> str:
     return "; ".join(parts + ([f"not answered: {shown}{more}"] if qs else []) + ask)
 
 
+def p_removed(v: Mapping[str, Any]) -> list[str]:
+    """Questions removed from the bank since OLD ran that mattered (exam.reports.bank_changes)."""
+    return list(v.get("pending", {}).get("removed") or [])
+
+
+def describe_removed(e: Mapping[str, Any], old: str, new: str) -> str:
+    """``Q-03 (hold under its last rubric: v1 5/5 → v2 0/5)``."""
+    if e["mattered"] == "not_regraded":
+        return f"{e['case_no']} ({e['why']})"
+    figures = f"{old} {e['old']}" + (f" → {new} {e['new']}" if e["new"] else
+                                      f", not asked in {new}")
+    why = {"hold": "it would hold", "critical": "critical", "failing": "failing",
+           None: "passing"}[e["mattered"]]
+    return f"{e['case_no']} ({why}; under its last rubric {figures})"
+
+
+def _removed_text(v: Mapping[str, Any]) -> str:
+    labels = v.get("labels") or {}
+    o, n = labels.get("old", "the old version"), labels.get("new", "the new version")
+    shown = [describe_removed(e, o, n) for e in v.get("removed") or [] if e["mattered"]]
+    return (f"removed from the bank since {o} ran: " + ", ".join(shown) + "; a person "
+            f"decides: put it back, or if its removal is meant, ask {o} again under today's "
+            "bank and leave out its older runs (exam runs exclude RUN --reason …)")
+
+
 def summary_line(v: dict[str, Any]) -> str:
     """One line saying the verdict and why: the same text in the CLI, LINE and the dashboard."""
     line = _word_line(v)
+    if p_removed(v) and not line.startswith("pending: " + _removed_text(v)):
+        line += f"; also {_removed_text(v)}"
     drift = v.get("rubric_changed") or []
     if drift:
         from exam.rubric import describe
@@ -436,6 +592,10 @@ def _word_line(v: dict[str, Any]) -> str:
         return "incomplete: " + _missing(v)
     if word == "hold":
         line = "hold: " + ", ".join(
+            _added_text(h, v.get("labels") or {}) if h.get("new_question") else
+            # the figure the decision used: settle's level after --settle, else BH's q
+            f"{h['case_no']} {h['old']} → {h['new']} (p = {h['p']:.2g} ≤ settle's level "
+            f"{h['level']:.2g})" if h.get("level") is not None else
             f"{h['case_no']} {h['old']} → {h['new']} (q = {h['q']:.2g})"
             if h["q"] is not None else f"{h['case_no']} {h['old']} → {h['new']} (p = {h['p']:.2g})"
             for h in v["hold"])
@@ -443,6 +603,9 @@ def _word_line(v: dict[str, Any]) -> str:
                 v["incomplete"].get("runs"):
             line += f"; also incomplete: {_missing(v)}"
         return line
+    if word == "pending" and p_removed(v) and not p_rubric(v) and \
+            not v["pending"]["needs_human"]:
+        return "pending: " + _removed_text(v)
     if word == "pending" and p_rubric(v) and not v["pending"]["needs_human"]:
         labels = v.get("labels") or {}
         o, n = labels.get("old", "the old version"), labels.get("new", "the new version")
@@ -465,10 +628,17 @@ def _word_line(v: dict[str, Any]) -> str:
                    "one fails)" if old else "") + " decide it: run exam review" + also)
     if word == "undecided":
         return "undecided: " + ", ".join(
+            _added_text(u, v.get("labels") or {}) if u.get("new_question") else
             f"{u['case_no']} {u['old']} → {u['new']}"
-            + (f" (about {u['more_repeats']} more repeat(s))" if u["more_repeats"] is not None
-               else f" (more than {REPEATS_LIMIT} repeats)") for u in v["undecided"])
-    return "ship: no question is worse beyond the evidence rule"
+            + (" (repeats enough for --settle's level already: run it)"
+               if u["more_repeats"] == 0 else
+               f" (about {u['more_repeats']} more repeat(s) with --settle)"
+               if u["more_repeats"] is not None else
+               f" (not within --settle's {SETTLE_MAX_REPEATS} repeats while {u['old']} is "
+               "the baseline: ask the old version again too)") for u in v["undecided"])
+    miss = v.get("could_miss")
+    return "ship: no question is worse beyond the evidence rule" + (
+        f"; {miss_text(miss)}" if miss else "")
 
 
 def p_rubric(v: Mapping[str, Any]) -> list[str]:
@@ -485,31 +655,22 @@ def combine(words: Iterable[str]) -> str:
 
 def questions_from(cells_by_version: Mapping[str, Mapping[str, list[Any]]],
                    planned: Mapping[str, Mapping[str, int]], meta: Mapping[str, tuple[str, str]],
-                   versions: Sequence[str], old: str, new: str, pool: bool = True,
-                   skipped: Iterable[str] = ()) -> list[Question]:
+                   old: str, new: str, skipped: Iterable[str] = ()) -> list[Question]:
     """Questions from graded cells: case_no → version → cells, planned cells likewise.
     ``skipped``: questions in the old version's bank that its runs did not ask."""
     skipped = set(skipped)
     out = []
-    # the history: versions first run before the new one, and the old one whatever its place
-    cut = versions.index(new) if new in versions else len(versions)
-    order = [v for v in versions[:cut] if v != new]
-    if old not in order:
-        order.append(old)
     for case_no in sorted(meta):
-        hist = [(v, tally(cells_by_version.get(case_no, {}).get(v, []),
-                          planned.get(case_no, {}).get(v))) for v in order]
-        new_t = tally(cells_by_version.get(case_no, {}).get(new, []),
-                      planned.get(case_no, {}).get(new))
-        old_t = dict(hist).get(old, tally(cells_by_version.get(case_no, {}).get(old, []),
-                                          planned.get(case_no, {}).get(old)))
+        cells, plan = cells_by_version.get(case_no, {}), planned.get(case_no, {})
+        new_t = tally(cells.get(new, []), plan.get(new))
+        old_t = tally(cells.get(old, []), plan.get(old))
         if not new_t.planned:
             if not old_t.planned:
                 continue  # asked in neither version: nothing to decide
             # asked in the old version, never in the new one (--only, --category): the
             # change was not examined on it, which is missing data, never a ship
             new_t = Tally(trouble={"not_asked": old_t.planned})
-        base, used = baseline_for(hist, old, pool)
+        base, used = baseline_for([(old, old_t)], old)
         severity, category = meta[case_no]
         out.append(Question(case_no, severity, category, new_t, old_t, base, used,
                             old_skipped=case_no in skipped and not old_t.planned))

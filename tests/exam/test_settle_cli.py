@@ -48,7 +48,7 @@ class Scripted:
         self.served.close()
 
 
-def test_settle_reruns_only_the_undecided_question_until_it_holds(tmp_path):
+def test_settle_reruns_the_unsettled_questions_until_it_holds(tmp_path):
     agent = Scripted()
     try:
         bank = write_bank(tmp_path, ["ok", "ok", "ok"], expect_forbidden=["已出貨"])
@@ -69,13 +69,51 @@ def test_settle_reruns_only_the_undecided_question_until_it_holds(tmp_path):
         report = json.loads(settled.stdout)
         assert report["verdict"] == "hold" and report["regressions"][0]["case_no"] == "T-01"
         s = report["settle"]
-        extra = agent.calls["T-01"] - 3
-        assert s["calls_spent"] == extra and agent.calls.get("T-02") == 3  # only T-01 re-ran
-        assert s["calls_saved"] == 3 * extra - extra
+        # T-02 and T-03 (10/10 → 3/3) cannot yet rule out a 20-point drop: asked again too
+        extra = sum(n - 3 for n in agent.calls.values())
+        assert s["questions"] == ["T-01", "T-02", "T-03"] and s["sides"] == 1
+        assert s["calls_spent"] == extra and agent.calls["T-01"] > 3
+        assert s["calls_saved"] == s["calls_whole_bank"] - extra
         assert f"{extra} agent call(s) spent" in settled.stderr
+        # v1 cannot be asked again: what its repeats allow is said before the first call
+        said = settled.stderr
+        assert "v1 cannot be asked again" in said
+        assert said.index("v1 cannot be asked again") < said.index("settle: run")
     finally:
         agent.close()
 
+
+def test_settle_asks_the_old_version_again_when_its_url_is_given(tmp_path):
+    old, new = Scripted(), Scripted()
+    try:
+        bank = write_bank(tmp_path, ["ok", "ok", "ok"], expect_forbidden=["已出貨"])
+        run = CliRunner().invoke
+        env = registry_env(tmp_path, old.url, bank)
+        assert run(main, ["run", "T", "-v", "v1", "-n", "3"], env=env).exit_code == 0
+        env = registry_env(tmp_path, new.url, bank)  # the registry now points at v2
+        new.script = {"T-01": [FAIL, PASS, FAIL]}  # then failing
+        assert run(main, ["run", "T", "-v", "v2", "-n", "3"], env=env).exit_code == 1
+        assert run(main, ["compare", "T", "v1", "v2"], env=env).exit_code == 4
+        settled = run(main, ["compare", "T", "v1", "v2", "--settle", "--old-url", old.url,
+                             "--format", "json"], env=env)
+        assert settled.exit_code == 1, settled.output
+        report = json.loads(settled.stdout)
+        assert report["verdict"] == "hold" and report["regressions"][0]["case_no"] == "T-01"
+        s = report["settle"]
+        assert s["sides"] == 2 and "cannot be asked again" not in settled.stderr
+        old_extra = sum(n - 3 for n in old.calls.values())
+        new_extra = sum(n - 3 for n in new.calls.values())
+        assert old_extra == new_extra > 0 and s["calls_spent"] == old_extra + new_extra
+        assert "(v1): T-01" in settled.stderr  # OLD's settle runs, recorded as v1
+        # OLD's new repeats are part of its baseline now
+        held = report["decision"]["hold"][0]
+        assert held["old"] == f"{old.calls['T-01']}/{old.calls['T-01']}"
+        bad = run(main, ["compare", "T", "v1", "v2", "--settle", "--old-url",
+                         "http://user:pw@127.0.0.1:9/x"], env=env)
+        assert bad.exit_code == 2 and "pw" not in bad.output
+    finally:
+        old.close()
+        new.close()
 
 
 def test_a_settle_run_is_held_by_a_lease_as_exam_run_is(tmp_path):

@@ -66,22 +66,11 @@ def test_needs_human_is_pending_with_the_count():
     assert "exam review" in V.summary_line(d)
 
 
-def test_a_guard_that_never_failed_pools_its_history():
+def test_a_guard_that_never_failed_is_tested_against_the_old_version_alone():
+    # pooling the history *because* it never failed chose the baseline by its outcome
     hist = [("v1", V.Tally(3, 0)), ("v2", V.Tally(3, 0)), ("v3", V.Tally(3, 0))]
     base, used = V.baseline_for(hist, "v3")
-    assert (base.passes, base.answered, used) == (9, 9, ("v1", "v2", "v3"))
-    # one failure anywhere: the old version alone
-    hist[0] = ("v1", V.Tally(2, 1))
-    base, used = V.baseline_for(hist, "v3")
     assert (base.passes, base.answered, used) == (3, 3, ("v3",))
-
-
-def test_pooled_history_turns_a_thin_drop_into_a_hold():
-    b = V.Tally(12, 0)  # 4 versions × 3 repeats, all passing
-    pooled = V.Question("Q-01", "major", "c", V.Tally(1, 2), V.Tally(3, 0), b, ("v1",) * 4)
-    alone = V.Question("Q-01", "major", "c", V.Tally(1, 2), V.Tally(3, 0), V.Tally(3, 0), ("v4",))
-    assert V.decide([pooled])["word"] == "hold"
-    assert V.decide([alone])["word"] != "hold"
 
 
 def test_one_sided_fisher_and_its_bound_match_scipy():
@@ -120,10 +109,11 @@ def test_repeats_needed_are_true_under_the_method():
         n, p_alt, level = u["repeats_needed"], u["assumed_new_rate"], u["level_for_repeats"]
         power = sum(stats.binom.pmf(x, n, p_alt) for x in range(n + 1)
                     if stats.fisher_exact([[bp, bn - bp], [x, n - x]],
-                                          alternative="greater").pvalue <= level)
+                                          alternative="greater").pvalue <= level * (1 + 1e-9))
         assert power >= 0.8
-        # and the level is the BH bound over every question that could get worse
-        assert level == pytest.approx(0.05 / 10)
+        # and the level is --settle's: alpha / the questions that could get worse, 1% of it
+        # at each look before the last (at 40 repeats) spends the rest
+        assert level == pytest.approx(0.05 / 10 * 0.01) or n == V.SETTLE_MAX_REPEATS
         assert power_worse(bp, bn, p_alt, n, level) == pytest.approx(power, abs=1e-9)
 
 
@@ -278,16 +268,18 @@ def test_all_timeout_new_version_is_incomplete_in_the_cli(history):
     assert out["verdict"] == "incomplete"
 
 
-def test_added_question_is_new_not_failing(history):
+def test_added_question_is_new_and_failing_it_is_not_a_ship(history):
     history.bank("A", CASES[:2])
     history.run("A", "v1", {"Q-01": "ppp", "Q-02": "ppp"})
     history.bank("A", CASES)
     history.run("A", "v2", {"Q-01": "ppp", "Q-02": "ppp", "Q-03": "fff"})
     r = compare.build(regrade(history.store, select_runs(history.store)), "A", "v1", "v2")
-    assert r["verdict"] == "ship"
+    # added to the bank after v1 ran (not skipped by v1): new, with no baseline, and failed
+    # 0/3: nothing shows it did not get worse (issue 32)
+    assert r["verdict"] != "ship"
     assert [x["case_no"] for x in r["only_new"]] == ["Q-03"]
-    # added to the bank after v1 ran (not skipped by v1): new, and failing it does not block
     assert r["decision"]["new_questions"] == ["Q-03"] and r["decision"]["not_asked_in_old"] == []
+    assert "Q-03 new question, v2 fails it (0/3 passed" in r["decision"]["reason"]
 
 
 def test_more_repeats_alone_is_not_newly_flaky(history):
