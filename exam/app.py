@@ -22,7 +22,7 @@ from werkzeug.exceptions import HTTPException
 
 from exam.errors import ExamError, NoSuchRun, StoreError
 from exam.web import api, context, dashboard, line
-from exam.web.auth import bearer_ok, is_admin
+from exam.web.auth import STORE_AWAY, bearer_ok, is_admin
 
 log = logging.getLogger("exam.app")
 
@@ -162,9 +162,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
             return answer(404, "not found", "Not found", str(err))
         log.error("store: %s", err)
         # a viewer (a share link, perhaps forwarded) is not told where the store lives
-        return answer(503, str(err), "The store is not available",
-                      str(err) if is_admin() else "the store cannot be read just now (the "
-                      "reason is in the service log): try again in a moment")
+        said = str(err) if is_admin() else STORE_AWAY
+        return answer(503, said, "The store is not available", said)
 
     @app.errorhandler(400)
     def bad_request(err: HTTPException):

@@ -79,6 +79,7 @@ from exam.errors import (
     StoreUnavailable,
 )
 from exam.records import RETRY_STATUSES, AttemptRow, CachedGrade, CellRow, cap_text
+from exam.redact import store_secrets
 
 DEFAULT_DB = "results/exam.db"
 MAX_ID = 2**63 - 1  # the largest integer SQLite and PostgreSQL (BIGINT) store: a run id
@@ -425,10 +426,10 @@ def _named_damage(method: Callable[..., Any]) -> Callable[..., Any]:
             return method(self, *args, **kwargs)
         except (DBAPIError, sqlite3.DatabaseError) as exc:
             if damaged(exc):
-                raise StoreDamaged(damage_message(self.path, exc)) from None
+                raise StoreDamaged(self.said(damage_message(self.path, exc))) from None
             # the database away or busy for a moment, not what was asked of it
             raise (StoreUnavailable if unavailable(exc) else StoreError)(
-                f"{self.path}: {_reason(exc)}") from exc
+                self.said(f"{self.path}: {_reason(exc)}")) from exc
 
     return wrapper
 
@@ -636,6 +637,9 @@ class Store:
         target = str(path)
         self.path = shown(target)  # for messages and logs: a URL's password masked
         self.target = target  # to open the same store again (another process); never shown
+        # its credentials (password, ?password=…), longest first: kept out of every message
+        self._secrets = sorted((s for s in store_secrets(target) if len(s) >= 3), key=len,
+                               reverse=True)
         self.backend = "postgresql" if is_postgres(target) else "sqlite"
         self._leases: dict[int, int] = {}  # run id → the lease token this Store holds
         self._lease_s: dict[int, float] = {}
@@ -675,9 +679,16 @@ class Store:
 
     def _cannot_open(self, exc: BaseException) -> StoreError:
         if damaged(exc):
-            return StoreDamaged(damage_message(self.path, exc))
+            return StoreDamaged(self.said(damage_message(self.path, exc)))
         kind = StoreUnavailable if _away_at_open(exc) else StoreError
-        return kind(f"{self.path}: cannot open the store: {_reason(exc)}")
+        return kind(self.said(f"{self.path}: cannot open the store: {_reason(exc)}"))
+
+    def said(self, message: str) -> str:
+        """``message`` (a driver's, which may echo a connection string) without the store's
+        credentials: each of ``store_secrets`` masked as ``shown`` masks it."""
+        for secret in self._secrets:
+            message = message.replace(secret, "***")
+        return message
 
     def check_schema(self) -> None:
         """Read the schema again and bring it up to date, as opening the store does: the same

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -128,3 +129,30 @@ def shared_access() -> SharedAccess:
 def session_ok() -> bool:
     """Signed in, or holding a share link neither expired nor revoked: may open some page."""
     return is_viewer() or bool(shared_access().live)
+
+
+# a store URL inside an error text (a run's, stored by a worker that may have had another
+# EXAM_DB), up to white space or a quote, a trailing colon left out
+_STORE_URL = re.compile(r"\b(?:postgres(?:ql)?(?:\+\w+)?|sqlite)://[^\s'\"]*[^\s'\":]")
+# what a viewer reads for an error that named the store: the rest of it (the driver's words)
+# names hosts, ports, users and files too
+STORE_NAMED = "the store could not be used (the reason is shown to admins)"
+STORE_AWAY = ("the store cannot be read just now (the reason is in the service log): try "
+              "again in a moment")  # what a viewer reads instead of the store's error
+
+
+def shown_error(message: str | None) -> str | None:
+    """A stored error (a run's) as this reader may see it: a store URL's credentials masked
+    for everyone (an error stored before they were); for anyone but an admin, an error that
+    names a store (its user@host/db, a file's path) is only said to be the store's, as the
+    503 page already hides it."""
+    if not message:
+        return message
+    from exam.db.engine import shown
+    from exam.web.context import store
+
+    s = store()
+    message = s.said(message.replace(s.target, s.path))
+    if is_admin():
+        return _STORE_URL.sub(lambda m: shown(m.group()), message)
+    return STORE_NAMED if s.path in message or _STORE_URL.search(message) else message

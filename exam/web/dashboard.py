@@ -39,6 +39,7 @@ from exam.web.auth import (
     open_session,
     session_ok,
     shared_access,
+    shown_error,
     token_ok,
     viewer_token_ok,
 )
@@ -53,6 +54,9 @@ VIEWER_POSTS = {"dashboard.login", "dashboard.logout"}
 
 for _name, _fn in FILTERS.items():
     bp.add_app_template_filter(_fn, _name)
+
+
+bp.add_app_template_filter(shown_error, "run_error")
 
 
 @bp.app_template_filter("when")
