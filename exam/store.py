@@ -67,6 +67,7 @@ from exam.db.schema import (
     rebalance_snapshots,
     run_banks,
     runs,
+    sessions,
     share_revocations,
 )
 from exam.db.schema import attempts as _attempts
@@ -479,6 +480,9 @@ def _read_sql(name: str, *variant: bool) -> Any:
                 .group_by(c.run_id, c.run_status))
     if name == "adjudications":
         return select(adjudications).order_by(adjudications.c.id)
+    if name == "session_role":  # a dashboard login still open, by the store's clock
+        return select(sessions.c.role).where(sessions.c.id == bindparam("sid"),
+                                             sessions.c.until > store_now())
     if name == "share_revocations":  # of these link ids, or of every link to these pages
         v = share_revocations.c
         return select(share_revocations).where(or_(
@@ -1491,6 +1495,28 @@ class Store:
         with self.tx() as db:
             db.execute(self._insert(line_groups).values(group_id=group_id, joined_at=time.time())
                        .on_conflict_do_nothing())
+
+    # -- dashboard sessions -------------------------------------------------------------
+
+    def open_session(self, session_id: str, role: str, lifetime_s: float) -> None:
+        """Keep a dashboard login (``session_id``: a digest of the id its cookie holds) until
+        ``lifetime_s`` from now by the store's clock; sessions past their end are deleted on
+        the way, so the table holds the live ones and a few."""
+        v = sessions.c
+        with self.tx() as db:
+            db.execute(delete(sessions).where(v.until <= store_now()))
+            db.execute(insert(sessions).values(id=session_id, role=role, created_at=store_now(),
+                                               until=store_now() + lifetime_s))
+
+    def session_role(self, session_id: str) -> str | None:
+        """The role of a dashboard login still open (not logged out, not past its end by the
+        store's clock), or None."""
+        return self._value(_read_sql("session_role"), {"sid": session_id})
+
+    def close_session(self, session_id: str) -> None:
+        """Log a dashboard session out, on every instance from their next request."""
+        with self.tx() as db:
+            db.execute(delete(sessions).where(sessions.c.id == session_id))
 
     # -- share links revoked ------------------------------------------------------------
 

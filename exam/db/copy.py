@@ -298,7 +298,9 @@ def _copy(src: str, dst: str, *, replace: bool, shown_src: str | None = None,
                     d.execute(table.insert(), batch)
             if target.backend == "postgresql":  # the next run, notification... gets a new id
                 for table in TABLES:
-                    if "id" in table.c and table.c.id.primary_key:
+                    # a serial id (sessions' id is a digest: text, no sequence)
+                    if "id" in table.c and table.c.id.primary_key and \
+                            table.c.id.type.python_type is int:
                         d.execute(text(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'),"
                                        f" COALESCE((SELECT MAX(id) FROM {table.name}), 0) + 1,"
                                        f" false)"))

@@ -34,6 +34,7 @@ from exam.reports.selection import (
     select_runs,
 )
 from exam.web.auth import (
+    close_session,
     is_admin,
     is_viewer,
     open_session,
@@ -213,7 +214,7 @@ def local_path(target: str | None) -> str | None:
 
 @bp.post("/logout")
 def logout():
-    session.clear()
+    close_session()
     return redirect(url_for("dashboard.login"))
 
 
