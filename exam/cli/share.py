@@ -44,8 +44,12 @@ def _link(text: str, *, expired_ok: bool):
         raise InputError(str(exc)) from None
 
 
-def _page(text: str) -> str:
-    """A dashboard page, from its path or its address; a share link is not one."""
+def _page(text: str, labels: set[tuple[str, str]]) -> str:
+    """The scorecard page a share link names, from its path or its address, as the dashboard
+    signs it: a trailing or doubled slash dropped, and the agent and version spelled as the
+    store has them (``/scorecard/w3/v2`` is W3's page when only W3 has runs). ``labels``:
+    the store's (agent, version) pairs. A share link, another page (links are made only to
+    scorecards) or one no stored run opens is refused: revoking it would revoke nothing."""
     from urllib.parse import urlsplit
 
     from exam.web.share import SHARE_PATH, page_of
@@ -55,10 +59,23 @@ def _page(text: str) -> str:
     if SHARE_PATH.search(path):
         raise InputError("--page: that is a share link, not a page: give it as LINK to revoke "
                          "it alone (exam share show LINK names its page)")
-    if not path.startswith("/") or path.startswith("//") or any(c.isspace() for c in path):
-        raise InputError(f"--page: expected a page of the dashboard, such as /scorecard/W1/v2 "
-                         f"or its address, found {text[:80]!r}")
-    return path
+    parts = [p for p in path.split("/") if p]
+    if not path.startswith("/") or any(c.isspace() for c in path) or len(parts) != 3 \
+            or parts[0].lower() != "scorecard":
+        raise InputError(f"--page: expected a scorecard page, such as /scorecard/W1/v2 or its "
+                         f"address (share links open scorecards only), found {text[:80]!r}")
+    agent, version = parts[1], parts[2]
+    if (agent, version) not in labels:
+        same = sorted(x for x in labels if (x[0].casefold(), x[1].casefold()) ==
+                      (agent.casefold(), version.casefold()))
+        if len(same) != 1:
+            spelled = ", ".join(f"/scorecard/{a}/{v}" for a, v in same)
+            raise InputError(
+                f"--page: no share link opens /scorecard/{agent}/{version}: the store has no "
+                f"run of {agent} {version}" + (f" (it has {spelled}: give the one meant)"
+                                                 if same else " (exam runs lists them)"))
+        agent, version = same[0]
+    return f"/scorecard/{agent}/{version}"
 
 
 @share_cmd.command("revoke")
@@ -91,8 +108,9 @@ def revoke_cmd(link, page, reason, db) -> None:
                          "--page PAGE for every link to a page made until now")
     reason = (reason or "").strip()[:500]
     if page:
-        target = _page(page)
-        done = open_store(db).revoke_share_page(target, time.time(), reason)
+        store = open_store(db)
+        target = _page(page, {(r.agent, r.version) for r in store.list_runs()})
+        done = store.revoke_share_page(target, time.time(), reason)
         click.echo(f"revoked every share link to {target} made before "
                    f"{when(done.made_before)}: refused on every instance from the next request; "
                    f"links made from now on work (exam notify sends a new one)")
