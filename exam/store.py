@@ -1496,6 +1496,11 @@ class Store:
             db.execute(self._insert(line_groups).values(group_id=group_id, joined_at=time.time())
                        .on_conflict_do_nothing())
 
+    def now(self) -> float:
+        """The store's time (epoch seconds, ``exam/db/clock.py``): what share links are signed
+        and judged by, so hosts whose clocks disagree agree on when a link expires."""
+        return float(self._value(select(store_now())))
+
     # -- dashboard sessions -------------------------------------------------------------
 
     def open_session(self, session_id: str, role: str, lifetime_s: float) -> None:

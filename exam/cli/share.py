@@ -30,14 +30,15 @@ def _secret() -> str:
     return secret
 
 
-def _link(text: str, *, expired_ok: bool):
-    """The link pasted, checked with the service's key; one line saying why not."""
+def _link(text: str, *, expired_ok: bool, now: float | None = None):
+    """The link pasted, checked with the service's key (and, unless ``expired_ok``, expiry
+    at ``now``: the store's time); one line saying why not."""
     from exam.web.share import ForeignLink, ShareError, decode_token, link_to_revoke, token_of
 
     secret = _secret()
     try:
         return decode_token(secret, token_of(text)) if expired_ok else \
-            link_to_revoke(secret, text)
+            link_to_revoke(secret, text, now)
     except ForeignLink as exc:
         raise InputError(f"{exc}: {KEY_HINT}") from None
     except ShareError as exc:
@@ -96,7 +97,6 @@ def revoke_cmd(link, page, reason, db) -> None:
     Exit status: 0 revoked (or revoked already) · 2 bad input (not a link of this service,
     expired, no key, an unreadable store).
     """
-    import time
 
     from exam.web.share import when
 
@@ -110,13 +110,16 @@ def revoke_cmd(link, page, reason, db) -> None:
     if page:
         store = open_store(db)
         target = _page(page, {(r.agent, r.version) for r in store.list_runs()})
-        done = store.revoke_share_page(target, time.time(), reason)
+        # links made before now by the store's clock, which signs and judges them
+        done = store.revoke_share_page(target, store.now(), reason)
         click.echo(f"revoked every share link to {target} made before "
                    f"{when(done.made_before)}: refused on every instance from the next request; "
                    f"links made from now on work (exam notify sends a new one)")
         return
-    found = _link(link, expired_ok=False)
-    done, new = open_store(db).revoke_share_link(found.id, found.page, found.until, reason)
+    _secret()  # no key: said before the store is opened
+    store = open_store(db)
+    found = _link(link, expired_ok=False, now=store.now())  # expired by the store's clock
+    done, new = store.revoke_share_link(found.id, found.page, found.until, reason)
     if not new:
         click.echo(f"the share link to {found.page} (id {found.id[:12]}) was already revoked on "
                    f"{when(done.revoked_at)}: nothing changed")
@@ -139,10 +142,11 @@ def show_cmd(link, db) -> None:
     from exam.web.share import revoked, when
 
     found = _link(link, expired_ok=True)
-    rows = open_store(db).share_revocations([found.id], [found.page])
+    store = open_store(db)
+    rows = store.share_revocations([found.id], [found.page])
     gone = revoked(found, rows)
     click.echo(f"page     {found.page}")
-    click.echo(f"{'expired ' if found.expired() else 'until   '} {when(found.until)}")
+    click.echo(f"{'expired ' if found.expired(store.now()) else 'until   '} {when(found.until)}")
     made = when(found.made) if found.made is not None else "not said (made by an older agent-exam)"
     click.echo(f"made     {made}")
     click.echo(f"id       {found.id}")
@@ -167,11 +171,11 @@ def list_cmd(fmt, db) -> None:
     Exit status: 0 listed · 2 bad input (an unreadable store).
     """
     import json
-    import time
 
     from exam.web.share import when
 
-    rows = open_store(db).all_share_revocations()
+    store = open_store(db)
+    rows = store.all_share_revocations()
     if fmt == "json":
         click.echo(json.dumps([{"link": r.link, "page": r.page, "until": r.until,
                                 "made_before": r.made_before, "revoked_at": r.revoked_at,
@@ -180,7 +184,7 @@ def list_cmd(fmt, db) -> None:
     if not rows:
         click.echo("no share link is revoked")
         return
-    now = time.time()
+    now = store.now()  # the clock links are judged by
     for r in rows:
         if r.link is not None:
             what = (f"link {r.link[:12]}  {r.page}  "

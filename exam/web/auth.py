@@ -161,14 +161,14 @@ def shared_access() -> SharedAccess:
     read per request (``Store.share_revocations``), kept for the request; none for a browser
     that holds no link. A revocation made on any instance holds here from the next request.
     A read that fails raises (the store's 503 page) and the request holds no link after it."""
-    from exam.web.context import store
+    from exam.web.context import store, store_time
     from exam.web.share import granted, revoked
 
     found = g.get("shared_access")
     if found is not None:
         return found
-    grants = granted(session.get("shared"))
     g.shared_access = SharedAccess()  # until the store has answered: nothing is open
+    grants = granted(session.get("shared"), store_time()) if session.get("shared") else {}
     if grants:
         rows = store().share_revocations(sorted(grants), sorted({x.page for x in grants.values()}))
         out = (SharedAccess({k: x for k, x in grants.items() if not revoked(x, rows)},
