@@ -22,7 +22,7 @@ from werkzeug.exceptions import HTTPException
 
 from exam.errors import ExamError, NoSuchRun, StoreError
 from exam.web import api, context, dashboard, line
-from exam.web.auth import bearer_ok, is_admin
+from exam.web.auth import STORE_AWAY, bearer_ok, is_admin
 
 log = logging.getLogger("exam.app")
 
@@ -32,6 +32,7 @@ DEFAULTS: dict[str, Any] = {
     "API_TOKEN": None,  # required unless LOCAL_DEV
     "VIEWER_TOKEN": None,  # read-only dashboard access (never queues, reviews or excludes)
     "SHARE_LINK_DAYS": 7,  # how long a share link made by the dashboard keeps working
+    "SESSION_HOURS": 12,  # how long a dashboard login lasts (POST /logout ends it at once)
     "LOCAL_DEV": False,  # true: no token needed (never expose such a service)
     "MAX_CONTENT_LENGTH": 1_000_000,  # request bodies larger than this get 413
     "MAX_REPEATS": 20,
@@ -57,7 +58,7 @@ STRING_KEYS = ("API_TOKEN", "VIEWER_TOKEN", "SECRET_KEY", "DB", "AGENTS", "PUBLI
                "LINE_RUN_GROUPS")
 # whole numbers: key → smallest allowed
 INT_KEYS = {"MAX_CONTENT_LENGTH": 1, "MAX_REPEATS": 1, "TRUSTED_PROXIES": 0, "SHARE_LINK_DAYS": 1,
-            "LINE_SWEEP_SECONDS": 0, "LINE_EVENTS_KEEP_DAYS": 0}
+            "SESSION_HOURS": 1, "LINE_SWEEP_SECONDS": 0, "LINE_EVENTS_KEEP_DAYS": 0}
 # booleans not found by their default being a bool (Flask's default is None, or unset here)
 OTHER_BOOL_KEYS = ("PROPAGATE_EXCEPTIONS", "TRAP_BAD_REQUEST_ERRORS", "TEMPLATES_AUTO_RELOAD",
                    "WTF_CSRF_ENABLED")
@@ -163,9 +164,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
             return answer(404, "not found", "Not found", str(err))
         log.error("store: %s", err)
         # a viewer (a share link, perhaps forwarded) is not told where the store lives
-        return answer(503, str(err), "The store is not available",
-                      str(err) if is_admin() else "the store cannot be read just now (the "
-                      "reason is in the service log): try again in a moment")
+        said = str(err) if is_admin() else STORE_AWAY
+        return answer(503, said, "The store is not available", said)
 
     @app.errorhandler(400)
     def bad_request(err: HTTPException):

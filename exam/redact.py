@@ -355,22 +355,47 @@ def url_secrets(url: str) -> list[str]:
 # the service's own secrets, read from the environment: an agent can know one (an n8n instance
 # holds the team's LINE channel token, or the after-change workflow's EXAM_API_TOKEN) and echo it
 SERVICE_SECRETS = ("EXAM_API_TOKEN", "EXAM_VIEWER_TOKEN", "EXAM_SECRET_KEY", "EXAM_WEBHOOK_AUTH",
-                   "LINE_CHANNEL_ACCESS_TOKEN", "LINE_CHANNEL_SECRET")
+                   "LINE_CHANNEL_ACCESS_TOKEN", "LINE_CHANNEL_SECRET", "PGPASSWORD")
+
+# the query keys of a store URL whose values are settings, shown as they are; any other value
+# (``password=``, ``sslpassword=``, a key not known here) is taken for a credential: masked in
+# messages (``exam.db.engine.shown``) and redacted wherever it turns up (``store_secrets``)
+STORE_SETTINGS = frozenset({
+    "sslmode", "connect_timeout", "application_name", "target_session_attrs", "gssencmode",
+    "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count",
+    "tcp_user_timeout", "client_encoding", "load_balance_hosts", "channel_binding",
+    "require_auth", "sslcompression", "sslrootcert", "sslcert", "sslcrl"})
+
+
+def store_secrets(target: str) -> list[str]:
+    """The credentials a store URL carries: its password (``user:password@``) and every
+    query value that is not a setting (``?password=…``), as written and decoded. Parsed by
+    hand, so a URL too malformed for ``urlsplit`` still gives them up."""
+    target = str(target or "")
+    if "://" not in target:
+        return []
+    rest = target.partition("://")[2]
+    out: list[str] = []
+    if "@" in rest:
+        userinfo, _, rest = rest.rpartition("@")
+        out.append(userinfo.partition(":")[2])
+    for pair in rest.partition("?")[2].split("&"):
+        key, _, value = pair.partition("=")
+        if unquote(key).strip().lower() not in STORE_SETTINGS:
+            out.append(value)
+    return [v for s in out if s for v in dict.fromkeys((s, unquote(s), unquote(s.replace("+", " "))))]
 
 
 def service_secrets(env: Mapping[str, str]) -> list[str]:
-    """The values of ``SERVICE_SECRETS`` in ``env``, the credentials in ``EXAM_WEBHOOK_URL``,
-    and the password in ``EXAM_DB``: never shown, whichever agent hands one back."""
+    """The values of ``SERVICE_SECRETS`` in ``env`` (``PGPASSWORD``, the store's password as
+    libpq reads it, among them), the credentials in ``EXAM_WEBHOOK_URL``, and those in
+    ``EXAM_DB`` (``store_secrets``): never shown, whichever agent hands one back."""
     out = []
     for name in SERVICE_SECRETS:
         value = (env.get(name) or "").strip()
         out += [value, *value.split()[1:]]  # "Bearer xyz": the token alone too
     out += url_secrets((env.get("EXAM_WEBHOOK_URL") or "").strip())
-    try:
-        password = urlsplit((env.get("EXAM_DB") or "").strip()).password
-    except ValueError:
-        password = None
-    out += [password, unquote(password)] if password else []
+    out += store_secrets((env.get("EXAM_DB") or "").strip())
     return [v for v in out if v]
 
 

@@ -67,6 +67,7 @@ from exam.db.schema import (
     rebalance_snapshots,
     run_banks,
     runs,
+    sessions,
     share_revocations,
 )
 from exam.db.schema import attempts as _attempts
@@ -79,6 +80,7 @@ from exam.errors import (
     StoreUnavailable,
 )
 from exam.records import RETRY_STATUSES, AttemptRow, CachedGrade, CellRow, cap_text
+from exam.redact import store_secrets
 
 DEFAULT_DB = "results/exam.db"
 MAX_ID = 2**63 - 1  # the largest integer SQLite and PostgreSQL (BIGINT) store: a run id
@@ -425,10 +427,10 @@ def _named_damage(method: Callable[..., Any]) -> Callable[..., Any]:
             return method(self, *args, **kwargs)
         except (DBAPIError, sqlite3.DatabaseError) as exc:
             if damaged(exc):
-                raise StoreDamaged(damage_message(self.path, exc)) from None
+                raise StoreDamaged(self.said(damage_message(self.path, exc))) from None
             # the database away or busy for a moment, not what was asked of it
             raise (StoreUnavailable if unavailable(exc) else StoreError)(
-                f"{self.path}: {_reason(exc)}") from exc
+                self.said(f"{self.path}: {_reason(exc)}")) from exc
 
     return wrapper
 
@@ -478,6 +480,9 @@ def _read_sql(name: str, *variant: bool) -> Any:
                 .group_by(c.run_id, c.run_status))
     if name == "adjudications":
         return select(adjudications).order_by(adjudications.c.id)
+    if name == "session_role":  # a dashboard login still open, by the store's clock
+        return select(sessions.c.role).where(sessions.c.id == bindparam("sid"),
+                                             sessions.c.until > store_now())
     if name == "share_revocations":  # of these link ids, or of every link to these pages
         v = share_revocations.c
         return select(share_revocations).where(or_(
@@ -636,6 +641,9 @@ class Store:
         target = str(path)
         self.path = shown(target)  # for messages and logs: a URL's password masked
         self.target = target  # to open the same store again (another process); never shown
+        # its credentials (password, ?password=…), longest first: kept out of every message
+        self._secrets = sorted((s for s in store_secrets(target) if len(s) >= 3), key=len,
+                               reverse=True)
         self.backend = "postgresql" if is_postgres(target) else "sqlite"
         self._leases: dict[int, int] = {}  # run id → the lease token this Store holds
         self._lease_s: dict[int, float] = {}
@@ -675,9 +683,16 @@ class Store:
 
     def _cannot_open(self, exc: BaseException) -> StoreError:
         if damaged(exc):
-            return StoreDamaged(damage_message(self.path, exc))
+            return StoreDamaged(self.said(damage_message(self.path, exc)))
         kind = StoreUnavailable if _away_at_open(exc) else StoreError
-        return kind(f"{self.path}: cannot open the store: {_reason(exc)}")
+        return kind(self.said(f"{self.path}: cannot open the store: {_reason(exc)}"))
+
+    def said(self, message: str) -> str:
+        """``message`` (a driver's, which may echo a connection string) without the store's
+        credentials: each of ``store_secrets`` masked as ``shown`` masks it."""
+        for secret in self._secrets:
+            message = message.replace(secret, "***")
+        return message
 
     def check_schema(self) -> None:
         """Read the schema again and bring it up to date, as opening the store does: the same
@@ -1480,6 +1495,33 @@ class Store:
         with self.tx() as db:
             db.execute(self._insert(line_groups).values(group_id=group_id, joined_at=time.time())
                        .on_conflict_do_nothing())
+
+    def now(self) -> float:
+        """The store's time (epoch seconds, ``exam/db/clock.py``): what share links are signed
+        and judged by, so hosts whose clocks disagree agree on when a link expires."""
+        return float(self._value(select(store_now())))
+
+    # -- dashboard sessions -------------------------------------------------------------
+
+    def open_session(self, session_id: str, role: str, lifetime_s: float) -> None:
+        """Keep a dashboard login (``session_id``: a digest of the id its cookie holds) until
+        ``lifetime_s`` from now by the store's clock; sessions past their end are deleted on
+        the way, so the table holds the live ones and a few."""
+        v = sessions.c
+        with self.tx() as db:
+            db.execute(delete(sessions).where(v.until <= store_now()))
+            db.execute(insert(sessions).values(id=session_id, role=role, created_at=store_now(),
+                                               until=store_now() + lifetime_s))
+
+    def session_role(self, session_id: str) -> str | None:
+        """The role of a dashboard login still open (not logged out, not past its end by the
+        store's clock), or None."""
+        return self._value(_read_sql("session_role"), {"sid": session_id})
+
+    def close_session(self, session_id: str) -> None:
+        """Log a dashboard session out, on every instance from their next request."""
+        with self.tx() as db:
+            db.execute(delete(sessions).where(sessions.c.id == session_id))
 
     # -- share links revoked ------------------------------------------------------------
 

@@ -30,22 +30,27 @@ def _secret() -> str:
     return secret
 
 
-def _link(text: str, *, expired_ok: bool):
-    """The link pasted, checked with the service's key; one line saying why not."""
+def _link(text: str, *, expired_ok: bool, now: float | None = None):
+    """The link pasted, checked with the service's key (and, unless ``expired_ok``, expiry
+    at ``now``: the store's time); one line saying why not."""
     from exam.web.share import ForeignLink, ShareError, decode_token, link_to_revoke, token_of
 
     secret = _secret()
     try:
         return decode_token(secret, token_of(text)) if expired_ok else \
-            link_to_revoke(secret, text)
+            link_to_revoke(secret, text, now)
     except ForeignLink as exc:
         raise InputError(f"{exc}: {KEY_HINT}") from None
     except ShareError as exc:
         raise InputError(str(exc)) from None
 
 
-def _page(text: str) -> str:
-    """A dashboard page, from its path or its address; a share link is not one."""
+def _page(text: str, labels: set[tuple[str, str]]) -> str:
+    """The scorecard page a share link names, from its path or its address, as the dashboard
+    signs it: a trailing or doubled slash dropped, and the agent and version spelled as the
+    store has them (``/scorecard/w3/v2`` is W3's page when only W3 has runs). ``labels``:
+    the store's (agent, version) pairs. A share link, another page (links are made only to
+    scorecards) or one no stored run opens is refused: revoking it would revoke nothing."""
     from urllib.parse import urlsplit
 
     from exam.web.share import SHARE_PATH, page_of
@@ -55,10 +60,23 @@ def _page(text: str) -> str:
     if SHARE_PATH.search(path):
         raise InputError("--page: that is a share link, not a page: give it as LINK to revoke "
                          "it alone (exam share show LINK names its page)")
-    if not path.startswith("/") or path.startswith("//") or any(c.isspace() for c in path):
-        raise InputError(f"--page: expected a page of the dashboard, such as /scorecard/W1/v2 "
-                         f"or its address, found {text[:80]!r}")
-    return path
+    parts = [p for p in path.split("/") if p]
+    if not path.startswith("/") or any(c.isspace() for c in path) or len(parts) != 3 \
+            or parts[0].lower() != "scorecard":
+        raise InputError(f"--page: expected a scorecard page, such as /scorecard/W1/v2 or its "
+                         f"address (share links open scorecards only), found {text[:80]!r}")
+    agent, version = parts[1], parts[2]
+    if (agent, version) not in labels:
+        same = sorted(x for x in labels if (x[0].casefold(), x[1].casefold()) ==
+                      (agent.casefold(), version.casefold()))
+        if len(same) != 1:
+            spelled = ", ".join(f"/scorecard/{a}/{v}" for a, v in same)
+            raise InputError(
+                f"--page: no share link opens /scorecard/{agent}/{version}: the store has no "
+                f"run of {agent} {version}" + (f" (it has {spelled}: give the one meant)"
+                                                 if same else " (exam runs lists them)"))
+        agent, version = same[0]
+    return f"/scorecard/{agent}/{version}"
 
 
 @share_cmd.command("revoke")
@@ -79,7 +97,6 @@ def revoke_cmd(link, page, reason, db) -> None:
     Exit status: 0 revoked (or revoked already) · 2 bad input (not a link of this service,
     expired, no key, an unreadable store).
     """
-    import time
 
     from exam.web.share import when
 
@@ -91,14 +108,18 @@ def revoke_cmd(link, page, reason, db) -> None:
                          "--page PAGE for every link to a page made until now")
     reason = (reason or "").strip()[:500]
     if page:
-        target = _page(page)
-        done = open_store(db).revoke_share_page(target, time.time(), reason)
+        store = open_store(db)
+        target = _page(page, {(r.agent, r.version) for r in store.list_runs()})
+        # links made before now by the store's clock, which signs and judges them
+        done = store.revoke_share_page(target, store.now(), reason)
         click.echo(f"revoked every share link to {target} made before "
                    f"{when(done.made_before)}: refused on every instance from the next request; "
                    f"links made from now on work (exam notify sends a new one)")
         return
-    found = _link(link, expired_ok=False)
-    done, new = open_store(db).revoke_share_link(found.id, found.page, found.until, reason)
+    _secret()  # no key: said before the store is opened
+    store = open_store(db)
+    found = _link(link, expired_ok=False, now=store.now())  # expired by the store's clock
+    done, new = store.revoke_share_link(found.id, found.page, found.until, reason)
     if not new:
         click.echo(f"the share link to {found.page} (id {found.id[:12]}) was already revoked on "
                    f"{when(done.revoked_at)}: nothing changed")
@@ -121,10 +142,11 @@ def show_cmd(link, db) -> None:
     from exam.web.share import revoked, when
 
     found = _link(link, expired_ok=True)
-    rows = open_store(db).share_revocations([found.id], [found.page])
+    store = open_store(db)
+    rows = store.share_revocations([found.id], [found.page])
     gone = revoked(found, rows)
     click.echo(f"page     {found.page}")
-    click.echo(f"{'expired ' if found.expired() else 'until   '} {when(found.until)}")
+    click.echo(f"{'expired ' if found.expired(store.now()) else 'until   '} {when(found.until)}")
     made = when(found.made) if found.made is not None else "not said (made by an older agent-exam)"
     click.echo(f"made     {made}")
     click.echo(f"id       {found.id}")
@@ -149,11 +171,11 @@ def list_cmd(fmt, db) -> None:
     Exit status: 0 listed · 2 bad input (an unreadable store).
     """
     import json
-    import time
 
     from exam.web.share import when
 
-    rows = open_store(db).all_share_revocations()
+    store = open_store(db)
+    rows = store.all_share_revocations()
     if fmt == "json":
         click.echo(json.dumps([{"link": r.link, "page": r.page, "until": r.until,
                                 "made_before": r.made_before, "revoked_at": r.revoked_at,
@@ -162,7 +184,7 @@ def list_cmd(fmt, db) -> None:
     if not rows:
         click.echo("no share link is revoked")
         return
-    now = time.time()
+    now = store.now()  # the clock links are judged by
     for r in rows:
         if r.link is not None:
             what = (f"link {r.link[:12]}  {r.page}  "

@@ -41,9 +41,15 @@ def store_copy(src, dst, replace, while_running) -> None:
     compare each table's row count and content digest, and the cells each review decision
     applies to. Into PostgreSQL, a NUL in a text is stored as U+FFFD (said, per table).
 
+    DST already holding exactly SRC's rows (a copy stopped after it committed and before its
+    check, run again) is compared and said so, not refused. A SQLite SRC's snapshot in TMPDIR
+    is deleted on every way out (an error, Ctrl-C, SIGTERM, SIGHUP; one left by a kill -9 by
+    the next copy).
+
     \b
-    Exit status: 0 copied and equal · 2 bad input (DST not empty, a run in SRC still running
-    without --while-running, unreadable, a difference).
+    Exit status: 0 copied (or already there) and equal · 2 bad input (DST not empty and not a
+    copy of SRC, a run in SRC still running without --while-running, unreadable, a
+    difference).
     """
     from exam.db.copy import copy_store
 
@@ -65,6 +71,10 @@ def store_copy(src, dst, replace, while_running) -> None:
         if t.rekeyed:
             click.echo(f"{t.table}: {t.rekeyed} review decision(s) re-keyed to their reply "
                        f"as stored (NUL as U+FFFD); each applies to the same cells as in SRC")
+    if tables and not tables[0].copied:  # a copy stopped after it committed, run again
+        click.echo(f"DST already held this copy ({sum(t.src_rows for t in tables)} row(s) in "
+                   f"{len(tables)} tables): nothing written; every count and digest equal")
+        return
     click.echo(f"copied {sum(t.src_rows for t in tables)} row(s) in {len(tables)} tables; "
                f"every count and digest equal")
 

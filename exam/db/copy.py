@@ -19,10 +19,14 @@ import dataclasses
 import hashlib
 import json
 import os
+import shutil
+import signal
 import sqlite3
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Iterator
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +49,8 @@ from exam.db.schema import SCHEMA_VERSION, TABLES, adjudications, cells
 from exam.errors import StoreError
 
 BATCH = 500  # rows per INSERT: bodies are up to 1 MB each, memory stays bounded
+SNAPSHOT_PREFIX = "exam-copy-"  # a source's snapshot folder in TMPDIR
+SNAPSHOT_OWNER = "owner.pid"  # in it: the copying process, so a later copy knows it gone
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +61,8 @@ class TableCopy:
     src_digest: str
     dst_digest: str
 
+    copied: bool = True  # False: DST already held exactly this (a copy stopped before its
+    # check, run again): nothing written, only compared
     nul_texts: int = 0  # values whose NUL was stored as U+FFFD (on the way to PostgreSQL)
     rekeyed: int = 0  # review decisions re-keyed to the reply text as DST keeps it
     unmatched: int = 0  # review decisions that apply to other cells in DST than in SRC
@@ -141,13 +149,14 @@ def _rekeyed(values: dict[str, Any], digests: dict[str, str]) -> dict[str, Any]:
     return values if new is None else {**values, "reply_digest": new}
 
 
-def digest(conn: Connection, table: Table, keeping: _Keeping | None = None
-           ) -> tuple[int, str]:
-    """(rows, order-free digest) of one table; with ``keeping``, of its rows as DST keeps them."""
+def digest(conn: Connection, table: Table, keeping: _Keeping | None = None,
+           count: bool = False) -> tuple[int, str]:
+    """(rows, order-free digest) of one table; with ``keeping``, of its rows as DST keeps them
+    (``count``: what it changed counted, when no copy has counted it)."""
     n, total = 0, 0
     for row in _rows(conn, table):
         n += 1
-        values = row if keeping is None else tuple(keeping.row(table, row).values())
+        values = row if keeping is None else tuple(keeping.row(table, row, count=count).values())
         total = (total + int.from_bytes(hashlib.sha256(_canonical(table, values)).digest())
                  ) % 2**256
     return n, f"{total:064x}"
@@ -203,11 +212,80 @@ def copy_store(src: str, dst: str, *, replace: bool = False, while_running: bool
     if is_postgres(src) or not _needs_snapshot(src):
         return _copy(src, dst, replace=replace, while_running=while_running,
                      on_running=on_running)
-    with tempfile.TemporaryDirectory(prefix="exam-copy-") as tmp:
+    with _snapshot_folder() as tmp:
         snapshot = str(Path(tmp) / "source.db")
         _sqlite_snapshot(src, snapshot)
         return _copy(snapshot, dst, replace=replace, shown_src=src,
                      while_running=while_running, on_running=on_running)
+
+
+@contextmanager
+def _snapshot_folder() -> Iterator[str]:
+    """A folder in TMPDIR for a source's snapshot (as large as the source), deleted on every
+    way out: an error, Ctrl-C, SIGTERM and SIGHUP (made to exit through here while it is
+    used); a kill -9 cannot be caught, so each copy first deletes the folders of copies whose
+    process is gone (``_forget_dead_snapshots``)."""
+    _forget_dead_snapshots(Path(tempfile.gettempdir()))
+    tmp = tempfile.mkdtemp(prefix=SNAPSHOT_PREFIX)
+    try:
+        (Path(tmp) / SNAPSHOT_OWNER).write_text(str(os.getpid()))
+        with _exit_on_signals():
+            yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def _exit_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise SystemExit (128 + the signal, as a shell reports it) while
+    inside, so ``finally`` blocks run (the snapshot deleted, DST's transaction rolled back);
+    only in the main thread, where Python runs signal handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def leave(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    kept = {sig: signal.signal(sig, leave) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in kept.items():
+            signal.signal(sig, handler)
+
+
+def _forget_dead_snapshots(tmpdir: Path) -> None:
+    """Delete the snapshot folders of copies whose process is gone (killed with kill -9, or
+    the host restarted with a TMPDIR that survives), and those an older agent-exam left,
+    without an owner, a day after they were made. A live copy's folder is left alone."""
+    try:
+        found = [p for p in tmpdir.iterdir() if p.name.startswith(SNAPSHOT_PREFIX) and p.is_dir()]
+    except OSError:
+        return
+    for folder in found:
+        try:
+            pid = int((folder / SNAPSHOT_OWNER).read_text().strip() or 0)
+        except (OSError, ValueError):
+            pid = None
+        try:
+            if pid is None and time.time() - folder.stat().st_mtime < 86400:
+                continue  # no owner yet (being made), or an older version's: a day's grace
+        except OSError:
+            continue
+        if pid is not None and pid > 0 and _alive(pid):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
 
 
 def _needs_snapshot(path: str) -> bool:
@@ -264,6 +342,61 @@ def _still_running(source: Any, conn: Connection, source_path: str, while_runnin
         on_running(live)
 
 
+def _not_empty(dst: str, there: dict[str, int], src: str) -> str:
+    listed = ", ".join(f"{n} in {t}" for t, n in there.items())
+    return (f"{dst}: DST is not empty ({listed} rows) and is not a copy of {src}: copy into "
+            f"an empty store, or pass --replace to delete them first")
+
+
+class _Present(Exception):
+    """DST holds rows (table → count) and was not to be replaced."""
+
+
+def _write(s: Connection, d: Connection, backend: str, keeping: _Keeping) -> None:
+    """Every table of SRC (``s``) into DST (``d``, emptied first), in DST's transaction."""
+    for table in reversed(TABLES):
+        d.execute(delete(table))
+    # adjudications last: every reply text's digest (cells and earlier_cells) is
+    # known by then, for the decisions to be re-keyed
+    for table in (*(t for t in TABLES if t is not adjudications), adjudications):
+        batch: list[dict[str, Any]] = []
+        for row in _rows(s, table):
+            batch.append(keeping.row(table, row, count=True))
+            if len(batch) >= BATCH:
+                d.execute(table.insert(), batch)
+                batch = []
+        if batch:
+            d.execute(table.insert(), batch)
+    if backend == "postgresql":  # the next run, notification... gets a new id
+        for table in TABLES:
+            # a serial id (sessions' id is a digest: text, no sequence)
+            if "id" in table.c and table.c.id.primary_key and \
+                    table.c.id.type.python_type is int:
+                d.execute(text(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'),"
+                               f" COALESCE((SELECT MAX(id) FROM {table.name}), 0) + 1,"
+                               f" false)"))
+
+
+def _compared(s: Connection, d: Connection, keeping: _Keeping, counted: bool
+              ) -> tuple[list[TableCopy], list[int]]:
+    """Each table's rows and digest on both sides (SRC's as DST keeps them), and the review
+    decisions that apply to other cells in DST than in SRC. ``counted``: ``keeping`` saw the
+    copy (what it changed is counted); else it is fresh, and counts as it reads, in the
+    copy's order (cells before the decisions re-keyed to their texts)."""
+    order = (*(t for t in TABLES if t is not adjudications), adjudications)
+    found = {}
+    for table in order:
+        (sn, sd), (dn, dd) = digest(s, table, keeping, count=not counted), digest(d, table)
+        found[table.name] = TableCopy(table.name, sn, dn, sd, dd,
+                                      nul_texts=keeping.nul_texts.get(table.name, 0))
+    out = [found[t.name] for t in TABLES]
+    was, now = decided_cells(s), decided_cells(d)
+    unmatched = sorted(i for i in was if was[i] != now.get(i))
+    n = next(i for i, t in enumerate(out) if t.table == "adjudications")
+    out[n] = dataclasses.replace(out[n], rekeyed=keeping.rekeyed, unmatched=len(unmatched))
+    return out, unmatched
+
+
 def _copy(src: str, dst: str, *, replace: bool, shown_src: str | None = None,
           while_running: bool = False, on_running: Callable[[list[Any]], None] | None = None
           ) -> list[TableCopy]:
@@ -274,48 +407,33 @@ def _copy(src: str, dst: str, *, replace: bool, shown_src: str | None = None,
     try:
         if source.backend == target.backend and source.path == target.path:
             raise StoreError(f"{source_path}: SRC and DST are the same store")
+        present: dict[str, int] = {}
+        keeping = _Keeping(target.backend == "postgresql", source_path)
+        try:
+            with source.tx() as s, target.tx() as d:
+                _snapshot(s)
+                _still_running(source, s, source_path, while_running, on_running)
+                held = counts(d)
+                there = {t: n for t, n in held.items() if n}
+                if there and not replace:
+                    if held != counts(s):  # not this copy: no need to read every row
+                        raise StoreError(_not_empty(target.path, there, source_path))
+                    raise _Present(there)
+                _write(s, d, target.backend, keeping)
+        except _Present as held:
+            # DST holds rows: perhaps this very copy, committed by a run stopped before its
+            # check (killed, the host lost); compared now, it is verified rather than refused
+            present = held.args[0]
         with source.tx() as s, target.tx() as d:
             _snapshot(s)
-            _still_running(source, s, source_path, while_running, on_running)
-            there = {t: n for t, n in counts(d).items() if n}
-            if there and not replace:
-                listed = ", ".join(f"{n} in {t}" for t, n in there.items())
-                raise StoreError(f"{target.path}: DST is not empty ({listed} rows): copy into an "
-                                 f"empty store, or pass --replace to delete them first")
-            for table in reversed(TABLES):
-                d.execute(delete(table))
-            keeping = _Keeping(target.backend == "postgresql", source_path)
-            # adjudications last: every reply text's digest (cells and earlier_cells) is
-            # known by then, for the decisions to be re-keyed
-            for table in (*(t for t in TABLES if t is not adjudications), adjudications):
-                batch: list[dict[str, Any]] = []
-                for row in _rows(s, table):
-                    batch.append(keeping.row(table, row, count=True))
-                    if len(batch) >= BATCH:
-                        d.execute(table.insert(), batch)
-                        batch = []
-                if batch:
-                    d.execute(table.insert(), batch)
-            if target.backend == "postgresql":  # the next run, notification... gets a new id
-                for table in TABLES:
-                    if "id" in table.c and table.c.id.primary_key:
-                        d.execute(text(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'),"
-                                       f" COALESCE((SELECT MAX(id) FROM {table.name}), 0) + 1,"
-                                       f" false)"))
-        with source.tx() as s, target.tx() as d:
-            _snapshot(s)
-            out = []
-            for table in TABLES:
-                (sn, sd), (dn, dd) = digest(s, table, keeping), digest(d, table)
-                out.append(TableCopy(table.name, sn, dn, sd, dd,
-                                     nul_texts=keeping.nul_texts.get(table.name, 0)))
-            was, now = decided_cells(s), decided_cells(d)
-            unmatched = sorted(i for i in was if was[i] != now.get(i))
-            n = next(i for i, t in enumerate(out) if t.table == "adjudications")
-            out[n] = dataclasses.replace(out[n], rekeyed=keeping.rekeyed, unmatched=len(unmatched))
+            out, unmatched = _compared(s, d, keeping, counted=not present)
     finally:
         source.close()
         target.close()
+    if present:
+        if any(not c.same for c in out) or unmatched:
+            raise StoreError(_not_empty(target.path, present, source_path))
+        return [dataclasses.replace(c, copied=False) for c in out]
     bad = [c.table for c in out if c.src_rows != c.dst_rows or c.src_digest != c.dst_digest]
     problems = [f"the copy differs from {source_path} in {', '.join(bad)}"] if bad else []
     if unmatched:

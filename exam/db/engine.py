@@ -15,6 +15,7 @@ import re
 import threading
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
@@ -23,6 +24,7 @@ from sqlalchemy.pool import NullPool
 
 from exam.db.schema import SCHEMA_VERSION
 from exam.errors import SchemaTooNew, StoreError
+from exam.redact import STORE_SETTINGS
 
 PG_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://")
 # a scheme and a slash: what a URL looks like, so never taken for a SQLite file's path
@@ -82,15 +84,23 @@ def url_of(target: str | Path) -> URL:
 
 def shown(target: str | Path) -> str:
     """The target as messages show it: a URL's password masked, whatever else is wrong
-    with the URL (everything between the user name and the last '@' is the password)."""
+    with the URL (everything between the user name and the last '@' is the password), and
+    every query value that is not a setting (``?password=…``: ``STORE_SETTINGS``) too."""
     target = str(target)
     found = URL_LIKE.match(target)
-    if not found or "@" not in found.group(2):
+    if not found:
         return target
     scheme, rest = found.groups()
-    at = rest.rindex("@")
-    user, colon, _password = rest[:at].partition(":")
-    return f"{scheme}{user}{':***' if colon else ''}{rest[at:]}"
+    if "@" in rest:
+        at = rest.rindex("@")
+        user, colon, _password = rest[:at].partition(":")
+        scheme, rest = f"{scheme}{user}{':***' if colon else ''}@", rest[at + 1:]
+    where, mark, query = rest.partition("?")
+    if mark:
+        pairs = (p.partition("=") for p in query.split("&"))
+        query = "&".join(k + e + (v if unquote(k).strip().lower() in STORE_SETTINGS else
+                                  "***" if e or v else "") for k, e, v in pairs)
+    return f"{scheme}{where}{mark}{query}"
 
 
 def engine_for(target: str | Path) -> Engine:

@@ -23,7 +23,7 @@ from sqlalchemy import (
     text,
 )
 
-SCHEMA_VERSION = 13  # the newest Alembic revision's number; SQLite also keeps it in user_version
+SCHEMA_VERSION = 15  # the newest Alembic revision's number; SQLite also keeps it in user_version
 
 metadata = MetaData()
 
@@ -231,8 +231,19 @@ share_revocations = Table(
     Index("share_revocations_page", "page", "link"),
 )
 
+# schema 15: dashboard logins (exam/web/auth.py): ``id`` a digest of the session id the
+# browser's cookie holds, its role, and its end by the store's clock; logging out deletes it
+sessions = Table(
+    "sessions", metadata,
+    Column("id", Text, primary_key=True),
+    Column("role", Text, nullable=False),
+    Column("created_at", Double, nullable=False),
+    Column("until", Double, nullable=False),
+    Index("sessions_until", "until"),
+)
+
 # every table, parents first (the order a copy writes them in)
 TABLES: tuple[Table, ...] = (runs, cells, attempts, grades, notifications, line_events,
                              line_groups, adjudications, rebalance_snapshots, earlier_cells,
                              earlier_attempts, grade_cache, graded_runs, run_banks,
-                             share_revocations)
+                             share_revocations, sessions)

@@ -6,6 +6,7 @@ Used by ``exam agents check`` and ``exam init``; nothing here writes to the stor
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from exam.pipeline import n8n_usage
 from exam.pipeline.gate import RequestGate
 from exam.pipeline.reading import MISSING, ReplyMapping, keys_present, unwrap
 from exam.pipeline.registry import Agent
-from exam.pipeline.transport import Result, classify, send
+from exam.pipeline.transport import Result, classify, clean_error, send
 
 TEXT_KEYS = ("answer", "output", "text", "reply", "response", "message", "content", "result")
 STATUS_KEYS = ("status", "state", "result_status", "outcome")
@@ -47,6 +48,9 @@ def probe(agent: Agent, work_order: Any) -> Probe:
         usage = n8n_usage.measure(agent.n8n, [
             (o.row.n, o.row.error, o.body if o.body is not None else o.row.body)
             for o in outcomes])
+        # the note names the n8n API's URL, whose path may hold a ${VAR}: cleaned as a run
+        # cleans it before storing it (runner._run_cell)
+        usage = dataclasses.replace(usage, note=clean_error(agent, usage.note))
     return Probe(last.row.http_status, last.row.body, classify(agent, outcomes), len(outcomes),
                  sum(o.row.latency_ms for o in outcomes), usage)
 

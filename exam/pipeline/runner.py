@@ -19,7 +19,7 @@ from pathlib import Path
 
 from exam import names, rubric
 from exam.bank import Bank, Item, bank_mismatch, load_bank
-from exam.errors import ExamError, LeaseLost, StoreUnavailable
+from exam.errors import ExamError, LeaseLost, StoreError, StoreUnavailable
 from exam.pipeline import n8n_usage
 from exam.pipeline import shard as sharding
 from exam.pipeline.gate import RequestGate, Stopped
@@ -236,9 +236,10 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
     status. ``shard`` (index, count): this process is such a helper, and runs only its share
     of the cells, never setting a run's status (returned: done, failed, lost or taken over).
 
-    Each run stops on its own: a run taken over by another process, or failing on a bug, ends
-    while the others of the same call go on. ``stop`` (the caller's), Ctrl-C and a store gone
-    away stop them all.
+    Each run stops on its own: a run taken over by another process, failing on a bug, or whose
+    cell could not be stored while the store still answers (a dropped connection) ends while
+    the others of the same call go on. ``stop`` (the caller's), Ctrl-C and a store gone away
+    (it answers no read either) stop them all.
     """
     stop = stop or threading.Event()
     jobs = list(jobs)
@@ -342,9 +343,12 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
                 taken.add(job.run.id)
                 halt(job.run.id)
                 continue
-            except StoreUnavailable as exc:  # PostgreSQL restarting: every run's store
+            except StoreUnavailable as exc:  # this run stops, resumable
                 lost.setdefault(job.run.id, f"the store could not be used: {exc}")
-                halt()
+                # one connection dropped (a backend ended, a socket reset): the store still
+                # answers, so only the runs whose cells were on it stop; gone (PostgreSQL
+                # restarting, SQLite locked for good): every run, as their writes would fail
+                halt(job.run.id if _answers(store) else None)
                 continue
             except Exception as exc:  # a bug, not the agent: this run fails, resumable
                 errors.setdefault(job.run.id,
@@ -405,6 +409,16 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
                      if harness else None)
         final[job.run.id] = status if _finish(store, job.run.id, status, error) else TAKEN_OVER
     return final
+
+
+def _answers(store: Store) -> bool:
+    """The store answers a read now (on PostgreSQL a fresh connection from the pool, which
+    pings what it hands out): a write that failed lost its connection, not the store."""
+    try:
+        store.schema_version()
+    except StoreError:
+        return False
+    return True
 
 
 def _start_helper(store: Store, job: Job, cells: int, progress: ProgressFn | None

@@ -7,6 +7,7 @@ to a URL a caller supplies: a run names an agent of the registry, nothing else.
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -15,12 +16,13 @@ from flask import Blueprint, abort, current_app, jsonify, request
 from exam import names
 from exam.errors import ExamError, NoSuchRun, StoreError
 from exam.reports.selection import SelectionError, compare_runs, report_runs
-from exam.web.auth import bearer_ok, viewer_bearer_ok
+from exam.web.auth import STORE_AWAY, bearer_ok, shown_error, viewer_bearer_ok
 from exam.web.context import registry, store
 from exam.web.openapi import spec
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 RUN_KEYS = {"agent", "version", "repeats", "only"}
+log = logging.getLogger("exam.api")
 
 
 class BadRequest(Exception):
@@ -39,7 +41,9 @@ def bad_request(err: BadRequest):
 @bp.errorhandler(ExamError)
 def exam_error(err: ExamError):
     if isinstance(err, StoreError):  # the service's trouble, not the caller's
-        return jsonify(error=str(err)), 503
+        log.error("store: %s", err)
+        # a viewer's token (perhaps handed around) is not told where the store lives
+        return jsonify(error=str(err) if bearer_ok() else STORE_AWAY), 503
     return jsonify(error=str(err)), 400
 
 
@@ -71,7 +75,8 @@ def run_json(run, counts: dict[str, int] | None = None) -> dict[str, Any]:
         "repeats": run.repeats, "questions": len(run.plan), "source": run.source,
         "progress": {"done": done, "total": run.total_cells},
         "bank_digest": run.bank_digest, "created_at": run.created_at,
-        "started_at": run.started_at, "finished_at": run.finished_at, "error": run.error,
+        "started_at": run.started_at, "finished_at": run.finished_at,
+        "error": shown_error(run.error),
         "owner": run.owner,  # the process that holds (or last held) it: host id:pid
     }
 

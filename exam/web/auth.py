@@ -1,15 +1,23 @@
-"""Bearer-token authentication, compared in constant time; dashboard sessions signed by Flask.
+"""Bearer-token authentication, compared in constant time; dashboard sessions the store knows.
 
 Two roles: the *admin* (EXAM_API_TOKEN) queues runs, reviews and excludes runs; a *viewer*
 (EXAM_VIEWER_TOKEN) opens every read page and nothing else. A browser that only opened share
 links (exam/web/share.py) reads the pages they name, nothing more, while those links are
 neither expired nor revoked.
+
+A login is a row in the store's ``sessions`` (a digest of a random session id, the role, its
+end by the store's clock, ``SESSION_HOURS`` after the login); Flask's signed cookie carries
+the id. Every request looks it up (one indexed read), on whichever instance it reaches, so
+``POST /logout`` (which deletes the row) ends the session everywhere at once: a copy of the
+cookie kept from before reads nothing more.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import re
+import secrets
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -51,22 +59,66 @@ def _admin_token() -> str | None:
     return token or (LOCAL_DEV_MARK if current_app.config.get("LOCAL_DEV") else None)
 
 
+def _session_key(session_id: str) -> str:
+    """What the store keeps of a session id: a digest (a copy of the store opens no session)."""
+    return hashlib.sha256(b"exam session " + session_id.encode()).hexdigest()
+
+
 def open_session(role: str) -> None:
     """Log this browser in as ``admin`` or ``viewer``: a fresh session (nothing kept from
-    before, a share link's pages included) marked with the role's current token."""
+    before, a share link's pages included) marked with the role's current token, and kept in
+    the store for ``SESSION_HOURS``."""
+    from exam.web.context import store
+
     session.clear()
+    session_id = secrets.token_urlsafe(32)
+    store().open_session(_session_key(session_id), role,
+                         float(current_app.config["SESSION_HOURS"]) * 3600)
+    session["sid"] = session_id
     if role == "admin":
         session["auth"] = _mark(_admin_token() or "")
     else:
         session["viewer"] = _mark(current_app.config["VIEWER_TOKEN"])
+    g.session_role = role
+
+
+def close_session() -> None:
+    """Log this browser out: its session deleted from the store (every instance refuses the
+    cookie from its next request, a copy of it too), then the cookie emptied. The cookie is
+    emptied even when the store cannot be written (the error is raised after)."""
+    from exam.web.context import store
+
+    session_id = session.get("sid")
+    session.clear()
+    g.session_role = None
+    if isinstance(session_id, str):
+        store().close_session(_session_key(session_id))
+
+
+def _live_role() -> str | None:
+    """The role of this browser's session as the store has it (logged out or past its end:
+    None); read once per request. A read that fails raises (the store's 503 page), and the
+    request counts as signed out after it."""
+    from exam.web.context import store
+
+    if "session_role" in g:
+        return g.session_role
+    g.session_role = None
+    session_id = session.get("sid")
+    if isinstance(session_id, str) and session_id:
+        g.session_role = store().session_role(_session_key(session_id))
+    return g.session_role
 
 
 def _holds(key: str, token: str | None) -> bool:
-    """The session was opened with ``token``, still the configured one: changing
-    EXAM_API_TOKEN or EXAM_VIEWER_TOKEN ends the sessions opened with the old one (a leaked
-    token's sessions too), whatever EXAM_SECRET_KEY is."""
+    """The session was opened with ``token``, still the configured one, and the store still
+    has it open for that role: changing EXAM_API_TOKEN or EXAM_VIEWER_TOKEN ends the sessions
+    opened with the old one (a leaked token's sessions too), whatever EXAM_SECRET_KEY is, and
+    logging out ends it on every instance."""
     mark = session.get(key)
-    return bool(token) and isinstance(mark, str) and hmac.compare_digest(mark, _mark(token))
+    if not (bool(token) and isinstance(mark, str) and hmac.compare_digest(mark, _mark(token))):
+        return False
+    return _live_role() == ("admin" if key == "auth" else "viewer")
 
 
 def _bearer() -> str | None:
@@ -109,14 +161,14 @@ def shared_access() -> SharedAccess:
     read per request (``Store.share_revocations``), kept for the request; none for a browser
     that holds no link. A revocation made on any instance holds here from the next request.
     A read that fails raises (the store's 503 page) and the request holds no link after it."""
-    from exam.web.context import store
+    from exam.web.context import store, store_time
     from exam.web.share import granted, revoked
 
     found = g.get("shared_access")
     if found is not None:
         return found
-    grants = granted(session.get("shared"))
     g.shared_access = SharedAccess()  # until the store has answered: nothing is open
+    grants = granted(session.get("shared"), store_time()) if session.get("shared") else {}
     if grants:
         rows = store().share_revocations(sorted(grants), sorted({x.page for x in grants.values()}))
         out = (SharedAccess({k: x for k, x in grants.items() if not revoked(x, rows)},
@@ -128,3 +180,30 @@ def shared_access() -> SharedAccess:
 def session_ok() -> bool:
     """Signed in, or holding a share link neither expired nor revoked: may open some page."""
     return is_viewer() or bool(shared_access().live)
+
+
+# a store URL inside an error text (a run's, stored by a worker that may have had another
+# EXAM_DB), up to white space or a quote, a trailing colon left out
+_STORE_URL = re.compile(r"\b(?:postgres(?:ql)?(?:\+\w+)?|sqlite)://[^\s'\"]*[^\s'\":]")
+# what a viewer reads for an error that named the store: the rest of it (the driver's words)
+# names hosts, ports, users and files too
+STORE_NAMED = "the store could not be used (the reason is shown to admins)"
+STORE_AWAY = ("the store cannot be read just now (the reason is in the service log): try "
+              "again in a moment")  # what a viewer reads instead of the store's error
+
+
+def shown_error(message: str | None) -> str | None:
+    """A stored error (a run's) as this reader may see it: a store URL's credentials masked
+    for everyone (an error stored before they were); for anyone but an admin, an error that
+    names a store (its user@host/db, a file's path) is only said to be the store's, as the
+    503 page already hides it."""
+    if not message:
+        return message
+    from exam.db.engine import shown
+    from exam.web.context import store
+
+    s = store()
+    message = s.said(message.replace(s.target, s.path))
+    if is_admin():
+        return _STORE_URL.sub(lambda m: shown(m.group()), message)
+    return STORE_NAMED if s.path in message or _STORE_URL.search(message) else message

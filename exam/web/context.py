@@ -175,3 +175,11 @@ def init_app(app: Flask) -> None:
     app.teardown_request(freeze_once)
     if not app.testing:
         warm()
+
+
+def store_time() -> float:
+    """The store's time for this request (one read, kept for the request): share links are
+    signed and judged by it, never by this host's clock."""
+    if "store_time" not in g:
+        g.store_time = store().now()
+    return g.store_time

@@ -8,7 +8,6 @@ viewers (EXAM_VIEWER_TOKEN) read every page and change nothing; a share link
 
 from __future__ import annotations
 
-import time
 from urllib.parse import urlsplit
 
 from flask import (
@@ -34,15 +33,17 @@ from exam.reports.selection import (
     select_runs,
 )
 from exam.web.auth import (
+    close_session,
     is_admin,
     is_viewer,
     open_session,
     session_ok,
     shared_access,
+    shown_error,
     token_ok,
     viewer_token_ok,
 )
-from exam.web.context import registry, store
+from exam.web.context import registry, store, store_time
 
 bp = Blueprint("dashboard", __name__)
 OPEN = {"dashboard.login", "dashboard.static", "dashboard.share"}
@@ -53,6 +54,9 @@ VIEWER_POSTS = {"dashboard.login", "dashboard.logout"}
 
 for _name, _fn in FILTERS.items():
     bp.add_app_template_filter(_fn, _name)
+
+
+bp.add_app_template_filter(shown_error, "run_error")
 
 
 @bp.app_template_filter("when")
@@ -129,8 +133,8 @@ def share(token: str):
     this browser until it expires or is revoked; then the page."""
     from exam.web.share import ShareError, grant, read_token, revoked
 
-    try:
-        link = read_token(current_app.config["SECRET_KEY"], token)
+    try:  # expired by the store's clock, as it was signed (exam.web.context.store_time)
+        link = read_token(current_app.config["SECRET_KEY"], token, store_time())
     except ShareError as exc:
         return render_template("error.html", message=str(exc)), 403
     if revoked(link, store().share_revocations([link.id], [link.page])):
@@ -139,7 +143,7 @@ def share(token: str):
     if target is None:  # a signed path that is not this site's: nothing to open
         return redirect(url_for("dashboard.overview"))
     if not is_viewer():
-        session["shared"] = grant(session.get("shared"), link)
+        session["shared"] = grant(session.get("shared"), link, store_time())
     return redirect(target)
 
 
@@ -166,12 +170,13 @@ def revoke_share():
             message = "page: expected a path of this dashboard, such as /scorecard/W1/v2"
         else:  # the page as Flask saw it (the form sends request.path): decoded already
             target = urlsplit(target).path
-            store().revoke_share_page(target, time.time(), reason)
+            store().revoke_share_page(target, store_time(), reason)
             message = (f"every share link to {target} made until now is revoked, on every "
                        f"instance (links made from now on work)")
     else:
         try:
-            link = link_to_revoke(current_app.config["SECRET_KEY"], request.form.get("link", ""))
+            link = link_to_revoke(current_app.config["SECRET_KEY"], request.form.get("link", ""),
+                                  store_time())
         except ShareError as exc:
             message = f"link: {exc}"
         else:
@@ -209,7 +214,7 @@ def local_path(target: str | None) -> str | None:
 
 @bp.post("/logout")
 def logout():
-    session.clear()
+    close_session()
     return redirect(url_for("dashboard.login"))
 
 
@@ -344,9 +349,11 @@ def scorecard(agent: str, version: str):
         from exam.web.share import make_link
 
         base = current_app.config.get("PUBLIC_URL") or request.host_url
-        link = make_link(current_app.config["SECRET_KEY"], base, request.path, days)
+        # signed by the store's clock, as every instance judges it
+        link = make_link(current_app.config["SECRET_KEY"], base, request.path, days,
+                         store_time())
         revocations = [r for r in store().all_share_revocations(request.path)
-                       if r.link is None or (r.until or 0) >= time.time()]
+                       if r.link is None or (r.until or 0) >= store_time()]
     return render_template("scorecard.html", report=report,
                            charts=kinds.charts("scorecard", report), agent=agent,
                            version=version, missing_banks=report["missing_banks"],

@@ -601,3 +601,18 @@ def test_init_refuses_a_body_not_in_its_charset_and_writes_nothing(tmp_path):
     assert "no usable reply (bad_reply: the body is not valid utf-8" in r.output
     assert "does Content-Type name its charset?" in r.output
     assert not (tmp_path / "agents.yaml").exists() and not (tmp_path / "W4.yaml").exists()
+
+
+def test_agents_check_never_prints_a_key_carried_in_the_api_url(tmp_path):
+    """An api_url holding ${N8N_API_KEY} (a proxy in front of n8n that takes it in the path):
+    `exam run` stores the usage note redacted; `exam agents check` prints it the same way."""
+    api = FakeN8nApi({"7": execution("chat-completions-parallel")})
+    agent = ExecutionIdAgent("8")
+    try:
+        registry = _n8n_registry(tmp_path, agent.url, api.url + "/${N8N_API_KEY}")
+        r = invoke("agents", "check", "--agents", str(registry), env={"N8N_API_KEY": KEY})
+    finally:
+        agent.close()
+        api.close()
+    assert "usage        usage unknown" in r.output  # no execution 8: the note names where it looked
+    assert KEY not in r.output and "[redacted]" in r.output

@@ -255,3 +255,17 @@ def test_a_database_user_name_is_not_a_secret():
 
 
 GOOD_ONE = {"agents": {"W1": {"url": "http://127.0.0.1:9/"}}}
+
+
+@pytest.mark.parametrize("env", [
+    {"EXAM_DB": "postgresql://postgres@db.internal/agent_exam?password=db-password-IIII9999"},
+    {"EXAM_DB": "postgresql://db.internal/agent_exam?sslmode=require&"
+                "sslpassword=db-password-IIII9999"},
+    {"EXAM_DB": "postgresql://postgres@db.internal/agent_exam", "PGPASSWORD": "db-password-IIII9999"},
+])
+def test_every_form_of_the_stores_password_is_a_secret(env):
+    """The password given in the query or as libpq's PGPASSWORD, not only as userinfo: an
+    agent that echoes it has it redacted; the settings beside it are not secrets."""
+    r = parse_registry(GOOD_ONE, "agents.yaml", env).get("W1")
+    assert r.redactor.text("pw db-password-IIII9999 sslmode=require") == (
+        f"pw {REDACTED} sslmode=require")

@@ -24,6 +24,15 @@ def invoke(*args, env=None):
 
 @pytest.fixture
 def env(store_url):
+    """A store with runs of W1 v1, W1 v2 and W3 v2: the scorecard pages a link can open."""
+    s = Store(store_url)
+    try:
+        for agent, version in (("W1", "v1"), ("W1", "v2"), ("W3", "v2")):
+            s.create_run(agent=agent, version=version, bank_path=f"bank/{agent}.json",
+                         bank_digest="b" * 64, repeats=1, plan=[(f"{agent}-01", "d1")],
+                         settings={}, status="done")
+    finally:
+        s.close()
     return {"EXAM_DB": store_url, "EXAM_API_TOKEN": API_TOKEN}
 
 
@@ -65,6 +74,34 @@ def test_every_link_to_a_page_made_until_now(env, store_url):
     assert row["link"] is None and row["page"] == "/scorecard/W1/v1"
 
 
+@pytest.mark.parametrize("page", [
+    "/scorecard/W3/v2/", "/scorecard/w3/v2", "/scorecard/W3/V2", "/scorecard//W3/v2//",
+    "https://exam.example.com/Scorecard/w3/v2/?tab=cost#top", "/scorecard/%57%33/v2",
+])
+def test_a_page_is_revoked_however_it_is_written(env, store_url, page):
+    """A trailing slash, another letter case, a pasted address: the page the dashboard signs
+    (/scorecard/W3/v2) is revoked, never a row that matches no link."""
+    before = make_token(KEY, "/scorecard/W3/v2", now=time.time() - 5)
+    done = invoke("share", "revoke", "--page", page, env=env)
+    assert done.exit_code == 0, done.output
+    assert done.output.startswith("revoked every share link to /scorecard/W3/v2 made before ")
+    assert opens(store_url, before) == 403
+
+
+def test_a_page_spelled_two_ways_in_the_store_is_not_guessed(env, store_url):
+    s = Store(store_url)
+    try:
+        s.create_run(agent="w3", version="v2", bank_path="bank/w3.json", bank_digest="b" * 64,
+                     repeats=1, plan=[("w3-01", "d1")], settings={}, status="done")
+    finally:
+        s.close()
+    done = invoke("share", "revoke", "--page", "/scorecard/W3/V2", env=env)
+    assert done.exit_code == 2 and len(done.output.splitlines()) == 1, done.output
+    assert "(it has /scorecard/W3/v2, /scorecard/w3/v2: give the one meant)" in done.output
+    exact = invoke("share", "revoke", "--page", "/scorecard/w3/v2/", env=env)
+    assert exact.exit_code == 0 and "link to /scorecard/w3/v2 made" in exact.output
+
+
 def test_show_tells_links_apart_and_revokes_nothing(env, store_url):
     link = make_link(KEY, "https://exam.example.com", "/scorecard/W3/v2", days=2)
     shown = invoke("share", "show", link, env=env)
@@ -89,7 +126,11 @@ def test_show_tells_links_apart_and_revokes_nothing(env, store_url):
     (["revoke", make_token(KEY, "/x"), "--page", "/x"], {}, "LINK and --page: give one"),
     (["revoke", "--page", f"https://e.example/share/{make_token(KEY, '/x')}"], {},
      "--page: that is a share link, not a page"),
-    (["revoke", "--page", "scorecard W1"], {}, "--page: expected a page of the dashboard"),
+    (["revoke", "--page", "scorecard W1"], {}, "--page: expected a scorecard page"),
+    (["revoke", "--page", "/compare/W1"], {}, "--page: expected a scorecard page"),
+    (["revoke", "--page", "/scorecard/W9/v2"], {},
+     "--page: no share link opens /scorecard/W9/v2: the store has no run of W9 v2"),
+    (["revoke", "--page", "/scorecard/W3/v22/"], {}, "--page: no share link opens"),
     (["show", "https://exam.example.com/share/"], {}, "not a share link"),
 ])
 def test_what_cannot_be_revoked_is_one_line_and_exit_2(env, store_url, args, extra_env, message):

@@ -398,3 +398,25 @@ def test_a_kept_runs_head_is_its_first_line_however_long(store, head_chars):
     assert store.graded_run_heads(keys) == {run_id: head for run_id in runs}
     assert store.graded_run_heads({**keys, runs[0]: "another key"}) == {
         runs[1]: head, runs[2]: head}
+
+
+@pytest.mark.parametrize("target", [
+    "postgresql://exam@127.0.0.1:1/exam?password=s3cret-pw",
+    "postgresql://exam@127.0.0.1:1/exam?sslmode=disable&password=s3cret-pw",
+    "postgresql://127.0.0.1:1/exam?user=exam&pass%77ord=s3cret-pw",  # the key percent-encoded
+    "postgresql://exam@127.0.0.1:1/exam?sslpassword=s3cret-pw&password=s3cret%2Dpw",
+    "postgresql://exam@127.0.0.1:port/exam?password=s3cret-pw",  # malformed as well
+])
+def test_a_password_in_the_query_never_appears_in_a_message(target):
+    """``?password=`` works as well as userinfo (libpq reads it): masked the same way."""
+    with pytest.raises(StoreError) as caught:
+        Store(target)
+    assert "s3cret" not in str(caught.value)
+    assert "=***" in str(caught.value)
+
+
+def test_a_query_password_is_masked_where_settings_are_shown():
+    from exam.db.engine import shown
+
+    assert shown("postgresql://exam@db/exam?sslmode=require&password=s3cret-pw&x") == (
+        "postgresql://exam@db/exam?sslmode=require&password=***&x")

@@ -81,9 +81,52 @@ def test_a_store_that_is_not_empty_is_not_overwritten(tmp_path, postgres_url):
     src = filled(tmp_path / "src.db")
     url = empty_postgres(postgres_url)
     copy_store(src, url)
+    s = Store(src)
+    try:
+        new_run(s, version="v3", status="done")  # SRC moved on: DST is no longer its copy
+    finally:
+        s.close()
     with pytest.raises(StoreError, match=r"DST is not empty \(2 in runs.*--replace"):
         copy_store(src, url)
     assert all(t.same for t in copy_store(src, url, replace=True))
+
+
+@pytest.mark.parametrize("what", ["a row more", "a row changed"])
+def test_a_store_holding_other_rows_is_refused_however_alike(tmp_path, what):
+    src = filled(tmp_path / "src.db")
+    dst = str(tmp_path / "dst.db")
+    copy_store(src, dst)
+    with closing(sqlite3.connect(dst)) as con:
+        if what == "a row more":
+            con.execute("INSERT INTO line_groups VALUES ('C2', 1.0)")
+        else:  # the same counts: only the digests tell
+            con.execute("UPDATE runs SET version = 'v9' WHERE id = 1")
+        con.commit()
+    with pytest.raises(StoreError, match="DST is not empty .* and is not a copy of "):
+        copy_store(src, dst)
+
+
+def test_a_copy_stopped_after_it_committed_is_verified_when_run_again(tmp_path, postgres_url,
+                                                                       monkeypatch):
+    """Killed between the commit and the check: DST holds the copy, unverified. Run again,
+    the copy compares it (the same counts and digests) and says so, instead of refusing a
+    DST that is not empty."""
+    from exam.db import copy as copy_mod
+
+    src = filled(tmp_path / "src.db")
+    url = empty_postgres(postgres_url)
+
+    def killed(*_a, **_k):
+        raise KeyboardInterrupt  # what a signal does to the process here
+
+    monkeypatch.setattr(copy_mod, "_compared", killed)
+    with pytest.raises(KeyboardInterrupt):
+        copy_store(src, url)
+    monkeypatch.undo()
+    again = CliRunner().invoke(main, ["store", "copy", src, url])
+    assert again.exit_code == 0, again.output
+    assert "DST already held this copy" in again.output.splitlines()[-1]
+    assert "every count and digest equal" in again.output
 
 
 def test_the_cli_copies_and_prints_each_tables_counts_and_digests(tmp_path, postgres_url):
@@ -96,8 +139,8 @@ def test_the_cli_copies_and_prints_each_tables_counts_and_digests(tmp_path, post
     # runs  2 rows  <digest>  =  2 rows  <digest>
     assert (words[1], words[5]) == ("2", "2") and words[3] == words[7] and len(words[3]) == 16
     assert "every count and digest equal" in lines[-1]
-    again = CliRunner().invoke(main, ["store", "copy", src, url])
-    assert again.exit_code == 2 and "DST is not empty" in again.output
+    again = CliRunner().invoke(main, ["store", "copy", src, url])  # the same rows: compared
+    assert again.exit_code == 0 and "DST already held this copy" in again.output
 
 
 def test_an_older_sqlite_source_is_copied_from_a_snapshot_and_left_as_it_was(tmp_path):
@@ -187,3 +230,76 @@ def test_a_run_still_running_in_the_source_is_refused_unless_asked(tmp_path, pos
     assert f"warning: run {live} (T v3) is still running in " in copied.output
     assert f"`exam resume {live}` finishes it" in copied.output
     assert "every count and digest equal" in copied.output
+
+
+SLOW_COPY = """
+import sys, time
+from pathlib import Path
+from exam.db import copy as copy_mod
+
+def slow(*args, **kwargs):  # the snapshot made: the copy is under way
+    Path(sys.argv[3]).write_text("copying")
+    time.sleep(120)
+
+copy_mod._copy = slow
+copy_mod.copy_store(sys.argv[1], sys.argv[2])
+"""
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP", "SIGINT"])
+def test_a_copy_stopped_by_a_signal_leaves_no_snapshot(tmp_path, signame):
+    """A source's snapshot (as big as the store) is deleted however the copy is stopped."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.exam.test_store_migrations import old_store
+
+    src, _ = old_store(tmp_path, 7)  # an older schema: copied from a snapshot
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_COPY, src, str(tmp_path / "dst.db"),
+                             str(ready)], env={**os.environ, "TMPDIR": str(tmpdir)})
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.exists() and [p.name[:10] for p in tmpdir.iterdir()] == ["exam-copy-"]
+        proc.send_signal(getattr(signal, signame))
+        proc.wait(60)
+    finally:
+        proc.kill()
+    assert proc.returncode != 0
+    assert list(tmpdir.iterdir()) == []
+
+
+def test_a_snapshot_left_by_a_copy_killed_with_kill_9_is_deleted_by_the_next(tmp_path,
+                                                                           monkeypatch):
+    import os
+    import subprocess
+    import sys
+
+    from tests.exam.test_store_migrations import old_store
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # TMPDIR read again
+    (tmp_path / "tmp").mkdir()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    left = {}
+    for name, pid in (("exam-copy-dead", gone.stdout.strip()), ("exam-copy-live", os.getpid()),
+                      ("other-tool", gone.stdout.strip())):
+        folder = tmp_path / "tmp" / name
+        folder.mkdir()
+        (folder / "owner.pid").write_text(str(pid))
+        (folder / "source.db").write_bytes(b"x" * 1024)
+        left[name] = folder
+    src, _ = old_store(tmp_path, 7)
+    assert all(t.same for t in copy_store(src, str(tmp_path / "dst.db")))
+    assert sorted(p.name for p in (tmp_path / "tmp").iterdir()) == ["exam-copy-live",
+                                                                     "other-tool"]

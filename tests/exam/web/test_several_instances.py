@@ -88,6 +88,22 @@ def test_a_session_from_one_instance_is_accepted_by_the_other(pair):
     assert stranger.status_code == 302 and "/login" in stranger.headers["Location"]
 
 
+def test_logging_out_on_one_instance_ends_the_session_on_the_other(pair):
+    """The session is the store's (schema 15): a copy of the cookie saved before logging out
+    on B is refused by A too, which never saw the logout."""
+    a, b, _, _ = pair
+    browser = logged_in(a.url)
+    saved = browser.cookies["session"]
+    token = csrf_in(browser.get(f"{b.url}/runs", timeout=30).text)
+    out = browser.post(f"{b.url}/logout", data={"csrf_token": token}, allow_redirects=False,
+                       timeout=30)
+    assert out.status_code == 302, out.text
+    copy = requests.Session()
+    copy.cookies.set("session", saved)
+    resp = copy.get(f"{a.url}/runs", allow_redirects=False, timeout=30)
+    assert resp.status_code == 302 and "/login" in resp.headers["Location"]
+
+
 def test_a_form_from_one_instance_is_accepted_by_the_other(pair):
     a, b, _, _ = pair
     browser = logged_in(a.url)
