@@ -13,9 +13,13 @@ taken out of the work order and the reply before anything is written or shown.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import json
+import os
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +49,11 @@ API_TIMEOUT_S = 30.0
 
 class CaptureError(ExamError):
     """The execution, reply or bank cannot make a draft: what to do instead."""
+
+
+class N8nApiError(CaptureError):
+    """n8n's API could not be read (unreachable, refused the key, answered oddly): the
+    service's or the configuration's trouble, not the caller's (the API answers 502)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +232,9 @@ def fetch_execution(cfg: N8nUsage, exec_id: str) -> Mapping[str, Any]:
     try:
         return fetch_executions(cfg, [exec_id])[0]
     except UsageError as exc:
-        raise CaptureError(str(exc)) from None
+        if "n8n has no execution" in str(exc):
+            raise CaptureError(str(exc)) from None  # the caller named one that is not there
+        raise N8nApiError(str(exc)) from None
 
 
 def n8n_of(agent: Agent) -> N8nUsage:
@@ -260,16 +271,16 @@ def _api_get(cfg: N8nUsage, path: str, params: dict[str, Any], session: requests
                            headers={"X-N8N-API-KEY": cfg.api_key, "Accept": "application/json"},
                            timeout=(5, API_TIMEOUT_S))
     except requests.RequestException as exc:
-        raise CaptureError(f"cannot reach the n8n API ({where}): {type(exc).__name__}") from None
+        raise N8nApiError(f"cannot reach the n8n API ({where}): {type(exc).__name__}") from None
     if resp.status_code in (401, 403):
-        raise CaptureError(f"the n8n API refused the key (HTTP {resp.status_code}, {where}): "
+        raise N8nApiError(f"the n8n API refused the key (HTTP {resp.status_code}, {where}): "
                            "check n8n.api_key and its scopes (workflow:read, execution:read)")
     if resp.status_code != 200:
-        raise CaptureError(f"the n8n API answered HTTP {resp.status_code} ({where})")
+        raise N8nApiError(f"the n8n API answered HTTP {resp.status_code} ({where})")
     try:
         return resp.json()
     except ValueError:
-        raise CaptureError(f"the n8n API answered with something not JSON ({where})") from None
+        raise N8nApiError(f"the n8n API answered with something not JSON ({where})") from None
 
 
 def _pages(cfg: N8nUsage, path: str, params: dict[str, Any], session: requests.Session,
@@ -279,7 +290,7 @@ def _pages(cfg: N8nUsage, path: str, params: dict[str, Any], session: requests.S
         page = _api_get(cfg, path, {**params, **({"cursor": cursor} if cursor else {})}, session)
         items = page.get("data") if isinstance(page, Mapping) else None
         if not isinstance(items, list):
-            raise CaptureError(f"the n8n API answered with no list ({cfg.safe_url}{path})")
+            raise N8nApiError(f"the n8n API answered with no list ({cfg.safe_url}{path})")
         for item in items:
             seen += 1
             yield item
@@ -445,10 +456,10 @@ def with_draft(bank_text: str, d: Draft) -> str:
     return out + ("\n" if bank_text.endswith("\n") else "")
 
 
-def write(d: Draft) -> None:
-    """Append the draft to its bank; the bank must still parse as one (only its TODOs left)."""
+def write(d: Draft, text: str) -> None:
+    """Append the draft to its bank (whose text is ``text``); the bank must still read as one
+    (only its TODOs left), and is replaced whole (a rename), never left half written."""
     path = Path(d.bank)
-    text = path.read_text(encoding="utf-8")
     new = with_draft(text, d)
     _, problems = bank_from_text(new, d.bank)
     if problems:
@@ -459,25 +470,48 @@ def write(d: Draft) -> None:
     tmp.replace(path)
 
 
+_WRITING = threading.Lock()  # one draft at a time in this process (the API's threads)
+
+
+@contextlib.contextmanager
+def _bank_lock(path: Path):
+    """One capture at a time per bank folder, across processes too (two at once would both
+    number their draft W2-13, and the second write would drop the first)."""
+    with _WRITING:
+        try:
+            fd = os.open(path.parent, os.O_RDONLY)
+        except OSError:
+            yield  # the read below says what is wrong with the folder
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+
 def capture(agent: Agent, captured: Captured, *, write_it: bool = True,
-            today: dt.date | None = None, extra_secrets: Sequence[str] = ()) -> Draft:
-    """The draft for ``captured`` in ``agent``'s bank, written unless ``write_it`` is False."""
+            today: dt.date | None = None) -> Draft:
+    """The draft for ``captured`` in ``agent``'s bank, written unless ``write_it`` is False.
+    Redacted of every secret the registry knows (the agent's redactor holds every agent's
+    and the service's) and of n8n's API key, and of personal data (exam.personal)."""
     from exam.redact import Redactor
 
     path = Path(agent.bank)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CaptureError(f"{agent.bank}: cannot read agent {agent.name}'s bank: "
-                           f"{exc.strerror or exc}") from None
-    known = list(agent.redactor.secrets) + list(extra_secrets)
+    known = list(agent.redactor.secrets)
     if agent.n8n is not None:
         known.append(agent.n8n.api_key)
     redactor = Redactor.of(known)
-    d = draft(agent.bank, text, agent.name, captured, redactor.text,
-              today or dt.datetime.now(dt.UTC).date())
-    if write_it:
-        write(d)
+    with _bank_lock(path):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CaptureError(f"{agent.bank}: cannot read agent {agent.name}'s bank: "
+                               f"{getattr(exc, 'strerror', None) or exc}") from None
+        d = draft(agent.bank, text, agent.name, captured, redactor.text,
+                  today or dt.datetime.now(dt.UTC).date())
+        if write_it:
+            write(d, text)
     return d
 
 

@@ -7,12 +7,9 @@ a small server on 127.0.0.1 answering as n8n's public API does.
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import json
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import yaml
@@ -21,76 +18,15 @@ from click.testing import CliRunner
 from exam.capture import CaptureError, execution_ref, next_case_no, parse_since
 from exam.cli.main import main
 from exam.personal import scrub_text
-from tests.fakes.server import send_json, serve
+from tests.fakes.n8n_api import AGENT_TOKEN, KEY, FakeN8nApi, n8n_execution
 
-DATA = Path(__file__).parent / "data"
-KEY = "n8n-api-key-for-capture-tests-0123456789"
-AGENT_TOKEN = "agent-webhook-token-55667788"  # the specialist's ${VAR} header secret
 PASTED_KEY = "sk-live-9f8e7d6c5b4a39281706abcd"  # a customer pasted it into the chat
 PHONE, EMAIL = "0912-345-678", "wang.xiaoming@example.com.tw"
 GOLDEN = "訂單滿 1000 元免運費，未滿 1000 元的訂單運費 80 元。"
 
 
-def n8n_execution(name: str, exec_id: str, body: dict, started: str) -> dict:
-    """A real execution with another work order (and the webhook's headers carrying secrets)."""
-    ex = json.loads((DATA / f"n8n-execution-{name}.json").read_text(encoding="utf-8"))
-    ex = copy.deepcopy(ex)
-    ex.update(id=exec_id, startedAt=started, workflowId="wfW2")
-    for runs in ex["data"]["resultData"]["runData"].values():
-        for run in runs:
-            for items in run.get("data", {}).get("main", []):
-                for item in items or []:
-                    if "body" in item.get("json", {}):
-                        item["json"]["body"] = body
-                        item["json"]["headers"] = {"x-exam-token": AGENT_TOKEN,
-                                                   "x-n8n-api-key": KEY}
-    return ex
-
-
 ORDER = {"task_id": "LINE-7731", "question": f"運費怎麼算？我的電話 {PHONE}，信箱 {EMAIL}",
          "api_key": PASTED_KEY, "note": f"key again: {PASTED_KEY} and {AGENT_TOKEN}"}
-
-
-class FakeN8nApi:
-    """GET /api/v1/executions/<id>, /api/v1/executions?workflowId=… (newest first, pages of
-    ``limit`` with a cursor) and /api/v1/workflows, behind ``X-N8N-API-KEY``."""
-
-    def __init__(self, executions: list[dict], workflows: list[dict]):
-        self.seen: list[str] = []
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                api.seen.append(self.path)
-                if self.headers.get("X-N8N-API-KEY") != KEY:
-                    return send_json(self, 401, {"message": "unauthorized"})
-                url = urlsplit(self.path)
-                q = {k: v[0] for k, v in parse_qs(url.query).items()}
-                if url.path == "/api/v1/workflows":
-                    return send_json(self, 200, {"data": workflows, "nextCursor": None})
-                if url.path == "/api/v1/executions":
-                    mine = sorted((e for e in executions if e["workflowId"] == q.get("workflowId")),
-                                  key=lambda e: e["startedAt"], reverse=True)
-                    start, size = int(q.get("cursor", 0)), int(q.get("limit", 20))
-                    page = mine[start:start + size]
-                    more = str(start + size) if start + size < len(mine) else None
-                    return send_json(self, 200, {"data": page, "nextCursor": more})
-                exec_id = url.path.rsplit("/", 1)[-1]
-                found = [e for e in executions if e["id"] == exec_id]
-                if not found:
-                    return send_json(self, 404, {"message": "Not Found"})
-                send_json(self, 200, found[0])
-
-        self.served = serve(Handler).start()
-        self.url = self.served.url
-
-    def close(self):
-        self.served.close()
 
 
 NOW = dt.datetime.now(dt.UTC)
