@@ -45,6 +45,7 @@ LIST_PAGE = 50  # executions asked for per page while listing
 LIST_MAX = 500  # executions looked at, at most, for one listing
 PREVIEW_CHARS = 60
 API_TIMEOUT_S = 30.0
+MAX_DRAFT_CHARS = 200_000  # a draft larger than this is a transcript, not a question
 
 
 class CaptureError(ExamError):
@@ -238,6 +239,9 @@ def fetch_execution(cfg: N8nUsage, exec_id: str) -> Mapping[str, Any]:
 
 
 def n8n_of(agent: Agent) -> N8nUsage:
+    """The agent's n8n API, or what to set for it."""
+    if agent.blocked:  # a secret missing: its API key may be the one
+        raise CaptureError(f"agent {agent.name} is blocked: {agent.blocked}")
     if agent.n8n is None:
         raise CaptureError(f"agent {agent.name} has no `n8n:` block in the registry (api_url, "
                            "api_key): capturing an execution reads n8n's public API with it "
@@ -330,6 +334,7 @@ def candidates(agent: Agent, since: dt.timedelta, now: dt.datetime | None = None
     """The specialist's executions since ``since`` ago that failed or ended on an error
     output, newest first; nothing is written."""
     cfg = n8n_of(agent)
+    secrets = redactor_of(agent).text
     session = session or _session()
     cutoff = (now or dt.datetime.now(dt.UTC)) - since
     wf = workflow_of(agent, session)
@@ -351,11 +356,16 @@ def candidates(agent: Agent, since: dt.timedelta, now: dt.datetime | None = None
         if not (ended.startswith(("error", "crashed"))):
             continue
         body = _webhook_body(ex)
-        shown = scrub(body, agent.redactor.text).value if body is not MISSING else "(no body)"
+        size = len(json.dumps(body, ensure_ascii=False)) if body is not MISSING else 0
+        try:
+            shown = ("(no body)" if body is MISSING else f"({size:,} characters)"
+                     if size > MAX_DRAFT_CHARS else scrub(body, secrets).value)
+        except ValueError:  # nested past what a bank holds
+            shown = "(too deeply nested to show)"
         text = json.dumps(shown, ensure_ascii=False)
         preview = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1] + "…"
         found.append((when, Candidate(str(ex.get("id")), when.isoformat(timespec="seconds"),
-                                      scrub_text(agent.redactor.text(ended) or "")[0][:80],
+                                      scrub_text(secrets(ended) or "")[0][:80],
                                       preview)))
     found.sort(key=lambda c: c[0], reverse=True)
     return [c for _, c in found]
@@ -389,6 +399,12 @@ def draft(bank_path: str, bank_text: str, agent: str, captured: Captured,
     case_no = next_case_no([q.get("case_no") for q in questions
                             if isinstance(q, Mapping) and isinstance(q.get("case_no"), str)],
                            agent)
+    size = len(json.dumps([captured.work_order, captured.reply], ensure_ascii=False))
+    if size > MAX_DRAFT_CHARS:  # before any pattern reads it
+        raise CaptureError(f"{bank_path}: {case_no}: the captured work order and reply take "
+                           f"{size:,} characters (at most {MAX_DRAFT_CHARS:,}): a question is "
+                           "a work order, not a transcript; capture it with --reply and a "
+                           "shorter --work-order")
     try:
         order = scrub(captured.work_order, secrets, "input")
         reply = scrub(captured.reply, secrets, "reply")
@@ -490,18 +506,24 @@ def _bank_lock(path: Path):
             os.close(fd)
 
 
+def redactor_of(agent: Agent):
+    """Every secret the registry knows (the agent's redactor holds every agent's and the
+    service's), and n8n's API key even when the registry writes it out."""
+    from exam.redact import Redactor
+
+    known = list(agent.redactor.secrets)
+    if agent.n8n is not None:
+        known.append(agent.n8n.api_key)
+    return Redactor.of(known)
+
+
 def capture(agent: Agent, captured: Captured, *, write_it: bool = True,
             today: dt.date | None = None) -> Draft:
     """The draft for ``captured`` in ``agent``'s bank, written unless ``write_it`` is False.
     Redacted of every secret the registry knows (the agent's redactor holds every agent's
     and the service's) and of n8n's API key, and of personal data (exam.personal)."""
-    from exam.redact import Redactor
-
     path = Path(agent.bank)
-    known = list(agent.redactor.secrets)
-    if agent.n8n is not None:
-        known.append(agent.n8n.api_key)
-    redactor = Redactor.of(known)
+    redactor = redactor_of(agent)
     with _bank_lock(path):
         try:
             text = path.read_text(encoding="utf-8")

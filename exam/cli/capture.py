@@ -101,10 +101,11 @@ def capture_cmd(agent_name: str, execution: str | None, list_: bool, since: str,
         raise InputError("give an EXECUTION (id or URL), --reply FILE, or --list")
     d = cap.capture(agent, captured, write_it=not dry_run)
     if dry_run:
-        click.echo(json.dumps(d.question, ensure_ascii=False, indent=2))
+        for line in json.dumps(d.question, ensure_ascii=False, indent=2).splitlines():
+            click.echo(terminal(line))
     else:
         click.echo(terminal(f"{d.bank}: {d.case_no}: draft question written from {d.origin}"))
-    click.echo("redacted: " + (", ".join(d.redacted) if d.redacted else "nothing"))
+    click.echo(terminal("redacted: " + (", ".join(d.redacted) if d.redacted else "nothing")))
     if not dry_run:
         click.echo(f"next: write its TODOs (exam bank check {d.bank} names them); exam run "
                    f"refuses {d.case_no} until then")

@@ -290,3 +290,26 @@ def test_since_reads_spans():
     assert parse_since("30m") == dt.timedelta(minutes=30)
     with pytest.raises(CaptureError):
         parse_since("7 days")
+
+
+def test_a_blocked_agent_is_named_not_sent_with_an_empty_key(setup, n8n):
+    _, env = setup
+    env = {k: v for k, v in env.items() if k != "N8N_KEY"}
+    seen = len(n8n.seen)
+    r = CliRunner().invoke(main, ["capture", "W2", "41"], env={**env, "N8N_KEY": None},
+                           catch_exceptions=False)
+    assert r.exit_code == 2 and "agent W2 is blocked" in r.output and "N8N_KEY" in r.output
+    assert len(n8n.seen) == seen  # nothing asked of n8n
+
+
+def test_a_work_order_the_size_of_a_transcript_is_refused(setup, tmp_path):
+    bank, env = setup
+    reply = tmp_path / "r.txt"
+    reply.write_text("全館免運", encoding="utf-8")
+    order = tmp_path / "order.json"
+    order.write_text(json.dumps({"question": "字" * 250_000}, ensure_ascii=False),
+                     encoding="utf-8")
+    before = bank.read_text(encoding="utf-8")
+    r = invoke(env, "capture", "W2", "--reply", str(reply), "--input", str(order))
+    assert r.exit_code == 2 and "a question is a work order, not a transcript" in r.output
+    assert bank.read_text(encoding="utf-8") == before
