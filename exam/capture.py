@@ -356,11 +356,11 @@ def candidates(agent: Agent, since: dt.timedelta, now: dt.datetime | None = None
         if not (ended.startswith(("error", "crashed"))):
             continue
         body = _webhook_body(ex)
-        size = len(json.dumps(body, ensure_ascii=False)) if body is not MISSING else 0
         try:
+            size = len(json.dumps(body, ensure_ascii=False)) if body is not MISSING else 0
             shown = ("(no body)" if body is MISSING else f"({size:,} characters)"
                      if size > MAX_DRAFT_CHARS else scrub(body, secrets).value)
-        except ValueError:  # nested past what a bank holds
+        except (ValueError, RecursionError):  # nested past what a bank holds
             shown = "(too deeply nested to show)"
         text = json.dumps(shown, ensure_ascii=False)
         preview = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1] + "…"
@@ -399,7 +399,11 @@ def draft(bank_path: str, bank_text: str, agent: str, captured: Captured,
     case_no = next_case_no([q.get("case_no") for q in questions
                             if isinstance(q, Mapping) and isinstance(q.get("case_no"), str)],
                            agent)
-    size = len(json.dumps([captured.work_order, captured.reply], ensure_ascii=False))
+    try:
+        size = len(json.dumps([captured.work_order, captured.reply], ensure_ascii=False))
+    except (ValueError, RecursionError):
+        raise CaptureError(f"{bank_path}: {case_no}: the captured work order or reply is "
+                           "nested too deeply for a bank (at most 100 levels)") from None
     if size > MAX_DRAFT_CHARS:  # before any pattern reads it
         raise CaptureError(f"{bank_path}: {case_no}: the captured work order and reply take "
                            f"{size:,} characters (at most {MAX_DRAFT_CHARS:,}): a question is "
@@ -416,7 +420,8 @@ def draft(bank_path: str, bank_text: str, agent: str, captured: Captured,
     said = ("; redacted: " + ", ".join(redacted)) if redacted else "; nothing redacted"
     notes = (f"DRAFT captured from {origin} of agent {agent} on {today.isoformat()}"
              f"{f' (it ended: {ended})' if ended else ''}{said}. The counterexample is the "
-             f"reply as captured. Replace every TODO, then: exam bank check {bank_path}")
+             f"reply as captured (redacted). Replace every TODO, then: exam bank check "
+             f"{bank_path}")
     question = {
         "case_no": case_no, "category": "captured", "severity": "major", "input": order.value,
         "expect_status": TODO_STATUS, "expect_facts": [TODO_FACTS],

@@ -63,6 +63,12 @@ def capture_cmd(agent_name: str, execution: str | None, list_: bool, since: str,
       exam capture W2 1234
       exam capture W2 https://n8n.example.com/workflow/AbC/executions/1234
       exam capture W2 --reply reply.json --work-order '{"question": "..."}'
+
+    \b
+    Exit status:
+      0  the draft written (or printed: --dry-run), or the candidates listed
+      2  bad input: the agent, the execution, the reply, the bank (one line says which), or
+         n8n's API could not be read
     """
     from exam import capture as cap
     from exam.textsafe import terminal

@@ -313,3 +313,15 @@ def test_a_work_order_the_size_of_a_transcript_is_refused(setup, tmp_path):
     r = invoke(env, "capture", "W2", "--reply", str(reply), "--input", str(order))
     assert r.exit_code == 2 and "a question is a work order, not a transcript" in r.output
     assert bank.read_text(encoding="utf-8") == before
+
+
+def test_a_work_order_nested_past_what_a_bank_holds_is_refused(setup, tmp_path):
+    bank, env = setup
+    reply = tmp_path / "r.txt"
+    reply.write_text("全館免運", encoding="utf-8")
+    deep: dict = {"q": "x"}
+    for _ in range(150):
+        deep = {"d": deep}
+    r = invoke(env, "capture", "W2", "--reply", str(reply), "--work-order", json.dumps(deep))
+    assert r.exit_code == 2 and "nested deeper than 100 levels" in r.output, r.output
+    assert "W2-13" not in bank.read_text(encoding="utf-8")
