@@ -181,3 +181,13 @@ def test_capture_needs_the_admin_token(site):
                                       headers=headers)
         assert resp.status_code == 401
     assert bank.read_text(encoding="utf-8") == before
+
+
+def test_an_executions_url_is_read_for_its_id_only_never_called(site, n8n):
+    """The API never sends to a URL a caller supplies: the key goes to the registry's n8n."""
+    app, _ = site
+    resp = app.test_client().post("/api/capture", headers=AUTH, json={
+        "agent": "W2", "execution": "http://127.0.0.1:9/workflow/wfW2/executions/41",
+        "dry_run": True})
+    assert resp.status_code == 200, resp.json
+    assert any(p.startswith("/api/v1/executions/41") for p in n8n.seen)
