@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from exam.bankdata import DataError, load_json, load_yaml, problems_in, yaml_root
-from exam.errors import BankError, Problem, unknown_keys
+from exam.errors import PLACEHOLDER, BankError, Problem, is_placeholder, unknown_keys
 from graders import FieldSpec, PatternError, Question, ToolExpectation, normalize, parse_entry
 from graders.checks import KINDS as CHECK_KINDS
 from graders.model import BUDGET_KEYS
@@ -436,6 +436,25 @@ def bank_from_text(text: str, file: str) -> tuple[Bank | None, list[Problem]]:
         return None, [Problem(file, "", f"invalid JSON at line {exc.lineno}, column {exc.colno}: "
                                         f"{exc.msg}")]
     return parse_bank(data, file)
+
+
+PLACEHOLDER_KEYS = ("expect_status", "expect_facts", "expect_forbidden", "golden",
+                    "counterexamples")
+
+
+def placeholders(file: str, item: Item) -> list[Problem]:
+    """Every field still holding a ``TODO`` placeholder (``exam init`` and ``exam capture``
+    write them), one problem each: bank check names them, ``exam run`` refuses them."""
+    out = []
+    for key in PLACEHOLDER_KEYS:
+        value = item.raw.get(key)
+        values = value if isinstance(value, list) else [value]
+        for i, v in enumerate(values):
+            if is_placeholder(v):
+                where = f"{item.case_no}.{key}" + (f"[{i}]" if isinstance(value, list) else "")
+                out.append(Problem(file, where, f"still a placeholder: "
+                                                f"{v.strip()[len(PLACEHOLDER):].strip(' :')}"))
+    return out
 
 
 def bank_mismatch(bank_path: str, bank_agent: str, agent_name: str) -> str | None:

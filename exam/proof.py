@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from exam.bank import Bank, Item, bank_files, bank_mismatch, read_bank
-from exam.errors import PLACEHOLDER, Problem, is_placeholder
+from exam.bank import Bank, Item, bank_files, bank_mismatch, placeholders, read_bank
+from exam.errors import Problem
 from exam.pipeline.reading import read_body, to_reply
 from graders import Grade, Reply, grade
 from graders.trajectory import NO_STEPS
@@ -65,18 +65,6 @@ class CheckReport:
     @property
     def exit_code(self) -> int:
         return 2 if self.unreadable else (1 if self.problems else 0)
-
-
-def placeholders(file: str, item: Item) -> list[Problem]:
-    """Every field still holding a ``TODO`` placeholder (``exam init`` writes them)."""
-    out = []
-    for key in ("expect_facts", "expect_forbidden", "golden", "counterexamples"):
-        values = item.raw.get(key) or []
-        for i, value in enumerate(values if isinstance(values, list) else []):
-            if is_placeholder(value):
-                out.append(Problem(file, f"{item.case_no}.{key}[{i}]",
-                                   f"still a placeholder: {value.strip()[len(PLACEHOLDER):].strip(' :')}"))
-    return out
 
 
 def check_paths(paths: Iterable[str | Path],

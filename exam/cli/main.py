@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from exam.cli import agents, bank, demo, grade, notify, reports, review, run, service, share, store
+from exam.cli import agents, bank, capture, demo, grade, notify, reports, review, run, service, share, store
 from exam.cli.common import ExamGroup
 
 
@@ -23,7 +23,7 @@ for command in (
     run.run_cmd, run.resume_cmd, run.runs_cmd, store.store_cmd, demo.demo_cmd,
     reports.report, reports.compare_cmd, review.review_cmd,
     notify.notify, share.share_cmd, service.worker_cmd, service.serve_cmd,
-    agents.agents_group, agents.init_cmd,
+    agents.agents_group, agents.init_cmd, capture.capture_cmd,
 ):
     main.add_command(command)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from exam import names, rubric
-from exam.bank import Bank, Item, bank_mismatch, load_bank
+from exam.bank import Bank, Item, bank_mismatch, load_bank, placeholders
 from exam.errors import ExamError, LeaseLost, StoreError, StoreUnavailable
 from exam.pipeline import n8n_usage
 from exam.pipeline import shard as sharding
@@ -64,6 +64,19 @@ def select_items(bank: Bank, only: Sequence[str] = (), category: str | None = No
     return items
 
 
+def refuse_drafts(bank: Bank, items: Sequence[Item]) -> None:
+    """A question still holding a ``TODO`` (`exam init`'s starter, `exam capture`'s draft) is
+    never sent and graded as if its rubric were written: the run is refused, each one named."""
+    found = {i.case_no: placeholders(bank.path, i) for i in items}
+    todo = [str(p) for problems in found.values() for p in problems]
+    if todo:
+        drafts = [case_no for case_no, problems in found.items() if problems]
+        raise ExamError("\n".join([*todo, f"{bank.path}: {len(todo)} TODO(s) left in "
+                                    f"{', '.join(drafts)}: write them (exam bank check "
+                                    f"{bank.path} lists them), or leave the question(s) out "
+                                    "with --only"]))
+
+
 def agent_bank(agent: Agent) -> Bank:
     """The agent's question bank; a missing file says whose bank it is and where it is set."""
     if not Path(agent.bank).is_file():
@@ -83,6 +96,7 @@ def create_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
     names.check("version label", version)  # the CLI, the API and LINE all come through here
     bank = agent_bank(agent)
     items = select_items(bank, only, category)
+    refuse_drafts(bank, items)
     return store.create_run(agent=agent.name, version=version, bank_path=bank.path,
                             bank_digest=bank.digest, repeats=repeats,
                             plan=[(i.case_no, i.digest) for i in items],

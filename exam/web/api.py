@@ -229,6 +229,75 @@ def discrimination():
                       "discrimination", agent)
 
 
+CAPTURE_KEYS = {"agent", "execution", "work_order", "reply", "origin", "dry_run"}
+
+
+@bp.post("/capture")
+def capture():
+    """A draft question from a production failure: an n8n execution of the agent's, or a work
+    order and the reply it got (exam.capture; the same as `exam capture`)."""
+    from exam import capture as cap
+
+    try:
+        body = request.get_json(silent=True)
+    except RecursionError:
+        raise BadRequest(None, "the JSON body is nested too deeply") from None
+    if not isinstance(body, dict):
+        raise BadRequest(None, "expected a JSON object: {\"agent\", \"execution\"} or "
+                               "{\"agent\", \"work_order\", \"reply\"}")
+    unknown = sorted(set(body) - CAPTURE_KEYS)
+    if unknown:
+        raise BadRequest(unknown[0], f"unknown field {unknown[0]!r} (fields: "
+                                     f"{', '.join(sorted(CAPTURE_KEYS))})")
+    reg = registry()
+    agent_name = body.get("agent")
+    if not isinstance(agent_name, str) or agent_name not in reg.agents:
+        raise BadRequest("agent", f"expected the name of an agent in the registry "
+                                  f"(agents: {', '.join(sorted(reg.agents))})")
+    agent = reg.get(agent_name)
+    origin = body.get("origin", "")
+    if not isinstance(origin, str) or len(origin) > 200:
+        raise BadRequest("origin", "expected a short text (at most 200 characters)")
+    dry_run = body.get("dry_run", False)
+    if not isinstance(dry_run, bool):
+        raise BadRequest("dry_run", "expected true or false")
+    execution = body.get("execution")
+    has_reply = "work_order" in body or "reply" in body
+    try:
+        if execution is not None and has_reply:
+            raise BadRequest("execution", "give execution, or work_order and reply, not both")
+        if execution is not None:
+            if not isinstance(execution, str | int) or isinstance(execution, bool):
+                raise BadRequest("execution", "expected an execution id or the n8n editor's "
+                                              "URL of it")
+            cfg = cap.n8n_of(agent)
+            try:
+                exec_id = cap.execution_ref(str(execution))
+            except cap.CaptureError as exc:
+                raise BadRequest("execution", str(exc)) from None
+            captured = cap.from_execution(cap.fetch_execution(cfg, exec_id), agent.reply,
+                                          cfg.safe_url)
+        elif has_reply:
+            if not isinstance(body.get("work_order"), dict):
+                raise BadRequest("work_order", "expected the work order the agent was sent "
+                                               "(a JSON object)")
+            if body.get("reply") in (None, ""):
+                raise BadRequest("reply", "expected the reply as it was (text or the agent's "
+                                          "JSON body)")
+            captured = cap.recorded(body["work_order"], body["reply"],
+                                    f"a reply filed through the API{': ' if origin else ''}"
+                                    f"{origin}")
+        else:
+            raise BadRequest(None, "give execution (an n8n execution id or URL), or "
+                                   "work_order and reply")
+        draft = cap.capture(agent, captured, write_it=not dry_run)
+    except cap.N8nApiError as exc:  # n8n's trouble or its configuration, not the caller's
+        return jsonify(error=str(exc)), 502
+    return jsonify(case_no=draft.case_no, bank=draft.bank, written=not dry_run,
+                   redacted=list(draft.redacted), question=draft.question), \
+        200 if dry_run else 201
+
+
 @bp.get("/openapi.json")
 def openapi():
     return jsonify(spec())

@@ -375,6 +375,49 @@ def reply(run_id: int, case_no: str, repeat: int):
     return render_template("reply.html", v=view, missing_banks=view["missing_banks"])
 
 
+@bp.post("/reply/<int:run_id>/<path:case_no>/<int:repeat>/capture")
+def capture_reply(run_id: int, case_no: str, repeat: int):
+    """Admins make a reply a question: a draft in the agent's bank, its work order this
+    question's, this reply its counterexample, its expectations TODOs (exam.capture)."""
+    import json
+
+    from exam import capture as cap
+    from exam.reports import reply_view
+
+    try:
+        run = store().get_run(run_id)
+    except NoSuchRun:
+        abort(404)
+    view = reply_view.cell(store(), run, case_no, repeat)
+    if view is None:
+        abort(404)
+    body = next((a["body"] for a in reversed(view["attempts"]) if a["body"]), None)
+    if view["work_order"] is None:
+        message = f"{case_no} is not in today's bank: its work order is not known"
+    elif body is None:
+        message = "this cell holds no reply to make a question of"
+    else:
+        try:
+            reply = json.loads(body)
+        except ValueError:
+            reply = body.strip()
+        try:
+            agent = registry().get(run.agent)
+            draft = cap.capture(agent, cap.recorded(
+                view["work_order"], reply,
+                f"run {run.id} ({run.agent} {run.version}), {case_no} #{repeat}, "
+                f"on the dashboard"))
+            redacted = ", ".join(draft.redacted) or "nothing"
+            message = (f"{draft.case_no} drafted in {draft.bank} (redacted: {redacted}): write "
+                       f"its TODOs, exam bank check names them; exam run refuses it until then")
+        except StoreError:
+            raise
+        except ExamError as exc:
+            message = str(exc)
+    _say(message)
+    return redirect(url_for("dashboard.reply", run_id=run_id, case_no=case_no, repeat=repeat))
+
+
 @bp.get("/question/<agent>/<path:case_no>")
 def question(agent: str, case_no: str):
     """Every reply to one question; with old= and new=, the two versions side by side."""

@@ -36,6 +36,13 @@ RUN = {"type": "object", "properties": {
     "error": {"type": ["string", "null"]}}}
 
 
+CAPTURED = {"type": "object", "properties": {
+    "case_no": {"type": "string"}, "bank": {"type": "string"}, "written": {"type": "boolean"},
+    "redacted": {"type": "array", "items": {"type": "string"},
+                 "description": "what was redacted, by kind and place (never the value)"},
+    "question": {"type": "object"}}}
+
+
 def spec() -> dict[str, Any]:
     q = {"in": "query", "schema": {"type": "string"}}
     return {
@@ -99,6 +106,25 @@ def spec() -> dict[str, Any]:
                 "parameters": [{"name": "agent", **q}],
                 "responses": {"200": _resp("discrimination", {"type": "object"}),
                               **_errors(401, 404)}}},
+            "/api/capture": {"post": {
+                "summary": "A draft question in the agent's bank from a production failure: an "
+                           "n8n execution (id or the editor's URL), or a work order and the "
+                           "reply it got; its expectations are TODOs that exam bank check "
+                           "names and exam run refuses until written",
+                "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                    "type": "object", "required": ["agent"], "additionalProperties": False,
+                    "properties": {
+                        "agent": {"type": "string"},
+                        "execution": {"type": ["string", "integer"]},
+                        "work_order": {"type": "object"},
+                        "reply": {"type": ["string", "object", "array"]},
+                        "origin": {"type": "string", "maxLength": 200},
+                        "dry_run": {"type": "boolean"}}}}}},
+                "responses": {
+                    "201": _resp("the draft, written", CAPTURED),
+                    "200": _resp("the draft, not written (dry_run)", CAPTURED),
+                    "502": _resp("the n8n API could not be read", ERROR),
+                    **_errors(400, 401, 413)}}},
             "/api/openapi.json": {"get": {"summary": "This document",
                                           "responses": {"200": _resp("OpenAPI 3.1"),
                                                         **_errors(401)}}},

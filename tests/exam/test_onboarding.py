@@ -276,6 +276,14 @@ def test_a_todo_left_in_the_reply_mapping_blocks_the_agent_naming_file_agent_and
         posts = NumbersOnly.posts
         checked = invoke("agents", "check", "NUM", env=env)
         assert checked.exit_code == 3 and f"blocked, nothing sent: {said}" in checked.output
+        # the starter bank's TODOs refuse the run first (exam capture's drafts alike)
+        ran = CliRunner().invoke(main, ["run", "NUM", "--version", "v1"], env=env)
+        assert ran.exit_code == 2 and "NUM-01.golden[0]: still a placeholder" in ran.output
+        bank = tmp_path / "bank" / "NUM.yaml"
+        starter = yaml.safe_load(bank.read_text())
+        starter["questions"][0].update(expect_facts=["42"], expect_forbidden=["43"],
+                                       golden=["42"], counterexamples=["43"])
+        bank.write_text(yaml.safe_dump(starter, allow_unicode=True), encoding="utf-8")
         ran = CliRunner().invoke(main, ["run", "NUM", "--version", "v1"], env=env)
         assert ran.exit_code == 3
         assert f"warning: NUM: blocked, nothing will be sent: {said}" in ran.stderr
