@@ -68,6 +68,7 @@ from exam.db.schema import (
     run_banks,
     runs,
     share_revocations,
+    shipped,
 )
 from exam.db.schema import attempts as _attempts
 from exam.errors import (
@@ -340,6 +341,24 @@ class Revocation:
     made_before: float | None
     revoked_at: float
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShipRecord:
+    """A version shipped by hand (``exam ship``, the API, the dashboard, n8n): who, when, why."""
+
+    id: int
+    agent: str
+    version: str
+    shipped_at: float
+    shipped_by: str
+    reason: str
+    source: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "agent": self.agent, "version": self.version,
+                "shipped_at": self.shipped_at, "shipped_by": self.shipped_by,
+                "reason": self.reason, "source": self.source}
 
 
 def held_elsewhere(run: Run) -> str | None:
@@ -1525,6 +1544,25 @@ class Store:
         if page is not None:
             stmt = stmt.where(share_revocations.c.page == page)
         return [Revocation(**r._mapping) for r in self._rows(stmt)]
+
+    # -- versions shipped by hand -------------------------------------------------------
+
+    def add_ship_record(self, agent: str, version: str, shipped_by: str = "", reason: str = "",
+                        source: str = "cli") -> ShipRecord:
+        """Record that ``version`` of ``agent`` shipped (a person's decision); a new row every
+        time, never an update: the newest row of an agent is its last decision."""
+        with self.tx() as db:
+            row = db.execute(insert(shipped).values(
+                agent=agent, version=version, shipped_at=time.time(), shipped_by=shipped_by,
+                reason=reason, source=source).returning(*shipped.c)).one()
+        return ShipRecord(**row._mapping)
+
+    def ship_records(self, agent: str | None = None) -> list[ShipRecord]:
+        """Ship decisions made by hand (of ``agent``), oldest first."""
+        stmt = select(shipped).order_by(shipped.c.id)
+        if agent is not None:
+            stmt = stmt.where(shipped.c.agent == agent)
+        return [ShipRecord(**r._mapping) for r in self._rows(stmt)]
 
     # -- adjudications ------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from sqlalchemy import (
     text,
 )
 
-SCHEMA_VERSION = 13  # the newest Alembic revision's number; SQLite also keeps it in user_version
+SCHEMA_VERSION = 14  # the newest Alembic revision's number; SQLite also keeps it in user_version
 
 metadata = MetaData()
 
@@ -231,8 +231,22 @@ share_revocations = Table(
     Index("share_revocations_page", "page", "link"),
 )
 
+# schema 14: versions shipped by hand (`exam ship`), who, when and why; one row per decision,
+# the newest an agent's last (exam/reports/baseline.py)
+shipped = Table(
+    "shipped", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("agent", Text, nullable=False),
+    Column("version", Text, nullable=False),
+    Column("shipped_at", Double, nullable=False),
+    Column("shipped_by", Text, nullable=False, server_default=""),
+    Column("reason", Text, nullable=False, server_default=""),
+    Column("source", Text, nullable=False, server_default="cli"),
+    Index("shipped_agent", "agent", "id"),
+)
+
 # every table, parents first (the order a copy writes them in)
 TABLES: tuple[Table, ...] = (runs, cells, attempts, grades, notifications, line_events,
                              line_groups, adjudications, rebalance_snapshots, earlier_cells,
                              earlier_attempts, grade_cache, graded_runs, run_banks,
-                             share_revocations)
+                             share_revocations, shipped)
