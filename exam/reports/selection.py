@@ -100,3 +100,11 @@ def excluded_words(runs: Iterable[Run]) -> str:
     how = (f"exam runs include {runs[0].id}" if len(runs) == 1 else
            "exam runs include RUN_ID, for " + ", ".join(str(r.id) for r in runs[:5]) + more)
     return f"{said}{more} (to count it again: {how})"
+
+
+def latest_pair(store: Store, agent: str | None) -> tuple[str | None, str | None]:
+    """(old, new) when none is asked for: the agent's last two versions with a counted run (a
+    version only queued, or only excluded, has nothing to compare yet: the Compare page would
+    open on an error while a run waits)."""
+    known = versions(select_runs(store, agent)) if agent else []
+    return (known[-2] if len(known) >= 2 else None), (known[-1] if known else None)
