@@ -161,9 +161,7 @@ def run_cmd(agent_names, label, repeats, only, category, notify, against, fmt, a
         if against == label:
             raise InputError(f"--against {against}: the version this run examines; a version "
                              "against itself shows no change (give the version before it)")
-        from exam.reports.selection import compare_runs
-
-        from exam.reports.selection import select_runs
+        from exam.reports.selection import compare_runs, select_runs
 
         for agent in chosen:
             if against == SHIPPED and not select_runs(store, agent.name):
