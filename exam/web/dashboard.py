@@ -230,7 +230,8 @@ def overview():
 
     agent = request.args.get("agent") or None
     runs = select_runs(store(), agent)
-    report = ov.build(regrade(store(), runs, texts=False)) if runs else {"agents": [], "missing_banks": []}
+    report = (ov.build(regrade(store(), runs, texts=False), store().ship_records(agent))
+              if runs else {"agents": [], "missing_banks": []})
     return render_template("overview.html", report=report,
                            charts=ov.charts(report), agent=agent,
                            agents=sorted(_versions()), missing_banks=report["missing_banks"])
@@ -247,7 +248,7 @@ def runs():
     more, listed = len(listed) > RUNS_SHOWN, listed[:RUNS_SHOWN]
     graded = select_runs(store(), agent)
     regraded = regrade(store(), graded, texts=False)
-    rows = ov.run_rows(regraded, listed, ov.build(regraded))
+    rows = ov.run_rows(regraded, listed, ov.build(regraded, store().ship_records(agent)))
     counts = store().status_counts_of([row["run"].id for row in rows])
     for row in rows:
         row["done"] = sum(counts[row["run"].id].values())
@@ -307,6 +308,26 @@ def start_run():
     return redirect(url_for("dashboard.runs"))
 
 
+@bp.post("/agents/<agent>/ship")
+def ship(agent: str):
+    """Admins record that a version shipped (the same as `exam ship` and the API's): the
+    baseline of the agent's next change from now on."""
+    from exam.reports import baseline
+
+    version = request.form.get("version", "").strip()
+    reason = request.form.get("reason", "").strip()
+    who = request.form.get("by", "").strip() or session.get("reviewer") or "dashboard"
+    try:
+        baseline.record_ship(store(), agent, version, who, reason, "dashboard")
+        message = f"{agent} {version} shipped: the baseline of its next change"
+    except StoreError:  # the service's trouble: a 503 page
+        raise
+    except ExamError as exc:
+        message = str(exc)
+    _say(message)
+    return redirect(url_for("dashboard.overview") + f"#agent-{agent}")
+
+
 @bp.post("/runs/<int:run_id>/exclude")
 def exclude_run(run_id: int):
     """Admins leave a run out of every report (or put it back): the same as the API's."""
@@ -333,11 +354,19 @@ def scorecard(agent: str, version: str):
     from exam.reports import scorecard as sc
     from exam.reports.regrade import regrade
 
+    from exam.reports.selection import excluded_runs, excluded_words
+
+    # a run's link on the runs page opens its version: an excluded run is said to be
+    # excluded there, with its reason and how to count it again, never a 404
+    gone = excluded_runs(store(), agent, version)
     try:
         runs = report_runs(store(), agent, version)
     except SelectionError:
-        abort(404)
-    report = sc.build(regrade(store(), runs, texts=False))
+        if not gone:
+            abort(404)
+        runs = []
+    report = (sc.build(regrade(store(), runs, texts=False)) if runs else
+              {"scorecards": [], "missing_banks": []})
     link, revocations = None, []
     days = current_app.config["SHARE_LINK_DAYS"]
     if is_admin():
@@ -350,7 +379,8 @@ def scorecard(agent: str, version: str):
     return render_template("scorecard.html", report=report,
                            charts=kinds.charts("scorecard", report), agent=agent,
                            version=version, missing_banks=report["missing_banks"],
-                           share_link=link, share_days=days, revocations=revocations)
+                           share_link=link, share_days=days, revocations=revocations,
+                           excluded=gone, excluded_said=excluded_words(gone) if gone else "")
 
 
 @bp.get("/reply/<int:run_id>/<path:case_no>/<int:repeat>")  # a bank may write W2/07
@@ -382,20 +412,25 @@ def question(agent: str, case_no: str):
 
 @bp.get("/compare")
 def compare():
+    """A change's verdict; by default the agent's latest version against the last version
+    shipped before it (exam/reports/baseline.py), and the page says which."""
+    from exam.reports import baseline
     from exam.reports import compare as cmp
     from exam.reports.regrade import regrade
 
     versions = _versions()
     agent = request.args.get("agent") or next(iter(versions), None)
-    last_two = latest_pair(store(), agent)
-    old = request.args.get("old") or last_two[0]
-    new = request.args.get("new") or last_two[1]
+    counted = latest_pair(store(), agent)
+    old = request.args.get("old") or None
+    new = request.args.get("new") or counted[1]
     report, error, status = None, None, 200
     if agent:
         try:
-            if old and new:
+            if new and (old or counted[0] or request.args.get("new")):
                 runs = compare_runs(store(), agent, old, new)
-                report = cmp.build(regrade(store(), runs, texts=False), agent, old, new)
+                report = baseline.compare_against(regrade(store(), runs, texts=False), agent,
+                                                  old, new, store().ship_records(agent))
+                old = report["old"]
             else:
                 report_runs(store(), agent)  # an agent with no counted run: the one message
         except StoreError:  # the service's trouble: a 503 page (exam.app), not a line here
