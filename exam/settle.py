@@ -144,6 +144,7 @@ def settle_cli(store, registry, agent: str, old: str, new: str, settings: Settin
 
     def run_more(case_nos: list[str], repeats: int) -> int:
         run_id = create_run(store, agent_obj, new, repeats=repeats, only=case_nos)
+        store.add_settle_round(run_id, old, new)  # listed under this comparison, not alone
         # held by a lease as `exam run`'s are: if this process dies, the run reads interrupted
         # on every host once the lease runs out, and `exam resume` anywhere can finish it
         store.hold_run(run_id)

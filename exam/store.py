@@ -67,6 +67,7 @@ from exam.db.schema import (
     rebalance_snapshots,
     run_banks,
     runs,
+    settle_rounds,
     share_revocations,
     shipped,
 )
@@ -1563,6 +1564,20 @@ class Store:
         if agent is not None:
             stmt = stmt.where(shipped.c.agent == agent)
         return [ShipRecord(**r._mapping) for r in self._rows(stmt)]
+
+    def add_settle_round(self, run_id: int, old: str, new: str) -> None:
+        """Mark ``run_id`` as a round `exam compare OLD NEW --settle` made."""
+        with self.tx() as db:
+            db.execute(self._insert(settle_rounds).values(run_id=run_id, old=old, new=new)
+                       .on_conflict_do_nothing())
+
+    def settle_rounds_of(self, run_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+        """run id → (old, new) of the comparison whose --settle made it, for these runs."""
+        if not run_ids:
+            return {}
+        s = settle_rounds.c
+        rows = self._rows(select(s.run_id, s.old, s.new).where(s.run_id.in_(list(run_ids))))
+        return {r.run_id: (r.old, r.new) for r in rows}
 
     # -- adjudications ------------------------------------------------------------------
 

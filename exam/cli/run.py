@@ -294,6 +294,7 @@ def runs_cmd(ctx, agent, limit, fmt, db) -> None:
     rows = []
     listed = store.list_runs(agent, limit=limit)
     counts = store.status_counts_of([r.id for r in listed])
+    rounds = store.settle_rounds_of([r.id for r in listed])
     for r in listed:
         rows.append({"id": r.id, "agent": r.agent, "version": r.version,
                      "status": outcome(store, r, counts[r.id]), "run_status": counts[r.id],
@@ -303,7 +304,10 @@ def runs_cmd(ctx, agent, limit, fmt, db) -> None:
                      # the process that holds (or last held) the run: host id and pid
                      "owner": r.owner,
                      "created_at": dt.datetime.fromtimestamp(r.created_at).isoformat(timespec="seconds"),
-                     "error": r.error})
+                     "error": r.error,
+                     # a round of `exam compare OLD NEW --settle`: a run of NEW, made for it
+                     "settle_of": ({"old": rounds[r.id][0], "new": rounds[r.id][1]}
+                                   if r.id in rounds else None)})
     if fmt == "json":
         click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
@@ -313,17 +317,44 @@ def runs_cmd(ctx, agent, limit, fmt, db) -> None:
     from exam.textsafe import terminal_data
 
     click.echo(f"{'id':>4}  {'agent':<8} {'version':<14} {'status':<12} {'cells':>9}  created")
+    grouped = settle_groups(rows)
     for row in terminal_data(rows):  # an error text from an agent may hold ESC
+        if row["settle_of"]:
+            group = grouped[_settle_key(row)]
+            if row["id"] != group[0]["id"]:
+                continue  # one line for every round of one comparison, at its newest
+            ids = ", ".join(str(g["id"]) for g in reversed(group))
+            cells = f"{sum(g['cells'] for g in group)}/{sum(g['cells_planned'] for g in group)}"
+            status = "settle"
+            note = (f"{len(group)} settle round(s) of exam compare {row['agent']} "
+                    f"{row['settle_of']['old']} {row['settle_of']['new']} (runs {ids}): "
+                    f"counted in {row['version']}'s verdict")
+            click.echo(f"{row['id']:>4}  {row['agent']:<8} {row['version']:<14} {status:<12} "
+                       f"{cells:>9}  {row['created_at']}  {note}")
+            continue
         cells = f"{row['cells']}/{row['cells_planned']}"
         note = row["error"] or ""
         if row["excluded_reason"]:
-            note = f"excluded: {row['excluded_reason']}"
+            note = f"excluded: {row['excluded_reason']} (exam runs include {row['id']})"
         elif row["status"] in ("blocked", "incomplete"):
             note = ", ".join(f"{k} {n}" for k, n in sorted(row["run_status"].items()) if k != "ok")
         elif row["status"] == "running" and row["owner"]:
             note = f"on {row['owner']}"  # which worker (host id:pid) holds it
         click.echo(f"{row['id']:>4}  {row['agent']:<8} {row['version']:<14} {row['status']:<12} "
                    f"{cells:>9}  {row['created_at']}" + (f"  {note}" if note else ""))
+
+
+def _settle_key(row: dict) -> tuple[str, str, str]:
+    return row["agent"], row["settle_of"]["old"], row["settle_of"]["new"]
+
+
+def settle_groups(rows: list[dict]) -> dict[tuple[str, str, str], list[dict]]:
+    """The settle rounds among ``rows`` (newest first), by the comparison that made them."""
+    out: dict[tuple[str, str, str], list[dict]] = {}
+    for row in rows:
+        if row.get("settle_of"):
+            out.setdefault(_settle_key(row), []).append(row)
+    return out
 
 
 @runs_cmd.command("exclude")

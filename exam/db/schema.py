@@ -245,8 +245,17 @@ shipped = Table(
     Index("shipped_agent", "agent", "id"),
 )
 
+# schema 14 too: the runs `exam compare --settle` made, and the comparison (old → new) that
+# asked for them: run lists group them under it
+settle_rounds = Table(
+    "settle_rounds", metadata,
+    Column("run_id", Integer, ForeignKey("runs.id"), primary_key=True, autoincrement=False),
+    Column("old", Text, nullable=False),
+    Column("new", Text, nullable=False),
+)
+
 # every table, parents first (the order a copy writes them in)
 TABLES: tuple[Table, ...] = (runs, cells, attempts, grades, notifications, line_events,
                              line_groups, adjudications, rebalance_snapshots, earlier_cells,
                              earlier_attempts, grade_cache, graded_runs, run_banks,
-                             share_revocations, shipped)
+                             share_revocations, shipped, settle_rounds)

@@ -253,6 +253,7 @@ def runs():
     for row in rows:
         row["done"] = sum(counts[row["run"].id].values())
         row["outcome"] = outcome(store(), row["run"], counts[row["run"].id])
+    rows = _settle_grouped(rows, store().settle_rounds_of([row["run"].id for row in rows]))
     versions = _versions()
     choices = versions.get(agent, []) if agent else sorted({v for vs in versions.values()
                                                             for v in vs})
@@ -262,6 +263,26 @@ def runs():
                            agents=_agent_names() if is_admin() else [],
                            max_repeats=current_app.config["MAX_REPEATS"],
                            missing_banks=regraded.missing_banks)
+
+
+def _settle_grouped(rows: list[dict], rounds: dict[int, tuple[str, str]]) -> list[dict]:
+    """The rounds `exam compare OLD NEW --settle` made, one row per comparison (at its newest
+    round): runs of a few re-asked questions, each alone would read as a version's "0%"."""
+    shown: list[dict] = []
+    groups: dict[tuple[str, str, str], dict] = {}
+    for row in rows:
+        made_for = rounds.get(row["run"].id)
+        if made_for is None:
+            shown.append(row)
+            continue
+        key = (row["run"].agent, *made_for)
+        if key in groups:
+            groups[key]["rounds"].append(row)
+            continue
+        groups[key] = {**row, "settle": {"old": made_for[0], "new": made_for[1]},
+                       "rounds": [row]}
+        shown.append(groups[key])
+    return shown
 
 
 def _say(message: str) -> None:
