@@ -187,7 +187,8 @@ def run_cmd(agent_names, label, repeats, only, category, notify, against, fmt, a
         report = print_scorecards(store, [j.run for j in jobs], "text" if against else fmt)
     _hint_unanswered(report)
     if notify:
-        notify_channel_runs(store, notify, [j.run.id for j in jobs], against, told)
+        notify_channel_runs(store, notify, [j.run.id for j in jobs],
+                            None if against == SHIPPED else against, told)
     if against:
         sys.exit(_against(store, jobs, against, settings, fmt))
     sys.exit(_run_exit(report, final))
