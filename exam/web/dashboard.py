@@ -374,7 +374,6 @@ def exclude_run(run_id: int):
 def scorecard(agent: str, version: str):
     from exam.reports import scorecard as sc
     from exam.reports.regrade import regrade
-
     from exam.reports.selection import excluded_runs, excluded_words
 
     # a run's link on the runs page opens its version: an excluded run is said to be
