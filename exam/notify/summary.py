@@ -297,7 +297,7 @@ def summaries_for(store: Store, run_ids: Sequence[int],
     asked for is said to be excluded, with its reason, and gets no verdict."""
     from exam.reports import baseline, scorecard
     from exam.reports.regrade import regrade
-    from exam.reports.selection import excluded_words, select_runs
+    from exam.reports.selection import compare_runs, excluded_words, select_runs
 
     runs = [store.get_run(i) for i in run_ids]
     regraded = regrade(store, runs)
@@ -321,6 +321,8 @@ def summaries_for(store: Store, run_ids: Sequence[int],
         records = store.ship_records(agent)
         change, previous = None, compare_to
         try:
+            if compare_to is not None and compare_to != version:
+                compare_runs(store, agent, compare_to, version)  # an excluded one said so
             whole = regrade(store, every)
             if previous is None:  # the last version shipped before it; none for a first
                 base = baseline.baseline_of(whole, agent, version, records)

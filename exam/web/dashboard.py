@@ -232,9 +232,30 @@ def overview():
     runs = select_runs(store(), agent)
     report = (ov.build(regrade(store(), runs, texts=False), store().ship_records(agent))
               if runs else {"agents": [], "missing_banks": []})
-    return render_template("overview.html", report=report,
+    return render_template("overview.html", report=report, excluded=_excluded_versions(agent),
                            charts=ov.charts(report), agent=agent,
                            agents=sorted(_versions()), missing_banks=report["missing_banks"])
+
+
+def _excluded_versions(agent: str | None) -> dict[str, list[tuple[str, str]]]:
+    """agent → (version, what excluded it) for the versions every run of which is excluded:
+    the overview says they are missing, and why, rather than leaving them out unsaid."""
+    from exam.reports.selection import excluded_words, never_started
+
+    by: dict[tuple[str, str], list] = {}
+    counted: set[tuple[str, str]] = set()
+    for r in sorted(store().list_runs(agent), key=lambda r: r.id):
+        if never_started(r):
+            continue
+        if r.excluded_reason:
+            by.setdefault((r.agent, r.version), []).append(r)
+        else:
+            counted.add((r.agent, r.version))
+    out: dict[str, list[tuple[str, str]]] = {}
+    for (a, v), gone in by.items():
+        if (a, v) not in counted:
+            out.setdefault(a, []).append((v, excluded_words(gone)))
+    return out
 
 
 @bp.get("/runs")

@@ -68,5 +68,18 @@ def test_the_dashboard_link_of_an_excluded_run_says_so(history):
         assert page.status_code == 200
         assert "Every run of A v3 is excluded" in page.text and REASON in page.text
         assert BACK in page.text
+        overview = client.get("/", headers=auth).text
+        row = overview.split('data-version="v3"', 1)[1].split("</tr>", 1)[0]
+        assert "every run excluded" in row and REASON in row and BACK in row
         api = client.get("/api/compare?agent=A&new=v3", headers=auth)
         assert api.status_code == 404 and BACK in api.json["error"]
+
+
+def test_a_notification_compared_to_an_excluded_version_says_so(history):
+    _excluded(history)
+    out = history.tmp / "line.json"
+    result = _cli(history, "notify", "line", "--run", "2", "--compare-to", "v3", "--dry-run",
+                  "--out", str(out))
+    assert result.exit_code == 0, result.output
+    sent = out.read_text(encoding="utf-8")
+    assert "is excluded" in sent and BACK in sent and "no stored run" not in sent
