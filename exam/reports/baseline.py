@@ -47,7 +47,7 @@ class Baseline:
         if self.how == "asked":
             tail = f"; last shipped: {self.shipped}" if self.shipped and \
                 self.shipped != self.version else ""
-            return f"{self.version}, as asked{tail}" if tail else f"{self.version}, last shipped"
+            return f"{self.version}, as asked{tail}"
         return f"{self.version}, last shipped"
 
     @property
