@@ -42,8 +42,15 @@ def report_scorecard(agent, label, run_ids, brief, fmt, db) -> None:
     \b
     Exit status: 0 printed · 2 bad input (no matching runs, an unreadable store).
     """
+    from exam.reports.selection import excluded_words
+
     store = open_store(db)
-    print_scorecards(store, stored_runs(store, agent, label, run_ids), fmt, details=not brief)
+    runs = stored_runs(store, agent, label, run_ids)
+    gone = [r for r in runs if r.excluded_reason]  # asked for by id: read as asked, said so
+    if gone:
+        click.echo(f"note: excluded from every other report, shown as asked: "
+                   f"{excluded_words(gone)}", err=True)
+    print_scorecards(store, runs, fmt, details=not brief)
 
 
 

@@ -44,6 +44,8 @@ def test_a_scorecard_of_an_excluded_version_says_so(history):
     assert result.exit_code == 2
     assert "is excluded" in result.output and REASON in result.output and BACK in result.output
     assert "no stored runs match" not in result.output
+    by_id = _cli(history, "report", "scorecard", "--run", "3")
+    assert by_id.exit_code == 0 and REASON in by_id.stderr and BACK in by_id.stderr
 
 
 def test_a_notification_of_an_excluded_run_says_so_and_draws_no_verdict(history):

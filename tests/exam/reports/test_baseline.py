@@ -95,6 +95,9 @@ def test_the_walk_is_recursive(history):
 def test_the_first_version_has_no_baseline(held):
     result = _cli(held, "compare", "A", "v1")
     assert result.exit_code == 2 and "first version" in result.output
+    # compared by hand with a later version: said as asked, never "last shipped"
+    back = json.loads(_cli(held, "compare", "A", "v3", "v1", "--format", "json").stdout)
+    assert back["baseline"]["label"] == "v3, as asked"
 
 
 @pytest.mark.parametrize("args, message", [
