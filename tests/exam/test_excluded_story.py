@@ -85,3 +85,14 @@ def test_a_notification_compared_to_an_excluded_version_says_so(history):
     assert result.exit_code == 0, result.output
     sent = out.read_text(encoding="utf-8")
     assert "is excluded" in sent and BACK in sent and "no stored run" not in sent
+
+
+def test_the_line_scorecard_command_says_every_run_is_excluded(history):
+    from exam.web.line import command
+
+    history.bank("A", CASES)
+    run_id = history.run("A", "v1", {"Q-01": "ppp", "Q-02": "ppp"})
+    history.store.set_excluded(run_id, REASON)
+    said = command(history.store, ["scorecard", "A"], None, {})
+    assert said.startswith("Every run of A is excluded") and REASON in said
+    assert f"exam runs include {run_id}" in said
