@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import text
 
 from exam.db import engine as db_engine
+from exam.db.schema import SCHEMA_VERSION
 from exam.errors import StoreUnavailable
 from exam.pipeline import worker
 from exam.store import Store
@@ -200,7 +201,7 @@ def test_opening_waits_for_a_migration_however_long(short_lock_wait):
     holder = psycopg.connect(short_lock_wait, autocommit=True)
     try:  # a migration in progress elsewhere: the lock taken, the version not yet today's
         holder.execute("SELECT pg_advisory_lock(%s)", (db_engine.MIGRATION_LOCK,))
-        holder.execute("UPDATE alembic_version SET version_num = '12'")
+        holder.execute(f"UPDATE alembic_version SET version_num = '{SCHEMA_VERSION - 1}'")
         opened: list[object] = []
         thread = threading.Thread(target=lambda: opened.append(_open(short_lock_wait)),
                                   daemon=True)
@@ -214,13 +215,13 @@ def test_opening_waits_for_a_migration_however_long(short_lock_wait):
             if not thread.is_alive() or (waited and waited[0] > 3):
                 break
         assert thread.is_alive(), opened
-        holder.execute("UPDATE alembic_version SET version_num = '13'")  # the migration ends
+        holder.execute(f"UPDATE alembic_version SET version_num = '{SCHEMA_VERSION}'")  # it ends
         holder.execute("SELECT pg_advisory_unlock(%s)", (db_engine.MIGRATION_LOCK,))
         thread.join(60)
         assert opened and isinstance(opened[0], Store), opened
         opened[0].close()
     finally:
-        holder.execute("UPDATE alembic_version SET version_num = '13'")
+        holder.execute(f"UPDATE alembic_version SET version_num = '{SCHEMA_VERSION}'")
         holder.close()
 
 
