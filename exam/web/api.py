@@ -56,12 +56,17 @@ def authenticate():
         "WWW-Authenticate": 'Bearer realm="agent-exam"'}
 
 
-def run_json(run, counts: dict[str, int] | None = None) -> dict[str, Any]:
-    """``counts``: the run's ``status_counts``, when read with other runs' in one query."""
+def run_json(run, counts: dict[str, int] | None = None,
+             rounds: dict[int, tuple[str, str]] | None = None) -> dict[str, Any]:
+    """``counts``: the run's ``status_counts``, ``rounds``: the settle rounds among the runs
+    (``settle_rounds_of``), when read with other runs' in one query."""
     from exam.reports.regrade import outcome
 
     if counts is None:
         counts = store().status_counts(run.id)
+    if rounds is None:
+        rounds = store().settle_rounds_of([run.id])
+    made_for = rounds.get(run.id)
     done = sum(counts.values())  # every stored cell has a run status
     return {
         "run_id": run.id, "agent": run.agent, "version": run.version, "status": run.shown_status,
@@ -73,6 +78,8 @@ def run_json(run, counts: dict[str, int] | None = None) -> dict[str, Any]:
         "bank_digest": run.bank_digest, "created_at": run.created_at,
         "started_at": run.started_at, "finished_at": run.finished_at, "error": run.error,
         "owner": run.owner,  # the process that holds (or last held) it: host id:pid
+        # a round `exam compare OLD NEW --settle` made: a run of NEW, counted in its verdict
+        "settle_of": {"old": made_for[0], "new": made_for[1]} if made_for else None,
     }
 
 
@@ -138,7 +145,8 @@ def list_runs():
     limit = int(raw)
     listed = store().list_runs(agent, limit=limit)
     counts = store().status_counts_of([r.id for r in listed])
-    return jsonify(runs=[run_json(r, counts[r.id]) for r in listed])
+    rounds = store().settle_rounds_of([r.id for r in listed])
+    return jsonify(runs=[run_json(r, counts[r.id], rounds) for r in listed])
 
 
 @bp.get("/runs/<int:run_id>")

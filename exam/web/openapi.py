@@ -33,6 +33,8 @@ RUN = {"type": "object", "properties": {
                          "interrupted", "failed"]},
     "run_status": {"type": "object", "additionalProperties": {"type": "integer"}},
     "excluded_reason": {"type": ["string", "null"]},
+    "settle_of": {"type": ["object", "null"], "properties": {
+        "old": {"type": "string"}, "new": {"type": "string"}}},
     "error": {"type": ["string", "null"]}}}
 
 

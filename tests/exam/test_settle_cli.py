@@ -137,6 +137,8 @@ def test_settle_rounds_are_runs_of_the_new_version_listed_under_their_comparison
         app = create_app({"API_TOKEN": "t", "DB": env["EXAM_DB"], "TESTING": True})
         with app.test_client() as client:
             page = client.get("/runs", headers={"Authorization": "Bearer t"}).text
+            api = client.get("/api/runs", headers={"Authorization": "Bearer t"}).json["runs"]
+        assert {r["run_id"] for r in api if r["settle_of"]} == set(rounds)
         assert page.count('data-settle="v1→v2"') == 1
         assert page.count("<tr") == 1 + 2 + 1
     finally:
