@@ -216,7 +216,8 @@ def compare_cmd(agent, versions, fail_on, alpha, min_effect, min_answered, cover
 @click.command("ship")
 @click.argument("agent")
 @click.argument("version", required=False)
-@click.option("--reason", default="", help="Why it ships (kept with the decision and shown).")
+@click.option("--reason", default="", show_default=True,
+              help="Why it ships (kept with the decision and shown).")
 @click.option("--by", "shipped_by", help="Who decided (default: the user running exam).")
 @db_option
 def ship_cmd(agent, version, reason, shipped_by, db) -> None:
