@@ -301,9 +301,10 @@ def table(report: dict[str, Any]) -> kinds.Table:
 
 
 def baseline_words(report: dict[str, Any]) -> str:
-    """" vs v1, last shipped" when the report says which baseline it used (exam.reports.baseline)."""
+    """" vs v1, last shipped" when the report says which baseline it used (exam.reports.baseline);
+    "" for a report built without one (the old pair's header names OLD already)."""
     base = report.get("baseline")
-    return f" vs {base['label']}" if base else f" vs {report['old']}"
+    return f" vs {base['label']}" if base else ""
 
 
 def still_failing_words(report: dict[str, Any]) -> str:
