@@ -237,6 +237,7 @@ def settle_cli(store, registry, agent: str, old: str, new: str, settings: Settin
 
     def one_run(who, version: str, case_nos: list[str], repeats: int) -> None:
         run_id = create_run(store, who, version, repeats=repeats, only=case_nos)
+        store.add_settle_round(run_id, old, new)  # listed under this comparison, not alone
         # held by a lease as `exam run`'s are: if this process dies, the run reads interrupted
         # on every host once the lease runs out, and `exam resume` anywhere can finish it
         store.hold_run(run_id)

@@ -68,7 +68,9 @@ from exam.db.schema import (
     run_banks,
     runs,
     sessions,
+    settle_rounds,
     share_revocations,
+    shipped,
 )
 from exam.db.schema import attempts as _attempts
 from exam.errors import (
@@ -342,6 +344,24 @@ class Revocation:
     made_before: float | None
     revoked_at: float
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShipRecord:
+    """A version shipped by hand (``exam ship``, the API, the dashboard, n8n): who, when, why."""
+
+    id: int
+    agent: str
+    version: str
+    shipped_at: float
+    shipped_by: str
+    reason: str
+    source: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "agent": self.agent, "version": self.version,
+                "shipped_at": self.shipped_at, "shipped_by": self.shipped_by,
+                "reason": self.reason, "source": self.source}
 
 
 def held_elsewhere(run: Run) -> str | None:
@@ -1567,6 +1587,39 @@ class Store:
         if page is not None:
             stmt = stmt.where(share_revocations.c.page == page)
         return [Revocation(**r._mapping) for r in self._rows(stmt)]
+
+    # -- versions shipped by hand -------------------------------------------------------
+
+    def add_ship_record(self, agent: str, version: str, shipped_by: str = "", reason: str = "",
+                        source: str = "cli") -> ShipRecord:
+        """Record that ``version`` of ``agent`` shipped (a person's decision); a new row every
+        time, never an update: the newest row of an agent is its last decision."""
+        with self.tx() as db:
+            row = db.execute(insert(shipped).values(
+                agent=agent, version=version, shipped_at=time.time(), shipped_by=shipped_by,
+                reason=reason, source=source).returning(*shipped.c)).one()
+        return ShipRecord(**row._mapping)
+
+    def ship_records(self, agent: str | None = None) -> list[ShipRecord]:
+        """Ship decisions made by hand (of ``agent``), oldest first."""
+        stmt = select(shipped).order_by(shipped.c.id)
+        if agent is not None:
+            stmt = stmt.where(shipped.c.agent == agent)
+        return [ShipRecord(**r._mapping) for r in self._rows(stmt)]
+
+    def add_settle_round(self, run_id: int, old: str, new: str) -> None:
+        """Mark ``run_id`` as a round `exam compare OLD NEW --settle` made."""
+        with self.tx() as db:
+            db.execute(self._insert(settle_rounds).values(run_id=run_id, old=old, new=new)
+                       .on_conflict_do_nothing())
+
+    def settle_rounds_of(self, run_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+        """run id → (old, new) of the comparison whose --settle made it, for these runs."""
+        if not run_ids:
+            return {}
+        s = settle_rounds.c
+        rows = self._rows(select(s.run_id, s.old, s.new).where(s.run_id.in_(list(run_ids))))
+        return {r.run_id: (r.old, r.new) for r in rows}
 
     # -- adjudications ------------------------------------------------------------------
 

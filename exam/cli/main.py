@@ -21,7 +21,7 @@ def main() -> None:
 for command in (
     bank.bank, grade.grade_cmd,
     run.run_cmd, run.resume_cmd, run.runs_cmd, store.store_cmd, demo.demo_cmd,
-    reports.report, reports.compare_cmd, review.review_cmd,
+    reports.report, reports.compare_cmd, reports.ship_cmd, review.review_cmd,
     notify.notify, share.share_cmd, service.worker_cmd, service.serve_cmd,
     agents.agents_group, agents.init_cmd, capture.capture_cmd,
 ):

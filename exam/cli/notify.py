@@ -71,7 +71,8 @@ def _channel_command(name: str) -> click.Command:
     """)
     @click.option("--run", "run_ids", multiple=True, type=int, help="Runs to report (repeatable).")
     @click.option("--compare-to", metavar="VERSION",
-                  help="Version to compare against (default: the previous one).")
+                  help="Version to compare against (default: the last version shipped before "
+                       "it: exam ship AGENT).")
     @click.option("--resend", "resend", multiple=True, type=int, metavar="NOTIFICATION_ID",
                   help="Resend recorded notifications with their original retry keys.")
     @click.option("--dry-run", is_flag=True,

@@ -42,8 +42,15 @@ def report_scorecard(agent, label, run_ids, brief, fmt, db) -> None:
     \b
     Exit status: 0 printed · 2 bad input (no matching runs, an unreadable store).
     """
+    from exam.reports.selection import excluded_words
+
     store = open_store(db)
-    print_scorecards(store, stored_runs(store, agent, label, run_ids), fmt, details=not brief)
+    runs = stored_runs(store, agent, label, run_ids)
+    gone = [r for r in runs if r.excluded_reason]  # asked for by id: read as asked, said so
+    if gone:
+        click.echo(f"note: excluded from every other report, shown as asked: "
+                   f"{excluded_words(gone)}", err=True)
+    print_scorecards(store, runs, fmt, details=not brief)
 
 
 
@@ -134,8 +141,7 @@ def report_rebalance(since, agent, band, min_versions, min_repeats, keep_guards,
 
 @click.command("compare")
 @click.argument("agent")
-@click.argument("old")
-@click.argument("new")
+@click.argument("versions", metavar="[OLD] NEW", nargs=-1, required=True)
 @click.option("--fail-on", type=click.Choice(["verdict", "regression", "any-fail", "never"]),
               default="verdict", show_default=True,
               help="verdict: exit with the verdict's code; any-fail: also 1 when a shipped "
@@ -160,10 +166,14 @@ def report_rebalance(since, agent, band, min_versions, min_repeats, keep_guards,
 @report_format
 @agents_option
 @db_option
-def compare_cmd(agent, old, new, fail_on, alpha, min_effect, min_answered, coverage, severity,
+def compare_cmd(agent, versions, fail_on, alpha, min_effect, min_answered, coverage, severity,
                 no_history, settle, budget, step, max_repeats, old_url, old_agent, fmt, agents,
                 db) -> None:
     """Before/after: the verdict (ship, hold, incomplete, undecided, pending) with its evidence.
+
+    Without OLD, NEW is compared against the agent's last version shipped before it (the
+    first version, a version whose verdict against its own baseline was ship, or one
+    recorded with exam ship); the output says which.
 
     \b
     Exit status:
@@ -175,10 +185,14 @@ def compare_cmd(agent, old, new, fail_on, alpha, min_effect, min_answered, cover
       5  pending (needs_human cells decide it: exam review; or a ship resting on a
          rubric changed since OLD ran, which OLD's rubric reads worse)
     """
-    from exam.reports import compare
+    from exam.reports import baseline, compare
     from exam.reports.regrade import regrade
     from exam.reports.selection import compare_runs
 
+    if len(versions) > 2:
+        raise InputError(f"expected AGENT [OLD] NEW, found {len(versions)} versions: "
+                         f"{' '.join(versions)}")
+    old, new = (None, *versions) if len(versions) == 1 else versions
     settings = verdict_settings(alpha, min_effect, min_answered, coverage, severity, no_history)
     if (old_url or old_agent) and not settle:
         raise InputError("--old-url and --old-agent say where OLD answers for --settle: "
@@ -187,18 +201,74 @@ def compare_cmd(agent, old, new, fail_on, alpha, min_effect, min_answered, cover
         raise InputError("give --old-url or --old-agent, not both")
     store = open_store(db)
     every = compare_runs(store, agent, old, new)
+    records = store.ship_records(agent)
+    regraded = regrade(store, every, parallel=True)
     if settle:
         from exam.settle import settle_cli
 
+        base = (baseline.asked(old, baseline.baseline_of(regraded, agent, new, records, settings))
+                if old else baseline.baseline_of(regraded, agent, new, records, settings))
+        if base is None:
+            raise compare.CompareError(f"{agent} {new} is the first version: nothing shipped "
+                                       "before it to compare with (give OLD)")
+        old = base.version
         result = settle_cli(store, open_registry(agents), agent, old, new, settings,
                             budget=budget, step=step, max_repeats=max_repeats,
                             echo=lambda m: click.echo(m, err=True), old_url=old_url,
                             old_agent=old_agent)
+        baseline.annotate(result, base)
     else:
-        result = compare.build(regrade(store, every, parallel=True), agent, old, new, settings)
+        result = baseline.compare_against(regraded, agent, old, new, records, settings)
+        old = result["old"]
     print_report("compare", result, fmt)
     if result["verdict"] == "undecided" and not settle:
         click.echo(f"next: exam compare {agent} {old} {new} --settle --old-url URL   # re-runs "
                    f"the questions not yet decided on {new} and, where {old} still answers, "
                    f"on {old} (at most --budget calls)", err=True)
     sys.exit(compare.exit_code(result, fail_on))
+
+
+@click.command("ship")
+@click.argument("agent")
+@click.argument("version", required=False)
+@click.option("--reason", default="", show_default=True,
+              help="Why it ships (kept with the decision and shown).")
+@click.option("--by", "shipped_by", help="Who decided (default: the user running exam).")
+@db_option
+def ship_cmd(agent, version, reason, shipped_by, db) -> None:
+    """Record that VERSION of AGENT shipped, or, without VERSION, show the shipped version.
+
+    The shipped version is what `exam compare AGENT NEW` compares against. By default it
+    follows from the verdicts (the first version; then each version whose verdict against
+    its own baseline is ship); a team that decides by hand records its decision here (who,
+    when, why), and it counts from then on.
+
+    \b
+    Exit status: 0 recorded (or shown) · 2 bad input (no counted run of VERSION: none
+    stored, or every one excluded; an unreadable store).
+    """
+    import datetime as dt
+    import getpass
+
+    from exam.reports import baseline
+    from exam.reports.regrade import regrade
+    from exam.reports.selection import report_runs
+
+    store = open_store(db)
+    if version is not None:
+        who = shipped_by if shipped_by is not None else getpass.getuser()
+        rec = baseline.record_ship(store, agent, version, who, reason, "cli")
+        click.echo(f"{agent} {version} shipped (decision {rec.id}, by {rec.shipped_by or '—'}"
+                   + (f": {rec.reason}" if rec.reason else "") + "); exam compare "
+                   f"{agent} NEW compares against it from now on")
+        return
+    runs = report_runs(store, agent)
+    records = store.ship_records(agent)
+    shipped = baseline.shipped_version(regrade(store, runs, parallel=True), agent, records)
+    if shipped is None:
+        raise InputError(f"no counted run of {agent}")
+    click.echo(f"{agent}: shipped {shipped.version} ({shipped.why})")
+    for r in records:
+        when = dt.datetime.fromtimestamp(r.shipped_at, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        click.echo(f"  decision {r.id}: {r.version} shipped by {r.shipped_by or '—'} on {when} "
+                   f"via {r.source}" + (f": {r.reason}" if r.reason else ""))

@@ -76,29 +76,39 @@ def _run_exit(report: dict, final: dict[int, str]) -> int:
 
 
 def _against(store, jobs, against: str, settings, fmt: str) -> int:
-    """Compare each run's agent against ``against``: print the verdicts, return the exit code."""
+    """Compare each run's version against ``against`` (``shipped``: the last version shipped
+    before it): print the verdicts, return the exit code. The version is every counted run
+    of it, this one among them: the same word as exam compare, the API and the dashboard."""
     from exam.marks import use_colour
-    from exam.reports import compare
+    from exam.reports import baseline
     from exam.reports.compare import verdict_lines
-    from exam.reports.formats import render
     from exam.reports.regrade import regrade
     from exam.reports.selection import select_runs
     from exam.reports.verdict import EXIT_CODES, combine
 
-    words = []
+    words, reports = [], []
     for job in jobs:
-        runs = [r for r in select_runs(store, job.agent.name)
-                if r.version != job.run.version or r.id == job.run.id]
-        result = compare.build(regrade(store, runs), job.agent.name, against, job.run.version,
-                               settings)
+        name = job.agent.name
+        result = baseline.compare_against(
+            regrade(store, select_runs(store, name)), name,
+            None if against == SHIPPED else against, job.run.version,
+            store.ship_records(name), settings)
         words.append(result["verdict"])
-        if fmt == "json":
-            emit(render("compare", result, "json"))
-        else:
-            click.echo(f"\n{job.agent.name}: {against} → {job.run.version}")
+        reports.append(result)
+        if fmt != "json":
+            click.echo(f"\n{name}: {result['old']} → {job.run.version} "
+                       f"(runs {', '.join(map(str, result['new_run_ids']))})")
             for line in verdict_lines(result, use_colour()):
                 click.echo(line)
+    if fmt == "json":  # one document on stdout, nothing else: a pipe reads it whole
+        from exam.reports.formats import render
+
+        shown = [render("compare", r, "json") for r in reports]
+        emit(shown[0] if len(shown) == 1 else "[\n" + ",\n".join(shown) + "\n]")
     return EXIT_CODES[combine(words)]
+
+
+SHIPPED = "shipped"  # --against shipped: the last version shipped before this one
 
 
 @click.command("run")
@@ -112,7 +122,8 @@ def _against(store, jobs, against: str, settings, fmt: str) -> int:
 @click.option("--notify", type=ChannelChoice(),
               help="Send the scorecard to this channel afterwards (exam notify CHANNEL).")
 @click.option("--against", metavar="VERSION",
-              help="Decide the change against this stored version: exit with the verdict's code.")
+              help="Decide the change against this stored version (`shipped`: the last "
+                   "version shipped before it): exit with the verdict's code.")
 @verdict_options
 @format_option
 @agents_option
@@ -133,8 +144,8 @@ def run_cmd(agent_names, label, repeats, only, category, notify, against, fmt, a
     With --against VERSION, the verdict's code: 0 ship · 1 hold · 3 incomplete ·
     4 undecided · 5 pending (2 stays bad input).
     """
+    from exam.errors import ExamError
     from exam.pipeline.runner import create_run, job_for
-    from exam.reports.selection import select_runs
 
     settings = verdict_settings(**rule)
 
@@ -150,20 +161,34 @@ def run_cmd(agent_names, label, repeats, only, category, notify, against, fmt, a
         if against == label:
             raise InputError(f"--against {against}: the version this run examines; a version "
                              "against itself shows no change (give the version before it)")
+        from exam.reports.selection import compare_runs, select_runs
+
         for agent in chosen:
-            if not select_runs(store, agent.name, against):
-                raise InputError(f"--against: no stored run of {agent.name} version "
-                                 f"{against!r}")
+            if against == SHIPPED and not select_runs(store, agent.name):
+                raise InputError(f"--against shipped: {agent.name} has no counted run yet, so "
+                                 "nothing shipped (run its first version without --against)")
+            if against != SHIPPED:
+                try:
+                    compare_runs(store, agent.name, against, against)
+                except ExamError as exc:
+                    raise InputError(f"--against: {exc}") from None
     jobs = []
     for agent in chosen:
         run_id = create_run(store, agent, label, repeats=repeats, only=only, category=category)
         store.hold_run(run_id)  # created by this process: never refused
         jobs.append(job_for(store, run_id, agent))
     final = _execute(store, jobs, quiet=fmt == "json")
-    report = print_scorecards(store, [j.run for j in jobs], "text" if against else fmt)
+    if against and fmt == "json":  # stdout holds the compare's JSON alone
+        from exam.reports import scorecard
+        from exam.reports.regrade import regrade
+
+        report = scorecard.build(regrade(store, [j.run for j in jobs]))
+    else:
+        report = print_scorecards(store, [j.run for j in jobs], "text" if against else fmt)
     _hint_unanswered(report)
     if notify:
-        notify_channel_runs(store, notify, [j.run.id for j in jobs], against, told)
+        notify_channel_runs(store, notify, [j.run.id for j in jobs],
+                            None if against == SHIPPED else against, told)
     if against:
         sys.exit(_against(store, jobs, against, settings, fmt))
     sys.exit(_run_exit(report, final))
@@ -274,6 +299,7 @@ def runs_cmd(ctx, agent, limit, fmt, db) -> None:
     rows = []
     listed = store.list_runs(agent, limit=limit)
     counts = store.status_counts_of([r.id for r in listed])
+    rounds = store.settle_rounds_of([r.id for r in listed])
     for r in listed:
         rows.append({"id": r.id, "agent": r.agent, "version": r.version,
                      "status": outcome(store, r, counts[r.id]), "run_status": counts[r.id],
@@ -283,7 +309,10 @@ def runs_cmd(ctx, agent, limit, fmt, db) -> None:
                      # the process that holds (or last held) the run: host id and pid
                      "owner": r.owner,
                      "created_at": dt.datetime.fromtimestamp(r.created_at).isoformat(timespec="seconds"),
-                     "error": r.error})
+                     "error": r.error,
+                     # a round of `exam compare OLD NEW --settle`: a run of NEW, made for it
+                     "settle_of": ({"old": rounds[r.id][0], "new": rounds[r.id][1]}
+                                   if r.id in rounds else None)})
     if fmt == "json":
         click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
@@ -293,17 +322,44 @@ def runs_cmd(ctx, agent, limit, fmt, db) -> None:
     from exam.textsafe import terminal_data
 
     click.echo(f"{'id':>4}  {'agent':<8} {'version':<14} {'status':<12} {'cells':>9}  created")
+    grouped = settle_groups(rows)
     for row in terminal_data(rows):  # an error text from an agent may hold ESC
+        if row["settle_of"]:
+            group = grouped[_settle_key(row)]
+            if row["id"] != group[0]["id"]:
+                continue  # one line for every round of one comparison, at its newest
+            ids = ", ".join(str(g["id"]) for g in reversed(group))
+            cells = f"{sum(g['cells'] for g in group)}/{sum(g['cells_planned'] for g in group)}"
+            status = "settle"
+            note = (f"{len(group)} settle round(s) of exam compare {row['agent']} "
+                    f"{row['settle_of']['old']} {row['settle_of']['new']} (runs {ids}): "
+                    f"counted in {row['version']}'s verdict")
+            click.echo(f"{row['id']:>4}  {row['agent']:<8} {row['version']:<14} {status:<12} "
+                       f"{cells:>9}  {row['created_at']}  {note}")
+            continue
         cells = f"{row['cells']}/{row['cells_planned']}"
         note = row["error"] or ""
         if row["excluded_reason"]:
-            note = f"excluded: {row['excluded_reason']}"
+            note = f"excluded: {row['excluded_reason']} (exam runs include {row['id']})"
         elif row["status"] in ("blocked", "incomplete"):
             note = ", ".join(f"{k} {n}" for k, n in sorted(row["run_status"].items()) if k != "ok")
         elif row["status"] == "running" and row["owner"]:
             note = f"on {row['owner']}"  # which worker (host id:pid) holds it
         click.echo(f"{row['id']:>4}  {row['agent']:<8} {row['version']:<14} {row['status']:<12} "
                    f"{cells:>9}  {row['created_at']}" + (f"  {note}" if note else ""))
+
+
+def _settle_key(row: dict) -> tuple[str, str, str]:
+    return row["agent"], row["settle_of"]["old"], row["settle_of"]["new"]
+
+
+def settle_groups(rows: list[dict]) -> dict[tuple[str, str, str], list[dict]]:
+    """The settle rounds among ``rows`` (newest first), by the comparison that made them."""
+    out: dict[tuple[str, str, str], list[dict]] = {}
+    for row in rows:
+        if row.get("settle_of"):
+            out.setdefault(_settle_key(row), []).append(row)
+    return out
 
 
 @runs_cmd.command("exclude")

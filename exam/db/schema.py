@@ -242,8 +242,31 @@ sessions = Table(
     Index("sessions_until", "until"),
 )
 
+# schema 14: versions shipped by hand (`exam ship`), who, when and why; one row per decision,
+# the newest an agent's last (exam/reports/baseline.py)
+shipped = Table(
+    "shipped", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("agent", Text, nullable=False),
+    Column("version", Text, nullable=False),
+    Column("shipped_at", Double, nullable=False),
+    Column("shipped_by", Text, nullable=False, server_default=""),
+    Column("reason", Text, nullable=False, server_default=""),
+    Column("source", Text, nullable=False, server_default="cli"),
+    Index("shipped_agent", "agent", "id"),
+)
+
+# schema 14 too: the runs `exam compare --settle` made, and the comparison (old → new) that
+# asked for them: run lists group them under it
+settle_rounds = Table(
+    "settle_rounds", metadata,
+    Column("run_id", Integer, ForeignKey("runs.id"), primary_key=True, autoincrement=False),
+    Column("old", Text, nullable=False),
+    Column("new", Text, nullable=False),
+)
+
 # every table, parents first (the order a copy writes them in)
 TABLES: tuple[Table, ...] = (runs, cells, attempts, grades, notifications, line_events,
                              line_groups, adjudications, rebalance_snapshots, earlier_cells,
                              earlier_attempts, grade_cache, graded_runs, run_banks,
-                             share_revocations, sessions)
+                             share_revocations, shipped, settle_rounds, sessions)

@@ -108,6 +108,9 @@ def bubble(s: Summary, link: str | None, regressions_shown: int = SHOW_REGRESSIO
             _text(k.replace("_", " "), size="xxs", color=COLOURS["muted"], align="center")]}
         for k in ("pass", "needs_human", "fail")]}
     body: list[dict[str, Any]] = [counts]
+    if s.excluded:
+        body.insert(0, _text(clip(f"EXCLUDED from every report: {s.excluded}", REASON_SHOWN),
+                             weight="bold", color=COLOURS["fail"]))
     if s.not_answered:
         body.append(_text(f"not answered: {s.not_answered} (timeouts, errors)",
                           color=COLOURS["muted"]))
@@ -119,8 +122,13 @@ def bubble(s: Summary, link: str | None, regressions_shown: int = SHOW_REGRESSIO
         if s.verdict:
             tone = {"ship": "pass", "hold": "fail", "incomplete": "fail"}.get(s.verdict,
                                                                               "needs_human")
-            body.append(_text(f"verdict: {s.verdict.upper()}", weight="bold",
-                              color=COLOURS[tone], margin="md"))
+            if tone == "pass" and s.still_failing:  # never green over a failure carried on
+                tone = "needs_human"
+            body.append(_text(f"verdict: {s.verdict.upper()} vs {s.baseline or s.previous}",
+                              weight="bold", color=COLOURS[tone], margin="md"))
+            if s.still_failing:
+                body.append(_text(f"still failing since {s.previous}: "
+                                  + ", ".join(s.still_failing[:5]), color=COLOURS["fail"]))
             body.append(_text(_reason(s, s.verdict_reason or ""), size="xs",
                               color=COLOURS["muted"]))
         if not s.verdict and s.verdict_reason:  # not compared: no regressions to count

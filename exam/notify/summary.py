@@ -50,6 +50,11 @@ class Summary:
     fixes: tuple[str, ...] = ()
     review_queue: int = 0  # cells waiting for a person
     review_replies: int = 0  # distinct replies among them
+    baseline: str | None = None  # how ``previous`` is named: "v1, last shipped"
+    still_failing: tuple[str, ...] = ()  # failing in ``previous`` and failing still
+    # the runs asked for that are excluded from every report, each with its reason and how
+    # to count it again: a scorecard of one never reads as a counted result
+    excluded: str | None = None
 
     @property
     def counts(self) -> dict[str, int]:
@@ -81,6 +86,8 @@ def agent_summary(card: dict[str, Any], change: dict[str, Any] | None,
         regressions=tuple(r["case_no"] for r in change.get("regressions", [])),
         fixes=tuple(r["case_no"] for r in change.get("fixes", [])),
         review_queue=review_queue, review_replies=card.get("review_replies", review_queue),
+        baseline=(change.get("baseline") or {}).get("label"),
+        still_failing=tuple(x["case_no"] for x in change.get("still_failing", [])),
     )
 
 
@@ -141,6 +148,8 @@ def summary_text(s: Summary, reason_limit: int | None = None) -> str:
     """The plain-text summary; ``reason_limit`` cuts the verdict's reason (``clip``)."""
     line = (f"{s.agent} {s.version}: pass {s.passed} · needs_human {s.needs_human} · "
             f"fail {s.fail}")
+    if s.excluded:
+        line += f"\n  EXCLUDED from every report: {s.excluded}"
     if s.not_answered:
         line += f" · not answered {s.not_answered}"
     if s.critical:
@@ -150,7 +159,10 @@ def summary_text(s: Summary, reason_limit: int | None = None) -> str:
         if reason_limit is not None:
             reason = clip(reason, reason_limit, "the whole reason: " + compare_command(s))
         if s.verdict:
-            line += f"\n  verdict vs {s.previous}: {s.verdict.upper()}"
+            line += f"\n  verdict vs {s.baseline or s.previous}: {s.verdict.upper()}"
+            if s.still_failing:
+                line += (f"\n  still failing since {s.previous}: "
+                         f"{', '.join(s.still_failing[:5])}")
             if reason:
                 line += f"\n  {reason}"
         if not s.verdict and s.verdict_reason:  # not compared: no regressions to count
@@ -279,11 +291,13 @@ PREVIEW_NOTE = ("the Scorecard links in {out} are the plain pages (they ask for 
 
 def summaries_for(store: Store, run_ids: Sequence[int],
                   compare_to: str | None = None) -> list[Summary]:
-    """A summary per agent version of these runs, each against ``compare_to`` or, by
-    default, the version run before it."""
-    from exam.reports import compare, scorecard
+    """A summary per agent version of these runs. Its verdict is the version's, over every
+    counted run of it (the same word as exam compare), against ``compare_to`` or, by
+    default, the last version shipped before it (exam/reports/baseline.py). An excluded run
+    asked for is said to be excluded, with its reason, and gets no verdict."""
+    from exam.reports import baseline, scorecard
     from exam.reports.regrade import regrade
-    from exam.reports.selection import select_runs
+    from exam.reports.selection import compare_runs, excluded_words, select_runs
 
     runs = [store.get_run(i) for i in run_ids]
     regraded = regrade(store, runs)
@@ -295,24 +309,33 @@ def summaries_for(store: Store, run_ids: Sequence[int],
     out = []
     for card in report["scorecards"]:
         agent, version = card["agent"], card["version"]
-        previous = compare_to
-        if previous is None:
-            earlier = [r for r in select_runs(store, agent)
-                       if r.version != version and r.id < min(card["run_ids"])]
-            previous = earlier[0].version if earlier else None
-        change = None
-        if previous and previous != version:
-            both = [r for r in select_runs(store, agent)
-                    if r.version != version] + [r for r in runs if r.id in card["run_ids"]]
-            try:
-                change = compare.build(regrade(store, both), agent, previous, version)
-            except ExamError as exc:
-                # no verdict, and said so: without a previous version the message would read
-                # as a first version's (two rubrics, a version's runs removed...)
-                out.append(replace(agent_summary(card, None, card["review_queue"]),
-                                   previous=previous,
-                                   verdict_reason=f"not comparable: {exc}"))
-                continue
+        asked = [r for r in runs if r.id in card["run_ids"]]
+        gone = [r for r in asked if r.excluded_reason]
+        if gone:
+            # an excluded run's scorecard is no result of the version: said at its head, and
+            # no verdict drawn from it
+            out.append(replace(agent_summary(card, None, card["review_queue"]),
+                               excluded=excluded_words(gone)))
+            continue
+        every = select_runs(store, agent)
+        records = store.ship_records(agent)
+        change, previous = None, compare_to
+        try:
+            if compare_to is not None and compare_to != version:
+                compare_runs(store, agent, compare_to, version)  # an excluded one said so
+            whole = regrade(store, every)
+            if previous is None:  # the last version shipped before it; none for a first
+                base = baseline.baseline_of(whole, agent, version, records)
+                previous = base.version if base else None
+            if previous and previous != version:
+                change = baseline.compare_against(whole, agent, compare_to, version, records)
+        except ExamError as exc:
+            # no verdict, and said so: without a previous version the message would read
+            # as a first version's (two rubrics, a version's runs removed...)
+            out.append(replace(agent_summary(card, None, card["review_queue"]),
+                               previous=previous or compare_to or "the last shipped version",
+                               verdict_reason=f"not comparable: {exc}"))
+            continue
         # the open review queue: needs_human cells no person has decided yet
         out.append(agent_summary(card, change, card["review_queue"]))
     return out

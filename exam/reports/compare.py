@@ -299,10 +299,30 @@ def table(report: dict[str, Any]) -> kinds.Table:
     return head, rows
 
 
+def baseline_words(report: dict[str, Any]) -> str:
+    """" vs v1, last shipped" when the report says which baseline it used (exam.reports.baseline);
+    "" for a report built without one (the old pair's header names OLD already)."""
+    base = report.get("baseline")
+    return f" vs {base['label']}" if base else ""
+
+
+def still_failing_words(report: dict[str, Any]) -> str:
+    """The questions that failed in the baseline and fail still, in one line ("" for none)."""
+    carried = report.get("still_failing") or []
+    if not carried:
+        return ""
+    shown = ", ".join(f"{x['case_no']} ({x['severity']}, {x['old']} → {x['new']})"
+                      for x in carried[:5])
+    more = f" and {len(carried) - 5} more" if len(carried) > 5 else ""
+    return f"still failing since {report['old']}: {shown}{more}"
+
+
 def markdown(report: dict[str, Any]) -> list[str]:
+    carried = still_failing_words(report)
     lines = [f"## {report['agent']}: {report['old']} → {report['new']}",
-             f"**Verdict: {report['verdict']}** (exit {report['exit_code']}): "
-             f"{report['decision']['reason']}", "",
+             f"**Verdict: {report['verdict']}**{baseline_words(report)} "
+             f"(exit {report['exit_code']}): {report['decision']['reason']}"
+             + (f"\n\n**{carried}**" if carried else ""), "",
              f"{len(report['regressions'])} regression(s), {len(report['fixes'])} fix(es), "
              f"{len(report['flaky'])} newly flaky, {len(report['unchanged'])} unchanged"]
     if report["critical_regressions"]:
@@ -398,10 +418,15 @@ def verdict_lines(report: dict[str, Any], colour: bool = False) -> list[str]:
 
     d = report["decision"]
     tone = {"ship": "pass", "hold": "fail", "incomplete": "fail"}.get(d["word"], "needs_human")
+    carried = still_failing_words(report)
+    if carried and tone == "pass":  # a failure carried over is never shown in green
+        tone = "needs_human"
     st = d["settings"]
     sev = "; ".join(f"{k}: alpha {v['alpha']}, min effect {v['min_effect']:.0%}, "
                     f"min answered {v['min_answered']}" for k, v in st["by_severity"].items())
-    lines = [paint(f"VERDICT: {d['word'].upper()}  (exit {d['exit_code']})", tone, colour),
+    lines = [paint(f"VERDICT: {d['word'].upper()}{baseline_words(report)}  "
+                   f"(exit {d['exit_code']})" + (f"  ·  {carried}" if carried else ""),
+                   tone, colour),
              "  " + d["reason"],
              f"  rule: one-sided Fisher exact (new worse), discrete BH over "
              f"{d['questions_testable']} of {d['questions_tested']} question(s) that can move; "

@@ -1,7 +1,9 @@
 """One agent across its versions, and one row per run: what a team lead looks at first.
 
-Per version: pass rate with its 95% interval, the verdict of the change from the previous
-version, cost (model calls, tokens, latency p50/p95) and coverage (cells answered / planned).
+Per version: pass rate with its 95% interval, the verdict of the change against the last
+version shipped before it (exam/reports/baseline.py: never merely the previous one, which
+may have been held), why, what still fails since then, which version is shipped now, cost
+(model calls, tokens, latency p50/p95) and coverage (cells answered / planned).
 """
 
 from __future__ import annotations
@@ -10,8 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from exam.errors import ExamError
-from exam.reports import compare
+from exam.reports import baseline
 from exam.reports.discrimination import version_order
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import cost_summary
@@ -48,39 +49,46 @@ def figures(cells: Sequence[GradedCell], planned: int) -> dict[str, Any]:
             "coverage": answered / planned if planned else None, "cost": cost}
 
 
-def _change(regraded: Regraded, agent: str, old: str | None, new: str) -> dict[str, Any]:
-    if old is None:
+def _change(step: baseline.Step | None) -> dict[str, Any]:
+    """A version's change as the walk decided it: against the last version shipped before it."""
+    if step is None or step.baseline is None:
         return {"previous": None, "verdict": "—", "regressions": 0, "fixes": 0}
-    try:
-        report = compare.build(regraded, agent, old, new)
-    except ExamError as exc:
+    base = step.baseline.as_dict()
+    if step.report is None:
         # not comparable (two rubrics, a version's runs removed…): no verdict at all, never
         # "pending", which sends a reviewer to an empty `exam review` queue
-        return {"previous": old, "verdict": "—", "error": str(exc), "regressions": 0,
-                "fixes": 0}
-    return {"previous": old, "verdict": change_verdict(report),
+        return {"previous": base["version"], "baseline": base, "verdict": "—",
+                "error": step.error, "regressions": 0, "fixes": 0}
+    report = step.report
+    return {"previous": base["version"], "baseline": base, "verdict": change_verdict(report),
+            "reason": report["decision"]["reason"],
+            "still_failing": report.get("still_failing", []),
             "regressions": len(report["regressions"]), "fixes": len(report["fixes"])}
 
 
-def build_agent(regraded: Regraded, agent: str) -> dict[str, Any]:
+def build_agent(regraded: Regraded, agent: str, records: Sequence[Any] = ()) -> dict[str, Any]:
     versions = version_order(regraded, agent)
     by_version: dict[str, list[GradedCell]] = defaultdict(list)
     for c in regraded.cells:
         if c.agent == agent:
             by_version[c.version].append(c)
+    steps, shipped = baseline.walk(regraded, agent, records)
+    step_of = {s.version: s for s in steps}
     rows = []
-    for n, v in enumerate(versions):
+    for v in versions:
         runs = [r for r in regraded.runs if r.agent == agent and r.version == v]
         planned = sum(r.total_cells for r in runs)
         rows.append({"version": v, "run_ids": sorted(r.id for r in runs),
                      **figures(by_version.get(v, []), planned),
-                     "change": _change(regraded, agent, versions[n - 1] if n else None, v)})
-    return {"agent": agent, "versions": rows}
+                     "change": _change(step_of.get(v)),
+                     "shipped": shipped is not None and shipped.version == v})
+    return {"agent": agent, "versions": rows,
+            "shipped": shipped.as_dict() if shipped else None}
 
 
-def build(regraded: Regraded) -> dict[str, Any]:
+def build(regraded: Regraded, records: Sequence[Any] = ()) -> dict[str, Any]:
     agents = sorted({r.agent for r in regraded.runs})
-    return {"agents": [build_agent(regraded, a) for a in agents],
+    return {"agents": [build_agent(regraded, a, records) for a in agents],
             "missing_banks": regraded.missing_banks}
 
 

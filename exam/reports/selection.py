@@ -48,6 +48,10 @@ def report_runs(store: Store, agent: str | None = None, version: str | None = No
     if not runs:
         what = " ".join(x for x in (agent and f"agent {agent}", version and f"version {version}",
                                     since and f"since {since:%Y-%m-%d}") if x)
+        gone = excluded_runs(store, agent, version, since)
+        if gone:
+            raise SelectionError(f"every run that matches {what or 'anything'} is excluded: "
+                                 + excluded_words(gone))
         raise SelectionError("no stored runs" + (f" match {what}" if what else "")
                              + ": start one with exam run AGENT --version LABEL")
     return runs
@@ -62,16 +66,40 @@ def versions(runs: Iterable[Run]) -> list[str]:
     return out
 
 
-def compare_runs(store: Store, agent: str, old: str, new: str) -> list[Run]:
+def compare_runs(store: Store, agent: str, old: str | None, new: str) -> list[Run]:
     """Every counted run of ``agent`` (each version: history is evidence), after checking that
-    ``old`` and ``new`` both have one."""
+    ``old`` (None: the shipped version, found later) and ``new`` both have one."""
     every = report_runs(store, agent)
     known = versions(every)
     for label in (old, new):
-        if label not in known:
+        if label is not None and label not in known:
+            gone = excluded_runs(store, agent, label)
+            if gone:
+                raise SelectionError(f"every run of {agent} version {label!r} is excluded: "
+                                     + excluded_words(gone))
             raise SelectionError(f"no stored run of {agent} version {label!r} "
                                  f"(versions: {', '.join(known)})")
     return every
+
+
+def excluded_runs(store: Store, agent: str | None = None, version: str | None = None,
+                  since: dt.datetime | None = None) -> list[Run]:
+    """The excluded runs that match (oldest first): what a report that found nothing says."""
+    runs = [r for r in store.list_runs(agent, version) if r.excluded_reason
+            and not never_started(r)]
+    if since is not None:
+        runs = [r for r in runs if r.created_at >= since.timestamp()]
+    return sorted(runs, key=lambda r: r.id)
+
+
+def excluded_words(runs: Iterable[Run]) -> str:
+    """Excluded runs said the one way: each with its reason, and how to put it back."""
+    runs = list(runs)
+    said = "; ".join(f"run {r.id} ({r.agent} {r.version}): {r.excluded_reason}" for r in runs[:5])
+    more = f" and {len(runs) - 5} more" if len(runs) > 5 else ""
+    how = (f"exam runs include {runs[0].id}" if len(runs) == 1 else
+           "exam runs include RUN_ID, for " + ", ".join(str(r.id) for r in runs[:5]) + more)
+    return f"{said}{more} (to count it again: {how})"
 
 
 def latest_pair(store: Store, agent: str | None) -> tuple[str | None, str | None]:

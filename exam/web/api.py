@@ -60,12 +60,17 @@ def authenticate():
         "WWW-Authenticate": 'Bearer realm="agent-exam"'}
 
 
-def run_json(run, counts: dict[str, int] | None = None) -> dict[str, Any]:
-    """``counts``: the run's ``status_counts``, when read with other runs' in one query."""
+def run_json(run, counts: dict[str, int] | None = None,
+             rounds: dict[int, tuple[str, str]] | None = None) -> dict[str, Any]:
+    """``counts``: the run's ``status_counts``, ``rounds``: the settle rounds among the runs
+    (``settle_rounds_of``), when read with other runs' in one query."""
     from exam.reports.regrade import outcome
 
     if counts is None:
         counts = store().status_counts(run.id)
+    if rounds is None:
+        rounds = store().settle_rounds_of([run.id])
+    made_for = rounds.get(run.id)
     done = sum(counts.values())  # every stored cell has a run status
     return {
         "run_id": run.id, "agent": run.agent, "version": run.version, "status": run.shown_status,
@@ -78,6 +83,8 @@ def run_json(run, counts: dict[str, int] | None = None) -> dict[str, Any]:
         "started_at": run.started_at, "finished_at": run.finished_at,
         "error": shown_error(run.error),
         "owner": run.owner,  # the process that holds (or last held) it: host id:pid
+        # a round `exam compare OLD NEW --settle` made: a run of NEW, counted in its verdict
+        "settle_of": {"old": made_for[0], "new": made_for[1]} if made_for else None,
     }
 
 
@@ -143,7 +150,8 @@ def list_runs():
     limit = int(raw)
     listed = store().list_runs(agent, limit=limit)
     counts = store().status_counts_of([r.id for r in listed])
-    return jsonify(runs=[run_json(r, counts[r.id]) for r in listed])
+    rounds = store().settle_rounds_of([r.id for r in listed])
+    return jsonify(runs=[run_json(r, counts[r.id], rounds) for r in listed])
 
 
 @bp.get("/runs/<int:run_id>")
@@ -199,20 +207,74 @@ def _require(name: str) -> str:
 
 @bp.get("/compare")
 def compare():
+    from exam.reports import baseline
     from exam.reports import compare as cmp
     from exam.reports.regrade import regrade
 
-    agent, old, new = _require("agent"), _require("old"), _require("new")
+    agent, new = _require("agent"), _require("new")
+    old = request.args.get("old", "").strip() or None  # none: the last shipped before new
     try:
         runs = compare_runs(store(), agent, old, new)
-        return _kept_json(runs, lambda: cmp.build(regrade(store(), runs, texts=False),
-                                                  agent, old, new), "compare", agent, old, new)
+        records = store().ship_records(agent)
+        # the decisions recorded by hand are an input too: the kept answer's key holds them
+        return _kept_json(runs, lambda: baseline.compare_against(
+            regrade(store(), runs, texts=False), agent, old, new, records),
+            "compare", agent, old or "", new, *(r.id for r in records))
     except StoreError:
         raise
     except cmp.CompareError as exc:  # asked wrongly (a version against itself), not missing
         raise BadRequest("new", str(exc)) from None
     except ExamError as exc:
         return jsonify(error=str(exc)), 404
+
+
+def _shipped_json(agent: str, status: int = 200):
+    from exam.reports import baseline
+    from exam.reports.regrade import regrade
+
+    try:
+        runs = report_runs(store(), agent)
+    except SelectionError as exc:
+        return jsonify(error=str(exc)), 404
+    records = store().ship_records(agent)
+    shipped = baseline.shipped_version(regrade(store(), runs, texts=False), agent, records)
+    return jsonify(agent=agent, shipped=shipped.as_dict() if shipped else None,
+                   decisions=[r.as_dict() for r in records]), status
+
+
+@bp.get("/agents/<agent>/shipped")
+def shipped(agent: str):
+    return _shipped_json(agent)
+
+
+@bp.post("/agents/<agent>/ship")
+def ship(agent: str):
+    """Record a decision by hand that a version shipped (the API token is the admin's)."""
+    from exam.reports import baseline
+
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        raise BadRequest(None, "expected a JSON object: {\"version\", \"reason\"?, \"by\"?}")
+    unknown = sorted(set(body) - {"version", "reason", "by"})
+    if unknown:
+        raise BadRequest(unknown[0], f"unknown field {unknown[0]!r} (fields: version, reason, by)")
+    version, reason, by = body.get("version"), body.get("reason", ""), body.get("by", "api")
+    if not isinstance(version, str) or not version.strip():
+        raise BadRequest("version", "expected the version label that shipped")
+    for name, value in (("reason", reason), ("by", by)):
+        if not isinstance(value, str):
+            raise BadRequest(name, f"{name}: expected text")
+    try:
+        baseline.record_ship(store(), agent, version.strip(), by, reason, "api")
+    except StoreError:
+        raise
+    except SelectionError as exc:
+        return jsonify(error=str(exc), field="version"), 404
+    except ExamError as exc:
+        field = ("reason" if str(exc).startswith("reason") else
+                 "version" if str(exc).startswith("version") else None)
+        raise BadRequest(field, str(exc)) from None
+    return _shipped_json(agent, 201)
 
 
 @bp.get("/discrimination")

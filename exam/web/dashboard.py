@@ -235,10 +235,32 @@ def overview():
 
     agent = request.args.get("agent") or None
     runs = select_runs(store(), agent)
-    report = ov.build(regrade(store(), runs, texts=False)) if runs else {"agents": [], "missing_banks": []}
-    return render_template("overview.html", report=report,
+    report = (ov.build(regrade(store(), runs, texts=False), store().ship_records(agent))
+              if runs else {"agents": [], "missing_banks": []})
+    return render_template("overview.html", report=report, excluded=_excluded_versions(agent),
                            charts=ov.charts(report), agent=agent,
                            agents=sorted(_versions()), missing_banks=report["missing_banks"])
+
+
+def _excluded_versions(agent: str | None) -> dict[str, list[tuple[str, str]]]:
+    """agent → (version, what excluded it) for the versions every run of which is excluded:
+    the overview says they are missing, and why, rather than leaving them out unsaid."""
+    from exam.reports.selection import excluded_words, never_started
+
+    by: dict[tuple[str, str], list] = {}
+    counted: set[tuple[str, str]] = set()
+    for r in sorted(store().list_runs(agent), key=lambda r: r.id):
+        if never_started(r):
+            continue
+        if r.excluded_reason:
+            by.setdefault((r.agent, r.version), []).append(r)
+        else:
+            counted.add((r.agent, r.version))
+    out: dict[str, list[tuple[str, str]]] = {}
+    for (a, v), gone in by.items():
+        if (a, v) not in counted:
+            out.setdefault(a, []).append((v, excluded_words(gone)))
+    return out
 
 
 @bp.get("/runs")
@@ -252,11 +274,12 @@ def runs():
     more, listed = len(listed) > RUNS_SHOWN, listed[:RUNS_SHOWN]
     graded = select_runs(store(), agent)
     regraded = regrade(store(), graded, texts=False)
-    rows = ov.run_rows(regraded, listed, ov.build(regraded))
+    rows = ov.run_rows(regraded, listed, ov.build(regraded, store().ship_records(agent)))
     counts = store().status_counts_of([row["run"].id for row in rows])
     for row in rows:
         row["done"] = sum(counts[row["run"].id].values())
         row["outcome"] = outcome(store(), row["run"], counts[row["run"].id])
+    rows = _settle_grouped(rows, store().settle_rounds_of([row["run"].id for row in rows]))
     versions = _versions()
     choices = versions.get(agent, []) if agent else sorted({v for vs in versions.values()
                                                             for v in vs})
@@ -266,6 +289,26 @@ def runs():
                            agents=_agent_names() if is_admin() else [],
                            max_repeats=current_app.config["MAX_REPEATS"],
                            missing_banks=regraded.missing_banks)
+
+
+def _settle_grouped(rows: list[dict], rounds: dict[int, tuple[str, str]]) -> list[dict]:
+    """The rounds `exam compare OLD NEW --settle` made, one row per comparison (at its newest
+    round): runs of a few re-asked questions, each alone would read as a version's "0%"."""
+    shown: list[dict] = []
+    groups: dict[tuple[str, str, str], dict] = {}
+    for row in rows:
+        made_for = rounds.get(row["run"].id)
+        if made_for is None:
+            shown.append(row)
+            continue
+        key = (row["run"].agent, *made_for)
+        if key in groups:
+            groups[key]["rounds"].append(row)
+            continue
+        groups[key] = {**row, "settle": {"old": made_for[0], "new": made_for[1]},
+                       "rounds": [row]}
+        shown.append(groups[key])
+    return shown
 
 
 def _say(message: str) -> None:
@@ -312,6 +355,26 @@ def start_run():
     return redirect(url_for("dashboard.runs"))
 
 
+@bp.post("/agents/<agent>/ship")
+def ship(agent: str):
+    """Admins record that a version shipped (the same as `exam ship` and the API's): the
+    baseline of the agent's next change from now on."""
+    from exam.reports import baseline
+
+    version = request.form.get("version", "").strip()
+    reason = request.form.get("reason", "").strip()
+    who = request.form.get("by", "").strip() or session.get("reviewer") or "dashboard"
+    try:
+        baseline.record_ship(store(), agent, version, who, reason, "dashboard")
+        message = f"{agent} {version} shipped: the baseline of its next change"
+    except StoreError:  # the service's trouble: a 503 page
+        raise
+    except ExamError as exc:
+        message = str(exc)
+    _say(message)
+    return redirect(url_for("dashboard.overview") + f"#agent-{agent}")
+
+
 @bp.post("/runs/<int:run_id>/exclude")
 def exclude_run(run_id: int):
     """Admins leave a run out of every report (or put it back): the same as the API's."""
@@ -337,12 +400,19 @@ def exclude_run(run_id: int):
 def scorecard(agent: str, version: str):
     from exam.reports import scorecard as sc
     from exam.reports.regrade import regrade
+    from exam.reports.selection import excluded_runs, excluded_words
 
+    # a run's link on the runs page opens its version: an excluded run is said to be
+    # excluded there, with its reason and how to count it again, never a 404
+    gone = excluded_runs(store(), agent, version)
     try:
         runs = report_runs(store(), agent, version)
     except SelectionError:
-        abort(404)
-    report = sc.build(regrade(store(), runs, texts=False))
+        if not gone:
+            abort(404)
+        runs = []
+    report = (sc.build(regrade(store(), runs, texts=False)) if runs else
+              {"scorecards": [], "missing_banks": []})
     link, revocations = None, []
     days = current_app.config["SHARE_LINK_DAYS"]
     if is_admin():
@@ -357,7 +427,8 @@ def scorecard(agent: str, version: str):
     return render_template("scorecard.html", report=report,
                            charts=kinds.charts("scorecard", report), agent=agent,
                            version=version, missing_banks=report["missing_banks"],
-                           share_link=link, share_days=days, revocations=revocations)
+                           share_link=link, share_days=days, revocations=revocations,
+                           excluded=gone, excluded_said=excluded_words(gone) if gone else "")
 
 
 @bp.get("/reply/<int:run_id>/<path:case_no>/<int:repeat>")  # a bank may write W2/07
@@ -432,20 +503,25 @@ def question(agent: str, case_no: str):
 
 @bp.get("/compare")
 def compare():
+    """A change's verdict; by default the agent's latest version against the last version
+    shipped before it (exam/reports/baseline.py), and the page says which."""
+    from exam.reports import baseline
     from exam.reports import compare as cmp
     from exam.reports.regrade import regrade
 
     versions = _versions()
     agent = request.args.get("agent") or next(iter(versions), None)
-    last_two = latest_pair(store(), agent)
-    old = request.args.get("old") or last_two[0]
-    new = request.args.get("new") or last_two[1]
+    counted = latest_pair(store(), agent)
+    old = request.args.get("old") or None
+    new = request.args.get("new") or counted[1]
     report, error, status = None, None, 200
     if agent:
         try:
-            if old and new:
+            if new and (old or counted[0] or request.args.get("new")):
                 runs = compare_runs(store(), agent, old, new)
-                report = cmp.build(regrade(store(), runs, texts=False), agent, old, new)
+                report = baseline.compare_against(regrade(store(), runs, texts=False), agent,
+                                                  old, new, store().ship_records(agent))
+                old = report["old"]
             else:
                 report_runs(store(), agent)  # an agent with no counted run: the one message
         except StoreError:  # the service's trouble: a 503 page (exam.app), not a line here

@@ -436,6 +436,11 @@ def command(store, args: list[str], group_id: str | None, cfg: dict[str, Any],
 
         runs = select_runs(store, args[1])
         if not runs:
+            from exam.reports.selection import excluded_runs, excluded_words
+
+            gone = excluded_runs(store, args[1])
+            if gone:  # missing because excluded: said so, never "no runs"
+                return f"Every run of {args[1]} is excluded: {excluded_words(gone)}"
             return f"No runs of {args[1]} yet."
         latest = [r for r in runs if r.version == runs[0].version]
         report = scorecard.build(regrade(store, latest, texts=False))

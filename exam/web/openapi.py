@@ -33,6 +33,8 @@ RUN = {"type": "object", "properties": {
                          "interrupted", "failed"]},
     "run_status": {"type": "object", "additionalProperties": {"type": "integer"}},
     "excluded_reason": {"type": ["string", "null"]},
+    "settle_of": {"type": ["object", "null"], "properties": {
+        "old": {"type": "string"}, "new": {"type": "string"}}},
     "error": {"type": ["string", "null"]}}}
 
 
@@ -41,6 +43,17 @@ CAPTURED = {"type": "object", "properties": {
     "redacted": {"type": "array", "items": {"type": "string"},
                  "description": "what was redacted, by kind and place (never the value)"},
     "question": {"type": "object"}}}
+DECISION = {"type": "object", "properties": {
+    "id": {"type": "integer"}, "agent": {"type": "string"}, "version": {"type": "string"},
+    "shipped_at": {"type": "number"}, "shipped_by": {"type": "string"},
+    "reason": {"type": "string"}, "source": {"type": "string"}}}
+SHIPPED = {"type": "object", "properties": {
+    "agent": {"type": "string"},
+    "shipped": {"type": ["object", "null"], "properties": {
+        "version": {"type": "string"}, "how": {"type": "string",
+                                               "enum": ["first", "verdict", "by_hand"]},
+        "label": {"type": "string"}, "why": {"type": "string"}}},
+    "decisions": {"type": "array", "items": DECISION}}}
 
 
 def spec() -> dict[str, Any]:
@@ -97,10 +110,27 @@ def spec() -> dict[str, Any]:
             "/api/compare": {"get": {
                 "summary": "Before/after of two versions of an agent, with the verdict of the "
                            "change: verdict (ship | hold | incomplete | undecided | pending), "
-                           "exit_code, decision (evidence and settings)",
-                "parameters": [{"name": n, "required": True, **q} for n in ("agent", "old", "new")],
+                           "exit_code, decision (evidence and settings), baseline (which "
+                           "version it was compared with, and why), still_failing. Without "
+                           "old: the last version shipped before new",
+                "parameters": [{"name": "agent", "required": True, **q},
+                               {"name": "old", "required": False, **q},
+                               {"name": "new", "required": True, **q}],
                 "responses": {"200": _resp("comparison", {"type": "object"}),
                               **_errors(400, 401, 404)}}},
+            "/api/agents/{agent}/shipped": {"get": {
+                "summary": "The agent's shipped version (the baseline of its next change), "
+                           "why it is that one, and every decision recorded by hand",
+                "parameters": [{"name": "agent", "in": "path", "required": True,
+                                "schema": {"type": "string"}}],
+                "responses": {"200": _resp("shipped", SHIPPED), **_errors(401, 404)}}},
+            "/api/agents/{agent}/ship": {"post": {
+                "summary": "Record that a version shipped (a decision by hand; body: "
+                           "{\"version\", \"reason\"?, \"by\"?}); it is the baseline from "
+                           "now on",
+                "parameters": [{"name": "agent", "in": "path", "required": True,
+                                "schema": {"type": "string"}}],
+                "responses": {"201": _resp("recorded", SHIPPED), **_errors(400, 401, 404)}}},
             "/api/discrimination": {"get": {
                 "summary": "Questions × versions, with a class per question",
                 "parameters": [{"name": "agent", **q}],

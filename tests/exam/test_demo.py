@@ -70,3 +70,41 @@ def test_demo_serve_never_prints_a_token_from_the_environment(tmp_path, monkeypa
             assert token not in out and "your EXAM_API_TOKEN" in out
         else:
             assert f"API token    {served[-1]}" in out
+
+
+def test_demo_w3_v3_is_compared_with_v1_the_last_shipped_and_the_overview_says_why(tmp_path):
+    """W3 v2 is no ship against v1 (W3-10 3/3 → 0/3, critical); v3, the same agent again,
+    still fails W3-10. Compared with v2 it read a green ship; v2 never shipped, so v3 is
+    compared with v1, and is no ship either."""
+    import json
+    import re
+
+    from click.testing import CliRunner
+
+    from exam.app import create_app
+    from exam.cli.main import main
+    from exam.demo.main import DemoServer
+    from exam.pipeline.runner import create_run, execute, job_for
+    from exam.store import Store
+
+    db = str(tmp_path / "demo.db")
+    run_demo(db, repeats=3, bank_dir=BANK_DIR, echo=lambda *_: None)
+    store = Store(db)
+    with DemoServer() as server:
+        agent = server.agent("W3", "v2", BANK_DIR)  # the tour's v3: the v2 agent again
+        execute(store, [job_for(store, create_run(store, agent, "v3", repeats=3), agent)])
+    store.close()
+    held = json.loads(CliRunner().invoke(main, ["compare", "W3", "v1", "v2", "--format", "json",
+                                                "--db", db]).stdout)
+    word = held["verdict"]
+    assert word in ("hold", "undecided") and "W3-10 3/3 → 0/3" in held["decision"]["reason"]
+    result = CliRunner().invoke(main, ["compare", "W3", "v3", "--db", db])
+    assert f"VERDICT: {word.upper()} vs v1, last shipped" in result.output
+    assert result.exit_code != 0 and "W3-10 3/3 → 0/3" in result.output
+    app = create_app({"API_TOKEN": "t", "DB": db, "TESTING": True})
+    with app.test_client() as client:
+        page = client.get("/?agent=W3", headers={"Authorization": "Bearer t"}).text
+    row = page.split('data-version="v3"', 1)[1].split("</tr>", 1)[0]
+    assert re.search(r'data-verdict="(\w+)"', row)[1] == word
+    assert "vs v1, last shipped" in row and "W3-10 3/3 → 0/3" in row
+    assert 'id="shipped-W3">Shipped: <b>v1</b>' in page

@@ -30,3 +30,19 @@ def test_after_change_workflow_calls_documented_routes():
     for route in ("/api/runs", "/api/compare"):
         assert route in text and route in spec()["paths"]
     assert "$json.verdict" in text and "regressions.length" not in text
+
+
+def test_after_change_workflow_compares_with_the_shipped_version_and_records_a_ship():
+    wf = json.loads((ROOT / "webhooks" / "n8n" / "run-exam-after-change.json").read_text())
+    nodes = {n["name"]: n for n in wf["nodes"]}
+    old = next(p for p in nodes["Compare versions"]["parameters"]["queryParameters"]["parameters"]
+               if p["name"] == "old")
+    assert "|| ''" in old["value"]  # no old in the body: the API's last shipped version
+    record = nodes[wf["connections"]["Change is safe"]["main"][0][0]["node"]]
+    assert record["parameters"]["method"] == "POST"
+    assert record["parameters"]["url"].endswith("/ship")
+    assert "/api/agents/{agent}/ship" in spec()["paths"]
+    assert "body.new" in record["parameters"]["jsonBody"]
+    # only the safe branch records a ship
+    blocked = wf["connections"]["Verdict is ship?"]["main"][1][0]["node"]
+    assert blocked not in wf["connections"]

@@ -211,7 +211,7 @@ def test_a_summary_is_data_with_a_json_form(regressed):
     assert list(as_json) == ["agent", "version", "pass", "needs_human", "fail", "pass_rate",
                              "not_answered", "cost", "critical", "previous", "verdict",
                              "verdict_reason", "regressions", "fixes", "review_queue",
-                             "review_replies"]
+                             "review_replies", "baseline", "still_failing", "excluded"]
     assert as_json["pass"] == 3 and as_json["regressions"] == ["Q-01"]
     assert as_json["critical"] == ["Q-01"] and as_json["cost"]["tokens"]["p50"] == s.cost[
         "tokens"]["p50"]

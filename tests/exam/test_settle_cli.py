@@ -145,3 +145,39 @@ def test_a_settle_run_is_held_by_a_lease_as_exam_run_is(tmp_path):
     finally:
         agent.close()
     assert leases and all(until is not None for until in leases)
+
+
+def test_settle_rounds_are_runs_of_the_new_version_listed_under_their_comparison(tmp_path):
+    from exam.app import create_app
+
+    agent = Scripted()
+    try:
+        bank = write_bank(tmp_path, ["ok", "ok", "ok"], expect_forbidden=["已出貨"])
+        env = registry_env(tmp_path, agent.url, bank)
+        run = CliRunner().invoke
+        assert run(main, ["run", "T", "-v", "v1", "-n", "10"], env=env).exit_code == 0
+        # a third of its answers fail: neither held nor cleared at once, so several rounds
+        agent.script = {"T-01": [FAIL, PASS, PASS] + [PASS, FAIL, PASS] * 10}
+        run(main, ["run", "T", "-v", "v2", "-n", "3"], env=env)
+        settled = json.loads(run(main, ["compare", "T", "v1", "v2", "--settle", "--budget", "9",
+                                        "--format", "json"], env=env).stdout)
+        rounds = [i for i in settled["new_run_ids"] if i > 2]
+        assert len(rounds) >= 2, settled["new_run_ids"]  # rounds count in v2's verdict
+        listed = json.loads(run(main, ["runs", "--format", "json"], env=env).stdout)
+        assert {r["id"] for r in listed if r["settle_of"]} == set(rounds)
+        assert all(r["settle_of"] == {"old": "v1", "new": "v2"} for r in listed
+                   if r["settle_of"])
+        text = run(main, ["runs"], env=env).stdout.splitlines()
+        said = [line for line in text if "settle round(s)" in line]
+        assert len(said) == 1 and f"{len(rounds)} settle round(s) of exam compare T v1 v2" \
+            in said[0]
+        assert len(text) == 1 + 2 + 1  # the head, runs 1 and 2, one line for the rounds
+        app = create_app({"API_TOKEN": "t", "DB": env["EXAM_DB"], "TESTING": True})
+        with app.test_client() as client:
+            page = client.get("/runs", headers={"Authorization": "Bearer t"}).text
+            api = client.get("/api/runs", headers={"Authorization": "Bearer t"}).json["runs"]
+        assert {r["run_id"] for r in api if r["settle_of"]} == set(rounds)
+        assert page.count('data-settle="v1→v2"') == 1
+        assert page.count("<tr") == 1 + 2 + 1
+    finally:
+        agent.close()

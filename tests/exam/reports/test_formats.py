@@ -30,7 +30,8 @@ COMMANDS = [
     (("report", "scorecard"), 0, ["A v1 ", "A v2 ", "CRITICAL failing: Q-01",
                                   r"FAIL\s+Q-02 \(major, c\)  pass 0/3"]),
     # hold comes before incomplete: a regression proven on what arrived is a "no" anyway
-    (("compare", "A", "v1", "v2"), 1, [r"A: v1 \(runs 1\) → v2", r"VERDICT: HOLD  \(exit 1\)",
+    (("compare", "A", "v1", "v2"), 1, [r"A: v1 \(runs 1\) → v2",
+                                       r"VERDICT: HOLD vs v1, last shipped  \(exit 1\)",
                                        r"hold: Q-01 3/3 → 0/3 .*; also incomplete: old 5/6 cells "
                                        r"answered; not answered: Q-02 \(1 timeout\)",
                                        "CRITICAL regression: Q-01",

@@ -201,7 +201,7 @@ def test_opening_waits_for_a_migration_however_long(short_lock_wait):
     holder = psycopg.connect(short_lock_wait, autocommit=True)
     try:  # a migration in progress elsewhere: the lock taken, the version not yet today's
         holder.execute("SELECT pg_advisory_lock(%s)", (db_engine.MIGRATION_LOCK,))
-        holder.execute("UPDATE alembic_version SET version_num = '12'")
+        holder.execute(f"UPDATE alembic_version SET version_num = '{SCHEMA_VERSION - 1}'")
         opened: list[object] = []
         thread = threading.Thread(target=lambda: opened.append(_open(short_lock_wait)),
                                   daemon=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 
@@ -158,7 +159,7 @@ def test_openapi_matches_the_routes(app, client, auth):
     for rule in app.url_map.iter_rules():
         if not rule.rule.startswith("/api/"):
             continue
-        path = rule.rule.replace("<int:run_id>", "{run_id}")
+        path = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule)
         served |= {(m, path) for m in rule.methods - {"HEAD", "OPTIONS"}}
     assert documented == served
     assert client.get("/api/openapi.json", headers=auth).json["openapi"] == "3.1.0"

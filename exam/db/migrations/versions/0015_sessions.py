@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "15"
-down_revision = "13"
+down_revision = "14"
 
 
 def upgrade() -> None:
