@@ -328,6 +328,20 @@ def exclude_run(run_id: int):
     return redirect(url_for("dashboard.runs"))
 
 
+def _kept_report(runs, build, *parts):
+    """The report ``build()`` makes, kept per process while none of its inputs change and
+    made once for every view asking at the same time (exam.reports.memo, as the API's
+    answers): ten views of a cold scorecard built it ten times. Kept as JSON text in the
+    order it was built (the API's answer sorts its keys: a page shows them as made)."""
+    import json
+
+    from exam.reports import memo
+
+    text = memo.answer(store(), runs, lambda: current_app.json.dumps(build(), sort_keys=False),
+                       "page", *parts)
+    return json.loads(text)
+
+
 @bp.get("/scorecard/<agent>/<version>")
 def scorecard(agent: str, version: str):
     from exam.reports import scorecard as sc
@@ -337,7 +351,8 @@ def scorecard(agent: str, version: str):
         runs = report_runs(store(), agent, version)
     except SelectionError:
         abort(404)
-    report = sc.build(regrade(store(), runs, texts=False))
+    report = _kept_report(runs, lambda: sc.build(regrade(store(), runs, texts=False)),
+                          "scorecard")
     link, revocations = None, []
     days = current_app.config["SHARE_LINK_DAYS"]
     if is_admin():
@@ -395,7 +410,9 @@ def compare():
         try:
             if old and new:
                 runs = compare_runs(store(), agent, old, new)
-                report = cmp.build(regrade(store(), runs, texts=False), agent, old, new)
+                report = _kept_report(runs, lambda: cmp.build(
+                    regrade(store(), runs, texts=False), agent, old, new),
+                    "compare", agent, old, new)
             else:
                 report_runs(store(), agent)  # an agent with no counted run: the one message
         except StoreError:  # the service's trouble: a 503 page (exam.app), not a line here
@@ -418,7 +435,9 @@ def discrimination():
     agent = request.args.get("agent") or None
     report, error, status = None, None, 200
     try:
-        report = disc.build(regrade(store(), report_runs(store(), agent), texts=False), agent)
+        runs = report_runs(store(), agent)
+        report = _kept_report(runs, lambda: disc.build(regrade(store(), runs, texts=False),
+                                                       agent), "discrimination", agent)
     except SelectionError as exc:  # an agent with no run: 404 as the API; none at all: "No runs yet."
         error, status = (str(exc), 404) if agent else (None, 200)
     return render_template("discrimination.html", report=report, agent=agent, error=error,
