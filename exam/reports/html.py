@@ -12,6 +12,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+
 def heat(rate: float | None) -> str:
     """Pass rate → cell colour: red (0) through amber to green (1); grey for no data."""
     if rate is None:
