@@ -99,7 +99,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.session_interface = _Sessions()
     from exam.web import bodies
 
-    bodies.init_app(app)  # a JSON body nested too deep: a 400 on every route, before any
+    bodies.init_app(app)  # a JSON body nested too deep: a 400 on every route, before it
     from exam.textsafe import page_text
 
     app.jinja_env.finalize = page_text  # before any template is compiled
