@@ -99,6 +99,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         n = app.config["TRUSTED_PROXIES"]
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore
     app.session_interface = _Sessions()
+    from exam.web import bodies
+
+    bodies.init_app(app)  # a JSON body nested too deep: a 400 on every route, before it
     from exam.textsafe import page_text
 
     app.jinja_env.finalize = page_text  # before any template is compiled
@@ -182,8 +185,13 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
                       "version or question may not be stored (or the address is mistyped)")
 
     @app.errorhandler(405)
-    def not_allowed(_err):
-        return answer(405, "method not allowed", "Method not allowed")
+    def not_allowed(err: HTTPException):
+        resp = answer(405, "method not allowed", "Method not allowed")
+        resp = app.make_response(resp)
+        methods = getattr(err, "valid_methods", None)
+        if methods:  # what the path takes (RFC 9110: a 405 must say)
+            resp.headers["Allow"] = ", ".join(sorted(methods))
+        return resp
 
     @app.errorhandler(500)
     def server_error(_err):

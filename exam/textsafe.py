@@ -5,6 +5,7 @@ an XML file. Each function is the one place its rule lives (docs/reports.md says
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 # -- spreadsheets -----------------------------------------------------------------------
@@ -64,7 +65,7 @@ def terminal(text: str) -> str:
                                              else f"\\x{ord(m.group()):02x}"), text)
 
 
-def terminal_data(value: Any, _seen: dict[int, Any] | None = None) -> Any:
+def terminal_data(value: Any) -> Any:
     """A report (dicts, lists, strings) with ``terminal`` applied to every string in it, the
     keys of its dicts too (a scorecard's categories are keys, and are shown).
 
@@ -72,27 +73,56 @@ def terminal_data(value: Any, _seen: dict[int, Any] | None = None) -> Any:
     cells was copied whole (~15 MB) to print a page of text. Renderers only read it. A list
     or dict met again (the checks of identical replies are one list, see scorecard.build) is
     escaped once: the input is alive throughout, so its ids stay its own."""
+    # (a printable key, as nearly all are, holds nothing to escape: no regex run for it)
+    return _strings_mapped(value, terminal, lambda k: not k.isprintable(), {})
+
+
+def _strings_mapped(value: Any, fn: Callable[[str], str], key_may_change: Callable[[str], bool],
+                    seen: dict[int, Any]) -> Any:
+    """``value`` with ``fn`` applied to every string in it and to the keys for which
+    ``key_may_change``; copied only where something changed, each list or dict once."""
     if isinstance(value, str):
-        return terminal(value)
+        return fn(value)
     if not isinstance(value, (list, dict, tuple)):
         return value
-    seen = {} if _seen is None else _seen
     done = seen.get(id(value), _NOT_SEEN)
     if done is not _NOT_SEEN:
         return done
     if isinstance(value, tuple):
-        out: Any = [terminal_data(v, seen) for v in value]
+        out: Any = [_strings_mapped(v, fn, key_may_change, seen) for v in value]
     elif isinstance(value, list):
-        out = [terminal_data(v, seen) for v in value]
+        out = [_strings_mapped(v, fn, key_may_change, seen) for v in value]
         out = value if all(a is b for a, b in zip(out, value, strict=True)) else out
     else:
-        # (a printable key, as nearly all are, holds nothing to escape: no regex run for it)
-        pairs = [(terminal(k) if isinstance(k, str) and not k.isprintable() else k,
-                  terminal_data(v, seen)) for k, v in value.items()]
+        pairs = [(fn(k) if isinstance(k, str) and key_may_change(k) else k,
+                  _strings_mapped(v, fn, key_may_change, seen)) for k, v in value.items()]
         out = value if all(k2 is k and v2 is v for (k2, v2), (k, v)
                            in zip(pairs, value.items(), strict=True)) else dict(pairs)
     seen[id(value)] = out
     return out
+
+
+# -- Markdown ---------------------------------------------------------------------------
+
+# what a Markdown renderer would make markup of: HTML (tags, autolinks, entities), a link's
+# destination or a reference definition after "]", and the controls a terminal would obey
+_MARKDOWN = re.compile(r"[&<>\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|\]"
+                       r"(?=[(:])")
+_MARKDOWN_SAFE = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "]": "]\\"}
+
+
+def markdown_text(text: str) -> str:
+    """``text`` as text in a Markdown file: ``& < >`` as entities (no tag, no ``<javascript:…>``
+    autolink), ``](`` and ``]:`` broken by a backslash (no ``[click](javascript:…)`` link, no
+    reference definition), bidi and control characters shown as escapes, as ``terminal``
+    shows them. Lines stay lines; ``[`` alone stays (``fact[0]``)."""
+    return _MARKDOWN.sub(lambda m: _MARKDOWN_SAFE.get(m.group()) or terminal(m.group()), text)
+
+
+def markdown_data(value: Any) -> Any:
+    """A report with ``markdown_text`` applied to every string in it, the keys of its dicts
+    too; as ``terminal_data``, copied only where something changed."""
+    return _strings_mapped(value, markdown_text, lambda k: _MARKDOWN.search(k) is not None, {})
 
 
 _NOT_SEEN = object()

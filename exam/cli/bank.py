@@ -50,13 +50,16 @@ def bank_check(paths: tuple[str, ...], quiet: bool) -> None:
       2  a file unreadable, or no bank files found
     """
     from exam.proof import check_paths
+    from exam.textsafe import terminal
 
     report = check_paths(paths or ("bank",), _attached())
+    # a bank's case numbers and golden replies are text someone wrote: one problem, one
+    # line, its control characters shown (a NUL, a newline faking a line, an OSC escape)
     for p in report.problems:
-        click.echo(str(p))
+        click.echo(terminal(str(p)))
     if not quiet:
         for n in report.notes:
-            click.echo(f"note: {n}")
+            click.echo(f"note: {terminal(str(n))}")
         proven = sum(len(i.golden) + len(i.counterexamples) for b in report.banks for i in b.items)
         status = "ok" if not report.problems else f"{len(report.problems)} problem(s)"
         click.echo(f"{report.files} file(s), {report.questions} question(s), "

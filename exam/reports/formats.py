@@ -15,7 +15,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from exam.reports import kinds
 from exam.reports.kinds import digests, missing_notes
-from exam.textsafe import csv_cell, xml_text
+from exam.textsafe import csv_cell, markdown_data, xml_text
 
 FORMATS = ("text", "markdown", "json", "csv", "junit", "html")
 
@@ -42,6 +42,8 @@ def to_csv(kind: str, report: dict[str, Any]) -> str:
 def to_markdown(kind: str, report: dict[str, Any]) -> str:
     k = kinds.get(kind)
     _claimed(k, "markdown")
+    # every text of the report (a reply, a case number, a category) is text, not markup
+    report = markdown_data(report)
     lines = [f"# agent-exam {kind}", "", f"Grader {report['grader_version']}"
              + (f" · bank {digests(report)}" if report.get("bank_digests") else ""),
              ""]

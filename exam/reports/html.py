@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from markupsafe import Markup, escape
-
-_QUOTED = re.compile(r"«(.+?)»", re.S)
 
 
 def heat(rate: float | None) -> str:
@@ -32,40 +30,104 @@ def num(v: float | None) -> str:
     return f"{v:,.0f}" if abs(v) >= 10 else f"{v:.3g}"
 
 
+def _quoted_spans(text: str) -> Iterator[tuple[int, int]]:
+    """The «…» spans of ``text`` as (start, end) of what is inside, as ``«(.+?)»`` read them
+    (at least one character inside, up to the next »), found with two ``find``s a span: the
+    regex tried every « to the end of the text, quadratic in an evidence sentence full of an
+    agent's own «."""
+    at = 0
+    while (start := text.find("«", at)) >= 0:
+        end = text.find("»", start + 2)
+        if end < 0:  # no » after this «: none after a later one either
+            return
+        yield start + 1, end
+        at = end + 1
+
+
 def marks(evidence: str | None) -> Markup:
     """Evidence text, escaped, with its «deciding words» as <mark>."""
     out, at = [], 0
     text = evidence or ""
-    for m in _QUOTED.finditer(text):
-        out.append(escape(text[at:m.start()]))
-        out.append(Markup("<mark>") + escape(m.group(1)) + Markup("</mark>"))
-        at = m.end()
+    for a, b in _quoted_spans(text):
+        out.append(escape(text[at:a - 1]))
+        out.append(Markup("<mark>") + escape(text[a:b]) + Markup("</mark>"))
+        at = b + 1
     out.append(escape(text[at:]))
     return Markup("").join(out)
 
 
 def quoted(evidences: Iterable[str]) -> list[str]:
     """The «…» spans of some evidence strings, longest first, without repeats."""
-    found = {m.group(1).strip() for e in evidences for m in _QUOTED.finditer(e or "")}
+    found = {e[a:b].strip() for e in evidences if e for a, b in _quoted_spans(e)}
     return sorted((f for f in found if f), key=len, reverse=True)
 
 
-def mark_text(text: str | None, phrases: Iterable[str]) -> Markup:
-    """A reply, escaped, with every occurrence of the deciding phrases as <mark>."""
-    text = text or ""
-    spans: list[tuple[int, int]] = []
+def _longest_from(text: str, phrases: Iterable[str]) -> list[int]:
+    """For each place in ``text``, the length of the longest phrase starting there (0: none).
+
+    Aho–Corasick over the text read backwards (a phrase starting at i is a reversed phrase
+    ending at its mirror): one pass over the text and one over the phrases, however many
+    phrases there are and however often they occur."""
+    goto: list[dict[str, int]] = [{}]
+    longest = [0]  # per state: the longest reversed phrase ending the state's string
     for p in phrases:
-        start = 0
-        while (i := text.find(p, start)) >= 0:
-            if not any(a < i + len(p) and i < b for a, b in spans):
-                spans.append((i, i + len(p)))
-            start = i + len(p)
-    out, at = [], 0
-    for a, b in sorted(spans):
-        out += [escape(text[at:a]), Markup("<mark>") + escape(text[a:b]) + Markup("</mark>")]
-        at = b
-    out.append(escape(text[at:]))
-    return Markup("").join(out)
+        s = 0
+        for ch in reversed(p):
+            nxt = goto[s].get(ch)
+            if nxt is None:
+                nxt = goto[s][ch] = len(goto)
+                goto.append({})
+                longest.append(0)
+            s = nxt
+        longest[s] = max(longest[s], len(p))
+    fail = [0] * len(goto)
+    queue = deque(goto[0].values())
+    while queue:  # breadth first: a state's failure link is known before its children's
+        s = queue.popleft()
+        for ch, nxt in goto[s].items():
+            f = fail[s]
+            while f and ch not in goto[f]:
+                f = fail[f]
+            fail[nxt] = goto[f].get(ch, 0) if s else 0
+            longest[nxt] = max(longest[nxt], longest[fail[nxt]])
+            queue.append(nxt)
+    ends, s = [], 0
+    for ch in reversed(text):
+        while s and ch not in goto[s]:
+            s = fail[s]
+        s = goto[s].get(ch, 0)
+        ends.append(longest[s])
+    ends.reverse()
+    return ends
+
+
+def _escaped(text: str) -> str:
+    """``escape(text)`` as plain text (the same entities): no Markup object per piece."""
+    return (text.replace("&", "&amp;").replace(">", "&gt;").replace("<", "&lt;")
+            .replace("'", "&#39;").replace('"', "&#34;"))
+
+
+def mark_text(text: str | None, phrases: Iterable[str]) -> Markup:
+    """A reply, escaped, with every occurrence of the deciding phrases as <mark>: from the
+    left, the longest phrase starting at each place, none overlapping (a phrase inside a
+    longer one is part of it). Linear in the reply and the phrases: a reply of 70,000 hits
+    took 197 s when each hit was checked against every earlier one."""
+    text = text or ""
+    wanted = {p for p in phrases if p}
+    if not wanted or not text:
+        return escape(text)
+    longest = _longest_from(text, wanted)
+    out: list[str] = []
+    at, i, n = 0, 0, len(text)
+    while i < n:
+        size = longest[i]
+        if size:
+            out += [_escaped(text[at:i]), "<mark>", _escaped(text[i:i + size]), "</mark>"]
+            i = at = i + size
+        else:
+            i += 1
+    out.append(_escaped(text[at:]))
+    return Markup("".join(out))  # every piece of the reply escaped above
 
 
 def as_json(value: Any) -> str:

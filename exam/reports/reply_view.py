@@ -39,9 +39,10 @@ def cell(store: Store, run: Run, case_no: str, repeat: int) -> dict[str, Any] | 
     if graded is None:
         why_ungraded = (regraded.missing_banks[0]["message"] if regraded.missing_banks
                         else f"{case_no} is no longer in the bank: not graded")
+    shown = _cell_dict(graded) if graded else None  # marked once: it reads the whole reply
     return {"run": run, "case_no": case_no, "repeat": repeat, "row": row,
-            "graded": _cell_dict(graded) if graded else None,
-            "marked": graded and _cell_dict(graded)["marked"] or mark_text(row.text, ()),
+            "graded": shown,
+            "marked": shown["marked"] if shown else mark_text(row.text, ()),
             "work_order": dict(item.question.input) if item else None,
             "category": item.category if item else None,
             "severity": item.question.severity if item else None,

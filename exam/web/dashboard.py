@@ -396,6 +396,20 @@ def exclude_run(run_id: int):
     return redirect(url_for("dashboard.runs"))
 
 
+def _kept_report(runs, build, *parts):
+    """The report ``build()`` makes, kept per process while none of its inputs change and
+    made once for every view asking at the same time (exam.reports.memo, as the API's
+    answers): ten views of a cold scorecard built it ten times. Kept as JSON text in the
+    order it was built (the API's answer sorts its keys: a page shows them as made)."""
+    import json
+
+    from exam.reports import memo
+
+    text = memo.answer(store(), runs, lambda: current_app.json.dumps(build(), sort_keys=False),
+                       "page", *parts)
+    return json.loads(text)
+
+
 @bp.get("/scorecard/<agent>/<version>")
 def scorecard(agent: str, version: str):
     from exam.reports import scorecard as sc
@@ -411,8 +425,8 @@ def scorecard(agent: str, version: str):
         if not gone:
             abort(404)
         runs = []
-    report = (sc.build(regrade(store(), runs, texts=False)) if runs else
-              {"scorecards": [], "missing_banks": []})
+    report = (_kept_report(runs, lambda: sc.build(regrade(store(), runs, texts=False)),
+                           "scorecard") if runs else {"scorecards": [], "missing_banks": []})
     link, revocations = None, []
     days = current_app.config["SHARE_LINK_DAYS"]
     if is_admin():
@@ -519,8 +533,10 @@ def compare():
         try:
             if new and (old or counted[0] or request.args.get("new")):
                 runs = compare_runs(store(), agent, old, new)
-                report = baseline.compare_against(regrade(store(), runs, texts=False), agent,
-                                                  old, new, store().ship_records(agent))
+                records = store().ship_records(agent)
+                report = _kept_report(runs, lambda: baseline.compare_against(
+                    regrade(store(), runs, texts=False), agent, old, new, records),
+                    "compare", agent, old or "", new, *(r.id for r in records))
                 old = report["old"]
             else:
                 report_runs(store(), agent)  # an agent with no counted run: the one message
@@ -544,7 +560,9 @@ def discrimination():
     agent = request.args.get("agent") or None
     report, error, status = None, None, 200
     try:
-        report = disc.build(regrade(store(), report_runs(store(), agent), texts=False), agent)
+        runs = report_runs(store(), agent)
+        report = _kept_report(runs, lambda: disc.build(regrade(store(), runs, texts=False),
+                                                       agent), "discrimination", agent)
     except SelectionError as exc:  # an agent with no run: 404 as the API; none at all: "No runs yet."
         error, status = (str(exc), 404) if agent else (None, 200)
     return render_template("discrimination.html", report=report, agent=agent, error=error,

@@ -357,3 +357,38 @@ def test_terminal_data_escapes_a_list_met_twice_in_both_places():
     assert shown[0]["checks"] is shown[1]["checks"]
     assert shown[2]["checks"] is clean and shown[3]["checks"] is clean
     assert checks[0]["evidence"] == "x\x1b[2Jy"
+
+
+MARKUP = ('<script>alert(1)</script> <img src=x onerror=alert(2)> [click](javascript:alert(3)) '
+          '<javascript:alert(4)> ![i](javascript:alert(5)) [r]: javascript:alert(6) \u202eevil')
+
+
+def test_markdown_reports_escape_html_links_and_bidi_from_every_text(history, monkeypatch):
+    """Case numbers, categories, labels, replies and errors are text in a Markdown report: no
+    tag, no link a renderer would make of them, no reordering of what follows."""
+    history.bank("A", [("Q-01" + MARKUP, "cat " + MARKUP, "critical"),
+                       ("Q-02", "c", "major")])
+    history.run("A", "v1", {"Q-01" + MARKUP: "f", "Q-02": "t"},
+                texts={"Q-01" + MARKUP: MARKUP}, errors={"Q-02": "HTTP 500: " + MARKUP})
+    history.run("A", "v2", {"Q-01" + MARKUP: "p", "Q-02": "p"})
+    db = str(history.tmp / "exam.db")
+    for args in (["report", "scorecard"], ["report", "discrimination"],
+                 ["compare", "A", "v1", "v2"], ["report", "rebalance"]):
+        out = cli(*args, "--format", "markdown", "--db", db).output
+        assert out.startswith("# agent-exam"), (args, out)
+        for raw in ("<script", "<img", "<javascript", "](javascript", "]: javascript",
+                    "\u202e"):
+            assert raw not in out, (args, raw, out)
+    card = cli("report", "scorecard", "--format", "markdown", "--db", db).output
+    assert "Q-01&lt;script&gt;alert(1)&lt;/script&gt;" in card  # the case number, as text
+    assert "cat &lt;script&gt;" in card and "[click]\\(javascript:alert(3))" in card
+    assert "\\u202eevil" in card
+
+
+def test_markdown_text_keeps_ordinary_text_as_it_is():
+    from exam.textsafe import markdown_text
+
+    assert markdown_text("fact[0] fail: 備貨中 [- 已出貨] a & b") == (
+        "fact[0] fail: 備貨中 [- 已出貨] a &amp; b")
+    assert markdown_text("<b>") == "&lt;b&gt;"
+    assert markdown_text("[x](javascript:y) [r]: z") == "[x]\\(javascript:y) [r]\\: z"

@@ -350,7 +350,7 @@ def test_a_body_nested_100000_deep_is_a_json_400(service):
     resp = client.post("/api/runs", data=body, headers={**AUTH, "Content-Type":
                                                        "application/json"})
     assert resp.status_code == 400 and resp.is_json
-    assert resp.json["error"] == "the JSON body is nested too deeply"
+    assert resp.json["error"] == "the JSON body is nested deeper than 64 levels"
 
 
 @pytest.mark.parametrize(("method", "path", "code"), [

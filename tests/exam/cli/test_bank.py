@@ -185,3 +185,22 @@ def test_a_yaml_field_key_that_is_a_number_is_one_line_not_a_traceback(tmp_path)
     assert result.exit_code == 1
     assert result.output.splitlines()[0] == (
         f"{bank}:6: S-01.fields.1: key 1 is a number, not text: quote it (\"1\")")
+
+
+HOSTILE_CASE = "S-01\x00\n\u202eok\x1b]0;pwned\x07\x1b[2Jend"
+
+
+@pytest.mark.parametrize("quiet", [[], ["--quiet"]])
+def test_a_case_number_with_control_characters_is_printed_escaped(tmp_path, quiet):
+    """As every other command prints what a bank or an agent wrote: NUL, a newline that would
+    fake a line, U+202E, a window-title (OSC) escape shown, not obeyed."""
+    (tmp_path / "S.json").write_text(json.dumps({"agent": "S", "questions": [{
+        "case_no": HOSTILE_CASE, "input": {"q": "x"}, "expect_facts": ["轉給客服"],
+        "golden": ["我們有實體店"], "counterexamples": ["我幫您轉給客服確認。"]}]},
+        ensure_ascii=False), encoding="utf-8")
+    result = run("bank", "check", *quiet, str(tmp_path))
+    assert result.exit_code in (1, 2), result.output
+    assert not set(result.output) & set("\x00\x1b\x07\u202e"), repr(result.output)
+    assert "S-01\\x00\\n\\u202eok\\x1b]0;pwned\\x07\\x1b[2Jend" in result.output
+    for line in result.output.splitlines():  # no line begins with the case number's tail
+        assert not line.startswith("\\u202eok"), line

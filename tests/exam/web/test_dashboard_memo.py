@@ -1,0 +1,117 @@
+"""A cold report page is made once for everyone asking at the same time, as the API's answers
+are (exam.reports.memo): ten views of a scorecard whose grades must be redone each waited
+51 s, each building it (issue 33). A kept report renders the page a fresh one does."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from exam.app import create_app
+from exam.reports import memo
+from tests.exam.conftest import HUMAN
+from tests.exam.reports.test_graded_runs import add_cell, small_history
+
+TOKEN = "page-memo-token-3d1e"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+PAGES = {"/scorecard/A/v1": "exam.reports.scorecard.build",
+         "/compare?agent=A&old=v1&new=v2": "exam.reports.compare.build",
+         "/discrimination?agent=A": "exam.reports.discrimination.build"}
+
+
+@pytest.fixture
+def site(tmp_path):
+    memo.clear()
+    history = small_history(tmp_path)
+    app = create_app({"API_TOKEN": TOKEN, "DB": str(tmp_path / "exam.db"), "TESTING": True})
+    yield history, app
+    memo.clear()
+    history.store.close()
+
+
+def _page(client, path: str) -> str:
+    resp = client.get(path, headers=AUTH)
+    assert resp.status_code == 200, resp.text[:300]
+    # what differs by view, not by report: a chart's fresh id (exam.reports.charts), the
+    # share link made for this view, the form's CSRF token
+    return re.sub(r'chart-[0-9a-f-]{36}|/share/[\w.-]+|name="csrf_token" value="[^"]*"', "",
+                  resp.text)
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_ten_views_of_a_cold_page_at_once_build_it_once(site, monkeypatch, path):
+    history, app = site
+    module_name, _, attr = PAGES[path].rpartition(".")
+    module = __import__(module_name, fromlist=[attr])
+    real, built, started, release = getattr(module, attr), [], threading.Event(), \
+        threading.Event()
+
+    def slow_build(*args, **kwargs):
+        built.append(1)
+        started.set()
+        assert release.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, attr, slow_build)
+    keyed, all_keyed, real_key = [], threading.Event(), memo.key
+
+    def counted_key(*args, **kwargs):
+        k = real_key(*args, **kwargs)
+        keyed.append(1)
+        if len(keyed) >= 10:
+            all_keyed.set()
+        return k
+
+    monkeypatch.setattr(memo, "key", counted_key)
+    pages: list[str] = []
+
+    def view() -> None:
+        pages.append(_page(app.test_client(), path))
+
+    threads = [threading.Thread(target=view) for _ in range(10)]
+    for t in threads:
+        t.start()
+    # all ten have asked while the first is still building: without waiting for it, each
+    # would build its own
+    try:
+        assert started.wait(30) and all_keyed.wait(30)
+    finally:
+        release.set()
+        for t in threads:
+            t.join(60)
+    assert len(pages) == 10 and len(set(pages)) == 1
+    assert built == [1]
+    built.clear()
+    assert _page(app.test_client(), path) == pages[0]  # kept: the next view builds nothing
+    assert built == []
+
+
+def test_a_kept_page_is_the_page_built_afresh_after_every_change(site):
+    history, app = site
+    client = app.test_client()
+
+    def views() -> dict[str, str]:
+        return {path: _page(client, path) for path in PAGES}
+
+    def afresh() -> dict[str, str]:
+        memo.clear()
+        return views()
+
+    seen = views()
+    assert seen == views() == afresh()
+    path = Path(history.banks["A"])
+    bank = json.loads(path.read_text(encoding="utf-8"))
+    bank["questions"][1]["category"] = "renamed <b>"
+    path.write_text(json.dumps(bank, ensure_ascii=False), encoding="utf-8")
+    now = views()
+    assert now == afresh() and now["/scorecard/A/v1"] != seen["/scorecard/A/v1"]
+    assert "renamed &lt;b&gt;" in now["/scorecard/A/v1"]
+    first = min(r.id for r in history.store.list_runs())
+    assert history.store.retire_failed_cells(first) >= 1
+    add_cell(history.store, first, "A-02", 2, HUMAN)
+    later = views()
+    assert later == afresh() and later["/scorecard/A/v1"] != now["/scorecard/A/v1"]
