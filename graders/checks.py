@@ -14,7 +14,7 @@ from typing import Any
 
 from graders.model import CheckResult, FieldSpec, Question, Reply
 from graders.negation import AMBIGUOUS, classify
-from graders.normalize import normalize, normalize_short
+from graders.normalize import Mapped, normalize, normalize_short
 from graders.patterns import Entry, find_all
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -28,12 +28,14 @@ RULE_VERSIONS: dict[str, int] = {
 }
 
 
-def check_fact(name: str, entry: Entry, text: str, input_text: str = "") -> CheckResult:
+def check_fact(name: str, entry: Entry, text: str, input_text: str = "", *,
+               source: Mapped | None = None) -> CheckResult:
     """Must appear, asserted. Negated, asked, hypothetical or quoted occurrences do not count,
     nor does an echo of the customer's question (``input_text``: the normalised work order)."""
     seen = []
     for m in find_all(entry, text):
-        occ = classify(text, m.start, m.end, input_text=input_text, echo_questions_only=True)
+        occ = classify(text, m.start, m.end, input_text=input_text, echo_questions_only=True,
+                       source=source)
         if occ.kind == "asserted":
             return CheckResult(name, "pass", evidence=occ.sentence)
         seen.append(occ)
@@ -50,12 +52,13 @@ def check_fact(name: str, entry: Entry, text: str, input_text: str = "") -> Chec
     return CheckResult(name, "fail", missing=(entry.source,), evidence="not found in the reply")
 
 
-def check_forbidden(name: str, entry: Entry, text: str, input_text: str) -> CheckResult:
+def check_forbidden(name: str, entry: Entry, text: str, input_text: str, *,
+                    source: Mapped | None = None) -> CheckResult:
     """Must not be asserted. Every occurrence is classified; one asserted (or asserted with a
     hedge: 可能會延誤) is enough to fail."""
     occs = []
     for m in find_all(entry, text):
-        o = classify(text, m.start, m.end, input_text=input_text)
+        o = classify(text, m.start, m.end, input_text=input_text, source=source)
         if o.kind in ("asserted", "hedged"):  # the first one decides: the rest is not read
             how = "asserted" if o.kind == "asserted" else f"asserted with a hedge ('{o.cue}')"
             return CheckResult(name, "fail", unexpected=(entry.source,),

@@ -306,7 +306,7 @@ GREETING_EN = ("hi there", "hello there", "hi", "hello", "hey", "dear customer",
                "thanks for asking", "thank you for asking", "good question", "the answer is",
                "to answer your question")
 # ... or the words that announce it (您問能不能…，答案是可以的)
-ANSWER_LEAD_ZH = ("答案是", "回覆您", "回复您", "跟您說", "跟您说", "告訴您", "告诉您")
+ANSWER_LEAD_ZH = ("答案是", "回覆您", "回复您", "回復您", "跟您說", "跟您说", "告訴您", "告诉您")
 AFFIRMATIVE_EN = (
     "yes", "yep", "yeah", "sure", "of course", "certainly", "absolutely", "definitely",
     "we do", "we can", "you can", "it is", "indeed", "no problem", "not a problem",
@@ -321,7 +321,7 @@ CONTRAST = ("但", "但是", "不過", "不过", "然而", "可是", "只是", "
 LIMITING = ("只", "僅", "仅", "唯一", "改用", "改成", "改為", "改为", "only", "instead",
             "alternatively", "rather", "還在", "还在", "仍在", "仍然", "still",
             # ... or defers the answer (我們確認中, we'll check): no claim made yet
-            "確認", "确认", "查詢", "查询", "了解", "瞭解", "轉交", "转交", "回覆", "回复", "check",
+            "確認", "确认", "查詢", "查询", "了解", "瞭解", "轉交", "转交", "回覆", "回复", "回復", "check",
             "confirm", "look into", "get back")
 
 # An item excepted from the claim of its clause (除了貨到付款以外都不支援; "we accept
@@ -346,3 +346,16 @@ EMOJI_BREAK = r"[\U0001F300-\U0001FAFF\u2600-\u26FF\u2700-\u27BF]"
 EMOJI_NOT_BREAK = "❌❎✖⛔🚫"
 
 QUOTE_PAIRS = {"「": "」", "『": "』", "“": "”", '"': '"', "‘": "’", "《": "》"}
+
+# Word boundaries for literal patterns (graders/patterns.py): a Chinese hit is no hit when a
+# word of this list crosses its start and another crosses its end (分期 in 部分期間, 處方 in
+# 此處方便, 免費 in 避免費用, 到期 in 收到期限): the dictionary says it straddles two words.
+# The list is closed and short on purpose: a hit is dropped only when both its edges cut words.
+BOUNDARY_WORDS_ZH = (
+    "部分", "部份", "期間", "期數", "此處", "方便", "選取", "擷取", "消費", "消息", "收到",
+    "期限", "實現", "兌現", "金額", "款項", "避免", "費用", "確保", "證件", "馬上", "線上",
+    "交付", "送到",
+)
+# ... and an English hit inside one of these phrases is part of a longer word with another
+# meaning: "booked" in "fully booked" says no slot is left.
+CONTAINING_EN = ("fully booked", "booked up", "booked out", "booked solid")

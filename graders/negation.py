@@ -34,6 +34,7 @@ from functools import lru_cache
 from typing import Literal
 
 from graders import cues
+from graders.normalize import Mapped, fold_script
 
 Kind = Literal[
     "asserted", "negated", "interrogative", "hypothetical", "quoted", "double_negation",
@@ -97,6 +98,7 @@ def _cue_table() -> dict[str, str]:
     for kind, words in groups:  # later groups win on the same word
         for w in words:
             table[w] = kind
+            table[fold_script(w)] = kind  # the text is folded (沒關係 → 沒關系)
     return table
 
 
@@ -513,7 +515,7 @@ def _list_head(text: str, c_lo: int) -> list[Token]:
 
 
 def classify(text: str, start: int, end: int, *, input_text: str = "",
-             echo_questions_only: bool = False) -> Occurrence:
+             echo_questions_only: bool = False, source: Mapped | None = None) -> Occurrence:
     """Classify the hit ``text[start:end]`` (normalised text) by how its clause uses it.
 
     ``input_text`` (the normalised work order) enables the quoted-from-input rule: any
@@ -525,7 +527,9 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
     # a sentence contains its clause: search for its ends outside the clause only
     s_lo, _ = _clause_bounds(text, c_lo, c_lo, sentence=True, within=(0, c_lo))
     _, s_hi = _clause_bounds(text, c_hi, c_hi, sentence=True, within=(c_hi, len(text)))
-    sentence = (text[s_lo:start] + "«" + text[start:end] + "»" + text[end:s_hi]).strip()
+    # the evidence quotes the reply as written (``source``: the text before normalising)
+    cut = source.quote if source is not None else (lambda lo, hi: text[lo:hi])
+    sentence = (cut(s_lo, start) + "«" + cut(start, end) + "»" + cut(end, s_hi)).strip()
 
     def occ(kind: Kind, cue: str = "") -> Occurrence:
         return Occurrence(kind, start, end, cue, sentence)

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
-from graders.normalize import normalize
+from graders import cues
+from graders.normalize import fold_script, normalize
 
 
 class PatternError(ValueError):
@@ -107,7 +109,7 @@ def _nested_repeat(body: str) -> bool:
     return find(_parser.parse(body, re.IGNORECASE), False)
 
 
-def compile_alternative(alt: str, *, fold: bool = False) -> Alternative:
+def compile_alternative(alt: str, *, fold: bool = True) -> Alternative:
     if alt.startswith("re:"):
         body = alt[3:]
         if not body:
@@ -133,7 +135,7 @@ def compile_alternative(alt: str, *, fold: bool = False) -> Alternative:
     return Alternative(alt, re.compile(re.escape(text)), False, text)
 
 
-def parse_entry(raw: object, *, fold: bool = False) -> Entry:
+def parse_entry(raw: object, *, fold: bool = True) -> Entry:
     """Compile one entry; raises PatternError naming what is wrong with it."""
     if not isinstance(raw, str):
         raise PatternError(f"expected a string pattern, found {type(raw).__name__} {raw!r}")
@@ -148,14 +150,70 @@ def parse_entry(raw: object, *, fold: bool = False) -> Entry:
     return Entry(raw, tuple(compiled))
 
 
+def _latin(ch: str) -> bool:
+    return ch.isalpha() and ord(ch) < 0x2E80  # CJK characters are alphabetic too
+
+
+def _number_goes_on(text: str, i: int, step: int) -> bool:
+    """Does the number whose edge is at ``i`` go on at ``i + step`` (a digit, or 1,2 / 3.5)?"""
+    j = i + step
+    if not 0 <= j < len(text):
+        return False
+    if text[j].isdigit():
+        return True
+    k = j + step
+    return text[j] in ",./" and 0 <= k < len(text) and text[k].isdigit()
+
+
+@lru_cache(maxsize=1)
+def _boundary_words() -> frozenset[str]:
+    return frozenset(fold_script(normalize(w)) for w in cues.BOUNDARY_WORDS_ZH) | frozenset(
+        cues.BOUNDARY_WORDS_ZH)
+
+
+def _crossed(text: str, edge: int, lo: int, hi: int) -> bool:
+    """Does a listed word cross position ``edge`` (start inside [lo, edge), end in (edge, hi]?"""
+    words = _boundary_words()
+    for size in (2, 3):
+        for i in range(max(lo, edge - size + 1), edge):
+            if i + size <= hi and text[i:i + size] in words:
+                return True
+    return False
+
+
+def whole_word(text: str, start: int, end: int) -> bool:
+    """A literal hit that is a whole token: Latin and digit patterns do not match inside a
+    word or a number ("cod" in "decode", 3/1 in 3/18, 600 in 1600); a Chinese hit is no hit
+    when listed words cross both its edges (分期 in 部分期間); "booked" in "fully booked" is
+    part of a longer word."""
+    first, last = text[start], text[end - 1]
+    if start > 0 and ((_latin(first) and _latin(text[start - 1]))
+                      or (first.isdigit() and _number_goes_on(text, start, -1))):
+        return False
+    if end < len(text) and ((_latin(last) and _latin(text[end])) or (
+            last.isdigit() and _number_goes_on(text, end - 1, 1))):
+        return False
+    if _latin(first):
+        for phrase in cues.CONTAINING_EN:
+            i = text.find(phrase, max(0, end - len(phrase)), start + len(phrase))
+            if 0 <= i <= start and i + len(phrase) >= end and phrase != text[start:end]:
+                return False
+        return True
+    if 0 < start and end < len(text) and not first.isascii():
+        return not (_crossed(text, start, start - 2, end) and _crossed(text, end, start, end + 2))
+    return True
+
+
 def find_all(entry: Entry, text: str) -> list[Match]:
-    """Every occurrence of every alternative in normalised ``text``, in reply order."""
+    """Every occurrence of every alternative in normalised ``text``, in reply order; a literal
+    alternative only where it is a whole word (``whole_word``), a regex wherever it matches."""
     found = []
     for alt in entry.alternatives:
         if alt.literal is not None and alt.literal not in text:
             continue  # `in` is far cheaper than a regex scan, and most patterns are absent
         for m in alt.regex.finditer(text):
-            if m.end() > m.start():
+            if m.end() > m.start() and (alt.literal is None or whole_word(text, m.start(),
+                                                                          m.end())):
                 found.append(Match(alt.source, m.start(), m.end()))
     found.sort(key=lambda m: (m.start, -m.end))
     return found

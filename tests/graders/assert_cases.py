@@ -9,7 +9,8 @@ forbidden thing a reviewer fails, a person may also hold).
 
 Scored once before any change (grader 2.2.0, rule versions fact 3 / forbidden 3):
 **85/157 right, 41 false passes** (``pass`` where the label is fail, human or notpass),
-needs_human 8/157 (157 rows: 49 in English; labels 77 pass, 37 fail, 21 human, 22 notpass). After the change (grader 2.3.0): see ``score()`` and docs/graders.md.
+needs_human 8/157 (157 rows: 49 in English; labels 77 pass, 37 fail, 21 human, 22 notpass).
+After the change (grader 2.3.0): see ``score()`` and docs/graders.md.
 """
 
 from __future__ import annotations

@@ -25,6 +25,24 @@ def test_normalize_is_idempotent_on_mixed_text():
     assert normalize(once) == once
 
 
-def test_traditional_simplified_folding_is_opt_in():
-    assert normalize("貨到付款") != normalize("货到付款")
-    assert normalize("貨到付款", fold=True) == normalize("货到付款", fold=True)
+def test_traditional_simplified_folding_is_on_unless_turned_off():
+    assert normalize("貨到付款", fold=False) != normalize("货到付款", fold=False)
+    assert normalize("貨到付款") == normalize("货到付款")
+
+
+@pytest.mark.parametrize("raw", ["NT$2,400", "NT$ 2,400", "2,400 元", "2400元", "$2,400"])
+def test_amounts_are_written_one_way(raw):
+    assert normalize(raw) == "2400元"
+
+
+def test_folding_keeps_the_way_back_to_the_original():
+    from graders.normalize import normalize_mapped
+
+    m = normalize_mapped("  您好，金額 NT$2,400  元\n\n 已退回")
+    i = m.text.index("2400元")
+    assert m.quote(i, i + len("2400元")) == "NT$2,400  元"
+    assert m.quote(0, len(m.text)) == "您好，金額 NT$2,400  元\n\n 已退回"
+
+
+def test_folding_keeps_lengths_for_the_script():
+    assert len(normalize("我们提供货到付款服务")) == len("我们提供货到付款服务")
