@@ -23,15 +23,27 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # that check (issue 9) is dropped when the rule it was made under changes, and the grade
 # cache is keyed by every entry. A registered kind (below) adds its own.
 RULE_VERSIONS: dict[str, int] = {
-    "fact": 3, "forbidden": 3, "status": 1, "field": 1, "numbers_grounded": 1, "budget": 2,
+    "fact": 4, "forbidden": 4, "status": 1, "field": 1, "numbers_grounded": 1, "budget": 2,
     "tools": 1,
 }
 
 
+# How an occurrence counts, by its kind (graders/negation.py), for a fact and a forbidden
+# phrase. A fact passes only when asserted in the reply's own voice, now, unconditionally;
+# what is not is a fail when the reply makes clear it does not hold, else a person reads it.
+FACT_FAILS = frozenset({"negated", "interrogative", "quoted", "past", "not_yet", "unmet",
+                        "taken_back"})
+# A forbidden thing fails when claimed, hedged or offered on a condition; said of a time to
+# come, offered in a question or ambiguous, a person reads it; otherwise it passes.
+FORBIDDEN_FAILS = frozenset({"asserted", "hedged", "conditional_offer"})
+FORBIDDEN_HUMAN = AMBIGUOUS | {"future", "not_yet", "offered"}
+
+
 def check_fact(name: str, entry: Entry, text: str, input_text: str = "", *,
                source: Mapped | None = None) -> CheckResult:
-    """Must appear, asserted. Negated, asked, hypothetical or quoted occurrences do not count,
-    nor does an echo of the customer's question (``input_text``: the normalised work order)."""
+    """Must appear, asserted. Negated, asked, quoted, past or taken-back occurrences do not
+    count, nor does an echo of the customer's question (``input_text``: the normalised work
+    order); hedged, conditional, future or reported ones go to a person."""
     seen = []
     for m in find_all(entry, text):
         occ = classify(text, m.start, m.end, input_text=input_text, echo_questions_only=True,
@@ -39,7 +51,7 @@ def check_fact(name: str, entry: Entry, text: str, input_text: str = "", *,
         if occ.kind == "asserted":
             return CheckResult(name, "pass", evidence=occ.sentence)
         seen.append(occ)
-    unclear = [o for o in seen if o.kind in AMBIGUOUS or o.kind == "hedged"]
+    unclear = [o for o in seen if o.kind not in FACT_FAILS]
     if unclear:
         return CheckResult(
             name, "needs_human", evidence="only unclear occurrences: " + unclear[0].describe()
@@ -55,16 +67,19 @@ def check_fact(name: str, entry: Entry, text: str, input_text: str = "", *,
 def check_forbidden(name: str, entry: Entry, text: str, input_text: str, *,
                     source: Mapped | None = None) -> CheckResult:
     """Must not be asserted. Every occurrence is classified; one asserted (or asserted with a
-    hedge: 可能會延誤) is enough to fail."""
+    hedge: 可能會延誤, or offered on a condition) is enough to fail."""
     occs = []
     for m in find_all(entry, text):
         o = classify(text, m.start, m.end, input_text=input_text, source=source)
-        if o.kind in ("asserted", "hedged"):  # the first one decides: the rest is not read
-            how = "asserted" if o.kind == "asserted" else f"asserted with a hedge ('{o.cue}')"
+        if o.kind in FORBIDDEN_FAILS:  # the first one decides: the rest is not read
+            how = {"asserted": "asserted", "hedged": f"asserted with a hedge ('{o.cue}')",
+                   "conditional_offer": f"offered on a condition ('{o.cue}')"}[o.kind]
+            if o.kind == "asserted" and o.cue:
+                how = f"asserted ({o.cue})"
             return CheckResult(name, "fail", unexpected=(entry.source,),
                                evidence=f"{how}: {o.sentence}")
         occs.append(o)
-    unclear = [o for o in occs if o.kind in AMBIGUOUS]
+    unclear = [o for o in occs if o.kind in FORBIDDEN_HUMAN]
     if unclear:
         return CheckResult(name, "needs_human", evidence=unclear[0].describe())
     if occs:

@@ -39,6 +39,16 @@ from graders.normalize import Mapped, fold_script
 Kind = Literal[
     "asserted", "negated", "interrogative", "hypothetical", "quoted", "double_negation",
     "unclear", "answered", "hedged",
+    # not said in the reply's own voice, now, unconditionally (issue 31):
+    "conditional",  # the consequent of a condition, a warning: no fact yet, no offer
+    "conditional_offer",  # an offer on a condition (若是會員可以…): no fact yet, an offer made
+    "unmet",  # a condition the reply says is not met (…還差 300 元): not so
+    "past",  # what was (we used to…): not so now
+    "not_yet",  # what will be from a date (下個月起): not so now
+    "future",  # said of a time to come (下個月): a person reads it
+    "taken_back",  # a general rule the next clause takes back (原則上可以，不過這項不行)
+    "reported",  # someone else's word, not confirmed (物流說已經修好了): a fact a person reads
+    "offered",  # asked in a question that offers it (退到信用卡還是轉購物金？)
 ]
 # Kinds a person must decide: the rules cannot tell whether the reply asserts it.
 # "unclear" is a negated quantifier (not every store offers pickup): true of some.
@@ -68,6 +78,8 @@ NEG, CLAUSAL, PARTIAL, ENDING = "neg", "clausal", "partial", "ending"
 PSEUDO, ASK, HYPO, REPORT = "pseudo", "ask", "hypo", "report"
 CAUSE, EXCEPT, HEDGE, COPULA, CANCEL, DASH = "cause", "except", "hedge", "copula", "cancel", "dash"
 SUFFICIENT = "sufficient"
+PAST, FUTURE, FSTART, GENERAL, HEARSAY, SHOWS = "past", "future", "fstart", "general", "hearsay", \
+    "shows"
 BREAK, COORD, SUBJECT, MODIFIER, TIME, RELATIVE = "break", "coord", "subj", "mod", "time", "rel"
 
 
@@ -85,6 +97,12 @@ def _cue_table() -> dict[str, str]:
         (CANCEL, cues.CANCEL_ZH + cues.CANCEL_EN),
         (DASH, cues.DASH),
         (SUFFICIENT, cues.SUFFICIENT_ZH),
+        (PAST, cues.PAST_ZH + cues.PAST_EN),
+        (FUTURE, cues.FUTURE_ZH + cues.FUTURE_EN),
+        (FSTART, cues.FUTURE_START_ZH + cues.FUTURE_START_EN),
+        (GENERAL, cues.GENERAL_ZH + cues.GENERAL_EN),
+        (HEARSAY, cues.HEARSAY_ZH + cues.HEARSAY_EN),
+        (SHOWS, cues.SHOWS_ZH + cues.SHOWS_EN),
         (COORD, cues.COORDINATION_ZH + cues.COORDINATION_EN),
         (SUBJECT, cues.SCOPE_SUBJECT_ZH + cues.SCOPE_SUBJECT_EN),
         (MODIFIER, cues.SCOPE_MODIFIER_ZH),
@@ -514,6 +532,152 @@ def _list_head(text: str, c_lo: int) -> list[Token]:
     return []
 
 
+# How far the assertion rules look outside the hit's clause: the clause before it and the one
+# after it, each cut to this many characters, so a hit never costs more than a bounded window.
+WINDOW = 60
+
+
+def _previous_clause(text: str, c_lo: int) -> str:
+    """The clause before the hit's (within ``WINDOW`` characters), "" at a sentence start."""
+    if c_lo == 0 or text[c_lo - 1] not in ",;—–" and not (text[c_lo - 1] == ":"):
+        return ""
+    lo = max(0, c_lo - 1 - WINDOW)
+    window = text[lo:c_lo - 1]
+    cut = max(window.rfind(ch) for ch in _CLAUSE_CHARS)
+    return window[cut + 1:]
+
+
+def _next_clauses(text: str, c_hi: int) -> str:
+    """What follows the hit's clause, ``WINDOW`` characters of it."""
+    return text[c_hi + 1:c_hi + 1 + WINDOW] if c_hi < len(text) else ""
+
+
+@lru_cache(maxsize=64)
+def _word_regex(words: tuple[str, ...]) -> re.Pattern[str]:
+    """One scanner for a word list: Latin words whole, longest first."""
+    latin = [w for w in set(words) if w.isascii() and w[0].isalnum() and w[-1].isalnum()]
+    other = [w for w in set(words) if w not in latin]
+    alts = ([_trie_regex(other)] if other else []) + (
+        [r"(?<![a-z])(?:" + _trie_regex(latin) + r")(?![a-z])"] if latin else [])
+    return re.compile("|".join(alts))
+
+
+def _has(window: str, words: tuple[str, ...]) -> str:
+    """The first of ``words`` found in ``window`` (Latin words whole), or ""."""
+    m = _word_regex(words).search(window) if window else None
+    return m.group() if m else ""
+
+
+def _condition_before(text: str, c_lo: int) -> tuple[str, str]:
+    """A condition or a warning opening the clause before the hit's (如果醫師同意，…; once you
+    report the loss, …; 提醒您，…): (its word, that clause), or ("", "")."""
+    prev = _previous_clause(text, c_lo)
+    if not prev or "if ever" in prev:  # "rarely, if ever, …" is no condition
+        return "", ""
+    word = _has(prev, _CONDITION_WORDS)
+    if word and word in cues.HYPOTHETICAL_ZH + cues.HYPOTHETICAL_EN:
+        # a word of the lexicon only when the lexicon reads it so (假設 in 假設性 is, 若 is)
+        word = next((t[1] for t in _tokens(prev) if t[0] == HYPO), "")
+    return word, prev
+
+
+_CONDITION_WORDS = (cues.HYPOTHETICAL_ZH + cues.HYPOTHETICAL_EN + cues.CONDITION_ZH
+                    + cues.CONDITION_EN + cues.WARNING_LEAD)
+
+
+def _negated_clause(clause: str) -> bool:
+    """Do negators reach the end of ``clause`` (本店不支援貨到付款)?"""
+    toks = _tokens(clause)
+    return bool(toks) and bool(_prefix_negators(clause, toks))
+
+
+def _inherited(text: str, c_lo: int, c_hi: int, prefix: str, suffix: str) -> str:
+    """The clause takes the negation of the one before it: …不支援 A，B 也一樣; "and the same
+    goes for B"; a list's last item after a comma (we don't offer X, Y or Z). The cue, or ""."""
+    if c_lo < 2 or text[c_lo - 1] not in ",;":
+        return ""
+    tail = suffix.strip(" " + _PARTICLES)
+    cue = tail if tail in cues.INHERIT_SUFFIX else next(
+        (w for w in cues.INHERIT_PREFIX_EN if prefix.rstrip().endswith(w)), "")
+    if not cue and c_hi - c_lo <= 50 and (c_hi == len(text) or text[c_hi] in ".。!") and _has(
+            text[c_lo:c_hi], (" or ", " and ", "或", "和", "及")) and all(
+            t[0] == COORD for t in _tokens(text[c_lo:c_hi])):
+        cue = "a list's last item"
+    if not cue:
+        return ""
+    prev = _previous_clause(text, c_lo)
+    return cue if prev and _negated_clause(prev) else ""
+
+
+def _offers(clause: str) -> bool:
+    """Does the clause offer (可以, 幫您, we can, I'll…) rather than warn?"""
+    return bool(_has(clause, cues.OFFER_ZH + cues.OFFER_EN))
+
+
+_AMOUNT_OVER = re.compile(r"(?:滿|满|over|above)\s?\$?\d")
+
+
+def _mood(text: str, start: int, end: int, c_lo: int, c_hi: int, tokens: tuple[Token, ...],
+          after: tuple[Token, ...], condition: str, for_fact: bool) -> tuple[str, str]:
+    """For a hit no negator reaches: is it said in the reply's own voice, now and
+    unconditionally? (kind, cue) when not, ("", "") when it is."""
+    clause = text[c_lo:c_hi]
+    nxt = _next_clauses(text, c_hi)
+    both = tokens + after
+    for kind, word, _, _ in both:
+        if kind == PAST:
+            return "past", word
+        if kind == FSTART:
+            return "not_yet", word
+    for kind, word, _, _ in both:
+        if kind == FUTURE:
+            return "future", word
+    general = next((t[1] for t in tokens if t[0] == GENERAL), "")
+    if general:
+        lead = nxt.lstrip(" ,;:.!?。—")
+        if lead.startswith(("但", "不過", "不过", "可是", "只是", "however", "but")):
+            toks = _tokens(lead[:WINDOW])
+            if any(t[0] in (NEG, CLAUSAL) for t in toks):
+                return "taken_back", general
+    cond_text = text[c_lo:start]
+    if not condition:
+        condition, cond_text = _condition_before(text, c_lo)
+    if condition:
+        unmet = _has(nxt, cues.UNMET)
+        if unmet:
+            return "unmet", f"{condition} … {unmet}"
+        if not _offers(clause):
+            return "conditional", condition
+        if not for_fact:
+            return "conditional_offer", condition
+        # for a fact, an offer on a condition is a policy the reply states, unless the
+        # condition is still pending or a class the customer may not be in
+        pending = _has(condition + " " + cond_text, cues.PENDING + cues.TIER)
+        if pending:
+            return "conditional_offer", f"{condition} … {pending}"
+    elif for_fact and _offers(text[c_lo:end]):
+        tier = _has(text[c_lo:start], cues.TIER)  # 金卡會員可享免年費: if the customer is one
+        if tier:
+            return "conditional_offer", tier
+    if _AMOUNT_OVER.search(text, c_lo, start):
+        unmet = _has(nxt, cues.UNMET)
+        if unmet:
+            return "unmet", unmet
+    if for_fact:
+        said = next((t[1] for t in tokens if t[0] == HEARSAY), "")
+        if not said:
+            prev = _previous_clause(text, c_lo)
+            said = next((t[1] for t in _tokens(prev) if t[0] == HEARSAY), "") if prev and _has(
+                prev, cues.HEARSAY_ZH + cues.HEARSAY_EN) else ""
+        if said:
+            return "reported", said
+        shown = next((t[1] for t in tokens if t[0] == SHOWS), "")
+        doubt = _has(text[end:c_hi] + " " + nxt, cues.DOUBT) if shown else ""
+        if doubt:
+            return "reported", f"{shown} … {doubt}"
+    return "", ""
+
+
 def classify(text: str, start: int, end: int, *, input_text: str = "",
              echo_questions_only: bool = False, source: Mapped | None = None) -> Occurrence:
     """Classify the hit ``text[start:end]`` (normalised text) by how its clause uses it.
@@ -539,6 +703,13 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
         return occ("answered", f"{cue}, then '{yes}'") if yes else occ(kind, cue)
 
     def quoted(cue: str, after: int) -> Occurrence:
+        comment = text[after:min(s_hi, after + WINDOW)]
+        strong = _has(comment, cues.AFFIRM_STRONG)  # 您說…，這點我們確實有提供: a yes of its own
+        if strong:
+            i = comment.find(strong)
+            lo, hi = _clause_bounds(comment, i, i + len(strong))
+            if not any(t[0] in (NEG, CLAUSAL, PARTIAL) for t in _tokens(comment[lo:hi])):
+                return occ("asserted", f"{cue}, then '{strong}'")
         found = asked("quoted", cue, after)
         # for a forbidden claim, the sentence must go on to deny, contrast or limit it (for a
         # fact a quotation never counts, which is already the safe side)
@@ -560,23 +731,43 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
     after = _suffix_negators(suffix, _tokens(suffix)) if suffix else []
 
     def question(cue: str, negs: list[Token]) -> Occurrence:
+        q_end = text.find("?", c_hi, c_hi + WINDOW)
+        after_q = q_end + 1 if q_end >= 0 else c_hi
         # a negated question asserts more often than it asks (我們不是有提供…嗎？, why
-        # wouldn't we…?, 怎麼可能不…？): a person reads it
+        # wouldn't we…?, 怎麼可能不…？): a person reads it; answered yes, it affirms (誰說不行？
+        # 當然可以)
         if negs:
+            yes = _answered_yes(text, after_q)
+            if yes:
+                return occ("asserted", f"a rhetorical question, then '{yes}'")
             return occ("unclear", f"{cue} with {' … '.join(t[1] for t in negs)} "
                                   "(a negated or rhetorical question)")
+        # a question that offers it (退到信用卡，還是轉購物金？; would you like…?) presupposes it
+        question_text = text[c_lo:q_end if q_end >= 0 else c_hi]
+        offer = _has(question_text, cues.ALTERNATIVE + cues.OFFER_QUESTION)
+        if offer:
+            yes = _answered_yes(text, after_q)
+            if yes:
+                return occ("asserted", f"offered in a question ('{offer.strip()}'), then '{yes}'")
+            return occ("offered", f"offered in a question ('{offer.strip()}')")
         return asked("interrogative", cue, c_hi)
 
     # a question or condition before the hit reaches it unless a contrast, coordination or
     # consequence intervenes; a cue closed by 的 (您詢問的商品) modifies a noun instead
-    for kind, word, w_start, w_end in reversed(tokens):
+    condition = ""  # the hit is the consequent of this condition (若是會員可以…, 一旦…就…)
+    for i, (kind, word, w_start, w_end) in enumerate(reversed(tokens)):
         if kind in (BREAK, COORD):
+            # 一旦完成掛失就會鎖卡, 只要審核通過就會撥款: a consequence of a condition
+            if word in ("就", "便", "則", "则", "才", "也", "then"):
+                condition = next((t[1] for t in tokens[:len(tokens) - 1 - i]
+                                  if t[0] in (HYPO, SUFFICIENT)), "")
             break
         if kind == SUFFICIENT:
             modal = _consequent(prefix + text[start:end], w_end)
             if modal >= 0:
                 prefix = prefix[modal:]
                 tokens = _tokens(prefix)
+                condition = word
             break
         if kind in (ASK, HYPO, REPORT) and not prefix.startswith(("的", "地"), w_end) and not (
                 kind == ASK and prefix[:w_start].rstrip().endswith(cues.CONCESSIVE)):
@@ -588,6 +779,7 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
                 # condition's own negators (只要未拆封都可以退貨) do not reach it
                 prefix = prefix[modal:]
                 tokens = _tokens(prefix)
+                condition = word
                 break
             if kind == REPORT:
                 return quoted(word, end)
@@ -609,18 +801,32 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
     if excepted:
         return occ("unclear", f"{excepted} (an excepted item: negated or offered?)")
 
+    suffix_tokens = _tokens(suffix) if suffix else ()
     negators = _prefix_negators(prefix, tokens) + after
     if text.rfind("\n", 0, c_lo) >= 0:
         negators = _list_head(text, c_lo) + negators
+    if not negators:
+        inherited = _inherited(text, c_lo, c_hi, prefix, suffix)
+        if inherited:
+            return occ("negated", f"{inherited} (the clause before is negated)")
     copula = [t[1] for t in negators if t[0] == COPULA]
     if copula:
         return occ("unclear", f"{copula[0]} after the hit (what is it not?)")
     if not negators:
-        hedge = _hedge(tokens)
+        mood, why = _mood(text, start, end, c_lo, c_hi, tokens, suffix_tokens, condition,
+                          echo_questions_only)
+        if mood:
+            return occ(mood, why)  # type: ignore[arg-type]
+        hedge = _hedge(tokens) or _has(suffix, cues.SUFFIX_HEDGE_EN)
         return occ("hedged", hedge) if hedge else occ("asserted")
     partial = [t[1] for t in negators if t[0] == PARTIAL]
     if partial:
         return occ("unclear", f"{partial[0]} (true of some, not all)")
     if len(negators) >= 2:
+        # 不是不能退，只是需要先寄回: "only" after a double negation says the claim stands
+        only = _next_clauses(text, c_hi).lstrip(" ")
+        if only.startswith(cues.ONLY_AFTER):
+            return occ("asserted", f"{' … '.join(t[1] for t in negators)}, then "
+                                   f"'{only.split()[0][:3]}'")
         return occ("double_negation", " … ".join(t[1] for t in negators))
     return occ("negated", negators[0][1])

@@ -111,7 +111,8 @@ def _nested_repeat(body: str) -> bool:
 
 def compile_alternative(alt: str, *, fold: bool = True) -> Alternative:
     if alt.startswith("re:"):
-        body = alt[3:]
+        # the reply is folded: so are the regex's Chinese characters (週 matches 周)
+        body = fold_script(alt[3:]) if fold else alt[3:]
         if not body:
             raise PatternError("empty regular expression after 're:'")
         try:
@@ -171,6 +172,13 @@ def _boundary_words() -> frozenset[str]:
         cues.BOUNDARY_WORDS_ZH)
 
 
+@lru_cache(maxsize=1)
+def _word_heads() -> frozenset[str]:
+    """Characters a listed word has before its last: a hit whose left neighbour is none of
+    them is crossed by no listed word at its start."""
+    return frozenset(ch for w in _boundary_words() for ch in w[:-1])
+
+
 def _crossed(text: str, edge: int, lo: int, hi: int) -> bool:
     """Does a listed word cross position ``edge`` (start inside [lo, edge), end in (edge, hi]?"""
     words = _boundary_words()
@@ -199,7 +207,7 @@ def whole_word(text: str, start: int, end: int) -> bool:
             if 0 <= i <= start and i + len(phrase) >= end and phrase != text[start:end]:
                 return False
         return True
-    if 0 < start and end < len(text) and not first.isascii():
+    if 0 < start and end < len(text) and not first.isascii() and text[start - 1] in _word_heads():
         return not (_crossed(text, start, start - 2, end) and _crossed(text, end, start, end + 2))
     return True
 

