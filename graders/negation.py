@@ -542,9 +542,11 @@ def _previous_clause(text: str, c_lo: int) -> str:
     if c_lo == 0 or text[c_lo - 1] not in ",;—–" and not (text[c_lo - 1] == ":"):
         return ""
     lo = max(0, c_lo - 1 - WINDOW)
-    window = text[lo:c_lo - 1]
-    cut = max(window.rfind(ch) for ch in _CLAUSE_CHARS)
-    return window[cut + 1:]
+    for ch in _present(text)[0]:
+        j = text.rfind(ch, lo, c_lo - 1)
+        if j >= lo:
+            lo = j + 1
+    return text[lo:c_lo - 1]
 
 
 def _next_clauses(text: str, c_hi: int) -> str:
@@ -562,10 +564,28 @@ def _word_regex(words: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(alts))
 
 
+_SCANNERS: dict[int, tuple[tuple[str, ...], re.Pattern[str]]] = {}
+
+
 def _has(window: str, words: tuple[str, ...]) -> str:
-    """The first of ``words`` found in ``window`` (Latin words whole), or ""."""
-    m = _word_regex(words).search(window) if window else None
+    """The first of ``words`` found in ``window`` (Latin words whole), or "". ``words`` is one
+    of the module's word lists: its scanner is kept by identity (hashing the list costs more
+    than the search)."""
+    if not window:
+        return ""
+    kept = _SCANNERS.get(id(words))
+    if kept is None or kept[0] is not words:
+        kept = _SCANNERS[id(words)] = (words, _word_regex(words))
+    m = kept[1].search(window)
     return m.group() if m else ""
+
+
+_OFFER = cues.OFFER_ZH + cues.OFFER_EN
+_UNMET = cues.UNMET
+_PENDING = cues.PENDING + cues.TIER
+_HEARSAY = cues.HEARSAY_ZH + cues.HEARSAY_EN
+_ASKED_OFFER = cues.ALTERNATIVE + cues.OFFER_QUESTION
+_LIST_AND = (" or ", " and ", "或", "和", "及")
 
 
 def _condition_before(text: str, c_lo: int) -> tuple[str, str]:
@@ -600,7 +620,7 @@ def _inherited(text: str, c_lo: int, c_hi: int, prefix: str, suffix: str) -> str
     cue = tail if tail in cues.INHERIT_SUFFIX else next(
         (w for w in cues.INHERIT_PREFIX_EN if prefix.rstrip().endswith(w)), "")
     if not cue and c_hi - c_lo <= 50 and (c_hi == len(text) or text[c_hi] in ".。!") and _has(
-            text[c_lo:c_hi], (" or ", " and ", "或", "和", "及")) and all(
+            text[c_lo:c_hi], _LIST_AND) and all(
             t[0] == COORD for t in _tokens(text[c_lo:c_hi])):
         cue = "a list's last item"
     if not cue:
@@ -611,7 +631,7 @@ def _inherited(text: str, c_lo: int, c_hi: int, prefix: str, suffix: str) -> str
 
 def _offers(clause: str) -> bool:
     """Does the clause offer (可以, 幫您, we can, I'll…) rather than warn?"""
-    return bool(_has(clause, cues.OFFER_ZH + cues.OFFER_EN))
+    return bool(_has(clause, _OFFER))
 
 
 _AMOUNT_OVER = re.compile(r"(?:滿|满|over|above)\s?\$?\d")
@@ -652,7 +672,7 @@ def _mood(text: str, start: int, end: int, c_lo: int, c_hi: int, tokens: tuple[T
             return "conditional_offer", condition
         # for a fact, an offer on a condition is a policy the reply states, unless the
         # condition is still pending or a class the customer may not be in
-        pending = _has(condition + " " + cond_text, cues.PENDING + cues.TIER)
+        pending = _has(condition + " " + cond_text, _PENDING)
         if pending:
             return "conditional_offer", f"{condition} … {pending}"
     elif for_fact and _offers(text[c_lo:end]):
@@ -668,7 +688,7 @@ def _mood(text: str, start: int, end: int, c_lo: int, c_hi: int, tokens: tuple[T
         if not said:
             prev = _previous_clause(text, c_lo)
             said = next((t[1] for t in _tokens(prev) if t[0] == HEARSAY), "") if prev and _has(
-                prev, cues.HEARSAY_ZH + cues.HEARSAY_EN) else ""
+                prev, _HEARSAY) else ""
         if said:
             return "reported", said
         shown = next((t[1] for t in tokens if t[0] == SHOWS), "")
@@ -744,7 +764,7 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
                                   "(a negated or rhetorical question)")
         # a question that offers it (退到信用卡，還是轉購物金？; would you like…?) presupposes it
         question_text = text[c_lo:q_end if q_end >= 0 else c_hi]
-        offer = _has(question_text, cues.ALTERNATIVE + cues.OFFER_QUESTION)
+        offer = _has(question_text, _ASKED_OFFER)
         if offer:
             yes = _answered_yes(text, after_q)
             if yes:
