@@ -3,7 +3,8 @@
 Cues are *words*: the scanner takes the longest cue at each position, so a word that merely
 contains a negating character (特別, 毫不猶豫地, 免費, 未滿, 沒錯) is read as the word it is.
 All cues are in normalised form (NFKC, casefolded); Chinese cues are given in Traditional and
-Simplified.
+Simplified, and every list holds the folded form of each of its words too (replies are folded
+before they are read: 核准 is read 核準; tests/graders/test_normalize.py keeps that true).
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ CANCEL_EN = ("cancel", "cancelled", "canceled", "stop")
 # offered), and nouns (特別, 個別, 不便).
 PSEUDO_NEGATION_ZH = (
     "非常", "不僅", "不仅", "不只", "不但", "不單", "不单", "沒問題", "没问题", "沒有問題",
-    "没有问题", "不論", "不论", "無論", "无论", "不管", "沒關係", "没关系", "不客氣", "不客气",
+    "没有问题", "不論", "不论", "無論", "无论", "不管", "沒關係", "没关系", "沒關系", "不客氣", "不客气",
     "不好意思", "不用擔心", "不用担心", "別擔心", "别担心", "不錯", "不错", "不少", "不久",
     "不斷", "不断", "不同", "未來", "未来", "無限", "无限", "不得不", "非得", "無不", "无不",
     "莫不", "不妨", "無比", "无比", "不禁", "非凡", "無誤", "无误", "無缺", "无缺",
@@ -385,7 +386,7 @@ FUTURE_START_ZH = ("下個月起", "下个月起", "下月起", "下週起", "�
                    "下個月上線", "下个月上线", "下個月推出", "下个月推出", "下個月開放", "下个月开放")
 FUTURE_START_EN = ("from next month", "starting next month", "from next week",
                    "starting next week", "from next year", "starting next year", "coming soon")
-FUTURE_ZH = ("下個月", "下个月", "明年", "下一季", "預計下週", "预计下周")
+FUTURE_ZH = ("下個月", "下个月", "明年", "下一季", "預計下週", "预计下周", "預計下周")
 FUTURE_EN = ("next month", "next year", "next quarter", "will be available", "will launch",
              "will be launched")
 # A general rule the next sentence takes back (原則上可以…，不過這項商品不行).
@@ -418,7 +419,8 @@ OFFER_EN = ("can", "could", "we'll", "we will", "i'll", "i will", "able to", "ha
 # A conditional offer states a policy (如果商品有瑕疵，我們會全額退款: a fact) unless its
 # condition is still pending (醫師同意, 審核通過, once the payment clears) or a class the
 # customer may not be in (金卡會員, if you're a Plus member): then a person reads the fact.
-PENDING = ("同意", "通過", "通过", "核准", "批准", "審核", "审核", "確認", "确认", "補上", "补上",
+PENDING = ("同意", "通過", "通过", "核准", "核準", "批准", "批準", "審核", "审核", "確認", "确认",
+           "補上", "补上",
            "補齊", "补齐", "agree", "agrees", "approve", "approves", "approved", "clears",
            "cleared", "confirm", "confirms", "confirmed", "verify", "verified", "等您", "等你",
            "待您", "一旦", "once", "as soon as", "after you")

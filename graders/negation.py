@@ -557,6 +557,7 @@ def _next_clauses(text: str, c_hi: int) -> str:
 @lru_cache(maxsize=64)
 def _word_regex(words: tuple[str, ...]) -> re.Pattern[str]:
     """One scanner for a word list: Latin words whole, longest first."""
+    words = (*words, *(fold_script(w) for w in words))  # the text is folded (核准 → 核準)
     latin = [w for w in set(words) if w.isascii() and w[0].isalnum() and w[-1].isalnum()]
     other = [w for w in set(words) if w not in latin]
     alts = ([_trie_regex(other)] if other else []) + (

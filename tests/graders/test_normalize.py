@@ -46,3 +46,14 @@ def test_folding_keeps_the_way_back_to_the_original():
 
 def test_folding_keeps_lengths_for_the_script():
     assert len(normalize("我们提供货到付款服务")) == len("我们提供货到付款服务")
+
+
+def test_every_cue_list_holds_the_folded_form_of_its_words():
+    """Replies are folded before the scope model reads them: a cue only in its unfolded form
+    (核准, read 核準 in a folded reply) would never be found."""
+    from graders import cues
+    from graders.normalize import fold_script
+
+    missing = [(name, w) for name, words in vars(cues).items() if isinstance(words, tuple)
+               for w in words if isinstance(w, str) and fold_script(w) not in words]
+    assert missing == []
