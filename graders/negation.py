@@ -589,10 +589,9 @@ _ASKED_OFFER = cues.ALTERNATIVE + cues.OFFER_QUESTION
 _LIST_AND = (" or ", " and ", "或", "和", "及")
 
 
-def _condition_before(text: str, c_lo: int) -> tuple[str, str]:
-    """A condition or a warning opening the clause before the hit's (如果醫師同意，…; once you
-    report the loss, …; 提醒您，…): (its word, that clause), or ("", "")."""
-    prev = _previous_clause(text, c_lo)
+def _condition_before(prev: str) -> tuple[str, str]:
+    """A condition or a warning opening ``prev``, the clause before the hit's (如果醫師同意，…;
+    once you report the loss, …; 提醒您，…): (its word, that clause), or ("", "")."""
     if not prev or "if ever" in prev:  # "rarely, if ever, …" is no condition
         return "", ""
     word = _has(prev, _CONDITION_WORDS)
@@ -661,8 +660,9 @@ def _mood(text: str, start: int, end: int, c_lo: int, c_hi: int, tokens: tuple[T
             if any(t[0] in (NEG, CLAUSAL) for t in toks):
                 return "taken_back", general
     cond_text = text[c_lo:start]
+    prev = _previous_clause(text, c_lo)
     if not condition:
-        condition, cond_text = _condition_before(text, c_lo)
+        condition, cond_text = _condition_before(prev)
     if condition:
         unmet = _has(nxt, cues.UNMET)
         if unmet:
@@ -687,7 +687,6 @@ def _mood(text: str, start: int, end: int, c_lo: int, c_hi: int, tokens: tuple[T
     if for_fact:
         said = next((t[1] for t in tokens if t[0] == HEARSAY), "")
         if not said:
-            prev = _previous_clause(text, c_lo)
             said = next((t[1] for t in _tokens(prev) if t[0] == HEARSAY), "") if prev and _has(
                 prev, _HEARSAY) else ""
         if said:
@@ -713,8 +712,8 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
     s_lo, _ = _clause_bounds(text, c_lo, c_lo, sentence=True, within=(0, c_lo))
     _, s_hi = _clause_bounds(text, c_hi, c_hi, sentence=True, within=(c_hi, len(text)))
     # the evidence quotes the reply as written (``source``: the text before normalising)
-    cut = source.quote if source is not None else (lambda lo, hi: text[lo:hi])
-    sentence = (cut(s_lo, start) + "«" + cut(start, end) + "»" + cut(end, s_hi)).strip()
+    sentence = source.marked(s_lo, start, end, s_hi) if source is not None else (
+        text[s_lo:start] + "«" + text[start:end] + "»" + text[end:s_hi]).strip()
 
     def occ(kind: Kind, cue: str = "") -> Occurrence:
         return Occurrence(kind, start, end, cue, sentence)

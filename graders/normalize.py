@@ -104,6 +104,13 @@ class Mapped:
         """The original text of normalised ``[lo, hi)``."""
         return self.original[self.origin(lo):self.origin(hi)]
 
+    def marked(self, lo: int, start: int, end: int, hi: int) -> str:
+        """The original text of normalised ``[lo, hi)`` with ``[start, end)`` marked «so»."""
+        o = self.original
+        a, b, c, d = (self.origin(i) for i in (lo, start, end, hi)) if self.stages else (
+            lo, start, end, hi)
+        return (o[a:b] + "«" + o[b:c] + "»" + o[c:d]).strip()
+
 
 def _edit_mapped(s: str, edits, stages: list) -> str:
     """Apply ``edits`` ((start, end, replacement), in order, not overlapping) to ``s``,
@@ -155,6 +162,14 @@ def _amounts(text: str) -> list[tuple[int, int, str]]:
     for i in _anchors(text):
         if i < last:
             continue
+        if text[i] == " ":  # "1000 元", the common case: digits, a space, 元
+            j = i
+            while j > last and text[j - 1].isdigit():
+                j -= 1
+            if j < i and (j == 0 or text[j - 1] not in "$,.") and not text[j - 1:j].isdigit():
+                edits.append((i, i + 1, ""))
+                last = i + 2
+                continue
         if text[i] == "$":
             starts = [j for j in (i - 4, i - 3, i - 2, i) if j >= last]  # "nt $", "ntd$", "nt$"
         else:
