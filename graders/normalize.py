@@ -162,11 +162,12 @@ def _amounts(text: str) -> list[tuple[int, int, str]]:
     for i in _anchors(text):
         if i < last:
             continue
+        floor = max(last, i - 24)  # an amount is short: a hostile digit run costs no more
         if text[i] == " ":  # "1000 元", the common case: digits, a space, 元
             j = i
-            while j > last and text[j - 1].isdigit():
+            while j > floor and text[j - 1].isdigit():
                 j -= 1
-            if j < i and (j == 0 or text[j - 1] not in "$,.") and not text[j - 1:j].isdigit():
+            if j < i and (j == 0 or text[j - 1] not in "$,.") and not (j > 0 and text[j - 1].isdigit()):
                 edits.append((i, i + 1, ""))
                 last = i + 2
                 continue
@@ -174,7 +175,7 @@ def _amounts(text: str) -> list[tuple[int, int, str]]:
             starts = [j for j in (i - 4, i - 3, i - 2, i) if j >= last]  # "nt $", "ntd$", "nt$"
         else:
             j = i
-            while j > last and (text[j - 1].isdigit() or text[j - 1] in ",."):
+            while j > floor and (text[j - 1].isdigit() or text[j - 1] in ",."):
                 j -= 1
             starts = [j]
         for j in starts:

@@ -57,3 +57,23 @@ def test_every_cue_list_holds_the_folded_form_of_its_words():
     missing = [(name, w) for name, words in vars(cues).items() if isinstance(words, tuple)
                for w in words if isinstance(w, str) and fold_script(w) not in words]
     assert missing == []
+
+
+@pytest.mark.parametrize("unit", ["1,", "1 元", "$1", "12,345 元 ", "貨到付款", "1.2,"])
+def test_folding_is_linear_in_the_reply(unit):
+    """Hostile repeats (digit runs with commas, signs, spaced 元) cost the same per character
+    at 20k and 200k characters: a ratio, not a wall time (the best of three of each)."""
+    import time
+
+    normalize("貨 NT$1,000")  # the fold table is read once per process, lazily
+
+    def cost(n: int) -> float:
+        text = unit * (n // len(unit))
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            normalize(text)
+            best = min(best, time.perf_counter() - t0)
+        return best
+
+    assert cost(200_000) < 30 * cost(20_000)
