@@ -616,9 +616,9 @@ def _inherited(text: str, c_lo: int, c_hi: int, prefix: str, suffix: str) -> str
     goes for B"; a list's last item after a comma (we don't offer X, Y or Z). The cue, or ""."""
     if c_lo < 2 or text[c_lo - 1] not in ",;":
         return ""
-    tail = suffix.strip(" " + _PARTICLES)
+    tail = suffix.strip(" " + _PARTICLES) if len(suffix) <= 16 else ""
     cue = tail if tail in cues.INHERIT_SUFFIX else next(
-        (w for w in cues.INHERIT_PREFIX_EN if prefix.rstrip().endswith(w)), "")
+        (w for w in cues.INHERIT_PREFIX_EN if prefix[-24:].rstrip().endswith(w)), "")
     if not cue and c_hi - c_lo <= 50 and (c_hi == len(text) or text[c_hi] in ".。!") and _has(
             text[c_lo:c_hi], _LIST_AND) and all(
             t[0] == COORD for t in _tokens(text[c_lo:c_hi])):
@@ -641,7 +641,8 @@ def _mood(text: str, start: int, end: int, c_lo: int, c_hi: int, tokens: tuple[T
           after: tuple[Token, ...], condition: str, for_fact: bool) -> tuple[str, str]:
     """For a hit no negator reaches: is it said in the reply's own voice, now and
     unconditionally? (kind, cue) when not, ("", "") when it is."""
-    clause = text[c_lo:c_hi]
+    lo, hi = max(c_lo, start - WINDOW), min(c_hi, end + WINDOW)  # the clause near the hit
+    clause = text[lo:hi]
     nxt = _next_clauses(text, c_hi)
     both = tokens + after
     for kind, word, _, _ in both:
@@ -659,7 +660,7 @@ def _mood(text: str, start: int, end: int, c_lo: int, c_hi: int, tokens: tuple[T
             toks = _tokens(lead[:WINDOW])
             if any(t[0] in (NEG, CLAUSAL) for t in toks):
                 return "taken_back", general
-    cond_text = text[c_lo:start]
+    cond_text = text[lo:start]
     prev = _previous_clause(text, c_lo)
     if not condition:
         condition, cond_text = _condition_before(prev)
@@ -676,11 +677,11 @@ def _mood(text: str, start: int, end: int, c_lo: int, c_hi: int, tokens: tuple[T
         pending = _has(condition + " " + cond_text, _PENDING)
         if pending:
             return "conditional_offer", f"{condition} … {pending}"
-    elif for_fact and _offers(text[c_lo:end]):
-        tier = _has(text[c_lo:start], cues.TIER)  # 金卡會員可享免年費: if the customer is one
+    elif for_fact and _offers(text[lo:end]):
+        tier = _has(text[lo:start], cues.TIER)  # 金卡會員可享免年費: if the customer is one
         if tier:
             return "conditional_offer", tier
-    if _AMOUNT_OVER.search(text, c_lo, start):
+    if _AMOUNT_OVER.search(text, lo, start):
         unmet = _has(nxt, cues.UNMET)
         if unmet:
             return "unmet", unmet
@@ -692,7 +693,7 @@ def _mood(text: str, start: int, end: int, c_lo: int, c_hi: int, tokens: tuple[T
         if said:
             return "reported", said
         shown = next((t[1] for t in tokens if t[0] == SHOWS), "")
-        doubt = _has(text[end:c_hi] + " " + nxt, cues.DOUBT) if shown else ""
+        doubt = _has(text[end:hi] + " " + nxt, cues.DOUBT) if shown else ""
         if doubt:
             return "reported", f"{shown} … {doubt}"
     return "", ""
@@ -763,7 +764,8 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
             return occ("unclear", f"{cue} with {' … '.join(t[1] for t in negs)} "
                                   "(a negated or rhetorical question)")
         # a question that offers it (退到信用卡，還是轉購物金？; would you like…?) presupposes it
-        question_text = text[c_lo:q_end if q_end >= 0 else c_hi]
+        question_text = text[max(c_lo, start - WINDOW):q_end if q_end >= 0 else min(
+            c_hi, end + WINDOW)]
         offer = _has(question_text, _ASKED_OFFER)
         if offer:
             yes = _answered_yes(text, after_q)
@@ -837,7 +839,7 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
                           echo_questions_only)
         if mood:
             return occ(mood, why)  # type: ignore[arg-type]
-        hedge = _hedge(tokens) or _has(suffix, cues.SUFFIX_HEDGE_EN)
+        hedge = _hedge(tokens) or _has(suffix[:WINDOW], cues.SUFFIX_HEDGE_EN)
         return occ("hedged", hedge) if hedge else occ("asserted")
     partial = [t[1] for t in negators if t[0] == PARTIAL]
     if partial:
