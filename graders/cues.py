@@ -375,9 +375,9 @@ CONTAINING_EN = ("fully booked", "booked up", "booked out", "booked solid")
 # --- assertion, not presence (issue 31): is the hit said in the reply's own voice, now, and
 # unconditionally? What these cues find is the reason given as evidence.
 # Time: what was (we used to…, 以前有…) is no fact now and no offer.
-PAST_ZH = ("以前有", "以前曾", "以前是", "我們以前", "我们以前", "本店以前", "以前都", "以前會",
-           "以前会", "之前曾", "曾經", "曾经", "過去曾", "过去曾", "過去有",
-           "过去有", "原本有", "先前曾", "早期有")
+# (not a bare 以前: 下午三點以前下單 is a deadline)
+PAST_ZH = ("以前曾", "我們以前", "我们以前", "本店以前", "之前曾", "曾經", "曾经", "過去曾",
+           "过去曾", "過去有", "过去有", "原本有", "先前曾", "早期有")
 PAST_EN = ("used to", "previously", "formerly", "in the past", "we once")
 # ... what will be from a date (下個月起, from next month) is not yet: no fact now, and an
 # offer of it is for a person; a bare "next month" is read by a person either way.

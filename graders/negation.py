@@ -589,20 +589,23 @@ _ASKED_OFFER = cues.ALTERNATIVE + cues.OFFER_QUESTION
 _LIST_AND = (" or ", " and ", "或", "和", "及")
 
 
-def _condition_before(prev: str) -> tuple[str, str]:
-    """A condition or a warning opening ``prev``, the clause before the hit's (如果醫師同意，…;
-    once you report the loss, …; 提醒您，…): (its word, that clause), or ("", "")."""
+def _condition_before(prev: str, warnings: bool) -> tuple[str, str]:
+    """A condition opening ``prev``, the clause before the hit's (如果醫師同意，…; once you
+    report the loss, …), or with ``warnings`` a warning (提醒您，…): (its word, that clause),
+    or ("", "")."""
     if not prev or "if ever" in prev:  # "rarely, if ever, …" is no condition
         return "", ""
-    word = _has(prev, _CONDITION_WORDS)
-    if word and word in cues.HYPOTHETICAL_ZH + cues.HYPOTHETICAL_EN:
-        # a word of the lexicon only when the lexicon reads it so (假設 in 假設性 is, 若 is)
-        word = next((t[1] for t in _tokens(prev) if t[0] == HYPO), "")
+    word = next((t[1] for t in _tokens(prev) if t[0] == HYPO), "")
+    if not word:  # the other words open their clause: once you…, 等您…, 提醒您
+        head = prev.lstrip()[:12]
+        if not head.startswith(("once again", "once more")):
+            word = _has(head, _CONDITION_WORDS + (cues.WARNING_LEAD if warnings else ()))
+            word = word if word and head.startswith(word) else ""
     return word, prev
 
 
-_CONDITION_WORDS = (cues.HYPOTHETICAL_ZH + cues.HYPOTHETICAL_EN + cues.CONDITION_ZH
-                    + cues.CONDITION_EN + cues.WARNING_LEAD)
+_CONDITION_WORDS = cues.CONDITION_ZH + cues.CONDITION_EN
+_FIRST_PERSON = re.compile(r"我|(?<![a-z])(?:we|i)(?![a-z])")
 
 
 def _negated_clause(clause: str) -> bool:
@@ -663,7 +666,7 @@ def _mood(text: str, start: int, end: int, c_lo: int, c_hi: int, tokens: tuple[T
     cond_text = text[lo:start]
     prev = _previous_clause(text, c_lo)
     if not condition:
-        condition, cond_text = _condition_before(prev)
+        condition, cond_text = _condition_before(prev, not for_fact)
     if condition:
         unmet = _has(nxt, cues.UNMET)
         if unmet:
@@ -686,10 +689,13 @@ def _mood(text: str, start: int, end: int, c_lo: int, c_hi: int, tokens: tuple[T
         if unmet:
             return "unmet", unmet
     if for_fact:
-        said = next((t[1] for t in tokens if t[0] == HEARSAY), "")
-        if not said:
-            said = next((t[1] for t in _tokens(prev) if t[0] == HEARSAY), "") if prev and _has(
-                prev, _HEARSAY) else ""
+        # someone else's word: not the reply's own (我們跟物流說了 is what we did)
+        said = next((t[1] for t in tokens if t[0] == HEARSAY
+                     and not _FIRST_PERSON.search(text, max(c_lo, c_lo + t[2] - 12), c_lo + t[2])),
+                    "")
+        if not said and prev and _has(prev, _HEARSAY):
+            said = next((t[1] for t in _tokens(prev) if t[0] == HEARSAY
+                         and not _FIRST_PERSON.search(prev, max(0, t[2] - 12), t[2])), "")
         if said:
             return "reported", said
         shown = next((t[1] for t in tokens if t[0] == SHOWS), "")
