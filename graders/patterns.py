@@ -217,11 +217,19 @@ def find_all(entry: Entry, text: str) -> list[Match]:
     alternative only where it is a whole word (``whole_word``), a regex wherever it matches."""
     found = []
     for alt in entry.alternatives:
-        if alt.literal is not None and alt.literal not in text:
+        lit = alt.literal
+        if lit is not None and lit not in text:
             continue  # `in` is far cheaper than a regex scan, and most patterns are absent
+        # a Chinese literal is cut only where a listed word starts just before it: one set
+        # lookup per hit instead of the whole test
+        heads = _word_heads() if lit is not None and not (
+            _latin(lit[0]) or _latin(lit[-1]) or lit[0].isdigit() or lit[-1].isdigit()) else None
         for m in alt.regex.finditer(text):
-            if m.end() > m.start() and (alt.literal is None or whole_word(text, m.start(),
-                                                                          m.end())):
-                found.append(Match(alt.source, m.start(), m.end()))
+            a, b = m.span()
+            if b <= a:
+                continue
+            if lit is None or (heads is not None and (a == 0 or text[a - 1] not in heads)) or (
+                    whole_word(text, a, b)):
+                found.append(Match(alt.source, a, b))
     found.sort(key=lambda m: (m.start, -m.end))
     return found
