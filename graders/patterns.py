@@ -2,15 +2,18 @@
 
 Literal alternatives are normalised the same way as replies, so ``ＦＡＱ`` in a bank
 matches ``faq`` in a reply. Regular expressions run on the normalised reply with
-IGNORECASE (the reply is casefolded; the pattern author's capitals still match).
+IGNORECASE (the reply is casefolded; the pattern author's capitals still match), on RE2, so
+no pattern can take more than linear time (graders/regex.py).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from graders.normalize import normalize
+from graders.regex import Unsupported, compile_re2, required_text
 
 
 class PatternError(ValueError):
@@ -20,9 +23,12 @@ class PatternError(ValueError):
 @dataclass(frozen=True, slots=True)
 class Alternative:
     source: str
-    regex: re.Pattern[str]
+    # a literal's escaped text on Python's re; a ``re:`` pattern on RE2 (graders/regex.py):
+    # both have search, finditer, match and fullmatch
+    regex: Any
     is_regex: bool
     literal: str | None = None  # the normalised text of a literal alternative
+    required: str | None = None  # text every match contains: a reply without it is skipped
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,56 +87,26 @@ def split_alternatives(raw: str) -> list[str]:
     return parts
 
 
-def _nested_repeat(body: str) -> bool:
-    """Whether a repeat of variable length sits inside another (``(a+)+``, ``(\\w*x)*``):
-    the shape whose backtracking grows exponentially with the reply: Python's re has no time
-    limit, so a grade would hang. Possessive and atomic repeats do not backtrack."""
-    from re import _constants as c
-    from re import _parser
-
-    repeats = (c.MAX_REPEAT, c.MIN_REPEAT)
-
-    def find(items, inside: bool) -> bool:
-        for op, av in items:
-            if op in repeats:
-                lo, hi, sub = av
-                if (inside and lo != hi and hi > 1) or find(sub, inside or hi > 1):
-                    return True
-            elif op is c.SUBPATTERN and find(av[3], inside):
-                return True
-            elif op is c.BRANCH and any(find(branch, inside) for branch in av[1]):
-                return True
-            elif op in (c.ASSERT, c.ASSERT_NOT) and find(av[1], inside):
-                return True
-        return False  # ATOMIC_GROUP and POSSESSIVE_REPEAT never backtrack into themselves
-
-    return find(_parser.parse(body, re.IGNORECASE), False)
-
-
 def compile_alternative(alt: str, *, fold: bool = False) -> Alternative:
     if alt.startswith("re:"):
         body = alt[3:]
         if not body:
             raise PatternError("empty regular expression after 're:'")
         try:
-            regex = re.compile(body, re.IGNORECASE)
+            regex = compile_re2(body)
         except re.error as exc:
             raise PatternError(f"invalid regex {alt!r}: {exc}") from None
+        except Unsupported as exc:
+            raise PatternError(f"regex {alt!r} has {exc}") from None
         except (OverflowError, RecursionError, ValueError) as exc:  # a{99999999999}, deep nesting
             raise PatternError(f"invalid regex {alt!r}: {type(exc).__name__}: {exc}") from None
-        if _nested_repeat(body):
-            raise PatternError(
-                f"regex {alt!r} repeats a repeat of variable length, like (a+)+: on a reply "
-                f"that almost matches it can backtrack for hours; make the inner "
-                f"repeat possessive ('+' after it: x++) or atomic ((?>x+)), or use one class "
-                f"([\\d,]+ for (\\d+,)+)")
         if regex.search("") is not None:
             raise PatternError(f"regex {alt!r} matches the empty string, so it matches every reply")
-        return Alternative(alt, regex, True)
+        return Alternative(alt, regex, True, required=required_text(body) or None)
     text = normalize(alt, fold=fold)
     if not text:
         raise PatternError("empty alternative")
-    return Alternative(alt, re.compile(re.escape(text)), False, text)
+    return Alternative(alt, re.compile(re.escape(text)), False, text, text)
 
 
 def parse_entry(raw: object, *, fold: bool = False) -> Entry:
@@ -152,7 +128,7 @@ def find_all(entry: Entry, text: str) -> list[Match]:
     """Every occurrence of every alternative in normalised ``text``, in reply order."""
     found = []
     for alt in entry.alternatives:
-        if alt.literal is not None and alt.literal not in text:
+        if alt.required is not None and alt.required not in text:
             continue  # `in` is far cheaper than a regex scan, and most patterns are absent
         for m in alt.regex.finditer(text):
             if m.end() > m.start():
