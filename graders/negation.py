@@ -210,11 +210,13 @@ def _clause_bounds(text: str, start: int, end: int, sentence: bool = False,
 
 
 _QUOTE_CHARS = frozenset("".join(cues.QUOTE_PAIRS) + "".join(cues.QUOTE_PAIRS.values()))
+# a search at C speed: frozenset.isdisjoint(str) hashes every character of the sentence
+_QUOTE_RE = re.compile("[" + re.escape("".join(sorted(_QUOTE_CHARS))) + "]")
 
 
 def _quote_end(sentence: str, rel_start: int, rel_end: int) -> int:
     """Where the quotation around the hit closes (index in ``sentence``), or -1 if unquoted."""
-    if _QUOTE_CHARS.isdisjoint(sentence):
+    if not _QUOTE_RE.search(sentence):
         return -1
     before = sentence[:rel_start]
     for opener, closer in cues.QUOTE_PAIRS.items():
@@ -620,3 +622,72 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
     if len(negators) >= 2:
         return occ("double_negation", " … ".join(t[1] for t in negators))
     return occ("negated", negators[0][1])
+
+
+# -- bounded reading (issue 31) ------------------------------------------------------------
+# A reply of one unbroken 200,000-character sentence made every hit re-read the whole sentence
+# (its cues, its quotes, its list head): grading one question took minutes. A hit is read
+# within WINDOW characters on each side; a sentence that runs past them was not read whole.
+WINDOW = 200
+_ANSWER = 64  # _answered_yes reads 60 characters past a question: keep them inside the view
+_PASSING = frozenset({"negated", "interrogative", "hypothetical", "quoted"})
+
+
+def read_hit(text: str, start: int, end: int, *, input_text: str = "",
+             echo_questions_only: bool = False) -> Occurrence:
+    """``classify`` on the ``WINDOW`` characters each side of the hit: the same answer for a hit
+    whose sentence fits in them, bounded work for any other. When the sentence (or the list the
+    hit is an item of) runs past the window, what was not read could change the reading, so it
+    cannot pass: a fact asserted there, or a forbidden hit negated, asked or quoted there, is
+    ``unclear`` and a person reads it; a forbidden hit asserted in what was read still fails.
+    (The clause is what negators reach; the sentence counts when it holds quotation marks.)"""
+    lo, hi = max(0, start - WINDOW), min(len(text), end + WINDOW + _ANSWER)
+    if lo == 0 and hi == len(text):
+        return classify(text, start, end, input_text=input_text,
+                        echo_questions_only=echo_questions_only)
+    view = text[lo:hi]
+    occ, cut = _read_view(view, start - lo, end - lo, input_text, echo_questions_only,
+                          lo > 0, hi < len(text))
+    kind, cue = occ.kind, occ.cue
+    if cut and (kind == "asserted" if echo_questions_only else kind in _PASSING):
+        kind, cue = "unclear", (f"{kind}{' by ' + repr(cue) if cue else ''} in a clause longer "
+                                f"than the {WINDOW} characters read on each side of the hit")
+    return Occurrence(kind, start, end, cue, occ.sentence)
+
+
+@lru_cache(maxsize=1024)
+def _read_view(view: str, start: int, end: int, input_text: str, echo_questions_only: bool,
+               cut_before: bool, cut_after: bool) -> tuple[Occurrence, bool]:
+    """classify() on a view of the reply, and whether the hit's sentence (or list) reaches a
+    side of the view that is not the reply's. Cached: a flood of one phrase repeats its views."""
+    occ = classify(view, start, end, input_text=input_text,
+                   echo_questions_only=echo_questions_only)
+    c_lo, c_hi = _clause_bounds(view, start, end)
+    s_lo, _ = _clause_bounds(view, c_lo, c_lo, sentence=True, within=(0, c_lo))
+    _, s_hi = _clause_bounds(view, c_hi, c_hi, sentence=True, within=(c_hi, len(view)))
+    # the negators' scope is the clause; the sentence matters for quotation marks
+    quoted = _QUOTE_RE.search(view) is not None
+    before = cut_before and (c_lo == 0 or (quoted and s_lo == 0) or _list_reaches_top(view, c_lo))
+    after = cut_after and (c_hi > len(view) - _ANSWER or (quoted and s_hi > len(view) - _ANSWER))
+    sentence = (("…" if cut_before and s_lo == 0 else "") + occ.sentence
+                + ("…" if cut_after and s_hi == len(view) else ""))
+    return Occurrence(occ.kind, start, end, occ.cue, sentence), before or after
+
+
+def _list_reaches_top(view: str, c_lo: int) -> bool:
+    """Whether the hit opens a list item (as ``_list_head`` reads one) whose items go on up to
+    the top of the view, so the head they hang from (以下均不支援：) may be above it, unread."""
+    hi = view.rfind("\n", 0, c_lo)
+    line_end = view.find("\n", hi + 1)
+    if hi < 0 or view[hi + 1 : c_lo].strip() and not _ITEM.fullmatch(view[hi + 1 : c_lo].rstrip()):
+        return False
+    if not _ITEM.match(view, hi + 1, line_end if line_end >= 0 else len(view)):
+        return False
+    while True:
+        lo = view.rfind("\n", 0, hi) + 1
+        if hi <= 0 or lo == 0:
+            return True  # the line above begins above the view
+        line = view[lo:hi].rstrip()
+        if line.endswith(":") or not _ITEM.match(line):
+            return False
+        hi = lo - 1

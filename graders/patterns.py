@@ -124,14 +124,20 @@ def parse_entry(raw: object, *, fold: bool = False) -> Entry:
     return Entry(raw, tuple(compiled))
 
 
-def find_all(entry: Entry, text: str) -> list[Match]:
-    """Every occurrence of every alternative in normalised ``text``, in reply order."""
+def find_all(entry: Entry, text: str, limit: int | None = None) -> list[Match]:
+    """Every occurrence of every alternative in normalised ``text``, in reply order; with
+    ``limit``, the first ``limit`` of them (each alternative stops there: a flood of one phrase
+    costs no more than ``limit`` matches)."""
     found = []
     for alt in entry.alternatives:
         if alt.required is not None and alt.required not in text:
             continue  # `in` is far cheaper than a regex scan, and most patterns are absent
+        n = 0
         for m in alt.regex.finditer(text):
             if m.end() > m.start():
                 found.append(Match(alt.source, m.start(), m.end()))
+                n += 1
+                if n == limit:
+                    break
     found.sort(key=lambda m: (m.start, -m.end))
-    return found
+    return found if limit is None else found[:limit]

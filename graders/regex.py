@@ -14,7 +14,9 @@ final line break, which a normalised reply never has.
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 from re import _constants as c
 from re import _parser
@@ -173,12 +175,55 @@ def _options() -> re2.Options:
     return opts
 
 
-def compile_re2(body: str) -> Any:
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _encodable(text: str) -> str:
+    """A lone surrogate cannot go to RE2 as UTF-8: U+FFFD instead, one character for one, so
+    every span stays where it was."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+class Pattern:
+    """An RE2 program with the part of ``re.Pattern``'s interface the graders use."""
+
+    __slots__ = ("_re",)
+
+    def __init__(self, compiled: Any) -> None:
+        self._re = compiled
+
+    def _call(self, method: str, text: str, *args: int) -> Any:
+        try:
+            return getattr(self._re, method)(text, *args)
+        except UnicodeEncodeError:
+            return getattr(self._re, method)(_encodable(text), *args)
+
+    def search(self, text: str, *pos: int) -> Any:
+        return self._call("search", text, *pos)
+
+    def match(self, text: str, *pos: int) -> Any:
+        return self._call("match", text, *pos)
+
+    def fullmatch(self, text: str, *pos: int) -> Any:
+        return self._call("fullmatch", text, *pos)
+
+    def finditer(self, text: str) -> Iterator[Any]:
+        found = self._re.finditer(text)  # a generator: the text is encoded at the first next()
+        try:
+            first = next(found)
+        except StopIteration:
+            return iter(())
+        except UnicodeEncodeError:
+            return self._re.finditer(_encodable(text))
+        return itertools.chain((first,), found)
+
+
+def compile_re2(body: str) -> Pattern:
     """The RE2 program for a Python-syntax pattern: ``search``, ``finditer``, ``match`` and
     ``fullmatch`` as Python's, in linear time. Raises ``re.error`` or ``Unsupported``."""
     translated = translate(body)
     try:
-        return re2.compile(translated, _options())
+        return Pattern(re2.compile(translated, _options()))
     except re2.error as exc:
         raise Unsupported(f"a form RE2 cannot compile ({exc})") from None
 
