@@ -630,17 +630,22 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
 # within WINDOW characters on each side; a sentence that runs past them was not read whole.
 WINDOW = 200
 _ANSWER = 64  # _answered_yes reads 60 characters past a question: keep them inside the view
+_WHOLE = 1_000  # a reply up to this long is read whole for every hit
 _PASSING = frozenset({"negated", "interrogative", "hypothetical", "quoted"})
 
 
 def read_hit(text: str, start: int, end: int, *, input_text: str = "",
              echo_questions_only: bool = False) -> Occurrence:
-    """``classify`` on the ``WINDOW`` characters each side of the hit: the same answer for a hit
-    whose sentence fits in them, bounded work for any other. When the sentence (or the list the
+    """``classify`` on the ``WINDOW`` characters each side of the hit (on the whole reply up to
+    ``_WHOLE`` characters): the same answer for a hit whose clause fits in them, bounded work
+    for any other. When the sentence (or the list the
     hit is an item of) runs past the window, what was not read could change the reading, so it
     cannot pass: a fact asserted there, or a forbidden hit negated, asked or quoted there, is
     ``unclear`` and a person reads it; a forbidden hit asserted in what was read still fails.
     (The clause is what negators reach; the sentence counts when it holds quotation marks.)"""
+    if len(text) <= _WHOLE:  # a reply this short is read whole: bounded, and as before
+        return classify(text, start, end, input_text=input_text,
+                        echo_questions_only=echo_questions_only)
     lo, hi = max(0, start - WINDOW), min(len(text), end + WINDOW + _ANSWER)
     if lo == 0 and hi == len(text):
         return classify(text, start, end, input_text=input_text,

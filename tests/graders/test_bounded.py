@@ -1,6 +1,7 @@
-"""What one reply may cost the graders is bounded (issue 31): each hit is read within
-``WINDOW`` characters, each check reads at most ``MAX_OCCURRENCES`` hits and a cell at most
-``CELL_OCCURRENCES``; what the bound leaves unread is a person's, never a pass."""
+"""What one reply may cost the graders is bounded (issue 31): each hit of a reply longer than
+``_WHOLE`` characters is read within ``WINDOW`` characters, each check reads at most
+``MAX_OCCURRENCES`` hits and a cell at most ``CELL_OCCURRENCES``; what the bound leaves unread
+is a person's, never a pass."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from graders import grade
 from graders.checks import CELL_OCCURRENCES, MAX_OCCURRENCES
-from graders.negation import WINDOW, classify, read_hit
+from graders.negation import _WHOLE, WINDOW, classify, read_hit
 from graders.normalize import normalize
 
 FILLER = "我們的門市位於台北市中山區營業時間為每天早上十點到晚上九點歡迎您隨時來店裡逛逛看看"
@@ -28,7 +29,7 @@ def test_a_hit_in_a_short_sentence_reads_as_classify_does():
 def test_a_fact_whose_sentence_runs_past_the_window_does_not_pass(question, reply, shape):
     """Beyond the window a negator could reach the hit (不…[1,000 characters]…提供貨到付款):
     what was not read cannot make the fact asserted."""
-    far = _long(WINDOW + 200)
+    far = _long(_WHOLE)
     text = "不" + far + "提供貨到付款" if shape == "far_before" else "提供貨到付款" + far + "是不可能的"
     g = grade(question(facts=["提供貨到付款"]), reply(text))
     assert g.verdict == "needs_human"
@@ -37,14 +38,14 @@ def test_a_fact_whose_sentence_runs_past_the_window_does_not_pass(question, repl
 
 def test_a_forbidden_hit_negated_within_a_sentence_past_the_window_is_a_persons(question, reply):
     """不提供貨到付款 looks negated, but a 不是 a thousand characters before could undo it."""
-    text = "我們" + _long(WINDOW + 200) + "不提供貨到付款" + _long(WINDOW + 200)
+    text = "我們" + _long(_WHOLE) + "不提供貨到付款" + _long(_WHOLE)
     g = grade(question(forbidden=["提供貨到付款"]), reply(text))
     assert g.verdict == "needs_human"
     assert "negated" in g.checks[0].evidence and "longer than" in g.checks[0].evidence
 
 
 def test_a_forbidden_hit_asserted_in_a_long_sentence_still_fails(question, reply):
-    text = _long(WINDOW + 200) + "我們提供貨到付款" + _long(WINDOW + 200)
+    text = _long(_WHOLE) + "我們提供貨到付款" + _long(_WHOLE)
     g = grade(question(forbidden=["提供貨到付款"]), reply(text))
     assert g.verdict == "fail"
 
@@ -97,7 +98,7 @@ def test_many_numbers_are_named_in_a_bounded_evidence(question, reply):
 def test_an_item_of_a_list_whose_head_is_past_the_window_does_not_pass(question, reply):
     """以下均不支援： heads every item under it: an item further down than the window reads
     cannot know whether it is negated."""
-    items = "".join(f"- 付款方式{chr(0x4E00 + i)}目前暫停服務\n" for i in range(WINDOW // 8))
+    items = "".join(f"- 付款方式{chr(0x4E00 + i)}目前暫停服務\n" for i in range(_WHOLE // 10))
     q = question(facts=["貨到付款"])
     short = "以下付款方式均不支援：\n- 行動支付\n- 貨到付款"
     assert grade(q, reply(short)).verdict == "fail"  # negated by its head, read whole
