@@ -15,7 +15,7 @@ from typing import Any
 from graders.model import CheckResult, FieldSpec, Question, Reply
 from graders.negation import AMBIGUOUS, Occurrence, read_hit
 from graders.normalize import normalize, normalize_short
-from graders.patterns import Entry, find_all
+from graders.patterns import Entry, Match, find_all
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
@@ -46,12 +46,11 @@ class Budget:
     occurrences: int = CELL_OCCURRENCES
 
 
-def _read(entry: Entry, text: str, budget: Budget | None,
+def _read(found: list[Match], text: str, budget: Budget | None,
           **kw: Any) -> Iterator[tuple[Occurrence, str]]:
-    """The hits of ``entry`` read in reply order, lazily, with "" or why the rest went unread
-    (the check's own limit or the cell's budget)."""
+    """The hits ``found`` (``find_all`` with ``limit=MAX_OCCURRENCES + 1``) read in reply order,
+    lazily, with "" or why the rest went unread (the check's own limit or the cell's budget)."""
     budget = budget if budget is not None else Budget()
-    found = find_all(entry, text, limit=MAX_OCCURRENCES + 1)
     for i, m in enumerate(found):
         if i == MAX_OCCURRENCES:
             yield NOTHING, (f"more than {MAX_OCCURRENCES} occurrences: the first "
@@ -69,8 +68,11 @@ def check_fact(name: str, entry: Entry, text: str, input_text: str = "",
                budget: Budget | None = None) -> CheckResult:
     """Must appear, asserted. Negated, asked, hypothetical or quoted occurrences do not count,
     nor does an echo of the customer's question (``input_text``: the normalised work order)."""
+    found = find_all(entry, text, limit=MAX_OCCURRENCES + 1)
+    if not found:  # most entries, most replies: nothing to read
+        return CheckResult(name, "fail", missing=(entry.source,), evidence="not found in the reply")
     seen = []
-    for occ, unread in _read(entry, text, budget, input_text=input_text,
+    for occ, unread in _read(found, text, budget, input_text=input_text,
                              echo_questions_only=True):
         if unread:
             return CheckResult(name, "needs_human", evidence=unread)
@@ -94,8 +96,11 @@ def check_forbidden(name: str, entry: Entry, text: str, input_text: str,
                     budget: Budget | None = None) -> CheckResult:
     """Must not be asserted. Every occurrence is classified; one asserted (or asserted with a
     hedge: 可能會延誤) is enough to fail."""
+    found = find_all(entry, text, limit=MAX_OCCURRENCES + 1)
+    if not found:
+        return CheckResult(name, "pass", evidence="not found")
     occs = []
-    for o, unread in _read(entry, text, budget, input_text=input_text):
+    for o, unread in _read(found, text, budget, input_text=input_text):
         if unread:
             return CheckResult(name, "needs_human", evidence=unread)
         if o.kind in ("asserted", "hedged"):  # the first one decides: the rest is not read
