@@ -230,11 +230,13 @@ def _clause_bounds(text: str, start: int, end: int, sentence: bool = False,
 
 
 _QUOTE_CHARS = frozenset("".join(cues.QUOTE_PAIRS) + "".join(cues.QUOTE_PAIRS.values()))
+# a search at C speed: frozenset.isdisjoint(str) hashes every character of the sentence
+_QUOTE_RE = re.compile("[" + re.escape("".join(sorted(_QUOTE_CHARS))) + "]")
 
 
 def _quote_end(sentence: str, rel_start: int, rel_end: int) -> int:
     """Where the quotation around the hit closes (index in ``sentence``), or -1 if unquoted."""
-    if _QUOTE_CHARS.isdisjoint(sentence):
+    if not _QUOTE_RE.search(sentence):
         return -1
     before = sentence[:rel_start]
     for opener, closer in cues.QUOTE_PAIRS.items():
@@ -534,14 +536,14 @@ def _list_head(text: str, c_lo: int) -> list[Token]:
 
 # How far the assertion rules look outside the hit's clause: the clause before it and the one
 # after it, each cut to this many characters, so a hit never costs more than a bounded window.
-WINDOW = 60
+NEAR = 60
 
 
 def _previous_clause(text: str, c_lo: int) -> str:
-    """The clause before the hit's (within ``WINDOW`` characters), "" at a sentence start."""
+    """The clause before the hit's (within ``NEAR`` characters), "" at a sentence start."""
     if c_lo == 0 or text[c_lo - 1] not in ",;—–" and not (text[c_lo - 1] == ":"):
         return ""
-    lo = max(0, c_lo - 1 - WINDOW)
+    lo = max(0, c_lo - 1 - NEAR)
     for ch in _present(text)[0]:
         j = text.rfind(ch, lo, c_lo - 1)
         if j >= lo:
@@ -550,8 +552,8 @@ def _previous_clause(text: str, c_lo: int) -> str:
 
 
 def _next_clauses(text: str, c_hi: int) -> str:
-    """What follows the hit's clause, ``WINDOW`` characters of it."""
-    return text[c_hi + 1:c_hi + 1 + WINDOW] if c_hi < len(text) else ""
+    """What follows the hit's clause, ``NEAR`` characters of it."""
+    return text[c_hi + 1:c_hi + 1 + NEAR] if c_hi < len(text) else ""
 
 
 @lru_cache(maxsize=64)
@@ -644,7 +646,7 @@ def _mood(text: str, start: int, end: int, c_lo: int, c_hi: int, tokens: tuple[T
           after: tuple[Token, ...], condition: str, for_fact: bool) -> tuple[str, str]:
     """For a hit no negator reaches: is it said in the reply's own voice, now and
     unconditionally? (kind, cue) when not, ("", "") when it is."""
-    lo, hi = max(c_lo, start - WINDOW), min(c_hi, end + WINDOW)  # the clause near the hit
+    lo, hi = max(c_lo, start - NEAR), min(c_hi, end + NEAR)  # the clause near the hit
     clause = text[lo:hi]
     nxt = _next_clauses(text, c_hi)
     both = tokens + after
@@ -660,7 +662,7 @@ def _mood(text: str, start: int, end: int, c_lo: int, c_hi: int, tokens: tuple[T
     if general:
         lead = nxt.lstrip(" ,;:.!?。—")
         if lead.startswith(("但", "不過", "不过", "可是", "只是", "however", "but")):
-            toks = _tokens(lead[:WINDOW])
+            toks = _tokens(lead[:NEAR])
             if any(t[0] in (NEG, CLAUSAL) for t in toks):
                 return "taken_back", general
     cond_text = text[lo:start]
@@ -730,7 +732,7 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
         return occ("answered", f"{cue}, then '{yes}'") if yes else occ(kind, cue)
 
     def quoted(cue: str, after: int) -> Occurrence:
-        comment = text[after:min(s_hi, after + WINDOW)]
+        comment = text[after:min(s_hi, after + NEAR)]
         strong = _has(comment, cues.AFFIRM_STRONG)  # 您說…，這點我們確實有提供: a yes of its own
         if strong:
             i = comment.find(strong)
@@ -758,7 +760,7 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
     after = _suffix_negators(suffix, _tokens(suffix)) if suffix else []
 
     def question(cue: str, negs: list[Token]) -> Occurrence:
-        q_end = text.find("?", c_hi, c_hi + WINDOW)
+        q_end = text.find("?", c_hi, c_hi + NEAR)
         after_q = q_end + 1 if q_end >= 0 else c_hi
         # a negated question asserts more often than it asks (我們不是有提供…嗎？, why
         # wouldn't we…?, 怎麼可能不…？): a person reads it; answered yes, it affirms (誰說不行？
@@ -770,8 +772,8 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
             return occ("unclear", f"{cue} with {' … '.join(t[1] for t in negs)} "
                                   "(a negated or rhetorical question)")
         # a question that offers it (退到信用卡，還是轉購物金？; would you like…?) presupposes it
-        question_text = text[max(c_lo, start - WINDOW):q_end if q_end >= 0 else min(
-            c_hi, end + WINDOW)]
+        question_text = text[max(c_lo, start - NEAR):q_end if q_end >= 0 else min(
+            c_hi, end + NEAR)]
         offer = _has(question_text, _ASKED_OFFER)
         if offer:
             yes = _answered_yes(text, after_q)
@@ -845,7 +847,7 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
                           echo_questions_only)
         if mood:
             return occ(mood, why)  # type: ignore[arg-type]
-        hedge = _hedge(tokens) or _has(suffix[:WINDOW], cues.SUFFIX_HEDGE_EN)
+        hedge = _hedge(tokens) or _has(suffix[:NEAR], cues.SUFFIX_HEDGE_EN)
         return occ("hedged", hedge) if hedge else occ("asserted")
     partial = [t[1] for t in negators if t[0] == PARTIAL]
     if partial:
@@ -858,3 +860,85 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
                                    f"'{only.split()[0][:3]}'")
         return occ("double_negation", " … ".join(t[1] for t in negators))
     return occ("negated", negators[0][1])
+
+
+# -- bounded reading (issue 31) ------------------------------------------------------------
+# A reply of one unbroken 200,000-character sentence made every hit re-read the whole sentence
+# (its cues, its quotes, its list head): grading one question took minutes. A hit is read
+# within WINDOW characters on each side; a sentence that runs past them was not read whole.
+WINDOW = 200
+_ANSWER = 64  # _answered_yes reads 60 characters past a question: keep them inside the view
+_WHOLE = 500  # a reply up to this long is read whole for every hit (the bench's are)
+# a forbidden hit read as one of these fails (graders/checks.py): any other kind, cut short,
+# could read otherwise in the part not read
+FORBIDDEN_FAILS = frozenset({"asserted", "hedged", "conditional_offer"})
+
+
+def read_hit(text: str, start: int, end: int, *, input_text: str = "",
+             echo_questions_only: bool = False, source: Mapped | None = None) -> Occurrence:
+    """``classify`` on the ``WINDOW`` characters each side of the hit (on the whole reply up to
+    ``_WHOLE`` characters): the same answer for a hit whose clause fits in them, bounded work
+    for any other. When the sentence (or the list the
+    hit is an item of) runs past the window, what was not read could change the reading, so it
+    cannot pass: a fact asserted there, or a forbidden hit negated, asked or quoted there, is
+    ``unclear`` and a person reads it; a forbidden hit asserted in what was read still fails.
+    (The clause is what negators reach; the sentence counts when it holds quotation marks.)"""
+    if len(text) <= _WHOLE:  # a reply this short is read whole: bounded, and as before
+        return classify(text, start, end, input_text=input_text,
+                        echo_questions_only=echo_questions_only, source=source)
+    lo, hi = max(0, start - WINDOW), min(len(text), end + WINDOW + _ANSWER)
+    if lo == 0 and hi == len(text):
+        return classify(text, start, end, input_text=input_text,
+                        echo_questions_only=echo_questions_only, source=source)
+    view = text[lo:hi]
+    occ, cut, (s_lo, s_hi) = _read_view(view, start - lo, end - lo, input_text,
+                                        echo_questions_only, lo > 0, hi < len(text))
+    if source is not None:  # the evidence quotes the reply as written, as classify's does
+        occ = Occurrence(occ.kind, start, end, occ.cue,
+                         ("…" if lo > 0 and s_lo == 0 else "")
+                         + source.marked(lo + s_lo, start, end, lo + s_hi)
+                         + ("…" if hi < len(text) and s_hi == len(view) else ""))
+    kind, cue = occ.kind, occ.cue
+    if cut and (kind == "asserted" if echo_questions_only else kind not in FORBIDDEN_FAILS):
+        kind, cue = "unclear", (f"{kind}{' by ' + repr(cue) if cue else ''} in a clause longer "
+                                f"than the {WINDOW} characters read on each side of the hit")
+    return Occurrence(kind, start, end, cue, occ.sentence)
+
+
+@lru_cache(maxsize=1024)
+def _read_view(view: str, start: int, end: int, input_text: str, echo_questions_only: bool,
+               cut_before: bool, cut_after: bool
+               ) -> tuple[Occurrence, bool, tuple[int, int]]:
+    """classify() on a view of the reply, and whether the hit's sentence (or list) reaches a
+    side of the view that is not the reply's. Cached: a flood of one phrase repeats its views."""
+    occ = classify(view, start, end, input_text=input_text,
+                   echo_questions_only=echo_questions_only)
+    c_lo, c_hi = _clause_bounds(view, start, end)
+    s_lo, _ = _clause_bounds(view, c_lo, c_lo, sentence=True, within=(0, c_lo))
+    _, s_hi = _clause_bounds(view, c_hi, c_hi, sentence=True, within=(c_hi, len(view)))
+    # the negators' scope is the clause; the sentence matters for quotation marks
+    quoted = _QUOTE_RE.search(view) is not None
+    before = cut_before and (c_lo == 0 or (quoted and s_lo == 0) or _list_reaches_top(view, c_lo))
+    after = cut_after and (c_hi > len(view) - _ANSWER or (quoted and s_hi > len(view) - _ANSWER))
+    sentence = (("…" if cut_before and s_lo == 0 else "") + occ.sentence
+                + ("…" if cut_after and s_hi == len(view) else ""))
+    return Occurrence(occ.kind, start, end, occ.cue, sentence), before or after, (s_lo, s_hi)
+
+
+def _list_reaches_top(view: str, c_lo: int) -> bool:
+    """Whether the hit opens a list item (as ``_list_head`` reads one) whose items go on up to
+    the top of the view, so the head they hang from (以下均不支援：) may be above it, unread."""
+    hi = view.rfind("\n", 0, c_lo)
+    line_end = view.find("\n", hi + 1)
+    if hi < 0 or view[hi + 1 : c_lo].strip() and not _ITEM.fullmatch(view[hi + 1 : c_lo].rstrip()):
+        return False
+    if not _ITEM.match(view, hi + 1, line_end if line_end >= 0 else len(view)):
+        return False
+    while True:
+        lo = view.rfind("\n", 0, hi) + 1
+        if hi <= 0 or lo == 0:
+            return True  # the line above begins above the view
+        line = view[lo:hi].rstrip()
+        if line.endswith(":") or not _ITEM.match(line):
+            return False
+        hi = lo - 1

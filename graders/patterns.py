@@ -2,7 +2,8 @@
 
 Literal alternatives are normalised the same way as replies, so ``ＦＡＱ`` in a bank
 matches ``faq`` in a reply. Regular expressions run on the normalised reply with
-IGNORECASE (the reply is casefolded; the pattern author's capitals still match).
+IGNORECASE (the reply is casefolded; the pattern author's capitals still match), on RE2, so
+no pattern can take more than linear time (graders/regex.py).
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from graders import cues
 from graders.normalize import fold_script, normalize
+from graders.regex import Unsupported, compile_re2, required_text
 
 
 class PatternError(ValueError):
@@ -22,9 +25,12 @@ class PatternError(ValueError):
 @dataclass(frozen=True, slots=True)
 class Alternative:
     source: str
-    regex: re.Pattern[str]
+    # a literal's escaped text on Python's re; a ``re:`` pattern on RE2 (graders/regex.py):
+    # both have search, finditer, match and fullmatch
+    regex: Any
     is_regex: bool
     literal: str | None = None  # the normalised text of a literal alternative
+    required: str | None = None  # text every match contains: a reply without it is skipped
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,32 +89,6 @@ def split_alternatives(raw: str) -> list[str]:
     return parts
 
 
-def _nested_repeat(body: str) -> bool:
-    """Whether a repeat of variable length sits inside another (``(a+)+``, ``(\\w*x)*``):
-    the shape whose backtracking grows exponentially with the reply: Python's re has no time
-    limit, so a grade would hang. Possessive and atomic repeats do not backtrack."""
-    from re import _constants as c
-    from re import _parser
-
-    repeats = (c.MAX_REPEAT, c.MIN_REPEAT)
-
-    def find(items, inside: bool) -> bool:
-        for op, av in items:
-            if op in repeats:
-                lo, hi, sub = av
-                if (inside and lo != hi and hi > 1) or find(sub, inside or hi > 1):
-                    return True
-            elif op is c.SUBPATTERN and find(av[3], inside):
-                return True
-            elif op is c.BRANCH and any(find(branch, inside) for branch in av[1]):
-                return True
-            elif op in (c.ASSERT, c.ASSERT_NOT) and find(av[1], inside):
-                return True
-        return False  # ATOMIC_GROUP and POSSESSIVE_REPEAT never backtrack into themselves
-
-    return find(_parser.parse(body, re.IGNORECASE), False)
-
-
 def compile_alternative(alt: str, *, fold: bool = True) -> Alternative:
     if alt.startswith("re:"):
         # the reply is folded: so are the regex's Chinese characters (週 matches 周)
@@ -116,24 +96,20 @@ def compile_alternative(alt: str, *, fold: bool = True) -> Alternative:
         if not body:
             raise PatternError("empty regular expression after 're:'")
         try:
-            regex = re.compile(body, re.IGNORECASE)
+            regex = compile_re2(body)
         except re.error as exc:
             raise PatternError(f"invalid regex {alt!r}: {exc}") from None
+        except Unsupported as exc:
+            raise PatternError(f"regex {alt!r} has {exc}") from None
         except (OverflowError, RecursionError, ValueError) as exc:  # a{99999999999}, deep nesting
             raise PatternError(f"invalid regex {alt!r}: {type(exc).__name__}: {exc}") from None
-        if _nested_repeat(body):
-            raise PatternError(
-                f"regex {alt!r} repeats a repeat of variable length, like (a+)+: on a reply "
-                f"that almost matches it can backtrack for hours; make the inner "
-                f"repeat possessive ('+' after it: x++) or atomic ((?>x+)), or use one class "
-                f"([\\d,]+ for (\\d+,)+)")
         if regex.search("") is not None:
             raise PatternError(f"regex {alt!r} matches the empty string, so it matches every reply")
-        return Alternative(alt, regex, True)
+        return Alternative(alt, regex, True, required=required_text(body) or None)
     text = normalize(alt, fold=fold)
     if not text:
         raise PatternError("empty alternative")
-    return Alternative(alt, re.compile(re.escape(text)), False, text)
+    return Alternative(alt, re.compile(re.escape(text)), False, text, text)
 
 
 def parse_entry(raw: object, *, fold: bool = True) -> Entry:
@@ -212,18 +188,21 @@ def whole_word(text: str, start: int, end: int) -> bool:
     return True
 
 
-def find_all(entry: Entry, text: str) -> list[Match]:
+def find_all(entry: Entry, text: str, limit: int | None = None) -> list[Match]:
     """Every occurrence of every alternative in normalised ``text``, in reply order; a literal
-    alternative only where it is a whole word (``whole_word``), a regex wherever it matches."""
+    alternative only where it is a whole word (``whole_word``), a regex wherever it matches.
+    With ``limit``, the first ``limit`` of each alternative (a flood of one phrase costs no more
+    than ``limit`` matches)."""
     found = []
     for alt in entry.alternatives:
-        lit = alt.literal
-        if lit is not None and lit not in text:
+        if alt.required is not None and alt.required not in text:
             continue  # `in` is far cheaper than a regex scan, and most patterns are absent
+        lit = alt.literal
         # a Chinese literal is cut only where a listed word starts just before it: one set
         # lookup per hit instead of the whole test
         heads = _word_heads() if lit is not None and not (
             _latin(lit[0]) or _latin(lit[-1]) or lit[0].isdigit() or lit[-1].isdigit()) else None
+        n = 0
         for m in alt.regex.finditer(text):
             a, b = m.span()
             if b <= a:
@@ -231,5 +210,8 @@ def find_all(entry: Entry, text: str) -> list[Match]:
             if lit is None or (heads is not None and (a == 0 or text[a - 1] not in heads)) or (
                     whole_word(text, a, b)):
                 found.append(Match(alt.source, a, b))
+                n += 1
+                if n == limit:
+                    break
     found.sort(key=lambda m: (m.start, -m.end))
-    return found
+    return found if limit is None else found[:limit]
