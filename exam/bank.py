@@ -149,7 +149,7 @@ def _strings(value: Any) -> Iterable[str]:
         yield str(value)
 
 
-def input_text(work_order: Mapping[str, Any], *, fold: bool = False) -> str:
+def input_text(work_order: Mapping[str, Any], *, fold: bool = True) -> str:
     """Every string in the work order, normalised: what quoting and numbers are checked against."""
     return normalize("\n".join(_strings(work_order)), fold=fold)
 
@@ -300,7 +300,7 @@ def parse_bank(data: Any, file: str) -> tuple[Bank | None, list[Problem]]:
                     f"found {type(data).__name__}")
         return None, col.problems
 
-    fold = bool(options.get("fold_script", False))
+    fold = bool(options.get("fold_script", True))
     items: list[Item] = []
     seen: dict[str, int] = {}
     looks: dict[str, str] = {}  # a case number as a reader tells them apart → as written

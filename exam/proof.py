@@ -10,16 +10,32 @@ from typing import Any
 
 from exam.bank import Bank, Item, bank_files, bank_mismatch, placeholders, read_bank
 from exam.errors import Problem
-from exam.pipeline.reading import read_body, to_reply
+from exam.pipeline.reading import DEFAULT_MAPPING, ReplyMapping, read_body, to_reply
 from graders import Grade, Reply, grade
 from graders.trajectory import NO_STEPS
 
+# how examples are read when no registry names the bank's agent: the default reply mapping
+DEFAULT_READER: tuple[ReplyMapping, str] = (DEFAULT_MAPPING, "json")
 
-def example_reply(item: Item, example: Any) -> Reply:
-    """A golden/counterexample reply: text (status taken as the expected one) or a JSON body."""
-    read = read_body(example)
+
+class Unreadable(ValueError):
+    """An example reply the agent's reply mapping cannot read text from; the message says why."""
+
+
+def example_reply(item: Item, example: Any,
+                  reader: tuple[ReplyMapping, str] = DEFAULT_READER) -> Reply:
+    """A golden/counterexample reply, read as a run reads the agent's: a string is the reply's
+    text (status taken as the expected one), an object the agent's JSON body read through its
+    reply mapping. Raises Unreadable when that finds no text: grading it would prove nothing."""
+    mapping, reply_format = reader
     if isinstance(example, str):
-        return to_reply(read, status=item.question.expect_status)
+        return to_reply(read_body(example), status=item.question.expect_status)
+    if reply_format == "text":
+        raise Unreadable("the agent answers plain text (format: text): write the example as "
+                         "the text it would send")
+    read = read_body(example, mapping)
+    if read.text is None:
+        raise Unreadable(read.problem or "no text")
     return to_reply(read)
 
 
@@ -32,24 +48,32 @@ def _summary(g: Grade) -> str:
     return "; ".join(parts) or "no check failed"
 
 
-def prove_item(file: str, item: Item) -> list[Problem]:
+def prove_item(file: str, item: Item, reader: tuple[ReplyMapping, str] = DEFAULT_READER,
+               agent: str = "") -> list[Problem]:
     problems = []
-    for i, example in enumerate(item.golden):
-        g = grade(item.question, example_reply(item, example))
-        if g.verdict != "pass":
-            fix = ""
-            if any(c.outcome == "needs_human" and c.evidence == NO_STEPS for c in g.checks):
-                fix = ("; a tool check needs the golden's steps: give it as the agent's JSON "
-                       "body, e.g. {\"answer\": \"…\", \"intermediateSteps\": [{\"action\": "
-                       "{\"tool\": \"…\"}}]}")
-            problems.append(Problem(file, f"{item.case_no}.golden[{i}]",
-                                    f"expected pass, got {g.verdict}: {_summary(g)}{fix}"))
-    for i, example in enumerate(item.counterexamples):
-        g = grade(item.question, example_reply(item, example))
-        if g.verdict != "fail":
-            problems.append(Problem(
-                file, f"{item.case_no}.counterexamples[{i}]",
-                f"expected fail, got {g.verdict}: the rubric does not catch this wrong reply"))
+    examples = [("golden", i, e, "pass") for i, e in enumerate(item.golden)] + [
+        ("counterexamples", i, e, "fail") for i, e in enumerate(item.counterexamples)]
+    for key, i, example, expected in examples:
+        where = f"{item.case_no}.{key}[{i}]"
+        try:
+            reply = example_reply(item, example, reader)
+        except Unreadable as exc:  # a counterexample failing for want of text proves nothing
+            problems.append(Problem(file, where, f"cannot be read as {agent or 'the agent'}'s "
+                                                 f"reply: {exc}"))
+            continue
+        g = grade(item.question, reply)
+        if g.verdict == expected:
+            continue
+        if expected == "fail":
+            problems.append(Problem(file, where, f"expected fail, got {g.verdict}: the rubric "
+                                                 "does not catch this wrong reply"))
+            continue
+        fix = ""
+        if any(c.outcome == "needs_human" and c.evidence == NO_STEPS for c in g.checks):
+            fix = ("; a tool check needs the golden's steps: give it as the agent's JSON "
+                   "body, e.g. {\"answer\": \"…\", \"intermediateSteps\": [{\"action\": "
+                   "{\"tool\": \"…\"}}]}")
+        problems.append(Problem(file, where, f"expected pass, got {g.verdict}: {_summary(g)}{fix}"))
     return problems
 
 
@@ -68,9 +92,12 @@ class CheckReport:
 
 
 def check_paths(paths: Iterable[str | Path],
-                attached: Mapping[str, Iterable[str]] | None = None) -> CheckReport:
+                attached: Mapping[str, Iterable[str]] | None = None,
+                readers: Mapping[str, tuple[ReplyMapping, str]] | None = None) -> CheckReport:
     """Check bank files; ``attached`` (a bank file's real path → the registry's agents that
-    use it) also names a bank whose ``agent:`` is not the agent it is attached to."""
+    use it) also names a bank whose ``agent:`` is not the agent it is attached to; ``readers``
+    (agent → its reply mapping and format, from the registry) reads a bank's example objects
+    as its agent's replies (the default mapping for an agent the registry does not have)."""
     report = CheckReport()
     seen: dict[tuple[str, str], str] = {}
     for path in bank_files(paths):
@@ -98,7 +125,8 @@ def check_paths(paths: Iterable[str | Path],
             if todo:  # a starter question from `exam init`: say what is left, prove nothing yet
                 report.problems.extend(todo)
                 continue
-            report.problems.extend(prove_item(bank.path, item))
+            reader = (readers or {}).get(bank.agent, DEFAULT_READER)
+            report.problems.extend(prove_item(bank.path, item, reader, bank.agent))
             if not item.golden or not item.counterexamples:
                 missing = "golden" if not item.golden else "counterexamples"
                 report.notes.append(Problem(bank.path, item.case_no,

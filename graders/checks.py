@@ -7,37 +7,91 @@ bank's schema and keys, the grader and the rule versions read the registry.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from graders.model import CheckResult, FieldSpec, Question, Reply
-from graders.negation import AMBIGUOUS, classify
-from graders.normalize import normalize, normalize_short
-from graders.patterns import Entry, find_all
+from graders.negation import AMBIGUOUS, Occurrence, read_hit
+from graders.normalize import Mapped, normalize, normalize_short
+from graders.patterns import Entry, Match, find_all
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 # Bump the rule of a check kind when its behaviour changes: a reviewer's decision on
 # that check (issue 9) is dropped when the rule it was made under changes, and the grade
 # cache is keyed by every entry. A registered kind (below) adds its own.
+# fact/forbidden 4, field 2, tools 2, numbers_grounded 2 (issue 31): folding on by default,
+# whole-word literals, assertion rules; regexes on RE2, each hit read within a window, at most
+# MAX_OCCURRENCES per check and CELL_OCCURRENCES per cell, stray numbers listed ten at a time.
 RULE_VERSIONS: dict[str, int] = {
-    "fact": 3, "forbidden": 3, "status": 1, "field": 1, "numbers_grounded": 1, "budget": 2,
-    "tools": 1,
+    "fact": 4, "forbidden": 4, "status": 1, "field": 2, "numbers_grounded": 2, "budget": 2,
+    "tools": 2,
 }
 
 
-def check_fact(name: str, entry: Entry, text: str, input_text: str = "") -> CheckResult:
-    """Must appear, asserted. Negated, asked, hypothetical or quoted occurrences do not count,
-    nor does an echo of the customer's question (``input_text``: the normalised work order)."""
+# How an occurrence counts, by its kind (graders/negation.py), for a fact and a forbidden
+# phrase. A fact passes only when asserted in the reply's own voice, now, unconditionally;
+# what is not is a fail when the reply makes clear it does not hold, else a person reads it.
+FACT_FAILS = frozenset({"negated", "interrogative", "quoted", "past", "not_yet", "unmet",
+                        "taken_back"})
+# A forbidden thing fails when claimed, hedged or offered on a condition; said of a time to
+# come, offered in a question or ambiguous, a person reads it; otherwise it passes.
+FORBIDDEN_FAILS = frozenset({"asserted", "hedged", "conditional_offer"})
+FORBIDDEN_HUMAN = AMBIGUOUS | {"future", "not_yet", "offered"}
+
+
+# What one reply may cost (issue 31), counted rather than timed so a replay grades alike: a
+# check reads at most MAX_OCCURRENCES hits, a cell (every check of a question) CELL_OCCURRENCES,
+# each within negation.WINDOW characters. What is left unread goes to a person, never passes.
+MAX_OCCURRENCES = 32
+CELL_OCCURRENCES = 128
+NOTHING = Occurrence("unclear", 0, 0)  # stands for the occurrences left unread
+
+
+@dataclass(slots=True)
+class Budget:
+    """What is left of one cell's reading: occurrences classified (``grade`` makes one)."""
+
+    occurrences: int = CELL_OCCURRENCES
+
+
+def _read(found: list[Match], text: str, budget: Budget | None,
+          **kw: Any) -> Iterator[tuple[Occurrence, str]]:
+    """The hits ``found`` (``find_all`` with ``limit=MAX_OCCURRENCES + 1``) read in reply order,
+    lazily, with "" or why the rest went unread (the check's own limit or the cell's budget)."""
+    budget = budget if budget is not None else Budget()
+    for i, m in enumerate(found):
+        if i == MAX_OCCURRENCES:
+            yield NOTHING, (f"more than {MAX_OCCURRENCES} occurrences: the first "
+                         f"{MAX_OCCURRENCES} were read and decided nothing, a person reads the rest")
+            return
+        if budget.occurrences <= 0:
+            yield NOTHING, (f"the cell's grading budget ({CELL_OCCURRENCES} occurrences read) ran out "
+                         f"after {i} of this check's: a person reads the rest")
+            return
+        budget.occurrences -= 1
+        yield read_hit(text, m.start, m.end, **kw), ""
+
+
+def check_fact(name: str, entry: Entry, text: str, input_text: str = "",
+               budget: Budget | None = None, *, source: Mapped | None = None) -> CheckResult:
+    """Must appear, asserted. Negated, asked, quoted, past or taken-back occurrences do not
+    count, nor does an echo of the customer's question (``input_text``: the normalised work
+    order); hedged, conditional, future or reported ones go to a person."""
+    found = find_all(entry, text, limit=MAX_OCCURRENCES + 1)
+    if not found:  # most entries, most replies: nothing to read
+        return CheckResult(name, "fail", missing=(entry.source,), evidence="not found in the reply")
     seen = []
-    for m in find_all(entry, text):
-        occ = classify(text, m.start, m.end, input_text=input_text, echo_questions_only=True)
+    for occ, unread in _read(found, text, budget, input_text=input_text,
+                             echo_questions_only=True, source=source):
+        if unread:
+            return CheckResult(name, "needs_human", evidence=unread)
         if occ.kind == "asserted":
             return CheckResult(name, "pass", evidence=occ.sentence)
         seen.append(occ)
-    unclear = [o for o in seen if o.kind in AMBIGUOUS or o.kind == "hedged"]
+    unclear = [o for o in seen if o.kind not in FACT_FAILS]
     if unclear:
         return CheckResult(
             name, "needs_human", evidence="only unclear occurrences: " + unclear[0].describe()
@@ -50,18 +104,26 @@ def check_fact(name: str, entry: Entry, text: str, input_text: str = "") -> Chec
     return CheckResult(name, "fail", missing=(entry.source,), evidence="not found in the reply")
 
 
-def check_forbidden(name: str, entry: Entry, text: str, input_text: str) -> CheckResult:
+def check_forbidden(name: str, entry: Entry, text: str, input_text: str,
+                    budget: Budget | None = None, *, source: Mapped | None = None) -> CheckResult:
     """Must not be asserted. Every occurrence is classified; one asserted (or asserted with a
-    hedge: 可能會延誤) is enough to fail."""
+    hedge: 可能會延誤, or offered on a condition) is enough to fail."""
+    found = find_all(entry, text, limit=MAX_OCCURRENCES + 1)
+    if not found:
+        return CheckResult(name, "pass", evidence="not found")
     occs = []
-    for m in find_all(entry, text):
-        o = classify(text, m.start, m.end, input_text=input_text)
-        if o.kind in ("asserted", "hedged"):  # the first one decides: the rest is not read
-            how = "asserted" if o.kind == "asserted" else f"asserted with a hedge ('{o.cue}')"
+    for o, unread in _read(found, text, budget, input_text=input_text, source=source):
+        if unread:
+            return CheckResult(name, "needs_human", evidence=unread)
+        if o.kind in FORBIDDEN_FAILS:  # the first one decides: the rest is not read
+            how = {"asserted": "asserted", "hedged": f"asserted with a hedge ('{o.cue}')",
+                   "conditional_offer": f"offered on a condition ('{o.cue}')"}[o.kind]
+            if o.kind == "asserted" and o.cue:
+                how = f"asserted ({o.cue})"
             return CheckResult(name, "fail", unexpected=(entry.source,),
                                evidence=f"{how}: {o.sentence}")
         occs.append(o)
-    unclear = [o for o in occs if o.kind in AMBIGUOUS]
+    unclear = [o for o in occs if o.kind in FORBIDDEN_HUMAN]
     if unclear:
         return CheckResult(name, "needs_human", evidence=unclear[0].describe())
     if occs:
@@ -155,12 +217,14 @@ def numbers_in(text: str) -> frozenset[str]:
 def check_numbers_grounded(text: str, input_text: str) -> CheckResult:
     """Every number in the reply must occur somewhere in the work order (any field, any key)."""
     grounded = numbers_in(input_text)
-    found = [m.group() for m in _NUMBER.finditer(text)]
-    stray = list(dict.fromkeys(n for n in found if canonical_number(n) not in grounded))
+    found = _NUMBER.findall(text)
+    # each distinct figure once: a reply of 100,000 numbers canonicalises its few distinct ones
+    stray = [n for n in dict.fromkeys(found) if canonical_number(n) not in grounded]
     if stray:
+        shown = ", ".join(stray[:10]) + (f" … and {len(stray) - 10} more" if len(stray) > 10 else "")
         return CheckResult(
             "numbers_grounded", "fail", unexpected=tuple(stray),
-            evidence="numbers not in the work order: " + ", ".join(stray),
+            evidence="numbers not in the work order: " + shown,
         )
     return CheckResult("numbers_grounded", "pass",
                        evidence=f"{len(found)} number(s), all in the work order")

@@ -3,7 +3,8 @@
 Cues are *words*: the scanner takes the longest cue at each position, so a word that merely
 contains a negating character (特別, 毫不猶豫地, 免費, 未滿, 沒錯) is read as the word it is.
 All cues are in normalised form (NFKC, casefolded); Chinese cues are given in Traditional and
-Simplified.
+Simplified, and every list holds the folded form of each of its words too (replies are folded
+before they are read: 核准 is read 核準; tests/graders/test_normalize.py keeps that true).
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ CANCEL_EN = ("cancel", "cancelled", "canceled", "stop")
 # offered), and nouns (特別, 個別, 不便).
 PSEUDO_NEGATION_ZH = (
     "非常", "不僅", "不仅", "不只", "不但", "不單", "不单", "沒問題", "没问题", "沒有問題",
-    "没有问题", "不論", "不论", "無論", "无论", "不管", "沒關係", "没关系", "不客氣", "不客气",
+    "没有问题", "不論", "不论", "無論", "无论", "不管", "沒關係", "没关系", "沒關系", "不客氣", "不客气",
     "不好意思", "不用擔心", "不用担心", "別擔心", "别担心", "不錯", "不错", "不少", "不久",
     "不斷", "不断", "不同", "未來", "未来", "無限", "无限", "不得不", "非得", "無不", "无不",
     "莫不", "不妨", "無比", "无比", "不禁", "非凡", "無誤", "无误", "無缺", "无缺",
@@ -128,6 +129,12 @@ PSEUDO_NEGATION_ZH = (
     "產地", "产地", "場地", "场地", "目的地", "土地", "地圖", "地图", "地下", "地上", "地板",
     "目的", "的確", "的确", "您的", "你的", "妳的", "我的", "我們的", "我们的", "他的", "她的",
     "貴公司的", "贵公司的", "本店的",
+    # instructions: 別忘了帶健保卡 asks the customer to bring it
+    "別忘了", "别忘了", "別忘記", "别忘记", "不要忘了", "不要忘記", "不要忘记", "請勿忘記", "请勿忘记",
+    "勿忘", "切勿忘記", "切勿忘记",
+    # words that hold 說 or 表示 (see HEARSAY_ZH)
+    "說明", "说明", "跟您說", "跟您说", "和您說", "和您说", "這表示", "这表示", "也就是說", "也就是说",
+    "換句話說", "换句话说", "老實說", "老实说", "比如說", "比如说", "小說", "小说",
 )
 PSEUDO_NEGATION_EN = (
     "not only", "no problem", "no worries", "not just", "no doubt", "nothing but",
@@ -143,6 +150,8 @@ PSEUDO_NEGATION_EN = (
     "don't charge", "do not charge", "doesn't charge", "does not charge", "won't charge",
     "will not charge", "never charge", "don't charge extra", "doesn't cost", "does not cost",
     "won't cost", "will not cost", "regardless of whether",
+    # instructions: "don't forget to bring your ID" asks the customer to bring it
+    "don't forget", "don’t forget", "do not forget", "never forget",
 )
 
 # A negator governing a price or fee makes the thing priced free, not absent ("there isn't
@@ -295,6 +304,7 @@ FINITE_EN = ("is", "are", "was", "were", "will", "can", "may", "must", "should",
 
 # A yes answering a question the reply quoted or asked: "…嗎？——可以的，…".
 AFFIRMATIVE_ZH = (
+    "兩種都可以", "两种都可以", "都可以", "兩個都可以", "两个都可以",
     "可以", "可以的", "可以喔", "可以哦", "可以唷", "可以呀", "可以啊", "可以啦", "是的", "有的",
     "對的", "对的", "沒錯", "没错", "當然", "当然", "沒問題", "没问题", "行的", "好的可以",
     "沒有問題", "没有问题", "完全沒問題", "完全没问题",
@@ -306,10 +316,11 @@ GREETING_EN = ("hi there", "hello there", "hi", "hello", "hey", "dear customer",
                "thanks for asking", "thank you for asking", "good question", "the answer is",
                "to answer your question")
 # ... or the words that announce it (您問能不能…，答案是可以的)
-ANSWER_LEAD_ZH = ("答案是", "回覆您", "回复您", "跟您說", "跟您说", "告訴您", "告诉您")
+ANSWER_LEAD_ZH = ("答案是", "回覆您", "回复您", "回復您", "跟您說", "跟您说", "告訴您", "告诉您")
 AFFIRMATIVE_EN = (
     "yes", "yep", "yeah", "sure", "of course", "certainly", "absolutely", "definitely",
     "we do", "we can", "you can", "it is", "indeed", "no problem", "not a problem",
+    "either works", "either is fine", "either way works", "both work", "both are fine",
 )
 
 # A quoted, reported or topical hit is mentioned, not claimed, when the rest of its sentence
@@ -321,7 +332,7 @@ CONTRAST = ("但", "但是", "不過", "不过", "然而", "可是", "只是", "
 LIMITING = ("只", "僅", "仅", "唯一", "改用", "改成", "改為", "改为", "only", "instead",
             "alternatively", "rather", "還在", "还在", "仍在", "仍然", "still",
             # ... or defers the answer (我們確認中, we'll check): no claim made yet
-            "確認", "确认", "查詢", "查询", "了解", "瞭解", "轉交", "转交", "回覆", "回复", "check",
+            "確認", "确认", "查詢", "查询", "了解", "瞭解", "轉交", "转交", "回覆", "回复", "回復", "check",
             "confirm", "look into", "get back")
 
 # An item excepted from the claim of its clause (除了貨到付款以外都不支援; "we accept
@@ -336,9 +347,10 @@ EXCEPT_CLOSE_ZH = ("以外", "之外")
 # A hedge asserts nothing sure: 應該已經出貨了 is no fact (``hedged``); a forbidden claim
 # hedged is still claimed. "may" and "should" are left out: they grant permission.
 HEDGE_ZH = ("應該", "应该", "可能", "有可能", "也許", "也许", "或許", "或许", "大概", "好像", "似乎",
-            "說不定", "说不定", "估計", "估计")
+            "說不定", "说不定", "估計", "估计", "我想", "我覺得", "我觉得", "我猜")
 HEDGE_EN = ("probably", "maybe", "perhaps", "might", "possibly", "presumably", "likely",
-            "may have", "may already", "could have", "must have")
+            "may have", "may already", "could have", "must have", "i think", "i believe",
+            "i guess", "i suppose")
 
 # A clause break in chat: an emoji between clauses (不提供分期😊 可以貨到付款). The
 # negative ones (❌) are left to the words around them.
@@ -346,3 +358,92 @@ EMOJI_BREAK = r"[\U0001F300-\U0001FAFF\u2600-\u26FF\u2700-\u27BF]"
 EMOJI_NOT_BREAK = "❌❎✖⛔🚫"
 
 QUOTE_PAIRS = {"「": "」", "『": "』", "“": "”", '"': '"', "‘": "’", "《": "》"}
+
+# Word boundaries for literal patterns (graders/patterns.py): a Chinese hit is no hit when a
+# word of this list crosses its start and another crosses its end (分期 in 部分期間, 處方 in
+# 此處方便, 免費 in 避免費用, 到期 in 收到期限): the dictionary says it straddles two words.
+# The list is closed and short on purpose: a hit is dropped only when both its edges cut words.
+BOUNDARY_WORDS_ZH = (
+    "部分", "部份", "期間", "期數", "此處", "方便", "選取", "擷取", "消費", "消息", "收到",
+    "期限", "實現", "兌現", "金額", "款項", "避免", "費用", "確保", "證件", "馬上", "線上",
+    "交付", "送到",
+)
+# ... and an English hit inside one of these phrases is part of a longer word with another
+# meaning: "booked" in "fully booked" says no slot is left.
+CONTAINING_EN = ("fully booked", "booked up", "booked out", "booked solid")
+
+# --- assertion, not presence (issue 31): is the hit said in the reply's own voice, now, and
+# unconditionally? What these cues find is the reason given as evidence.
+# Time: what was (we used to…, 以前有…) is no fact now and no offer.
+# (not a bare 以前: 下午三點以前下單 is a deadline)
+PAST_ZH = ("以前曾", "我們以前", "我们以前", "本店以前", "之前曾", "曾經", "曾经", "過去曾",
+           "过去曾", "過去有", "过去有", "原本有", "先前曾", "早期有")
+PAST_EN = ("used to", "previously", "formerly", "in the past", "we once")
+# ... what will be from a date (下個月起, from next month) is not yet: no fact now, and an
+# offer of it is for a person; a bare "next month" is read by a person either way.
+FUTURE_START_ZH = ("下個月起", "下个月起", "下月起", "下週起", "下周起", "明年起", "下一季起",
+                   "即將推出", "即将推出", "即將上線", "即将上线", "即將開放", "即将开放", "起才",
+                   "下個月上線", "下个月上线", "下個月推出", "下个月推出", "下個月開放", "下个月开放")
+FUTURE_START_EN = ("from next month", "starting next month", "from next week",
+                   "starting next week", "from next year", "starting next year", "coming soon")
+FUTURE_ZH = ("下個月", "下个月", "明年", "下一季", "預計下週", "预计下周", "預計下周")
+FUTURE_EN = ("next month", "next year", "next quarter", "will be available", "will launch",
+             "will be launched")
+# A general rule the next sentence takes back (原則上可以…，不過這項商品不行).
+GENERAL_ZH = ("原則上", "原则上", "一般來說", "一般来说", "一般商品", "一般情況", "一般情况", "通常",
+              "正常來說", "正常来说", "本來", "本来", "原本", "平常")
+GENERAL_EN = ("normally", "usually", "generally", "in principle", "typically", "ordinarily")
+# Reported by someone else, not confirmed by the reply (物流那邊說已經修好了; according to the
+# courier…): a fact a person reads. The system's word counts unless the reply doubts it.
+HEARSAY_ZH = ("說", "说", "表示", "回報", "回报", "聽說", "听说", "據說", "据说", "據報", "据报",
+              "轉達", "转达")
+HEARSAY_EN = ("says", "said", "according to", "told us", "reports", "reported", "claims",
+              "claimed", "tells us")
+SHOWS_ZH = ("顯示", "显示")
+SHOWS_EN = ("shows", "showed", "shown as", "displays")
+DOUBT = ("不過", "不过", "但", "查證", "查证", "確認中", "确认中", "還在確認", "还在确认",
+         "還沒實際確認", "not sure", "let me check", "though", "haven't verified",
+         "have not verified", "not verified", "double-check", "double check", "不確定", "不确定")
+# Where a condition opens the clause before the hit's (如果醫師同意，我會幫您預約): the hit is
+# its consequent. Besides the hypothetical words: these.
+CONDITION_ZH = ("等您", "等你", "待您", "一旦", "只要")
+CONDITION_EN = ("once", "as soon as", "after you")
+# A warning names what will happen (如果出血止不住，可能需要住院; once you report it the card is
+# blocked); an offer says what the reply will do or allows: these words make it an offer.
+OFFER_ZH = ("可以", "即可", "可享", "可獲", "可获", "可申請", "可申请", "可辦理", "可办理", "能夠",
+            "能够", "才能", "就能", "都能", "便能", "幫您", "帮您", "為您", "为您", "替您", "給您",
+            "给您", "我們會", "我们会", "我會", "我会", "破例", "免費", "免费", "安排", "提供",
+            "支援", "支持", "接受", "開放", "开放")
+OFFER_EN = ("can", "could", "we'll", "we will", "i'll", "i will", "able to", "happy to",
+            "let you", "allow", "offer", "option", "available", "accept", "provide")
+# A conditional offer states a policy (如果商品有瑕疵，我們會全額退款: a fact) unless its
+# condition is still pending (醫師同意, 審核通過, once the payment clears) or a class the
+# customer may not be in (金卡會員, if you're a Plus member): then a person reads the fact.
+PENDING = ("同意", "通過", "通过", "核准", "核準", "批准", "批準", "審核", "审核", "確認", "确认",
+           "補上", "补上",
+           "補齊", "补齐", "agree", "agrees", "approve", "approves", "approved", "clears",
+           "cleared", "confirm", "confirms", "confirmed", "verify", "verified", "等您", "等你",
+           "待您", "一旦", "once", "as soon as", "after you")
+TIER = ("會員", "会员", "卡友", "金卡", "白金", "鈦金", "钛金", "投保", "保險", "保险", "member",
+        "members", "tier", "gold", "platinum", "premium", "plus", "insured", "vip")
+WARNING_LEAD = ("提醒您", "請注意", "请注意", "注意", "please note", "note that", "be aware")
+# A condition the reply says is not met (滿 1,500 元免運…還差 300 元): not so.
+UNMET = ("還差", "还差", "未達", "未达", "尚未達到", "尚未达到", "不符合", "不足", "short of",
+         "not eligible", "doesn't qualify", "does not qualify", "isn't eligible")
+# "…不支援 A，B 也一樣": the clause inherits the negation of the one before it.
+INHERIT_SUFFIX = ("也一樣", "也一样", "也是", "也是一樣", "也是一样", "亦同", "也相同", "也同樣",
+                  "也同样", "也都一樣", "也都一样", "也是如此", "too", "as well")
+INHERIT_PREFIX_EN = ("the same goes for", "same goes for", "the same applies to", "same for",
+                     "same with", "likewise")
+# A question that offers (您要退到信用卡還是轉購物金？, would you like…?) presupposes what it
+# names: an offer of a forbidden thing, a fact a person reads.
+ALTERNATIVE = ("還是", "还是", "或是", "或者", " or ")
+OFFER_QUESTION = ("您要", "您希望", "需要我", "要不要", "would you like", "do you want",
+                  "want me to", "shall i", "should i", "you prefer")
+# A yes that the reply adds itself to a quoted or reported claim (這點我們確實有提供).
+AFFIRM_STRONG = ("確實", "确实", "的確", "的确", "indeed")
+# After a double negation, "only" says the claim stands (不是不能退，只是需要…).
+ONLY_AFTER = ("只是", "只不過", "只不过", "just", "only")
+# Hedges after the hit ("cancelling now should be fine").
+SUFFIX_HEDGE_EN = ("should be fine", "should be ok", "should be okay", "should be no problem",
+                   "should work")

@@ -61,7 +61,7 @@ class Question:
     numbers_grounded: bool = False
     budget: Mapping[str, float] = field(default_factory=dict)
     tools: ToolExpectation = field(default_factory=ToolExpectation)
-    fold_script: bool = False
+    fold_script: bool = True  # Traditional = Simplified, amounts one way (a bank may say false)
     # the values of registered check kinds (graders/checks.py KINDS), by bank key, parsed
     registered_checks: Mapping[str, Any] = field(default_factory=dict)
     # Derived from ``input`` once, by the bank loader (normalised text of every string in it).

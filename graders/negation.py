@@ -34,10 +34,21 @@ from functools import lru_cache
 from typing import Literal
 
 from graders import cues
+from graders.normalize import Mapped, fold_script
 
 Kind = Literal[
     "asserted", "negated", "interrogative", "hypothetical", "quoted", "double_negation",
     "unclear", "answered", "hedged",
+    # not said in the reply's own voice, now, unconditionally (issue 31):
+    "conditional",  # the consequent of a condition, a warning: no fact yet, no offer
+    "conditional_offer",  # an offer on a condition (若是會員可以…): no fact yet, an offer made
+    "unmet",  # a condition the reply says is not met (…還差 300 元): not so
+    "past",  # what was (we used to…): not so now
+    "not_yet",  # what will be from a date (下個月起): not so now
+    "future",  # said of a time to come (下個月): a person reads it
+    "taken_back",  # a general rule the next clause takes back (原則上可以，不過這項不行)
+    "reported",  # someone else's word, not confirmed (物流說已經修好了): a fact a person reads
+    "offered",  # asked in a question that offers it (退到信用卡還是轉購物金？)
 ]
 # Kinds a person must decide: the rules cannot tell whether the reply asserts it.
 # "unclear" is a negated quantifier (not every store offers pickup): true of some.
@@ -67,6 +78,8 @@ NEG, CLAUSAL, PARTIAL, ENDING = "neg", "clausal", "partial", "ending"
 PSEUDO, ASK, HYPO, REPORT = "pseudo", "ask", "hypo", "report"
 CAUSE, EXCEPT, HEDGE, COPULA, CANCEL, DASH = "cause", "except", "hedge", "copula", "cancel", "dash"
 SUFFICIENT = "sufficient"
+PAST, FUTURE, FSTART, GENERAL, HEARSAY, SHOWS = "past", "future", "fstart", "general", "hearsay", \
+    "shows"
 BREAK, COORD, SUBJECT, MODIFIER, TIME, RELATIVE = "break", "coord", "subj", "mod", "time", "rel"
 
 
@@ -84,6 +97,12 @@ def _cue_table() -> dict[str, str]:
         (CANCEL, cues.CANCEL_ZH + cues.CANCEL_EN),
         (DASH, cues.DASH),
         (SUFFICIENT, cues.SUFFICIENT_ZH),
+        (PAST, cues.PAST_ZH + cues.PAST_EN),
+        (FUTURE, cues.FUTURE_ZH + cues.FUTURE_EN),
+        (FSTART, cues.FUTURE_START_ZH + cues.FUTURE_START_EN),
+        (GENERAL, cues.GENERAL_ZH + cues.GENERAL_EN),
+        (HEARSAY, cues.HEARSAY_ZH + cues.HEARSAY_EN),
+        (SHOWS, cues.SHOWS_ZH + cues.SHOWS_EN),
         (COORD, cues.COORDINATION_ZH + cues.COORDINATION_EN),
         (SUBJECT, cues.SCOPE_SUBJECT_ZH + cues.SCOPE_SUBJECT_EN),
         (MODIFIER, cues.SCOPE_MODIFIER_ZH),
@@ -97,6 +116,7 @@ def _cue_table() -> dict[str, str]:
     for kind, words in groups:  # later groups win on the same word
         for w in words:
             table[w] = kind
+            table[fold_script(w)] = kind  # the text is folded (沒關係 → 沒關系)
     return table
 
 
@@ -210,11 +230,13 @@ def _clause_bounds(text: str, start: int, end: int, sentence: bool = False,
 
 
 _QUOTE_CHARS = frozenset("".join(cues.QUOTE_PAIRS) + "".join(cues.QUOTE_PAIRS.values()))
+# a search at C speed: frozenset.isdisjoint(str) hashes every character of the sentence
+_QUOTE_RE = re.compile("[" + re.escape("".join(sorted(_QUOTE_CHARS))) + "]")
 
 
 def _quote_end(sentence: str, rel_start: int, rel_end: int) -> int:
     """Where the quotation around the hit closes (index in ``sentence``), or -1 if unquoted."""
-    if _QUOTE_CHARS.isdisjoint(sentence):
+    if not _QUOTE_RE.search(sentence):
         return -1
     before = sentence[:rel_start]
     for opener, closer in cues.QUOTE_PAIRS.items():
@@ -512,8 +534,181 @@ def _list_head(text: str, c_lo: int) -> list[Token]:
     return []
 
 
+# How far the assertion rules look outside the hit's clause: the clause before it and the one
+# after it, each cut to this many characters, so a hit never costs more than a bounded window.
+NEAR = 60
+
+
+def _previous_clause(text: str, c_lo: int) -> str:
+    """The clause before the hit's (within ``NEAR`` characters), "" at a sentence start."""
+    if c_lo == 0 or text[c_lo - 1] not in ",;—–" and not (text[c_lo - 1] == ":"):
+        return ""
+    lo = max(0, c_lo - 1 - NEAR)
+    for ch in _present(text)[0]:
+        j = text.rfind(ch, lo, c_lo - 1)
+        if j >= lo:
+            lo = j + 1
+    return text[lo:c_lo - 1]
+
+
+def _next_clauses(text: str, c_hi: int) -> str:
+    """What follows the hit's clause, ``NEAR`` characters of it."""
+    return text[c_hi + 1:c_hi + 1 + NEAR] if c_hi < len(text) else ""
+
+
+@lru_cache(maxsize=64)
+def _word_regex(words: tuple[str, ...]) -> re.Pattern[str]:
+    """One scanner for a word list: Latin words whole, longest first."""
+    words = (*words, *(fold_script(w) for w in words))  # the text is folded (核准 → 核準)
+    latin = [w for w in set(words) if w.isascii() and w[0].isalnum() and w[-1].isalnum()]
+    other = [w for w in set(words) if w not in latin]
+    alts = ([_trie_regex(other)] if other else []) + (
+        [r"(?<![a-z])(?:" + _trie_regex(latin) + r")(?![a-z])"] if latin else [])
+    return re.compile("|".join(alts))
+
+
+_SCANNERS: dict[int, tuple[tuple[str, ...], re.Pattern[str]]] = {}
+
+
+def _has(window: str, words: tuple[str, ...]) -> str:
+    """The first of ``words`` found in ``window`` (Latin words whole), or "". ``words`` is one
+    of the module's word lists: its scanner is kept by identity (hashing the list costs more
+    than the search)."""
+    if not window:
+        return ""
+    kept = _SCANNERS.get(id(words))
+    if kept is None or kept[0] is not words:
+        kept = _SCANNERS[id(words)] = (words, _word_regex(words))
+    m = kept[1].search(window)
+    return m.group() if m else ""
+
+
+_OFFER = cues.OFFER_ZH + cues.OFFER_EN
+_UNMET = cues.UNMET
+_PENDING = cues.PENDING + cues.TIER
+_HEARSAY = cues.HEARSAY_ZH + cues.HEARSAY_EN
+_ASKED_OFFER = cues.ALTERNATIVE + cues.OFFER_QUESTION
+_LIST_AND = (" or ", " and ", "或", "和", "及")
+
+
+def _condition_before(prev: str, warnings: bool) -> tuple[str, str]:
+    """A condition opening ``prev``, the clause before the hit's (如果醫師同意，…; once you
+    report the loss, …), or with ``warnings`` a warning (提醒您，…): (its word, that clause),
+    or ("", "")."""
+    if not prev or "if ever" in prev:  # "rarely, if ever, …" is no condition
+        return "", ""
+    word = next((t[1] for t in _tokens(prev) if t[0] == HYPO), "")
+    if not word:  # the other words open their clause: once you…, 等您…, 提醒您
+        head = prev.lstrip()[:12]
+        if not head.startswith(("once again", "once more")):
+            word = _has(head, _CONDITION_WORDS + (cues.WARNING_LEAD if warnings else ()))
+            word = word if word and head.startswith(word) else ""
+    return word, prev
+
+
+_CONDITION_WORDS = cues.CONDITION_ZH + cues.CONDITION_EN
+_FIRST_PERSON = re.compile(r"我|(?<![a-z])(?:we|i)(?![a-z])")
+
+
+def _negated_clause(clause: str) -> bool:
+    """Do negators reach the end of ``clause`` (本店不支援貨到付款)?"""
+    toks = _tokens(clause)
+    return bool(toks) and bool(_prefix_negators(clause, toks))
+
+
+def _inherited(text: str, c_lo: int, c_hi: int, prefix: str, suffix: str) -> str:
+    """The clause takes the negation of the one before it: …不支援 A，B 也一樣; "and the same
+    goes for B"; a list's last item after a comma (we don't offer X, Y or Z). The cue, or ""."""
+    if c_lo < 2 or text[c_lo - 1] not in ",;":
+        return ""
+    tail = suffix.strip(" " + _PARTICLES) if len(suffix) <= 16 else ""
+    cue = tail if tail in cues.INHERIT_SUFFIX else next(
+        (w for w in cues.INHERIT_PREFIX_EN if prefix[-24:].rstrip().endswith(w)), "")
+    if not cue and c_hi - c_lo <= 50 and (c_hi == len(text) or text[c_hi] in ".。!") and _has(
+            text[c_lo:c_hi], _LIST_AND) and all(
+            t[0] == COORD for t in _tokens(text[c_lo:c_hi])):
+        cue = "a list's last item"
+    if not cue:
+        return ""
+    prev = _previous_clause(text, c_lo)
+    return cue if prev and _negated_clause(prev) else ""
+
+
+def _offers(clause: str) -> bool:
+    """Does the clause offer (可以, 幫您, we can, I'll…) rather than warn?"""
+    return bool(_has(clause, _OFFER))
+
+
+_AMOUNT_OVER = re.compile(r"(?:滿|满|over|above)\s?\$?\d")
+
+
+def _mood(text: str, start: int, end: int, c_lo: int, c_hi: int, tokens: tuple[Token, ...],
+          after: tuple[Token, ...], condition: str, for_fact: bool) -> tuple[str, str]:
+    """For a hit no negator reaches: is it said in the reply's own voice, now and
+    unconditionally? (kind, cue) when not, ("", "") when it is."""
+    lo, hi = max(c_lo, start - NEAR), min(c_hi, end + NEAR)  # the clause near the hit
+    clause = text[lo:hi]
+    nxt = _next_clauses(text, c_hi)
+    both = tokens + after
+    for kind, word, _, _ in both:
+        if kind == PAST:
+            return "past", word
+        if kind == FSTART:
+            return "not_yet", word
+    for kind, word, _, _ in both:
+        if kind == FUTURE:
+            return "future", word
+    general = next((t[1] for t in tokens if t[0] == GENERAL), "")
+    if general:
+        lead = nxt.lstrip(" ,;:.!?。—")
+        if lead.startswith(("但", "不過", "不过", "可是", "只是", "however", "but")):
+            toks = _tokens(lead[:NEAR])
+            if any(t[0] in (NEG, CLAUSAL) for t in toks):
+                return "taken_back", general
+    cond_text = text[lo:start]
+    prev = _previous_clause(text, c_lo)
+    if not condition:
+        condition, cond_text = _condition_before(prev, not for_fact)
+    if condition:
+        unmet = _has(nxt, cues.UNMET)
+        if unmet:
+            return "unmet", f"{condition} … {unmet}"
+        if not _offers(clause):
+            return "conditional", condition
+        if not for_fact:
+            return "conditional_offer", condition
+        # for a fact, an offer on a condition is a policy the reply states, unless the
+        # condition is still pending or a class the customer may not be in
+        pending = _has(condition + " " + cond_text, _PENDING)
+        if pending:
+            return "conditional_offer", f"{condition} … {pending}"
+    elif for_fact and _offers(text[lo:end]):
+        tier = _has(text[lo:start], cues.TIER)  # 金卡會員可享免年費: if the customer is one
+        if tier:
+            return "conditional_offer", tier
+    if _AMOUNT_OVER.search(text, lo, start):
+        unmet = _has(nxt, cues.UNMET)
+        if unmet:
+            return "unmet", unmet
+    if for_fact:
+        # someone else's word: not the reply's own (我們跟物流說了 is what we did)
+        said = next((t[1] for t in tokens if t[0] == HEARSAY
+                     and not _FIRST_PERSON.search(text, max(c_lo, c_lo + t[2] - 12), c_lo + t[2])),
+                    "")
+        if not said and prev and _has(prev, _HEARSAY):
+            said = next((t[1] for t in _tokens(prev) if t[0] == HEARSAY
+                         and not _FIRST_PERSON.search(prev, max(0, t[2] - 12), t[2])), "")
+        if said:
+            return "reported", said
+        shown = next((t[1] for t in tokens if t[0] == SHOWS), "")
+        doubt = _has(text[end:hi] + " " + nxt, cues.DOUBT) if shown else ""
+        if doubt:
+            return "reported", f"{shown} … {doubt}"
+    return "", ""
+
+
 def classify(text: str, start: int, end: int, *, input_text: str = "",
-             echo_questions_only: bool = False) -> Occurrence:
+             echo_questions_only: bool = False, source: Mapped | None = None) -> Occurrence:
     """Classify the hit ``text[start:end]`` (normalised text) by how its clause uses it.
 
     ``input_text`` (the normalised work order) enables the quoted-from-input rule: any
@@ -525,7 +720,9 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
     # a sentence contains its clause: search for its ends outside the clause only
     s_lo, _ = _clause_bounds(text, c_lo, c_lo, sentence=True, within=(0, c_lo))
     _, s_hi = _clause_bounds(text, c_hi, c_hi, sentence=True, within=(c_hi, len(text)))
-    sentence = (text[s_lo:start] + "«" + text[start:end] + "»" + text[end:s_hi]).strip()
+    # the evidence quotes the reply as written (``source``: the text before normalising)
+    sentence = source.marked(s_lo, start, end, s_hi) if source is not None else (
+        text[s_lo:start] + "«" + text[start:end] + "»" + text[end:s_hi]).strip()
 
     def occ(kind: Kind, cue: str = "") -> Occurrence:
         return Occurrence(kind, start, end, cue, sentence)
@@ -535,6 +732,13 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
         return occ("answered", f"{cue}, then '{yes}'") if yes else occ(kind, cue)
 
     def quoted(cue: str, after: int) -> Occurrence:
+        comment = text[after:min(s_hi, after + NEAR)]
+        strong = _has(comment, cues.AFFIRM_STRONG)  # 您說…，這點我們確實有提供: a yes of its own
+        if strong:
+            i = comment.find(strong)
+            lo, hi = _clause_bounds(comment, i, i + len(strong))
+            if not any(t[0] in (NEG, CLAUSAL, PARTIAL) for t in _tokens(comment[lo:hi])):
+                return occ("asserted", f"{cue}, then '{strong}'")
         found = asked("quoted", cue, after)
         # for a forbidden claim, the sentence must go on to deny, contrast or limit it (for a
         # fact a quotation never counts, which is already the safe side)
@@ -556,23 +760,44 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
     after = _suffix_negators(suffix, _tokens(suffix)) if suffix else []
 
     def question(cue: str, negs: list[Token]) -> Occurrence:
+        q_end = text.find("?", c_hi, c_hi + NEAR)
+        after_q = q_end + 1 if q_end >= 0 else c_hi
         # a negated question asserts more often than it asks (我們不是有提供…嗎？, why
-        # wouldn't we…?, 怎麼可能不…？): a person reads it
+        # wouldn't we…?, 怎麼可能不…？): a person reads it; answered yes, it affirms (誰說不行？
+        # 當然可以)
         if negs:
+            yes = _answered_yes(text, after_q)
+            if yes:
+                return occ("asserted", f"a rhetorical question, then '{yes}'")
             return occ("unclear", f"{cue} with {' … '.join(t[1] for t in negs)} "
                                   "(a negated or rhetorical question)")
+        # a question that offers it (退到信用卡，還是轉購物金？; would you like…?) presupposes it
+        question_text = text[max(c_lo, start - NEAR):q_end if q_end >= 0 else min(
+            c_hi, end + NEAR)]
+        offer = _has(question_text, _ASKED_OFFER)
+        if offer:
+            yes = _answered_yes(text, after_q)
+            if yes:
+                return occ("asserted", f"offered in a question ('{offer.strip()}'), then '{yes}'")
+            return occ("offered", f"offered in a question ('{offer.strip()}')")
         return asked("interrogative", cue, c_hi)
 
     # a question or condition before the hit reaches it unless a contrast, coordination or
     # consequence intervenes; a cue closed by 的 (您詢問的商品) modifies a noun instead
-    for kind, word, w_start, w_end in reversed(tokens):
+    condition = ""  # the hit is the consequent of this condition (若是會員可以…, 一旦…就…)
+    for i, (kind, word, w_start, w_end) in enumerate(reversed(tokens)):
         if kind in (BREAK, COORD):
+            # 一旦完成掛失就會鎖卡, 只要審核通過就會撥款: a consequence of a condition
+            if word in ("就", "便", "則", "则", "才", "也", "then"):
+                condition = next((t[1] for t in tokens[:len(tokens) - 1 - i]
+                                  if t[0] in (HYPO, SUFFICIENT)), "")
             break
         if kind == SUFFICIENT:
             modal = _consequent(prefix + text[start:end], w_end)
             if modal >= 0:
                 prefix = prefix[modal:]
                 tokens = _tokens(prefix)
+                condition = word
             break
         if kind in (ASK, HYPO, REPORT) and not prefix.startswith(("的", "地"), w_end) and not (
                 kind == ASK and prefix[:w_start].rstrip().endswith(cues.CONCESSIVE)):
@@ -584,6 +809,7 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
                 # condition's own negators (只要未拆封都可以退貨) do not reach it
                 prefix = prefix[modal:]
                 tokens = _tokens(prefix)
+                condition = word
                 break
             if kind == REPORT:
                 return quoted(word, end)
@@ -605,18 +831,114 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
     if excepted:
         return occ("unclear", f"{excepted} (an excepted item: negated or offered?)")
 
+    suffix_tokens = _tokens(suffix) if suffix else ()
     negators = _prefix_negators(prefix, tokens) + after
     if text.rfind("\n", 0, c_lo) >= 0:
         negators = _list_head(text, c_lo) + negators
+    if not negators:
+        inherited = _inherited(text, c_lo, c_hi, prefix, suffix)
+        if inherited:
+            return occ("negated", f"{inherited} (the clause before is negated)")
     copula = [t[1] for t in negators if t[0] == COPULA]
     if copula:
         return occ("unclear", f"{copula[0]} after the hit (what is it not?)")
     if not negators:
-        hedge = _hedge(tokens)
+        mood, why = _mood(text, start, end, c_lo, c_hi, tokens, suffix_tokens, condition,
+                          echo_questions_only)
+        if mood:
+            return occ(mood, why)  # type: ignore[arg-type]
+        hedge = _hedge(tokens) or _has(suffix[:NEAR], cues.SUFFIX_HEDGE_EN)
         return occ("hedged", hedge) if hedge else occ("asserted")
     partial = [t[1] for t in negators if t[0] == PARTIAL]
     if partial:
         return occ("unclear", f"{partial[0]} (true of some, not all)")
     if len(negators) >= 2:
+        # 不是不能退，只是需要先寄回: "only" after a double negation says the claim stands
+        only = _next_clauses(text, c_hi).lstrip(" ")
+        if only.startswith(cues.ONLY_AFTER):
+            return occ("asserted", f"{' … '.join(t[1] for t in negators)}, then "
+                                   f"'{only.split()[0][:3]}'")
         return occ("double_negation", " … ".join(t[1] for t in negators))
     return occ("negated", negators[0][1])
+
+
+# -- bounded reading (issue 31) ------------------------------------------------------------
+# A reply of one unbroken 200,000-character sentence made every hit re-read the whole sentence
+# (its cues, its quotes, its list head): grading one question took minutes. A hit is read
+# within WINDOW characters on each side; a sentence that runs past them was not read whole.
+WINDOW = 200
+_ANSWER = 64  # _answered_yes reads 60 characters past a question: keep them inside the view
+_WHOLE = 500  # a reply up to this long is read whole for every hit (the bench's are)
+# a forbidden hit read as one of these fails (graders/checks.py): any other kind, cut short,
+# could read otherwise in the part not read
+FORBIDDEN_FAILS = frozenset({"asserted", "hedged", "conditional_offer"})
+
+
+def read_hit(text: str, start: int, end: int, *, input_text: str = "",
+             echo_questions_only: bool = False, source: Mapped | None = None) -> Occurrence:
+    """``classify`` on the ``WINDOW`` characters each side of the hit (on the whole reply up to
+    ``_WHOLE`` characters): the same answer for a hit whose clause fits in them, bounded work
+    for any other. When the sentence (or the list the
+    hit is an item of) runs past the window, what was not read could change the reading, so it
+    cannot pass: a fact asserted there, or a forbidden hit negated, asked or quoted there, is
+    ``unclear`` and a person reads it; a forbidden hit asserted in what was read still fails.
+    (The clause is what negators reach; the sentence counts when it holds quotation marks.)"""
+    if len(text) <= _WHOLE:  # a reply this short is read whole: bounded, and as before
+        return classify(text, start, end, input_text=input_text,
+                        echo_questions_only=echo_questions_only, source=source)
+    lo, hi = max(0, start - WINDOW), min(len(text), end + WINDOW + _ANSWER)
+    if lo == 0 and hi == len(text):
+        return classify(text, start, end, input_text=input_text,
+                        echo_questions_only=echo_questions_only, source=source)
+    view = text[lo:hi]
+    occ, cut, (s_lo, s_hi) = _read_view(view, start - lo, end - lo, input_text,
+                                        echo_questions_only, lo > 0, hi < len(text))
+    if source is not None:  # the evidence quotes the reply as written, as classify's does
+        occ = Occurrence(occ.kind, start, end, occ.cue,
+                         ("…" if lo > 0 and s_lo == 0 else "")
+                         + source.marked(lo + s_lo, start, end, lo + s_hi)
+                         + ("…" if hi < len(text) and s_hi == len(view) else ""))
+    kind, cue = occ.kind, occ.cue
+    if cut and (kind == "asserted" if echo_questions_only else kind not in FORBIDDEN_FAILS):
+        kind, cue = "unclear", (f"{kind}{' by ' + repr(cue) if cue else ''} in a clause longer "
+                                f"than the {WINDOW} characters read on each side of the hit")
+    return Occurrence(kind, start, end, cue, occ.sentence)
+
+
+@lru_cache(maxsize=1024)
+def _read_view(view: str, start: int, end: int, input_text: str, echo_questions_only: bool,
+               cut_before: bool, cut_after: bool
+               ) -> tuple[Occurrence, bool, tuple[int, int]]:
+    """classify() on a view of the reply, and whether the hit's sentence (or list) reaches a
+    side of the view that is not the reply's. Cached: a flood of one phrase repeats its views."""
+    occ = classify(view, start, end, input_text=input_text,
+                   echo_questions_only=echo_questions_only)
+    c_lo, c_hi = _clause_bounds(view, start, end)
+    s_lo, _ = _clause_bounds(view, c_lo, c_lo, sentence=True, within=(0, c_lo))
+    _, s_hi = _clause_bounds(view, c_hi, c_hi, sentence=True, within=(c_hi, len(view)))
+    # the negators' scope is the clause; the sentence matters for quotation marks
+    quoted = _QUOTE_RE.search(view) is not None
+    before = cut_before and (c_lo == 0 or (quoted and s_lo == 0) or _list_reaches_top(view, c_lo))
+    after = cut_after and (c_hi > len(view) - _ANSWER or (quoted and s_hi > len(view) - _ANSWER))
+    sentence = (("…" if cut_before and s_lo == 0 else "") + occ.sentence
+                + ("…" if cut_after and s_hi == len(view) else ""))
+    return Occurrence(occ.kind, start, end, occ.cue, sentence), before or after, (s_lo, s_hi)
+
+
+def _list_reaches_top(view: str, c_lo: int) -> bool:
+    """Whether the hit opens a list item (as ``_list_head`` reads one) whose items go on up to
+    the top of the view, so the head they hang from (以下均不支援：) may be above it, unread."""
+    hi = view.rfind("\n", 0, c_lo)
+    line_end = view.find("\n", hi + 1)
+    if hi < 0 or view[hi + 1 : c_lo].strip() and not _ITEM.fullmatch(view[hi + 1 : c_lo].rstrip()):
+        return False
+    if not _ITEM.match(view, hi + 1, line_end if line_end >= 0 else len(view)):
+        return False
+    while True:
+        lo = view.rfind("\n", 0, hi) + 1
+        if hi <= 0 or lo == 0:
+            return True  # the line above begins above the view
+        line = view[lo:hi].rstrip()
+        if line.endswith(":") or not _ITEM.match(line):
+            return False
+        hi = lo - 1

@@ -4,30 +4,33 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import click
 
 
-def _attached() -> dict[str, list[str]]:
-    """Bank file (real path) → the registry's agents that use it; empty without a registry
-    (``$EXAM_AGENTS`` or webhooks/agents.yaml): the files are then checked alone. A registry
-    that is there (or named) and cannot be read is said on stderr: the check that needs it
-    was not made."""
+def _registry_view() -> tuple[dict[str, list[str]], dict[str, tuple[Any, str]]]:
+    """(bank file's real path → the registry's agents that use it, agent → its reply mapping
+    and format); both empty without a registry (``$EXAM_AGENTS`` or webhooks/agents.yaml): the
+    files are then checked alone, their examples read with the default mapping. A registry
+    that is there (or named) and cannot be read is said on stderr: the checks that need it
+    were not made."""
     from exam.errors import RegistryError
     from exam.pipeline.registry import DEFAULT_PATH, load_registry
 
     if not os.environ.get("EXAM_AGENTS") and not os.path.exists(DEFAULT_PATH):
-        return {}  # no registry here: the banks alone, nothing to say
+        return {}, {}  # no registry here: the banks alone, nothing to say
     try:
         registry = load_registry()
     except RegistryError as exc:
         click.echo(f"note: {exc}: the banks were checked without it (whether a bank is "
-                   "attached to another agent was not looked at)", err=True)
-        return {}
+                   "attached to another agent was not looked at, example objects were read "
+                   "with the default reply mapping)", err=True)
+        return {}, {}
     out: dict[str, list[str]] = {}
     for name, agent in registry.agents.items():
         out.setdefault(os.path.realpath(agent.bank), []).append(name)
-    return out
+    return out, {name: (a.reply, a.reply_format) for name, a in registry.agents.items()}
 
 
 @click.group("bank")
@@ -52,7 +55,8 @@ def bank_check(paths: tuple[str, ...], quiet: bool) -> None:
     from exam.proof import check_paths
     from exam.textsafe import terminal
 
-    report = check_paths(paths or ("bank",), _attached())
+    attached, readers = _registry_view()
+    report = check_paths(paths or ("bank",), attached, readers)
     # a bank's case numbers and golden replies are text someone wrote: one problem, one
     # line, its control characters shown (a NUL, a newline faking a line, an OSC escape)
     for p in report.problems:

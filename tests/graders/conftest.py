@@ -10,7 +10,7 @@ def make_question(**kw) -> Question:
     """A Question built the way the bank loader builds one (patterns compiled, input folded)."""
     kw.setdefault("case_no", "T-01")
     kw.setdefault("input", {"question": "test"})
-    fold = kw.get("fold_script", False)
+    fold = kw.get("fold_script", True)
     kw["facts"] = tuple(parse_entry(p, fold=fold) for p in kw.pop("facts", ()))
     kw["forbidden"] = tuple(parse_entry(p, fold=fold) for p in kw.pop("forbidden", ()))
     kw["fields"] = tuple(FieldSpec(**f) for f in kw.pop("fields", ()))

@@ -134,9 +134,37 @@ def test_agent_budget_is_overridden_by_question_budget(question, reply):
     assert by["budget.attempts"] == "not_graded"
 
 
-def test_fold_script_lets_simplified_match_traditional(question, reply):
-    assert grade(question(facts=["貨到付款"]), reply("支持货到付款")).verdict == "fail"
-    assert grade(question(facts=["貨到付款"], fold_script=True), reply("支持货到付款")).verdict == "pass"
+def test_folding_lets_simplified_match_traditional_unless_the_bank_turns_it_off(question, reply):
+    assert grade(question(facts=["貨到付款"]), reply("支持货到付款")).verdict == "pass"
+    assert grade(question(facts=["貨到付款"], fold_script=False),
+                 reply("支持货到付款")).verdict == "fail"
+
+
+def test_folding_makes_amounts_one_way_and_evidence_quotes_the_reply_as_written(question, reply):
+    g = grade(question(facts=["2400 元"]), reply("退款金額為 NT$2,400，已退回您的信用卡。"))
+    assert g.verdict == "pass"
+    assert g.checks[0].evidence == "退款金額為 «NT$2,400»，已退回您的信用卡"
+    assert grade(question(facts=["2400 元"]), reply("本月帳單為 NT$24,000。")).verdict == "fail"
+    g = grade(question(forbidden=["提供貨到付款"]), reply("您好！\n\n我们  提供货到付款服务。"))
+    assert g.checks[0].evidence == "asserted: 我们  «提供货到付款»服务"
+
+
+@pytest.mark.parametrize(("pattern", "text", "found"), [
+    ("COD", "You can decode the QR code at any store.", False),
+    ("COD", "We accept COD for small orders.", True),
+    ("3/1", "預計 3/18 送達", False),
+    ("3/1", "預計 3/1 送達", True),
+    ("600 元", "滿 1600 元免運", False),
+    ("250", "a refund of $1,250", False),
+    ("分期", "部分期間限定商品恕不退換", False),
+    ("分期", "可以刷卡分期", True),
+    ("免費", "為避免費用產生", False),
+    ("booked", "Dr. Lin is fully booked", False),
+    ("booked", "Your slot is booked", True),
+])
+def test_literal_patterns_match_whole_words(question, reply, pattern, text, found):
+    g = grade(question(forbidden=[pattern]), reply(text))
+    assert (g.checks[0].evidence != "not found") is found, g.checks[0].evidence
 
 
 def test_fact_inside_quotation_marks_does_not_count(question, reply):

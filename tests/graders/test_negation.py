@@ -47,7 +47,8 @@ def kind_of(reply: str, hit: str, work_order: str = "") -> str:
         # questions and conditions do not assert
         ("請問可以貨到付款嗎？", "可以貨到付款", "interrogative"),
         ("可以貨到付款嗎", "可以貨到付款", "interrogative"),
-        ("如果您在台灣，可以貨到付款", "可以貨到付款", "asserted"),
+        # offered on a condition: a forbidden offer still fails (grader 2.3.0 names the kind)
+        ("如果您在台灣，可以貨到付款", "可以貨到付款", "conditional_offer"),
         ("如果可以貨到付款就好了", "可以貨到付款", "hypothetical"),
         ("可以貨到付款的話請告訴我", "可以貨到付款", "hypothetical"),
         # quoting
@@ -242,8 +243,8 @@ def test_an_echo_counts_as_quoted_for_facts_only_in_the_customers_voice():
         ("貨到付款（目前不提供）", "貨到付款", "negated"),
         ("貨到付款（限本島）", "貨到付款", "asserted"),
         # a condition without a comma: a modal after its own words opens the consequent
-        ("若是會員可以貨到付款", "可以貨到付款", "asserted"),
-        ("只要未拆封都可以退貨", "可以退貨", "asserted"),
+        ("若是會員可以貨到付款", "可以貨到付款", "conditional_offer"),
+        ("只要未拆封都可以退貨", "可以退貨", "conditional_offer"),
         ("如果可以貨到付款就好了", "可以貨到付款", "hypothetical"),
         ("只要選擇貨到付款，我們就會通知您", "貨到付款", "asserted"),
     ],
@@ -265,3 +266,60 @@ def test_adversarial_scope(reply, hit, kind):
 )
 def test_a_list_item_takes_the_negation_of_its_head(reply, hit, kind):
     assert kind_of(reply, hit) == kind
+
+
+@pytest.mark.parametrize(
+    ("reply", "hit", "kind"),
+    [
+        # issue 31: not said in the reply's own voice, now, unconditionally
+        ("如果出血一直止不住，可能需要住院觀察", "需要住院", "conditional"),
+        ("Once you report the loss, the card is blocked", "card is blocked", "conditional"),
+        ("如果您是白金卡會員，可以幫您免除手續費", "免除手續費", "conditional_offer"),
+        ("滿 1,500 元即可享免運，您目前還差 300 元", "免運", "unmet"),
+        ("我們以前有提供到府收件，現在已經沒有了", "到府收件", "past"),
+        ("We used to offer free returns", "offer free returns", "past"),
+        ("這項服務下個月起才開放申請", "開放申請", "not_yet"),
+        ("The new plan will be available from next month", "new plan", "not_yet"),
+        ("原則上可以刷卡分期，不過這項商品不行", "刷卡分期", "taken_back"),
+        ("Normally we offer free shipping; however, not for this item", "free shipping",
+         "taken_back"),
+        ("請問您要退款到信用卡，還是改成購物金？", "退款到信用卡", "offered"),
+        ("Would you like the refund to your card or as store credit? Either works.",
+         "refund to your card", "asserted"),
+        ("誰說不能分期？當然可以。", "分期", "asserted"),
+        ("本店不支援貨到付款，超商取貨付款也一樣", "超商取貨付款", "negated"),
+        ("We don't accept cash on delivery, and the same goes for bank transfers",
+         "bank transfers", "negated"),
+        ("We don't offer installments, cash on delivery or bank transfer.", "bank transfer",
+         "negated"),
+        ("台北門市可以自取，台中門市也一樣", "台中門市", "asserted"),
+        ("不是不能退，只是需要先寄回商品檢查", "能退", "asserted"),
+        ("別忘了帶健保卡和身分證", "帶健保卡", "asserted"),
+        ("Don't forget to bring your ID card.", "bring your id card", "asserted"),
+        ("Cancelling the order now should be fine.", "cancelling the order", "hedged"),
+        ("I believe your refund has already gone through", "refund", "hedged"),
+    ],
+)
+def test_assertion_not_presence(reply, hit, kind):
+    assert kind_of(reply, hit) == kind
+
+
+@pytest.mark.parametrize(
+    ("reply", "hit", "kind"),
+    [
+        ("物流那邊說已經修好了，但我們還沒實際確認", "修好", "reported"),
+        ("According to the courier, the parcel was delivered", "delivered", "reported"),
+        ("系統顯示已送達，不過您說沒收到，我們會再向物流查證", "已送達", "reported"),
+        ("系統顯示您的訂單已出貨", "已出貨", "asserted"),  # the system's word, not doubted
+        ("如果醫師同意，我會幫您預約", "預約", "conditional_offer"),  # pending: a person reads it
+        ("如果商品有瑕疵，我們會全額退款", "全額退款", "asserted"),  # a policy the reply states
+        ("金卡會員可享免年費優惠", "免年費", "conditional_offer"),  # if the customer is one
+    ],
+)
+def test_assertion_of_a_fact(reply, hit, kind):
+    from graders.negation import classify
+    from graders.normalize import normalize
+
+    text = normalize(reply)
+    i = text.index(normalize(hit))
+    assert classify(text, i, i + len(normalize(hit)), echo_questions_only=True).kind == kind

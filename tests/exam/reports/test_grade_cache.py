@@ -269,7 +269,7 @@ def test_the_question_key_covers_the_rubric_and_the_bank_options(tmp_path):
     assert key_of(q={"notes": "reworded", "category": "d", "severity": "minor"}) == base
     assert key_of(q={"expect_facts": ["備貨"]}) != base
     assert key_of(q={"budget": {"tokens": 10}}) != base
-    assert key_of(options={"fold_script": True}) != base
+    assert key_of(options={"fold_script": False}) != base
 
 
 def test_two_processes_fill_the_cache_at_once_and_it_keeps_one_row_per_key(tmp_path):

@@ -148,7 +148,7 @@ def test_kept_runs_equal_fresh_ones_through_every_change(tmp_path, monkeypatch):
     path.write_text(json.dumps(bank, ensure_ascii=False), encoding="utf-8")
     same()
     assert regrade(store, runs).removed == {r.id: ["A-03"] for r in runs}
-    bank["options"] = {"fold_script": True}
+    bank["options"] = {"fold_script": False}
     path.write_text(json.dumps(bank, ensure_ascii=False), encoding="utf-8")
     same()
 

@@ -66,15 +66,15 @@ def test_an_agent_budget_loosened_since_a_run_from_before_schema_12_is_not_silen
 
 
 def test_fold_script_switched_since_old_ran_is_named(history):
-    # a bank-wide option the graders read (Traditional and Simplified Chinese match each
-    # other): every question reads differently since v1 ran
+    # a bank-wide option the graders read (folding, on by default, turned off): every
+    # question reads differently since v1 ran
     history.bank("A", CASES)
     history.run("A", "v1", {"Q-01": "ppp", "Q-02": "ppp"})
-    _edit(history.banks["A"], lambda d: d.update(options={"fold_script": True}))
+    _edit(history.banks["A"], lambda d: d.update(options={"fold_script": False}))
     history.run("A", "v2", {"Q-01": "ppp", "Q-02": "ppp"})
     d = _compare(history)["decision"]
     assert [e["case_no"] for e in d["rubric_changed"]] == ["Q-01", "Q-02"], d["reason"]
-    assert "Q-01, Q-02: options.fold_script false → true (changed)" in d["reason"]
+    assert "Q-01, Q-02: options.fold_script true → false (changed)" in d["reason"]
 
 
 def test_one_change_to_every_question_is_said_once(history):

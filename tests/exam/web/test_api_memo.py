@@ -85,7 +85,7 @@ def test_every_change_a_report_can_see_gives_the_answer_built_afresh(site, monke
     bank["questions"][1]["category"] = "renamed"
     path.write_text(json.dumps(bank, ensure_ascii=False), encoding="utf-8")
     changed("/api/runs/1/scorecard", "/api/runs/2/scorecard")
-    bank["options"] = {"fold_script": True}
+    bank["options"] = {"fold_script": False}
     path.write_text(json.dumps(bank, ensure_ascii=False), encoding="utf-8")
     changed()
 
