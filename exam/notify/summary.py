@@ -78,7 +78,7 @@ def agent_summary(card: dict[str, Any], change: dict[str, Any] | None,
     return Summary(
         agent=card["agent"], version=card["version"], passed=v["pass"],
         needs_human=v["needs_human"], fail=v["fail"],
-        pass_rate=v["pass"] / graded if graded else None,
+        pass_rate=card.get("pass_rate", v["pass"] / graded if graded else None),
         not_answered=sum(n for k, n in card["run_status"].items() if k != "ok"),
         critical=tuple(card["critical_failures"]), cost=card["cost"],
         previous=change.get("old"), verdict=change.get("verdict"),

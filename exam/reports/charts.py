@@ -188,6 +188,11 @@ def compare_rates(report: dict[str, Any], title: str = "pass rate, old → new")
 
     rows = []
     for side in ("old", "new"):
+        rate = (report.get("rates") or {}).get(side)
+        if rate:  # the mean of per-question rates (exam.reports.stats.version_rate)
+            rows.append({"version": report[side], "pass_rate": rate["rate"],
+                         "wilson": rate["interval"]})
+            continue
         counts = report["counts"][side]
         graded = sum(counts.get(k, 0) for k in ("pass", "fail", "needs_human"))
         passes = counts.get("pass", 0)

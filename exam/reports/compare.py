@@ -14,7 +14,7 @@ from exam.errors import ExamError
 from exam.reports import bank_changes, kinds, rubric_drift, verdict
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import COST_KEYS, SEVERITY_ORDER, cost_summary
-from exam.reports.stats import fisher_worse
+from exam.reports.stats import fisher_worse, rate_of_cells
 from exam.store import Run
 from exam.textsafe import terminal_data
 from graders import GRADER_VERSION
@@ -189,6 +189,8 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
         "critical_regressions": critical, "critical_failing": critical_failing,
         "new_failing": new_fails,
         "counts": {"old": counts(old_cells), "new": counts(new_cells)},
+        # each side's pass rate: the mean of per-question rates with its interval
+        "rates": {"old": rate_of_cells(old_cells), "new": rate_of_cells(new_cells)},
         "cost": cost_delta,
         "missing_banks": regraded.missing_banks,
     }

@@ -16,7 +16,7 @@ from exam.reports import baseline
 from exam.reports.discrimination import version_order
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import cost_summary
-from exam.reports.stats import wilson
+from exam.reports.stats import rate_of_cells
 
 GRADED = ("pass", "fail", "needs_human")
 VERDICT_WORDS = ("ship", "hold", "incomplete", "undecided", "pending")
@@ -35,14 +35,17 @@ def change_verdict(report: dict[str, Any] | None) -> str:
 
 
 def figures(cells: Sequence[GradedCell], planned: int) -> dict[str, Any]:
-    """Pass rate (with Wilson interval), coverage and cost p50/p95 of some cells."""
+    """Pass rate (mean over questions, with its interval), coverage and cost p50/p95 of some cells."""
     graded = [c for c in cells if c.verdict in GRADED]
     passes = sum(1 for c in graded if c.verdict == "pass")
-    lo, hi = wilson(passes, len(graded)) if graded else (None, None)
+    # the mean of per-question rates (a question asked 30 times by --settle weighs what one
+    # asked 3 times does), with an interval that holds it and never collapses to a point
+    rate = rate_of_cells(graded)
     answered = sum(1 for c in cells if c.run_status == "ok")
     cost = cost_summary(cells, COST, total=False)
     return {"passes": passes, "graded": len(graded),
-            "pass_rate": passes / len(graded) if graded else None, "wilson": [lo, hi],
+            "pass_rate": rate["rate"] if rate else None,
+            "wilson": rate["interval"] if rate else [None, None],
             "fail": sum(1 for c in graded if c.verdict == "fail"),
             "needs_human": sum(1 for c in graded if c.verdict == "needs_human"),
             "answered": answered, "planned": planned,

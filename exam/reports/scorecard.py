@@ -9,7 +9,7 @@ from typing import Any
 from exam.reports import kinds
 from exam.reports.graded_runs import LazyChecks
 from exam.reports.regrade import GradedCell, Regraded
-from exam.reports.stats import median, percentile
+from exam.reports.stats import median, percentile, rate_of_cells
 from graders import GRADER_VERSION, CheckResult
 from graders.model import RUN_STATUSES
 from graders.trajectory import NO_STEPS
@@ -17,6 +17,12 @@ from graders.trajectory import NO_STEPS
 VERDICTS = ("pass", "needs_human", "fail", "not_graded")
 SEVERITY_ORDER = {"critical": 0, "major": 1, "minor": 2}
 COST_KEYS = ("attempts", "model_calls", "tokens", "latency_ms")
+
+
+def _rate(cells: Sequence[GradedCell]) -> dict[str, Any]:
+    rate = rate_of_cells(cells)
+    return {"pass_rate": rate["rate"] if rate else None,
+            "pass_rate_interval": rate["interval"] if rate else None}
 
 
 def cost_summary(cells: Sequence[GradedCell], keys: Sequence[str] = COST_KEYS, *,
@@ -135,6 +141,8 @@ def build(regraded: Regraded, every_cell: bool = True) -> dict[str, Any]:
             "not_run": planned_cells - len(cells) - sum(
                 len(regraded.removed.get(r.id, [])) * r.repeats for r in runs),
             "verdicts": {k: verdicts.get(k, 0) for k in VERDICTS},
+            # the headline rate: the mean of per-question rates, with its 95% interval
+            **_rate(cells),
             "run_status": {k: statuses.get(k, 0) for k in RUN_STATUSES},
             "pass_all_repeats": sum(1 for c in cases if c["pass_all"]),
             "reviewed": sum(1 for c in cells if c.reviewed),

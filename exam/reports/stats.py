@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
+from typing import Any
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -352,6 +353,18 @@ def version_rate(counts: Sequence[tuple[int, int]], *, seed: int = 0,
         lo, hi = min(lo, boot[0]), max(hi, boot[1])
     return {"rate": mean, "interval": [lo, hi], "questions": len(rates),
             "cells": sum(n for _, n in graded), "effective_cells": n_eff}
+
+
+def rate_of_cells(cells: Sequence[Any]) -> dict[str, Any] | None:
+    """``version_rate`` of graded cells (anything with ``case_no`` and ``verdict``): the one
+    headline pass rate every surface shows for a version, repeats weighing nothing extra."""
+    per: dict[str, list[int]] = {}
+    for c in cells:
+        if c.verdict in ("pass", "fail", "needs_human"):
+            got = per.setdefault(c.case_no, [0, 0])
+            got[0] += c.verdict == "pass"
+            got[1] += 1
+    return version_rate([(p, n) for p, n in per.values()])
 
 
 def _normal_quantile(p: float) -> float:

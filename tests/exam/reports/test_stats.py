@@ -163,3 +163,27 @@ def test_the_bootstrap_draws_what_choices_would_draw():
             tail = (1 - 0.95) / 2
             assert bootstrap_mean_interval(data, resamples=500, seed=seed) == \
                 (percentile(means, 100 * tail), percentile(means, 100 * (1 - tail)))
+
+
+def test_a_versions_headline_rate_weighs_each_question_once_and_sits_in_its_interval():
+    """Issue 32: after --settle, 27 extra repeats of one failing question made the version's
+    rate 66% beside an interval of 85–100%. Every surface's headline rate (overview, scorecard,
+    compare, notifications) is the mean over questions, inside its own interval."""
+    from types import SimpleNamespace as Cell
+
+    from exam.reports.overview import figures
+    from exam.reports.stats import rate_of_cells
+
+    cells = [Cell(case_no=f"Q{i}", verdict="pass", run_status="ok", model_calls=None,
+                  tokens=None, latency_ms=None, attempts=1)
+             for i in range(19) for _ in range(3)]
+    cells += [Cell(case_no="Q19", verdict="pass" if r < 10 else "fail", run_status="ok",
+                   model_calls=None, tokens=None, latency_ms=None, attempts=1)
+              for r in range(30)]  # a settled question: 10 of 30
+    rate = rate_of_cells(cells)
+    assert rate["rate"] == (19 + 10 / 30) / 20  # not 67/87, the pooled cells
+    shown = figures(cells, len(cells))
+    lo, hi = shown["wilson"]
+    assert shown["pass_rate"] == rate["rate"] and lo <= shown["pass_rate"] <= hi and lo < hi
+    one = rate_of_cells([Cell(case_no="Q", verdict="pass", run_status="ok")] * 2)
+    assert one["interval"][0] < one["interval"][1] == 1.0  # never a point from one question
