@@ -31,6 +31,7 @@ n8n:
 # Bytecode is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE): without
 # it, collecting the suite compiles and assertion-rewrites every test module each time (~2x).
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
+CHECK_WORKERS ?= auto
 
 test: $(TEST_STAMP) n8n
 	$(PYTEST)
@@ -38,8 +39,9 @@ test: $(TEST_STAMP) n8n
 # The fast tier, under a minute: graders, stores on SQLite, reports, CLI, web without a
 # browser. tests/conftest.py marks `slow` what needs PostgreSQL, n8n, Chromium or real
 # service processes (tests/processes.py), and what lives in tests/reliability.
+# On every core (pytest-xdist), a test file to a worker so module fixtures are made once.
 check: $(TEST_STAMP)
-	$(PYTEST) -m "not slow"
+	$(PYTEST) -m "not slow" -n $(CHECK_WORKERS) --dist loadfile
 
 bench: $(TEST_STAMP)
 	$(BIN)/python bench/run.py
