@@ -13,8 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 BANK_DIR = ROOT / "bank"
 
 # The fast tier (`make check`: `pytest -m "not slow"`) is what is left once every test that needs
-# a real part beyond SQLite and 127.0.0.1 HTTP, or long waits, is marked `slow`. Marked here from
-# what a test uses, so a new test lands in the right tier without a list to keep:
+# a real part beyond SQLite and 127.0.0.1 HTTP is marked `slow` (long waits and kill -9 are
+# marked by hand, where they are). Marked here from what a test uses, so a new test lands in
+# the right tier without a list to keep:
 SLOW_DIRS = ("tests/n8n/", "tests/reliability/")  # a real n8n; kill -9, load, faults, several hosts
 SLOW_FIXTURES = {
     "postgres_url", "pg_url",  # a PostgreSQL database (tests/backends.py)
@@ -26,7 +27,7 @@ SLOW_MODULES = ("tests.processes",)  # `exam serve`, `exam worker`, gunicorn as 
 
 def why_slow(item: pytest.Item) -> str | None:
     """Why ``item`` is left out of the fast tier (None: it is in it)."""
-    path = item.path.relative_to(ROOT).as_posix()
+    path = item.path.as_posix().removeprefix(f"{ROOT.as_posix()}/")
     if path.startswith(SLOW_DIRS):
         return f"in {path.split('/')[1]}/"
     if used := SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
