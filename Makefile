@@ -33,8 +33,12 @@ n8n:
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 CHECK_WORKERS ?= auto
 
+# Everything: the fast tier on every core as `make check` runs it, then the slow tier in one
+# process (real servers, ports, kill -9, the reliability table, one n8n); both always run.
 test: $(TEST_STAMP) n8n
-	$(PYTEST)
+	$(PYTEST) -m "not slow" -n $(CHECK_WORKERS) --dist loadfile; fast=$$?; \
+	$(PYTEST) -m slow; slow=$$?; \
+	[ $$fast -eq 0 ] && [ $$slow -eq 0 ]
 
 # The fast tier, under a minute: graders, stores on SQLite, reports, CLI, web without a
 # browser. tests/conftest.py marks `slow` what needs PostgreSQL, n8n, Chromium or real
