@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 TEST_STAMP    := $(VENV)/.installed-test
 
-.PHONY: demo test bench lint clean n8n
+.PHONY: demo test check bench lint clean n8n
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,8 +28,24 @@ demo: $(RUNTIME_STAMP)
 n8n:
 	tests/n8n/install.sh
 
+# Bytecode is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE): without
+# it, collecting the suite compiles and assertion-rewrites every test module each time (~2x).
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
+CHECK_WORKERS ?= auto
+
+# Everything: the fast tier on every core as `make check` runs it, then the slow tier in one
+# process (real servers, ports, kill -9, the reliability table, one n8n); both always run.
 test: $(TEST_STAMP) n8n
-	$(BIN)/python -m pytest
+	$(PYTEST) -m "not slow" -n $(CHECK_WORKERS) --dist loadfile; fast=$$?; \
+	$(PYTEST) -m slow; slow=$$?; \
+	[ $$fast -eq 0 ] && [ $$slow -eq 0 ]
+
+# The fast tier, under a minute: graders, stores on SQLite, reports, CLI, web without a
+# browser. tests/conftest.py marks `slow` what needs PostgreSQL, n8n, Chromium or real
+# service processes (tests/processes.py), and what lives in tests/reliability.
+# On every core (pytest-xdist), a test file to a worker so module fixtures are made once.
+check: $(TEST_STAMP)
+	$(PYTEST) -m "not slow" -n $(CHECK_WORKERS) --dist loadfile
 
 bench: $(TEST_STAMP)
 	$(BIN)/python bench/run.py

@@ -7,12 +7,13 @@ An unreachable PostgreSQL fails these tests with the command that starts it; nev
 from __future__ import annotations
 
 import os
+import queue
 import secrets
-import shutil
-import subprocess
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -23,43 +24,116 @@ PG_ADMIN_DB = "postgres"
 PG_START = "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start"
 
 
-def _psql(server: str, sql: str) -> None:
-    """One statement as the admin user; a failure to reach the server fails the test."""
-    psql = shutil.which("psql")
-    if psql is None:
-        pytest.fail("psql is not on PATH: the PostgreSQL tests need the PostgreSQL client "
-                    "(apt-get install postgresql-client)", pytrace=False)
-    done = subprocess.run([psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d",
-                           f"{server}/{PG_ADMIN_DB}", "-c", sql],
-                          capture_output=True, text=True, timeout=60)
-    if done.returncode != 0:
-        pytest.fail(f"PostgreSQL at {server} refused {sql.split()[0]} {sql.split()[1]}: "
-                    f"{done.stderr.strip()[:300]} — these tests need a running PostgreSQL "
-                    f"(start it with: {PG_START})", pytrace=False)
+def _admin(server: str):
+    """An autocommit connection to the server's admin database (psycopg: no ``psql`` process
+    per statement); a server that cannot be reached fails the test, saying how to start it."""
+    import psycopg
+
+    try:
+        return psycopg.connect(f"{server}/{PG_ADMIN_DB}", autocommit=True, connect_timeout=10)
+    except psycopg.OperationalError as exc:
+        problem = " ".join(str(exc).split())[:300]
+    # outside the except: one clear message, not a chained traceback
+    pytest.fail(f"PostgreSQL at {server} cannot be reached: {problem} — these tests need a "
+                f"running PostgreSQL (start it with: {PG_START})", pytrace=False)
+
+
+def _drop(server: str, name: str) -> None:
+    with _admin(server) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+class _Dropper:
+    """Drops the test databases given back with ``drop="later"`` on a thread of its own: a
+    DROP DATABASE waits for a checkpoint (0.4–1.9 s on a busy machine), which no test needs
+    to wait for. ``wait`` (at the end of the session) drops what is left."""
+
+    def __init__(self) -> None:
+        self.queue: queue.Queue[tuple[str, str] | None] = queue.Queue()
+        self.thread: threading.Thread | None = None
+        self.failed: list[str] = []
+        self.last: list[tuple[str, str]] = []
+
+    def at_end(self, server: str, name: str) -> None:
+        """Drop ``name`` when the session ends (a template the session's tests copy)."""
+        self.last.append((server, name))
+
+    def put(self, server: str, name: str) -> None:
+        if self.thread is None or not self.thread.is_alive():
+            self.thread = threading.Thread(target=self._run, daemon=True, name="pg-dropper")
+            self.thread.start()
+        self.queue.put((server, name))
+
+    def _run(self) -> None:
+        while (job := self.queue.get()) is not None:
+            try:
+                _drop(*job)
+            except BaseException as exc:  # pytest.fail included: said at the end of the session
+                self.failed.append(f"{job[1]}: {exc}")
+
+    def wait(self) -> list[str]:
+        """Drop every database given back so far, and those kept to the end; what could not
+        be dropped."""
+        for server, name in self.last:
+            self.put(server, name)
+        self.last = []
+        if self.thread is not None:
+            self.queue.put(None)
+            self.thread.join()
+            self.thread = None
+        failed, self.failed = self.failed, []
+        return failed
+
+
+DROPPER = _Dropper()
 
 
 @contextmanager
 def store_at(backend: str, folder: Path) -> Iterator[str]:
     """What EXAM_DB is set to for ``backend``: a SQLite file in ``folder``, or a fresh
-    PostgreSQL database (dropped afterwards)."""
+    PostgreSQL database (dropped once the test is over, on the dropper's thread)."""
     if backend == "sqlite":
         yield str(folder / "exam.db")
     elif backend == "postgresql":
-        with postgres_database() as url:
+        with postgres_database(drop="later") as url:
             yield url
     else:
         raise ValueError(f"unknown store backend {backend!r}")
 
 
-@contextmanager
-def postgres_database(server: str = PG_SERVER) -> Iterator[str]:
-    """A new, empty database ``exam_test_<random>``; its URL, and it is dropped afterwards."""
+def _create(server: str, template: str | None = None) -> str:
     name = f"exam_test_{secrets.token_hex(6)}"
-    _psql(server, f'CREATE DATABASE "{name}"')
+    with _admin(server) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"'
+                      + (f' TEMPLATE "{template}"' if template else ""))
+    return name
+
+
+def session_database(server: str = PG_SERVER) -> str:
+    """A new, empty database kept until the session ends (then dropped): its URL."""
+    name = _create(server)
+    DROPPER.at_end(server, name)
+    return f"{server}/{name}"
+
+
+@contextmanager
+def postgres_database(server: str = PG_SERVER, *, template: str | None = None,
+                      drop: Literal["now", "later"] = "now") -> Iterator[str]:
+    """A new database ``exam_test_<random>``, empty or a copy of ``template``; its URL. It is
+    dropped afterwards: at once, or ``later`` by ``DROPPER`` (always before the session
+    ends), its connections from this process closed first either way."""
+    from exam.db import engine as db_engine
+
+    name = _create(server, template)
+    url = f"{server}/{name}"
     try:
-        yield f"{server}/{name}"
+        yield url
     finally:
-        _psql(server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        db_engine.dispose(url)
+        if drop == "later":
+            DROPPER.put(server, name)
+        else:
+            _drop(server, name)
 
 
 @contextmanager

@@ -4,6 +4,7 @@ several hosts)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -16,9 +17,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 import requests
 
 from tests.conftest import ROOT
+from tests.exam.helpers import sigint_reaches_children
 
 
 def free_port() -> int:
@@ -42,6 +45,20 @@ def wait_up(url: str, proc: subprocess.Popen, log: Path, timeout: float = 90) ->
     raise AssertionError(f"the server did not come up within {timeout} s: {log.read_text()}")
 
 
+def gunicorn_command() -> list[str]:
+    """How to start the gunicorn installed with this Python (a runtime dependency): the script
+    beside ``sys.executable`` (a venv's bin/, wherever it is), else ``python -m gunicorn``.
+    Not installed: the test fails saying so, not with a bare FileNotFoundError."""
+    beside = shutil.which("gunicorn", path=str(Path(sys.executable).parent))
+    if beside:
+        return [beside]
+    if importlib.util.find_spec("gunicorn") is not None:
+        return [sys.executable, "-m", "gunicorn"]
+    pytest.fail(f"gunicorn is not installed for {sys.executable}: these tests serve the app with "
+                f"it as docs/deployment.md does (pip install -e '.[test]' installs it)",
+                pytrace=False)
+
+
 @contextmanager
 def gunicorn(env: dict[str, str], log: Path, *, workers: int, threads: int | None = None,
              cwd: Path = ROOT, stop_timeout: float = 10, extra: tuple[str, ...] = ()
@@ -49,9 +66,8 @@ def gunicorn(env: dict[str, str], log: Path, *, workers: int, threads: int | Non
     """gunicorn serving ``create_app()`` on a free port, as docs/deployment.md runs it (plus
     ``extra`` arguments); yields its base URL once /healthz answers, and stops it with SIGTERM
     (then kill) afterwards."""
-    binary = shutil.which("gunicorn", path=str(ROOT / ".venv" / "bin")) or "gunicorn"
     port = free_port()
-    args = [binary, "--bind", f"127.0.0.1:{port}", "--workers", str(workers)]
+    args = [*gunicorn_command(), "--bind", f"127.0.0.1:{port}", "--workers", str(workers)]
     if threads:
         args += ["--threads", str(threads)]
     args += extra
@@ -81,7 +97,8 @@ class Proc:
     proc: subprocess.Popen | None = field(default=None, repr=False)
 
     def start(self) -> Proc:
-        with open(self.log, "ab") as out:
+        # SIGINT (``stop``) reaches it under `make test &` too, where the shell ignores it
+        with open(self.log, "ab") as out, sigint_reaches_children():
             self.proc = subprocess.Popen([sys.executable, "-m", "exam", *self.args],
                                          env=self.env, cwd=ROOT, stdout=out,
                                          stderr=subprocess.STDOUT)

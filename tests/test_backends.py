@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests.backends import PG_SERVER, postgres_database
+from tests.backends import DROPPER, PG_SERVER, postgres_database
 
 
 def databases() -> set[str]:
@@ -26,6 +26,14 @@ def test_a_database_is_made_for_the_test_and_dropped_after():
                                "CREATE TABLE t (x int); INSERT INTO t VALUES (7); "
                                "SELECT x FROM t"], capture_output=True, text=True, timeout=60)
         assert made.stdout.strip() == "7", made.stderr
+    assert name not in databases()
+
+
+def test_a_database_given_back_for_later_is_dropped_by_the_end_of_the_session():
+    with postgres_database(drop="later") as url:
+        name = url.rsplit("/", 1)[1]
+        assert name in databases()
+    assert DROPPER.wait() == []  # what pytest_sessionfinish (tests/conftest.py) does
     assert name not in databases()
 
 

@@ -72,6 +72,7 @@ def wheel_files(source: Path, into: Path) -> set[str]:
         return set(zipped.namelist())
 
 
+@pytest.mark.slow  # builds wheels with pip
 def test_a_file_removed_from_the_checkout_is_not_installed_by_the_next_pip_install(tmp_path):
     # pip builds in the checkout, and setuptools copies into build/lib without ever emptying it:
     # an upgrade from the same clone (docs/deployment.md section 8) shipped a migration or

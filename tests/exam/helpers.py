@@ -4,6 +4,7 @@ import base64
 import binascii
 import json
 import re
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -90,17 +91,62 @@ def run_status(db: Path, run_id: int = 1) -> str | None:
     return row[0] if row else None
 
 
-@contextmanager
-def demo_store(backend: str, folder: Path) -> Iterator[str]:
-    """The demo's store (every agent and version, one repeat) on ``backend``, made in
-    ``folder`` or as a throwaway PostgreSQL database: its EXAM_DB."""
+# The demo's stores, made once per test session (the demo takes seconds) and copied for each
+# caller: the SQLite file, the PostgreSQL database used as a template.
+_DEMO: dict[str, str] = {}
+_DEMO_DIR: list[tempfile.TemporaryDirectory] = []
+
+
+def _demo_made(backend: str) -> str:
+    """The session's demo store on ``backend`` (made the first time): a path or a database
+    name. Never handed out itself: callers get copies."""
+    from exam.db import engine as db_engine
     from exam.demo.main import run_demo
-    from tests.backends import store_at
+    from tests.backends import session_database
     from tests.conftest import BANK_DIR
 
-    with store_at(backend, folder) as db:
-        run_demo(db, repeats=1, bank_dir=BANK_DIR, echo=lambda *_: None)
-        yield db
+    if backend not in _DEMO:
+        if backend == "sqlite":
+            _DEMO_DIR.append(tempfile.TemporaryDirectory(prefix="exam-demo-"))
+            db = str(Path(_DEMO_DIR[0].name) / "demo.db")
+            run_demo(db, repeats=1, bank_dir=BANK_DIR, echo=lambda *_: None)
+            db_engine.dispose(db)
+            _DEMO[backend] = db
+        else:
+            url = session_database()
+            run_demo(url, repeats=1, bank_dir=BANK_DIR, echo=lambda *_: None)
+            db_engine.dispose(url)  # a template is copied only with no one connected
+            _DEMO[backend] = url.rsplit("/", 1)[1]
+    return _DEMO[backend]
+
+
+def demo_copy(folder: Path) -> str:
+    """A copy of the demo's store (every agent and version, one repeat) as ``folder``/demo.db,
+    the caller's own to read and change; the demo itself runs once per session."""
+    import sqlite3
+
+    db = folder / "demo.db"
+    source, copy = sqlite3.connect(_demo_made("sqlite")), sqlite3.connect(db)
+    try:
+        source.backup(copy)  # a consistent copy, WAL and all
+    finally:
+        source.close()
+        copy.close()
+    return str(db)
+
+
+@contextmanager
+def demo_store(backend: str, folder: Path) -> Iterator[str]:
+    """The demo's store (every agent and version, one repeat) on ``backend``: a copy made in
+    ``folder``, or a throwaway PostgreSQL database copied from the session's (a template);
+    its EXAM_DB."""
+    from tests.backends import postgres_database
+
+    if backend == "sqlite":
+        yield demo_copy(folder)
+    else:
+        with postgres_database(template=_demo_made(backend), drop="later") as url:
+            yield url
 
 
 @contextmanager

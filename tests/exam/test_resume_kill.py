@@ -10,6 +10,8 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import pytest
+
 from tests.exam.helpers import (
     registry_env,
     run_status,
@@ -19,6 +21,8 @@ from tests.exam.helpers import (
     write_bank,
 )
 from tests.fakes.agent import FakeAgent
+
+pytestmark = pytest.mark.slow  # `exam run` processes killed with -9 and SIGINT, then resumed
 
 
 def exam_cmd(*args):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
-from exam.demo.main import run_demo
-from tests.conftest import BANK_DIR, ROOT
+from tests.conftest import ROOT
+from tests.exam.helpers import demo_copy
 from tests.processes import gunicorn
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -16,9 +16,8 @@ TOKEN = "load-token"
 
 
 def test_service_under_load(tmp_path, table):
-    db = tmp_path / "demo.db"
-    run_demo(str(db), repeats=1, bank_dir=BANK_DIR, echo=lambda *_: None)
-    env = {**os.environ, "EXAM_API_TOKEN": TOKEN, "EXAM_DB": str(db)}
+    db = demo_copy(tmp_path)
+    env = {**os.environ, "EXAM_API_TOKEN": TOKEN, "EXAM_DB": db}
     with gunicorn(env, tmp_path / "g.log", workers=2, threads=4, stop_timeout=60) as base:
         urls = [f"{base}{p}" for p in (
             "/api/runs", "/api/runs/1", "/api/runs/4/scorecard", "/api/discrimination?agent=W1",

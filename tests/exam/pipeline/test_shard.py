@@ -21,7 +21,13 @@ from exam.pipeline import shard as sharding
 from exam.pipeline.runner import create_run, execute, job_for
 from exam.store import Store
 from tests.backends import postgres_database
-from tests.exam.helpers import agent_for, registry_env, wait_for, write_bank
+from tests.exam.helpers import (
+    agent_for,
+    registry_env,
+    sigint_reaches_children,
+    wait_for,
+    write_bank,
+)
 from tests.fakes.agent import FakeAgent
 
 
@@ -117,9 +123,10 @@ def _exam_run(tmp_path, url: str, fake: FakeAgent, *args: str) -> subprocess.Pop
     env = {**os.environ, **registry_env(tmp_path, fake.url, tmp_path / "T.json",
                                          concurrency=16, timeout_s=120, retries=2),
            "EXAM_DB": url, sharding.ENV: "2", "NO_COLOR": "1"}
-    return subprocess.Popen([sys.executable, "-m", "exam", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    with sigint_reaches_children():  # the Ctrl-C tests' SIGINT, under `make test &` too
+        return subprocess.Popen([sys.executable, "-m", "exam", *args], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
 
 
 @contextmanager

@@ -72,6 +72,7 @@ def silent():
     server.close()
 
 
+@pytest.mark.slow  # waits out the connect timeout (CONNECT_TIMEOUT_S) in an `exam` process
 def test_a_server_that_never_answers_is_one_line_not_a_hang(silent, tmp_path):
     url = f"postgresql://exam:hunter2-secret@127.0.0.1:{silent.port}/exam"
     env = {**os.environ, "EXAM_DB": url, "PYTHONPATH": str(ROOT)}

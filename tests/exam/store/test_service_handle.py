@@ -205,6 +205,7 @@ print(json.dumps([before, first, again, len(freezes)]))
 """
 
 
+@pytest.mark.slow  # a fresh Python process each, as gunicorn starts one
 @pytest.mark.parametrize("mode", ["serving", "testing"])
 def test_a_serving_process_freezes_what_it_keeps_once_warm(tmp_path, mode):
     done = subprocess.run([sys.executable, "-c", FREEZE, str(tmp_path / "exam.db"), mode],
@@ -226,6 +227,7 @@ print(json.dumps([m in sys.modules for m in ("jsonschema", "exam.reports.scoreca
 """
 
 
+@pytest.mark.slow  # a fresh Python process each, as gunicorn starts one
 @pytest.mark.parametrize("mode", ["serving", "testing"])
 def test_a_serving_app_loads_what_reports_need_before_its_first_request(tmp_path, mode):
     done = subprocess.run([sys.executable, "-c", WARM, str(tmp_path / "exam.db"), mode],

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -8,7 +9,7 @@ import yaml
 
 from exam.app import create_app
 from tests.conftest import BANK_DIR
-from tests.exam.helpers import write_bank
+from tests.exam.helpers import demo_copy, write_bank
 from tests.fakes.agent import FakeAgent
 
 TOKEN = "test-token-5f3a"
@@ -45,13 +46,34 @@ def auth():
     return {"Authorization": f"Bearer {TOKEN}"}
 
 
-def demo_store(tmp_path_factory, name: str) -> str:
-    """A store the demo filled (one repeat), for a module's pages to read."""
-    from exam.demo.main import run_demo
+class Clock:
+    """``time.time`` moved on by the test instead of slept through."""
 
-    db = tmp_path_factory.mktemp(name) / "demo.db"
-    run_demo(str(db), repeats=1, bank_dir=BANK_DIR, echo=lambda *_: None)
-    return str(db)
+    def __init__(self) -> None:
+        self.ahead = 0.0
+
+    def time(self) -> float:
+        return time.time() + self.ahead
+
+    def advance(self, seconds: float) -> None:
+        self.ahead += seconds
+
+
+@pytest.fixture
+def share_clock(monkeypatch) -> Clock:
+    """The clock share links are made and judged by (exam/web/share.py reads ``time.time``):
+    ``share_clock.advance(2)`` expires a 1-second link without waiting for it."""
+    from exam.web import share
+
+    clock = Clock()
+    monkeypatch.setattr(share, "time", clock)
+    return clock
+
+
+def demo_store(tmp_path_factory, name: str) -> str:
+    """A store the demo filled (one repeat), for a module's pages to read: a copy of the
+    session's (tests/exam/helpers.py)."""
+    return demo_copy(tmp_path_factory.mktemp(name))
 
 
 def w1_registry(folder: Path) -> Path:

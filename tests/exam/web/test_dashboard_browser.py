@@ -17,8 +17,8 @@ import pytest
 from werkzeug.serving import make_server
 
 from exam.app import create_app
-from exam.demo.main import run_demo
 from tests.conftest import BANK_DIR, ROOT
+from tests.exam.helpers import demo_copy
 from tests.fakes.server import Served
 
 TOKEN = "browser-token"
@@ -42,9 +42,9 @@ def need_browser(chromium: str | None, env=os.environ) -> None:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    db = tmp_path_factory.mktemp("dash") / "demo.db"
-    run_demo(str(db), repeats=1, bank_dir=BANK_DIR, echo=lambda *_: None)
-    registry = db.parent / "agents.yaml"  # a run queued from the page is never executed here
+    folder = tmp_path_factory.mktemp("dash")
+    db = demo_copy(folder)
+    registry = folder / "agents.yaml"  # a run queued from the page is never executed here
     registry.write_text(f"agents:\n  W1:\n    url: http://127.0.0.1:9/\n"
                         f"    bank: {BANK_DIR / 'W1.json'}\n", encoding="utf-8")
     DB["path"] = str(db)

@@ -12,8 +12,8 @@ import pytest
 from flask import template_rendered
 
 from exam.app import create_app
-from exam.demo.main import run_demo
-from tests.conftest import BANK_DIR, ROOT
+from tests.conftest import ROOT
+from tests.exam.helpers import demo_copy
 
 TOKEN = "pages-token"
 TEMPLATES = ROOT / "exam" / "templates"
@@ -24,9 +24,8 @@ PAGES = ["/", "/runs", "/scorecard/W3/v2", "/compare?agent=W3&old=v1&new=v2",
 
 @pytest.fixture(scope="module")
 def demo_app(tmp_path_factory):
-    db = tmp_path_factory.mktemp("pages") / "demo.db"
-    run_demo(str(db), repeats=1, bank_dir=BANK_DIR, echo=lambda *_: None)
-    return create_app({"API_TOKEN": TOKEN, "DB": str(db)})
+    db = demo_copy(tmp_path_factory.mktemp("pages"))
+    return create_app({"API_TOKEN": TOKEN, "DB": db})
 
 
 def log_in(client, token: str = TOKEN):

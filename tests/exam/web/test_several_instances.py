@@ -19,10 +19,8 @@ import requests
 import yaml
 
 from exam.app import create_app
-from exam.demo.main import run_demo
-from tests.backends import STORE_BACKENDS, store_at
-from tests.conftest import BANK_DIR
-from tests.exam.helpers import wait_for, write_bank
+from tests.backends import STORE_BACKENDS
+from tests.exam.helpers import demo_store, wait_for, write_bank
 from tests.fakes.agent import FakeAgent
 from tests.fakes.line_api import FakeLineApi
 from tests.processes import Serve, exam_env
@@ -36,8 +34,7 @@ GROUP = "C0123456789abcdef0123456789abcdef"
 def pair(request, tmp_path_factory):
     """(instance A, instance B, the fake LINE API, the env both were started with)."""
     folder = tmp_path_factory.mktemp("instances")
-    with store_at(request.param, folder) as db, FakeAgent() as agent, FakeLineApi() as line:
-        run_demo(db, repeats=1, bank_dir=BANK_DIR, echo=lambda *_: None)
+    with demo_store(request.param, folder) as db, FakeAgent() as agent, FakeLineApi() as line:
         bank = write_bank(folder, ["ok", "ok"])
         registry = folder / "agents.yaml"
         registry.write_text(yaml.safe_dump({"agents": {"T": {"url": agent.url,

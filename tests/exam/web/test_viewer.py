@@ -209,21 +209,21 @@ def test_a_share_link_opens_nothing_beyond_its_scorecard(app, demo_db):
     assert client.get("/api/runs").status_code == 401  # and the API was never open to it
 
 
-def test_two_share_links_open_both_pages_until_each_expires(app):
+def test_two_share_links_open_both_pages_until_each_expires(app, share_clock):
     client = app.test_client()
     key = app.config["SECRET_KEY"]
     client.get(f"/share/{make_token(key, '/scorecard/W3/v2')}")
     client.get(f"/share/{make_token(key, '/scorecard/W1/v1', days=1 / 86400)}")  # 1 second
     assert client.get("/scorecard/W3/v2").status_code == 200
-    time.sleep(1.1)
+    share_clock.advance(1.1)
     assert client.get("/scorecard/W1/v1").status_code == 403  # expired: the other one holds
     assert client.get("/scorecard/W3/v2").status_code == 200
 
 
-def test_an_expired_share_link_session_asks_to_log_in(app):
+def test_an_expired_share_link_session_asks_to_log_in(app, share_clock):
     client = app.test_client()
     client.get(f"/share/{make_token(app.config['SECRET_KEY'], '/scorecard/W3/v2', days=1e-5)}")
-    time.sleep(1.0)
+    share_clock.advance(1.0)
     resp = client.get("/scorecard/W3/v2")
     assert resp.status_code == 302 and "/login" in resp.headers["Location"]
 
