@@ -61,12 +61,16 @@ class Clock:
 
 @pytest.fixture
 def share_clock(monkeypatch) -> Clock:
-    """The clock share links are made and judged by (exam/web/share.py reads ``time.time``):
-    ``share_clock.advance(2)`` expires a 1-second link without waiting for it."""
+    """The clock share links are made and judged by (exam/web/share.py reads ``time.time``;
+    the dashboard the store's clock, ``Store.now``, moved with it): ``share_clock.advance(2)``
+    expires a 1-second link without waiting for it."""
+    from exam.store import Store
     from exam.web import share
 
     clock = Clock()
     monkeypatch.setattr(share, "time", clock)
+    real_now = Store.now
+    monkeypatch.setattr(Store, "now", lambda self: real_now(self) + clock.ahead)
     return clock
 
 
