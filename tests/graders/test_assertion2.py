@@ -1,0 +1,20 @@
+"""Issue 31's second batch (tests/graders/assert_cases2.py): the six classes of false pass on
+a fact a blind set found under grader 2.3.0, graded end to end as a reviewer labelled them."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.graders.assert_cases2 import CASES, right, score, verdict
+
+
+@pytest.mark.parametrize("row", CASES, ids=[f"{i:03d}" for i in range(len(CASES))])
+def test_reply_is_graded_as_a_reviewer_would(row):
+    assert right(row[3], verdict(row)), row
+
+
+def test_batch_covers_both_sides_and_no_false_pass():
+    assert len(CASES) >= 40
+    assert sum(r[0].isascii() for r in CASES) >= len(CASES) // 4
+    assert {r[3] for r in CASES} == {"pass", "fail", "human", "notpass"}
+    assert score(CASES)["false_pass"] == 0
