@@ -23,9 +23,10 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # that check (issue 9) is dropped when the rule it was made under changes, and the grade
 # cache is keyed by every entry. A registered kind (below) adds its own.
 # fact/forbidden 4, field 2, tools 2: folding on by default, whole-word literals, assertion
-# rules (issue 31)
+# rules (issue 31); fact/forbidden 5: thresholds, tiers, conditions and events before the hit,
+# deadlines, English modal hedges, contrasts after a general rule, more word boundaries (2.3.1)
 RULE_VERSIONS: dict[str, int] = {
-    "fact": 4, "forbidden": 4, "status": 1, "field": 2, "numbers_grounded": 1, "budget": 2,
+    "fact": 5, "forbidden": 5, "status": 1, "field": 2, "numbers_grounded": 1, "budget": 2,
     "tools": 2,
 }
 

