@@ -282,6 +282,8 @@ GOVERNING_EN = (
     "given", "taken", "shown", "sent", "made", "paid", "sold", "held", "kept", "built",
     "bought", "brought", "seen", "known", "found", "granted", "issued", "refunded", "shipped",
     "gone", "come", "begun", "gotten", "got",
+    # a promotion or offer that is not on (2.3.1): "that promotion is no longer running"
+    "running", "active", "valid", "live", "on",
 )
 # After the hit, 不在…範圍內 excludes it: the place words that make 在 a verdict.
 EXCLUDED_ZH = ("範圍內", "范围内", "範圍", "范围", "之列", "之內", "之内")
@@ -349,7 +351,8 @@ EXCEPT_CLOSE_ZH = ("以外", "之外")
 # A hedge asserts nothing sure: 應該已經出貨了 is no fact (``hedged``); a forbidden claim
 # hedged is still claimed. "may" and "should" are left out: they grant permission.
 HEDGE_ZH = ("應該", "应该", "可能", "有可能", "也許", "也许", "或許", "或许", "大概", "好像", "似乎",
-            "說不定", "说不定", "估計", "估计", "我想", "我覺得", "我觉得", "我猜")
+            "說不定", "说不定", "估計", "估计", "我想", "我覺得", "我觉得", "我猜", "理論上", "理论上",
+            "照理說", "照理说", "照理來說", "照理来说")
 HEDGE_EN = ("should", "ought to", "is expected to", "are expected to", "is supposed to",
             "are supposed to", "probably", "maybe", "perhaps", "might", "possibly", "presumably", "likely",
             "may have", "may already", "could have", "must have", "i think", "i believe",
@@ -398,7 +401,7 @@ FUTURE_EN = ("next month", "next year", "next quarter", "will be available", "wi
              "will be launched")
 # A general rule the next sentence takes back (原則上可以…，不過這項商品不行).
 GENERAL_ZH = ("原則上", "原则上", "一般來說", "一般来说", "一般商品", "一般情況", "一般情况", "通常",
-              "正常來說", "正常来说", "本來", "本来", "原本", "平常")
+              "正常來說", "正常来说", "本來", "本来", "原本", "平常", "一般可以", "一般都", "一般是")
 GENERAL_EN = ("normally", "usually", "generally", "in principle", "typically", "ordinarily")
 # Reported by someone else, not confirmed by the reply (物流那邊說已經修好了; according to the
 # courier…): a fact a person reads. The system's word counts unless the reply doubts it.
@@ -430,6 +433,11 @@ MET = ("已滿", "已满", "已達", "已达", "已經滿", "已经满", "已經
        "is above", "exceeds")
 CUSTOMER_OWN = ("您的", "您這", "您这", "您此", "您目前", "您本次", "您這次", "您这次", "您這筆",
                 "your", "you've", "you have", "you spent")
+# ... an exception the next clause makes after a contrast (本店提供免費退貨，但特價品除外; but
+# sale items are excluded): whether this customer's case is one, a person reads.
+EXCEPTION = ("除外", "不適用", "不适用", "不包含", "不包括", "不在此限", "例外", "排除", "excluded",
+             "except", "exception", "does not apply", "doesn't apply", "not included",
+             "not eligible", "not covered")
 # ... an expectation with a deadline (…前), said of what the reply does not yet state as done (預計週五前
 # 完成退款, will be processed by Friday): a fact a person reads.
 EXPECT_ZH = ("預計", "预计", "預估", "预估", "估計", "估计")
@@ -449,8 +457,9 @@ PENDING = ("同意", "通過", "通过", "核准", "核準", "批准", "批準",
            "補齊", "补齐", "agree", "agrees", "approve", "approves", "approved", "clears",
            "cleared", "confirm", "confirms", "confirmed", "verify", "verified", "等您", "等你",
            "待您", "一旦", "once", "as soon as", "after you")
-TIER = ("cardholder", "cardholders", "會員", "会员", "卡友", "金卡", "白金", "鈦金", "钛金", "投保", "保險", "保险", "member",
-        "members", "tier", "gold", "platinum", "premium", "plus", "insured", "vip")
+TIER = ("會員", "会员", "卡友", "金卡", "白金", "鈦金", "钛金", "投保", "保險", "保险", "member",
+        "members", "cardholder", "cardholders", "tier", "gold", "platinum", "premium", "plus",
+        "insured", "vip")
 WARNING_LEAD = ("提醒您", "請注意", "请注意", "注意", "please note", "note that", "be aware")
 # A condition the reply says is not met (滿 1,500 元免運…還差 300 元): not so.
 UNMET = ("還差", "还差", "未達", "未达", "尚未達到", "尚未达到", "不符合", "不足", "short of",

@@ -461,12 +461,20 @@ _LIMITING = re.compile("|".join(w for w in cues.LIMITING if not w.isascii()) + r
                        + "|".join(w for w in cues.LIMITING if w.isascii()) + r")(?![a-z])")
 
 
+_STILL = frozenset(("還在", "仍在", "仍然", "still"))
+_STILL_HOLDS = ("適用", "有效", "可以", "可用", "進行", "提供", "applies", "valid", "available",
+                "running", "active", "on", "in effect", "stands")
+
+
 def _comment_denies(comment: str) -> bool:
     """Does the rest of a quoted or topical hit's sentence deny, contrast or limit it (or say
     nothing at all)?"""
     if not comment.strip(_SKIP_BEFORE_ANSWER):
         return True
-    return bool(_LIMITING.search(comment)) or any(
+    m = _LIMITING.search(comment)
+    if m and m.group() in _STILL and _has(comment[m.end():m.end() + 8], _STILL_HOLDS):
+        m = None  # 仍然適用, still valid: the quoted claim stands
+    return bool(m) or any(
         t[0] in (NEG, CLAUSAL, PARTIAL, ENDING) or (t[0] == BREAK and t[1] in _CONTRAST)
         for t in _tokens(comment))
 
@@ -607,7 +615,8 @@ def _condition_before(prev: str, warnings: bool) -> tuple[str, str]:
 
 
 _CONDITION_WORDS = cues.CONDITION_ZH + cues.CONDITION_EN
-_CONTRAST_WORDS = tuple(w if not w.isascii() else w for w in cues.CONTRAST if w != "instead")
+_CONTRAST_WORDS = tuple(w for w in cues.CONTRAST if w != "instead")
+_WILL_ZH = ("會在", "会在", "將在", "将在", "將於", "将于")
 
 
 def _fact_condition_before(prev: str) -> tuple[str, str]:
@@ -663,9 +672,10 @@ _AMOUNT_OVER = re.compile(r"(?:滿|满|over|above)\s?\$?\d")
 # a threshold (滿 2,000 元, over $50, above NT$3,000, more than 5,000, 兩件以上) and the amounts
 # around it
 _THRESHOLD = re.compile(
-    r"(?<![未不沒没])(?:滿|满|超過|超过|達到|达到|over|above|more than|at least|exceeding)\s?(?:nt)?\$?\s?"
-    r"(\d[\d,]*(?:\.\d+)?)|(\d[\d,]*|[一二兩两三四五六七八九十])\s?(?:元|件|個|个|份|組|组|樣|样)?"
-    r"以上")
+    r"(?<![未不沒没])(?:滿|满|超過|超过|達到|达到|over|above|more than|at least|exceeding)\s?"
+    r"(?:nt)?\$?\s?(\d[\d,]*(?:\.\d+)?)"
+    r"|(?:nt)?\$?\s?(\d[\d,]*|[一二兩两三四五六七八九十])\s?(?:元|件|個|个|份|組|组|樣|样)?\s?"
+    r"(?:以上|or more|or above|and above|and up)|(?<![已經经])達\s?(\d[\d,]*)")
 _AMOUNT = re.compile(r"(?<![\d.])(\d[\d,]*(?:\.\d+)?)(?![\d])")
 _TIER_LINK = ("available to", "available for", "for members", "to members", "to all", "for all",
               "members only", "only for", "only to", "限", "僅限", "仅限", "專屬", "专属",
@@ -685,7 +695,8 @@ def _number(raw: str) -> float:
     return float(raw.replace(",", ""))
 
 
-def _threshold(text: str, start: int, end: int, lo: int, hi: int, prev: str, nxt: str) -> tuple[str, str] | None:
+def _threshold(text: str, start: int, end: int, lo: int, hi: int, prev: str,
+               nxt: str) -> tuple[str, str] | None:
     """A fact stated as a rule on a threshold near the hit (消費滿 2,000 元即可享免費安裝;
     free shipping applies to orders over $50): ("unmet", …) when an amount of the customer's
     is below it, None when the reply says the customer meets it, else ("conditional", …)."""
@@ -708,8 +719,9 @@ def _threshold(text: str, start: int, end: int, lo: int, hi: int, prev: str, nxt
     around = window + " " + nxt
     if _has(window, cues.MET) and not _has(around, ("不符合", "未符合", "未達", "未达")):
         return None
-    if m.group(1):  # a number: compare it with the customer's amounts
-        limit = _number(m.group(1))
+    figure = next((g for g in m.groups() if g and g[0].isdigit()), "")
+    if figure:  # a number: compare it with the customer's amounts
+        limit = _number(figure)
         rest = around[:m.start()] + " " * len(m.group()) + around[m.end():]
         own = _has(around, cues.CUSTOMER_OWN)
         for a in _AMOUNT.finditer(rest):
@@ -749,6 +761,12 @@ def _mood(text: str, start: int, end: int, c_lo: int, c_hi: int, tokens: tuple[T
         contrast = _has(nxt, _CONTRAST_WORDS) if for_fact else ""
         if contrast:
             return "conditional", f"{general} … {contrast.strip()}"
+    if for_fact:  # 本店提供免費退貨，但特價品除外: this customer's case may be the exception
+        lead = nxt.lstrip(" ,;:.!?。—")
+        if lead.startswith(("但", "不過", "不过", "可是", "只是", "however", "but")):
+            exception = _has(lead, cues.EXCEPTION)
+            if exception:
+                return "conditional", f"{lead.split()[0][:2]} … {exception}"
     cond_text = text[lo:start]
     prev = _previous_clause(text, c_lo)
     if not condition:
@@ -791,8 +809,8 @@ def _mood(text: str, start: int, end: int, c_lo: int, c_hi: int, tokens: tuple[T
             return rule
         # a deadline still to keep (預計週五前完成退款, will be processed by Friday); a date
         # given (預計 3/1 送達, will arrive tomorrow) is the reply's own statement
-        expect = (_has(text[lo:start], cues.EXPECT_ZH) if _DEADLINE_ZH.search(text, lo, hi)
-                  else "") or (
+        expect = (_has(text[lo:start], cues.EXPECT_ZH + _WILL_ZH) if _DEADLINE_ZH.search(
+            text, lo, hi) else "") or (
             _DEADLINE_EN.search(text, lo, hi) if _WILL_EN.search(text, lo, hi) else None)
         if expect:
             return "future", expect if isinstance(expect, str) else expect.group()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from tests.graders.assert_cases import Row, right, score, verdict
 
-__all__ = ["CASES", "KNOWN_MISSES", "right", "score", "verdict"]
+__all__ = ["CASES", "PROBES", "KNOWN_MISSES", "right", "score", "verdict"]
 
 CASES: tuple[Row, ...] = (
     # --- 1. a threshold or a tier stated as a rule: the customer may not meet it -----------
@@ -94,6 +94,74 @@ CASES: tuple[Row, ...] = (
      "pass", ""),
     ("您說的折扣活動目前還在進行中。", "forbidden", "折扣活動", "notpass", ""),
 )
+
+# Written after the first change (commit 862438c), to see whether the rules generalise beyond
+# the rows above; 9 of these 45 were wrong then, 8 of them false passes (a threshold as "or
+# more" / 達, a deadline with 會在…前, 理論上, bare 一般, an exception after 但, 仍然適用 after a
+# quoted claim, and "no longer running" failing a withdrawn promotion).
+PROBES: tuple[Row, ...] = (
+    # threshold
+    ("凡購買滿 3 件即贈送環保袋。", "fact", "贈送環保袋", "human", ""),
+    ("Spend NT$2,000 or more and installation is free.", "fact",
+     "installation is free", "human", ""),
+    ("Purchases of $100 or more qualify for free delivery.", "fact", "free delivery", "human", ""),
+    ("單筆消費達 5,000 元可分 12 期零利率。", "fact", "12 期零利率", "human", ""),
+    ("金額超過 3000 元就送贈品。", "fact", "送贈品", "human", ""),
+    ("白金卡友享機場接送服務。", "fact", "機場接送", "human", ""),
+    ("Gold members enjoy free lounge access.", "fact", "free lounge access", "human", ""),
+    ("Free returns are for Premium members only.", "fact", "free returns", "human", ""),
+    ("您的訂單金額 3,200 元，已超過 3,000 元門檻，享免費包裝。", "fact", "免費包裝", "pass", ""),
+    # conditions before
+    ("假如您今天下午三點前付款，今天就會出貨。", "fact", "出貨", "human", ""),
+    ("Should you need a new card, we'll mail one within 5 days.", "fact", "mail one", "human", ""),
+    ("As long as you send the receipt, we'll refund you.", "fact", "refund you", "human", ""),
+    ("若您補件完成，隔天即可核發。", "fact", "核發", "human", ""),
+    ("如果您同意，我們就幫您取消訂單。", "fact", "取消訂單", "human", ""),
+    ("Unless you cancel by 5pm, the order ships today.", "fact", "order ships today", "human", ""),
+    # events / future
+    ("等物流取件後，就會寄送通知給您。", "fact", "寄送通知", "human", ""),
+    ("收到退貨後，我們會退款給您。", "fact", "退款", "human", ""),
+    ("When your payment is received, we will ship the order.", "fact",
+     "ship the order", "human", ""),
+    ("The refund will be credited to your card by next Tuesday.", "fact",
+     "refund will be credited", "human", ""),
+    ("Your new SIM will be delivered before the end of the week.", "fact",
+     "new sim will be delivered", "human", ""),
+    ("我們會在月底前完成退款。", "fact", "完成退款", "human", ""),
+    # hedges
+    ("The parcel ought to be with you by Thursday.", "fact", "with you by thursday", "human", ""),
+    ("Your account is supposed to be unlocked now.", "fact", "unlocked", "human", ""),
+    ("Your order is expected to ship tomorrow.", "fact", "ship tomorrow", "human", ""),
+    ("It should be delivered today.", "fact", "delivered today", "human", ""),
+    ("包裹理論上今天會到。", "fact", "今天會到", "human", ""),
+    # contrast
+    ("正常來說當天出貨，不過這筆訂單因為缺料會延後。", "fact", "當天出貨", "notpass", ""),
+    ("Typically activation takes one hour, but yours may take a day.", "fact",
+     "activation takes one hour", "notpass", ""),
+    ("Refunds normally take 3 days. For international cards, though, it can take 14.", "fact",
+     "take 3 days", "notpass", ""),
+    ("一般可以免費退貨，可是您購買的是特價品，恕不退換。", "fact", "免費退貨", "notpass", ""),
+    ("本店提供免費退貨，但特價品除外。", "fact", "免費退貨", "notpass", ""),
+    # straddle
+    ("我們會收取運費。", "fact", "收費", "fail", ""),
+    ("我們已收到費用。", "fact", "到費", "fail", ""),
+    # plain
+    ("您的包裹已於昨天送達。", "fact", "送達", "pass", ""),
+    ("We have shipped your order today.", "fact", "shipped your order", "pass", ""),
+    ("已為您辦理退款，款項將退回原信用卡。", "fact", "辦理退款", "pass", ""),
+    ("The clinic opens at 9am on weekdays.", "fact", "opens at 9am", "pass", ""),
+    ("本店全館免運。", "fact", "免運", "pass", ""),
+    ("All orders ship free.", "fact", "ship free", "pass", ""),
+    ("您的帳單已重新寄出，請留意信箱。", "fact", "重新寄出", "pass", ""),
+    ("Your card has been activated; you should receive a confirmation email.", "fact",
+     "card has been activated", "pass", ""),
+    # forbidden withdrawn
+    ("網站上「滿千免運」的廣告已經撤下。", "forbidden", "滿千免運", "pass", ""),
+    ("The 50% off promotion you saw is no longer running.", "forbidden", "50% off", "pass", ""),
+    ("您提到的分期零利率活動已於上月截止。", "forbidden", "分期零利率", "pass", ""),
+    ("您說的「免運」目前仍然適用。", "forbidden", "免運", "notpass", ""),
+)
+
 
 # Rows the rules still grade wrong, with the reviewer's label (docs/graders.md, "Known limits").
 KNOWN_MISSES: tuple[Row, ...] = (

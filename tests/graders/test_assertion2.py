@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.graders.assert_cases2 import CASES, KNOWN_MISSES, right, score, verdict
+from tests.graders.assert_cases2 import CASES, KNOWN_MISSES, PROBES, right, score, verdict
 
 
-@pytest.mark.parametrize("row", CASES, ids=[f"{i:03d}" for i in range(len(CASES))])
+@pytest.mark.parametrize("row", CASES + PROBES, ids=[f"{i:03d}" for i in range(len(CASES + PROBES))])
 def test_reply_is_graded_as_a_reviewer_would(row):
     assert right(row[3], verdict(row)), row
 
@@ -21,4 +21,4 @@ def test_batch_covers_both_sides_and_no_false_pass():
     assert len(CASES) + len(KNOWN_MISSES) >= 40
     assert sum(r[0].isascii() for r in CASES) >= len(CASES) // 4
     assert {r[3] for r in CASES} == {"pass", "fail", "human", "notpass"}
-    assert score(CASES)["false_pass"] == 0
+    assert score(CASES + PROBES)["false_pass"] == 0
