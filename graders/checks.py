@@ -24,9 +24,11 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # cache is keyed by every entry. A registered kind (below) adds its own.
 # fact/forbidden 4, field 2, tools 2, numbers_grounded 2 (issue 31): folding on by default,
 # whole-word literals, assertion rules; regexes on RE2, each hit read within a window, at most
-# MAX_OCCURRENCES per check and CELL_OCCURRENCES per cell, stray numbers listed ten at a time.
+# MAX_OCCURRENCES per check and CELL_OCCURRENCES per cell, stray numbers listed ten at a time;
+# fact/forbidden 5: thresholds, tiers, conditions and events before the hit, deadlines, English
+# modal hedges, contrasts after a general rule, more word boundaries (2.3.1)
 RULE_VERSIONS: dict[str, int] = {
-    "fact": 4, "forbidden": 4, "status": 1, "field": 2, "numbers_grounded": 2, "budget": 2,
+    "fact": 5, "forbidden": 5, "status": 1, "field": 2, "numbers_grounded": 2, "budget": 2,
     "tools": 2,
 }
 

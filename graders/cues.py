@@ -282,6 +282,8 @@ GOVERNING_EN = (
     "given", "taken", "shown", "sent", "made", "paid", "sold", "held", "kept", "built",
     "bought", "brought", "seen", "known", "found", "granted", "issued", "refunded", "shipped",
     "gone", "come", "begun", "gotten", "got",
+    # a promotion or offer that is not on (2.3.1): "that promotion is no longer running"
+    "running", "active", "valid", "live", "on",
 )
 # After the hit, 不在…範圍內 excludes it: the place words that make 在 a verdict.
 EXCLUDED_ZH = ("範圍內", "范围内", "範圍", "范围", "之列", "之內", "之内")
@@ -329,7 +331,9 @@ AFFIRMATIVE_EN = (
 # claim it: a person reads it.
 CONTRAST = ("但", "但是", "不過", "不过", "然而", "可是", "只是", "卻", "却", "but", "however",
             "though", "although", "whereas", "instead")
-LIMITING = ("只", "僅", "仅", "唯一", "改用", "改成", "改為", "改为", "only", "instead",
+LIMITING = ("下架", "已結束", "已经结束", "已經結束", "結束了", "结束了", "停止", "撤下", "removed",
+            "withdrawn", "discontinued", "has ended", "have ended", "no longer", "expired",
+            "只", "僅", "仅", "唯一", "改用", "改成", "改為", "改为", "only", "instead",
             "alternatively", "rather", "還在", "还在", "仍在", "仍然", "still",
             # ... or defers the answer (我們確認中, we'll check): no claim made yet
             "確認", "确认", "查詢", "查询", "了解", "瞭解", "轉交", "转交", "回覆", "回复", "回復", "check",
@@ -347,8 +351,10 @@ EXCEPT_CLOSE_ZH = ("以外", "之外")
 # A hedge asserts nothing sure: 應該已經出貨了 is no fact (``hedged``); a forbidden claim
 # hedged is still claimed. "may" and "should" are left out: they grant permission.
 HEDGE_ZH = ("應該", "应该", "可能", "有可能", "也許", "也许", "或許", "或许", "大概", "好像", "似乎",
-            "說不定", "说不定", "估計", "估计", "我想", "我覺得", "我觉得", "我猜")
-HEDGE_EN = ("probably", "maybe", "perhaps", "might", "possibly", "presumably", "likely",
+            "說不定", "说不定", "估計", "估计", "我想", "我覺得", "我觉得", "我猜", "理論上", "理论上",
+            "照理說", "照理说", "照理來說", "照理来说")
+HEDGE_EN = ("should", "ought to", "is expected to", "are expected to", "is supposed to",
+            "are supposed to", "probably", "maybe", "perhaps", "might", "possibly", "presumably", "likely",
             "may have", "may already", "could have", "must have", "i think", "i believe",
             "i guess", "i suppose")
 
@@ -367,6 +373,10 @@ BOUNDARY_WORDS_ZH = (
     "部分", "部份", "期間", "期數", "此處", "方便", "選取", "擷取", "消費", "消息", "收到",
     "期限", "實現", "兌現", "金額", "款項", "避免", "費用", "確保", "證件", "馬上", "線上",
     "交付", "送到",
+    # 2.3.1: verbs ending in 出/收 and nouns opening with 貨/費/運 (出貨 in 提出貨物 and 取出貨品,
+    # 收費 in 接收費用, 免運 in 避免運送)
+    "提出", "取出", "拿出", "支出", "付出", "送出", "寄出", "退出", "接收", "回收", "驗收", "簽收", "籤收",
+    "貨物", "貨品", "貨款", "運送", "運輸", "運作",
 )
 # ... and an English hit inside one of these phrases is part of a longer word with another
 # meaning: "booked" in "fully booked" says no slot is left.
@@ -391,7 +401,7 @@ FUTURE_EN = ("next month", "next year", "next quarter", "will be available", "wi
              "will be launched")
 # A general rule the next sentence takes back (原則上可以…，不過這項商品不行).
 GENERAL_ZH = ("原則上", "原则上", "一般來說", "一般来说", "一般商品", "一般情況", "一般情况", "通常",
-              "正常來說", "正常来说", "本來", "本来", "原本", "平常")
+              "正常來說", "正常来说", "本來", "本来", "原本", "平常", "一般可以", "一般都", "一般是")
 GENERAL_EN = ("normally", "usually", "generally", "in principle", "typically", "ordinarily")
 # Reported by someone else, not confirmed by the reply (物流那邊說已經修好了; according to the
 # courier…): a fact a person reads. The system's word counts unless the reply doubts it.
@@ -408,6 +418,29 @@ DOUBT = ("不過", "不过", "但", "查證", "查证", "確認中", "确认中"
 # its consequent. Besides the hypothetical words: these.
 CONDITION_ZH = ("等您", "等你", "待您", "一旦", "只要")
 CONDITION_EN = ("once", "as soon as", "after you")
+# For a fact only (2.3.1): a condition or an event to wait for opening the clause before the hit
+# (provided that you return it…, after the payment clears…, 系統更新完成後，…): the fact is not
+# so yet. A forbidden thing keeps the narrower list above (a warning there passes).
+CONDITION_FACT_EN = ("provided that", "providing that", "provided", "as long as", "on condition",
+                     "in case", "after", "when", "once")
+CONDITION_FACT_END_ZH = ("後", "后", "之後", "之后", "以後", "以后", "時", "时", "的時候", "的时候",
+                         "的話", "的话")
+# ... a rule on a threshold (消費滿 2,000 元即可…, orders above NT$3,000…, 兩件以上): a fact only
+# when the reply says this customer meets it; met when it says so in these words, or names an
+# amount of the customer's at or over the threshold.
+MET = ("已滿", "已满", "已達", "已达", "已經滿", "已经满", "已經達", "已经达", "已符合", "已經符合",
+       "已经符合", "符合資格", "符合资格", "qualifies", "qualified", "since your", "is over",
+       "is above", "exceeds")
+CUSTOMER_OWN = ("您的", "您這", "您这", "您此", "您目前", "您本次", "您這次", "您这次", "您這筆",
+                "your", "you've", "you have", "you spent")
+# ... an exception the next clause makes after a contrast (本店提供免費退貨，但特價品除外; but
+# sale items are excluded): whether this customer's case is one, a person reads.
+EXCEPTION = ("除外", "不適用", "不适用", "不包含", "不包括", "不在此限", "例外", "排除", "excluded",
+             "except", "exception", "does not apply", "doesn't apply", "not included",
+             "not eligible", "not covered")
+# ... an expectation with a deadline (…前), said of what the reply does not yet state as done (預計週五前
+# 完成退款, will be processed by Friday): a fact a person reads.
+EXPECT_ZH = ("預計", "预计", "預估", "预估", "估計", "估计")
 # A warning names what will happen (如果出血止不住，可能需要住院; once you report it the card is
 # blocked); an offer says what the reply will do or allows: these words make it an offer.
 OFFER_ZH = ("可以", "即可", "可享", "可獲", "可获", "可申請", "可申请", "可辦理", "可办理", "能夠",
@@ -425,7 +458,8 @@ PENDING = ("同意", "通過", "通过", "核准", "核準", "批准", "批準",
            "cleared", "confirm", "confirms", "confirmed", "verify", "verified", "等您", "等你",
            "待您", "一旦", "once", "as soon as", "after you")
 TIER = ("會員", "会员", "卡友", "金卡", "白金", "鈦金", "钛金", "投保", "保險", "保险", "member",
-        "members", "tier", "gold", "platinum", "premium", "plus", "insured", "vip")
+        "members", "cardholder", "cardholders", "tier", "gold", "platinum", "premium", "plus",
+        "insured", "vip")
 WARNING_LEAD = ("提醒您", "請注意", "请注意", "注意", "please note", "note that", "be aware")
 # A condition the reply says is not met (滿 1,500 元免運…還差 300 元): not so.
 UNMET = ("還差", "还差", "未達", "未达", "尚未達到", "尚未达到", "不符合", "不足", "short of",

@@ -12,8 +12,9 @@ from graders.trajectory import check_tools
 # 2.1: a reported 0 tokens with model calls is needs_human; 2.2: the scope model's adversarial
 # batches (negated and rhetorical questions, hedges, excepted items, list heads, topics)
 # 2.3: assertion, not presence; folding by default; whole-word literal patterns; linear time
-# whatever the reply (RE2, a window around each hit, bounded occurrences) (issue 31)
-GRADER_VERSION = "2.3.0"
+# whatever the reply (RE2, a window around each hit, bounded occurrences) (issue 31); 2.3.1:
+# thresholds, tiers, events, deadlines, modal hedges, contrasts after a general rule
+GRADER_VERSION = "2.3.1"
 # every check kind's rule version, the registered kinds' included (graders/checks.py)
 RULE_VERSIONS = checks.RULE_VERSIONS
 

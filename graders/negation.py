@@ -463,12 +463,20 @@ _LIMITING = re.compile("|".join(w for w in cues.LIMITING if not w.isascii()) + r
                        + "|".join(w for w in cues.LIMITING if w.isascii()) + r")(?![a-z])")
 
 
+_STILL = frozenset(("還在", "仍在", "仍然", "still"))
+_STILL_HOLDS = ("適用", "有效", "可以", "可用", "進行", "提供", "applies", "valid", "available",
+                "running", "active", "on", "in effect", "stands")
+
+
 def _comment_denies(comment: str) -> bool:
     """Does the rest of a quoted or topical hit's sentence deny, contrast or limit it (or say
     nothing at all)?"""
     if not comment.strip(_SKIP_BEFORE_ANSWER):
         return True
-    return bool(_LIMITING.search(comment)) or any(
+    m = _LIMITING.search(comment)
+    if m and m.group() in _STILL and _has(comment[m.end():m.end() + 8], _STILL_HOLDS):
+        m = None  # 仍然適用, still valid: the quoted claim stands
+    return bool(m) or any(
         t[0] in (NEG, CLAUSAL, PARTIAL, ENDING) or (t[0] == BREAK and t[1] in _CONTRAST)
         for t in _tokens(comment))
 
@@ -496,12 +504,14 @@ def _excepted(prefix: str, tokens: tuple[Token, ...], suffix: str) -> str:
     return next((w for w in cues.EXCEPT_CLOSE_ZH if tail.startswith(w)), "")
 
 
-def _hedge(tokens: tuple[Token, ...]) -> str:
+def _hedge(tokens: tuple[Token, ...], prefix: str = "") -> str:
     """A hedge before the hit whose scope reaches it (應該已經出貨了, probably shipped)."""
-    for kind, word, _, _ in reversed(tokens):
+    for kind, word, _, w_end in reversed(tokens):
         if kind in (BREAK, COORD, MODIFIER, TIME, CAUSE):
             return ""
         if kind == HEDGE:
+            if word == "should" and re.search(r"(?:you|we|i)\s+should\s*$", prefix[:w_end]):
+                return ""  # you should bring your ID: an instruction, not a hedge
             return word
     return ""
 
@@ -607,6 +617,27 @@ def _condition_before(prev: str, warnings: bool) -> tuple[str, str]:
 
 
 _CONDITION_WORDS = cues.CONDITION_ZH + cues.CONDITION_EN
+_CONTRAST_WORDS = tuple(w for w in cues.CONTRAST if w != "instead")
+_WILL_ZH = ("會在", "会在", "將在", "将在", "將於", "将于")
+
+
+def _fact_condition_before(prev: str) -> tuple[str, str]:
+    """For a fact, a condition or an event to wait for in the clause before the hit: opening
+    it (provided that…, after the payment clears…) or closing it (系統更新完成後，…; 您到店
+    的時候，…). (its word, that clause) or ("", "")."""
+    if not prev:
+        return "", ""
+    head = prev.lstrip()[:16]
+    word = _has(head, cues.CONDITION_FACT_EN)
+    if word and head.startswith(word):
+        return word, prev
+    tail = prev.rstrip(" " + _PARTICLES)
+    word = next((w for w in cues.CONDITION_FACT_END_ZH if tail.endswith(w)), "")
+    # 之前 / 以前 are deadlines, 同時 / 隨時 / 小時 no event
+    if word and not tail.endswith(("同時", "同时", "隨時", "随时", "小時", "小时", "準時", "准时",
+                                   "及時", "及时", "即時", "即时", "暫時", "暂时", "臨時", "临时")):
+        return word, prev
+    return "", ""
 _FIRST_PERSON = re.compile(r"我|(?<![a-z])(?:we|i)(?![a-z])")
 
 
@@ -640,6 +671,68 @@ def _offers(clause: str) -> bool:
 
 
 _AMOUNT_OVER = re.compile(r"(?:滿|满|over|above)\s?\$?\d")
+# a threshold (滿 2,000 元, over $50, above NT$3,000, more than 5,000, 兩件以上) and the amounts
+# around it
+_THRESHOLD = re.compile(
+    r"(?<![未不沒没])(?:滿|满|超過|超过|達到|达到|over|above|more than|at least|exceeding)\s?"
+    r"(?:nt)?\$?\s?(\d[\d,]*(?:\.\d+)?)"
+    r"|(?:nt)?\$?\s?(\d[\d,]*|[一二兩两三四五六七八九十])\s?(?:元|件|個|个|份|組|组|樣|样)?\s?"
+    r"(?:以上|or more|or above|and above|and up)|(?<![已經经])達\s?(\d[\d,]*)")
+_AMOUNT = re.compile(r"(?<![\d.])(\d[\d,]*(?:\.\d+)?)(?![\d])")
+_TIER_LINK = ("available to", "available for", "for members", "to members", "to all", "for all",
+              "members only", "only for", "only to", "限", "僅限", "仅限", "專屬", "专属",
+              "享有", "享", "get", "gets", "receive", "receives", "enjoy", "enjoys")
+_TIER_MET = ("您是", "您已是", "您已經是", "您已经是", "you are", "you're", "as a", "身為", "身为",
+             "作為", "作为")
+_CUSTOMER_DOES = re.compile(r"您(?![的們们])|你(?![的們们])|(?<![a-z])you(?![a-z'’])")
+_DEADLINE_ZH = re.compile(r"(?:[週周][一二三四五六日末]|星期[一二三四五六日天]|[日天號号底點点]|\d)\s?"
+                          r"(?:之前|以前|前)")
+_WILL_EN = re.compile(r"(?:(?<![a-z])will|'ll|’ll)(?![a-z])")
+_EVENT_WORDS = frozenset(("after", "when", "once", *cues.CONDITION_FACT_END_ZH)) - {"的話", "的话"}
+_DEADLINE_EN = re.compile(r"(?<![a-z])(?:by|before|within)\s+(?:the end|end of|monday|tuesday|"
+                          r"wednesday|thursday|friday|saturday|sunday|tomorrow|next|\d)")
+
+
+def _number(raw: str) -> float:
+    return float(raw.replace(",", ""))
+
+
+def _threshold(text: str, start: int, end: int, lo: int, hi: int, prev: str,
+               nxt: str) -> tuple[str, str] | None:
+    """A fact stated as a rule on a threshold near the hit (消費滿 2,000 元即可享免費安裝;
+    free shipping applies to orders over $50): ("unmet", …) when an amount of the customer's
+    is below it, None when the reply says the customer meets it, else ("conditional", …)."""
+    # the threshold is in the hit's clause (not the hit itself: 滿 «1000» 元免運費 states the
+    # rule), or is all the clause before says (消費滿 2,000 元，即可…); a rule of its own there
+    # (訂單滿 1000 元免運費，未滿的運費 80 元) is another statement
+    window = text[lo:hi]
+    m = next((t for t in _THRESHOLD.finditer(window)
+              if not (lo + t.start() < end and start < lo + t.end())), None)
+    if m is None and prev:
+        last = list(_THRESHOLD.finditer(prev))
+        if last and len(prev[last[-1].end():].strip(" 元件個个份組组樣样以上的")) == 0:
+            window = prev + " " + window
+            m = _THRESHOLD.search(window)
+    if not m:
+        return None
+    cue = m.group().strip()
+    if _has(nxt, cues.UNMET):
+        return "unmet", f"{cue} … {_has(nxt, cues.UNMET)}"
+    around = window + " " + nxt
+    if _has(window, cues.MET) and not _has(around, ("不符合", "未符合", "未達", "未达")):
+        return None
+    figure = next((g for g in m.groups() if g and g[0].isdigit()), "")
+    if figure:  # a number: compare it with the customer's amounts
+        limit = _number(figure)
+        rest = around[:m.start()] + " " * len(m.group()) + around[m.end():]
+        own = _has(around, cues.CUSTOMER_OWN)
+        for a in _AMOUNT.finditer(rest):
+            value = _number(a.group(1))
+            if value < limit and own:
+                return "unmet", f"{cue} … {a.group(1)}"
+            if value >= limit and own:
+                return None
+    return "conditional", cue
 
 
 def _mood(text: str, start: int, end: int, c_lo: int, c_hi: int, tokens: tuple[Token, ...],
@@ -665,10 +758,23 @@ def _mood(text: str, start: int, end: int, c_lo: int, c_hi: int, tokens: tuple[T
             toks = _tokens(lead[:NEAR])
             if any(t[0] in (NEG, CLAUSAL) for t in toks):
                 return "taken_back", general
+        # a contrast anywhere in the next window (…; however, for this order it will take
+        # 10; 但這個商品是海外調貨): the rule may not hold for this case
+        contrast = _has(nxt, _CONTRAST_WORDS) if for_fact else ""
+        if contrast:
+            return "conditional", f"{general} … {contrast.strip()}"
+    if for_fact:  # 本店提供免費退貨，但特價品除外: this customer's case may be the exception
+        lead = nxt.lstrip(" ,;:.!?。—")
+        if lead.startswith(("但", "不過", "不过", "可是", "只是", "however", "but")):
+            exception = _has(lead, cues.EXCEPTION)
+            if exception:
+                return "conditional", f"{lead.split()[0][:2]} … {exception}"
     cond_text = text[lo:start]
     prev = _previous_clause(text, c_lo)
     if not condition:
         condition, cond_text = _condition_before(prev, not for_fact)
+    if not condition and for_fact:
+        condition, cond_text = _fact_condition_before(prev)
     if condition:
         unmet = _has(nxt, cues.UNMET)
         if unmet:
@@ -677,20 +783,39 @@ def _mood(text: str, start: int, end: int, c_lo: int, c_hi: int, tokens: tuple[T
             return "conditional", condition
         if not for_fact:
             return "conditional_offer", condition
-        # for a fact, an offer on a condition is a policy the reply states, unless the
-        # condition is still pending or a class the customer may not be in
+        # for a fact, an offer on a condition is a policy the reply states (如果商品有瑕疵，
+        # 我們會全額退款), unless the condition is still pending, a class the customer may not
+        # be in, or (2.3.1) something the customer has still to do (要是您明天完成匯款，…;
+        # if you upload the form today, …; provided that you return it…)
         pending = _has(condition + " " + cond_text, _PENDING)
+        if not pending:
+            m = _CUSTOMER_DOES.search(cond_text)
+            pending = m.group() if m else ""
+        if not pending and condition in _EVENT_WORDS:  # 付款完成後，我們會立即出貨: not yet
+            pending = "an event still to come"
         if pending:
             return "conditional_offer", f"{condition} … {pending}"
-    elif for_fact and _offers(text[lo:end]):
-        tier = _has(text[lo:start], cues.TIER)  # 金卡會員可享免年費: if the customer is one
-        if tier:
+    elif for_fact and (_offers(text[lo:end]) or _has(text[lo:hi], _TIER_LINK)):
+        # 金卡會員可享免年費, available to Platinum cardholders: if the customer is one
+        tier = _has(text[lo:hi], cues.TIER)
+        if tier and not _has(text[lo:start], _TIER_MET):
             return "conditional_offer", tier
-    if _AMOUNT_OVER.search(text, lo, start):
+    threshold = _AMOUNT_OVER.search(text, lo, start)
+    if threshold:
         unmet = _has(nxt, cues.UNMET)
         if unmet:
             return "unmet", unmet
     if for_fact:
+        rule = _threshold(text, start, end, lo, hi, prev, nxt)
+        if rule:
+            return rule
+        # a deadline still to keep (預計週五前完成退款, will be processed by Friday); a date
+        # given (預計 3/1 送達, will arrive tomorrow) is the reply's own statement
+        expect = (_has(text[lo:start], cues.EXPECT_ZH + _WILL_ZH) if _DEADLINE_ZH.search(
+            text, lo, hi) else "") or (
+            _DEADLINE_EN.search(text, lo, hi) if _WILL_EN.search(text, lo, hi) else None)
+        if expect:
+            return "future", expect if isinstance(expect, str) else expect.group()
         # someone else's word: not the reply's own (我們跟物流說了 is what we did)
         said = next((t[1] for t in tokens if t[0] == HEARSAY
                      and not _FIRST_PERSON.search(text, max(c_lo, c_lo + t[2] - 12), c_lo + t[2])),
@@ -847,7 +972,7 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
                           echo_questions_only)
         if mood:
             return occ(mood, why)  # type: ignore[arg-type]
-        hedge = _hedge(tokens) or _has(suffix[:NEAR], cues.SUFFIX_HEDGE_EN)
+        hedge = _hedge(tokens, prefix) or _has(suffix[:NEAR], cues.SUFFIX_HEDGE_EN)
         return occ("hedged", hedge) if hedge else occ("asserted")
     partial = [t[1] for t in negators if t[0] == PARTIAL]
     if partial:
