@@ -6,7 +6,8 @@ is ``pass``, ``fail``, ``human`` (needs_human) or ``notpass`` (fail or needs_hum
 clean pass). A *false pass* is a row not labelled ``pass`` that grades ``pass``: the wrong "safe".
 
 Scored before any of issue 31's changes landed (grader 2.2.0, main at f56cd22): 44/86, 25 false
-passes. Run: PYTHONPATH=. .venv/bin/python tests/graders/lead_batch.py
+passes. After (grader 2.3.1, RE2, bounded reading and the assertion rules merged): 84/86, 1 false
+pass. Run: PYTHONPATH=. .venv/bin/python tests/graders/lead_batch.py
 """
 
 from __future__ import annotations
