@@ -95,18 +95,24 @@ def _get_run(run_id: int):
         abort(404)
 
 
+def _json_object(keys: set[str], shape: str) -> dict:
+    """The request's body as a JSON object with only ``keys``, or a 400 naming what is wrong
+    (a body nested too deep is a 400 already: exam.web.bodies)."""
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        raise BadRequest(None, f"expected a JSON object: {shape}")
+    unknown = sorted(set(body) - keys)
+    if unknown:
+        raise BadRequest(unknown[0], f"unknown field {unknown[0]!r} (fields: "
+                                     f"{', '.join(sorted(keys))})")
+    return body
+
+
 @bp.post("/runs")
 def create_run():
     from exam.pipeline.runner import queue_run
 
-    body = request.get_json(silent=True)  # nested too deep: a 400 already (exam.web.bodies)
-    if not isinstance(body, dict):
-        raise BadRequest(None, "expected a JSON object: {\"agent\", \"version\", \"repeats\"?, "
-                               "\"only\"?}")
-    unknown = sorted(set(body) - RUN_KEYS)
-    if unknown:
-        raise BadRequest(unknown[0], f"unknown field {unknown[0]!r} (fields: agent, version, "
-                                     "repeats, only)")
+    body = _json_object(RUN_KEYS, '{"agent", "version", "repeats"?, "only"?}')
     agent_name = body.get("agent")
     if not isinstance(agent_name, str) or not agent_name:
         raise BadRequest("agent", "expected the name of an agent in the registry")
@@ -297,17 +303,8 @@ def capture():
     order and the reply it got (exam.capture; the same as `exam capture`)."""
     from exam import capture as cap
 
-    try:
-        body = request.get_json(silent=True)
-    except RecursionError:
-        raise BadRequest(None, "the JSON body is nested too deeply") from None
-    if not isinstance(body, dict):
-        raise BadRequest(None, "expected a JSON object: {\"agent\", \"execution\"} or "
-                               "{\"agent\", \"work_order\", \"reply\"}")
-    unknown = sorted(set(body) - CAPTURE_KEYS)
-    if unknown:
-        raise BadRequest(unknown[0], f"unknown field {unknown[0]!r} (fields: "
-                                     f"{', '.join(sorted(CAPTURE_KEYS))})")
+    body = _json_object(CAPTURE_KEYS,
+                        '{"agent", "execution"} or {"agent", "work_order", "reply"}')
     reg = registry()
     agent_name = body.get("agent")
     if not isinstance(agent_name, str) or agent_name not in reg.agents:

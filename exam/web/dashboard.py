@@ -8,6 +8,7 @@ viewers (EXAM_VIEWER_TOKEN) read every page and change nothing; a share link
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from flask import (
@@ -43,6 +44,9 @@ from exam.web.auth import (
     token_ok,
     viewer_token_ok,
 )
+
+if TYPE_CHECKING:
+    from exam.store import Run
 from exam.web.context import registry, store, store_time
 
 bp = Blueprint("dashboard", __name__)
@@ -448,6 +452,13 @@ def scorecard(agent: str, version: str):
 @bp.get("/reply/<int:run_id>/<path:case_no>/<int:repeat>")  # a bank may write W2/07
 def reply(run_id: int, case_no: str, repeat: int):
     """One cell: the reply with its deciding words marked, checks, attempts, cost."""
+    _, view = _cell_view(run_id, case_no, repeat)
+    return render_template("reply.html", v=view, missing_banks=view["missing_banks"])
+
+
+def _cell_view(run_id: int, case_no: str, repeat: int) -> tuple[Run, dict]:
+    """A stored cell's run and the reply viewer's view of it, or a 404 (no such run, question
+    or repeat)."""
     from exam.reports import reply_view
 
     try:
@@ -457,7 +468,7 @@ def reply(run_id: int, case_no: str, repeat: int):
     view = reply_view.cell(store(), run, case_no, repeat)
     if view is None:
         abort(404)
-    return render_template("reply.html", v=view, missing_banks=view["missing_banks"])
+    return run, view
 
 
 @bp.post("/reply/<int:run_id>/<path:case_no>/<int:repeat>/capture")
@@ -467,15 +478,8 @@ def capture_reply(run_id: int, case_no: str, repeat: int):
     import json
 
     from exam import capture as cap
-    from exam.reports import reply_view
 
-    try:
-        run = store().get_run(run_id)
-    except NoSuchRun:
-        abort(404)
-    view = reply_view.cell(store(), run, case_no, repeat)
-    if view is None:
-        abort(404)
+    run, view = _cell_view(run_id, case_no, repeat)
     body = next((a["body"] for a in reversed(view["attempts"]) if a["body"]), None)
     if view["work_order"] is None:
         message = f"{case_no} is not in today's bank: its work order is not known"
