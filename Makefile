@@ -40,7 +40,7 @@ test: $(TEST_STAMP) n8n
 	$(PYTEST) -m slow; slow=$$?; \
 	[ $$fast -eq 0 ] && [ $$slow -eq 0 ]
 
-# The fast tier, under a minute: graders, stores on SQLite, reports, CLI, web without a
+# The fast tier (140 s here, the 60 s aim missed: docs/performance.md): graders, stores on SQLite, reports, CLI, web without a
 # browser. tests/conftest.py marks `slow` what needs PostgreSQL, n8n, Chromium or real
 # service processes (tests/processes.py), and what lives in tests/reliability.
 # On every core (pytest-xdist), a test file to a worker so module fixtures are made once.
