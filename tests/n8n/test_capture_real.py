@@ -65,7 +65,7 @@ def test_a_failed_ai_agent_execution_is_captured_and_guards_once_written(n8n, tm
 
     data = json.loads(text)
     data["questions"][-1].update(expect_status="ok", expect_facts=["42"],
-                                 expect_forbidden=["re:\\b41\\b"], golden=[GOLDEN])
+                                 expect_forbidden=["41"], golden=[GOLDEN])
     bank.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
     checked = exam("bank", "check", str(bank))
     assert checked.exit_code == 0, checked.output  # the captured reply fails, the golden passes
