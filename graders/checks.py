@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from graders.model import CheckResult, FieldSpec, Question, Reply
-from graders.negation import AMBIGUOUS, Occurrence, read_hit
+from graders.negation import AMBIGUOUS, FORBIDDEN_FAILS, Occurrence, read_hit
 from graders.normalize import Mapped, normalize, normalize_short
 from graders.patterns import Entry, Match, find_all
 
@@ -38,9 +38,9 @@ RULE_VERSIONS: dict[str, int] = {
 # what is not is a fail when the reply makes clear it does not hold, else a person reads it.
 FACT_FAILS = frozenset({"negated", "interrogative", "quoted", "past", "not_yet", "unmet",
                         "taken_back"})
-# A forbidden thing fails when claimed, hedged or offered on a condition; said of a time to
-# come, offered in a question or ambiguous, a person reads it; otherwise it passes.
-FORBIDDEN_FAILS = frozenset({"asserted", "hedged", "conditional_offer"})
+# A forbidden thing fails when claimed, hedged or offered on a condition (negation's
+# FORBIDDEN_FAILS, which the bounded reading reads too); said of a time to come, offered in a
+# question or ambiguous, a person reads it; otherwise it passes.
 FORBIDDEN_HUMAN = AMBIGUOUS | {"future", "not_yet", "offered"}
 
 

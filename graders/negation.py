@@ -994,8 +994,8 @@ def classify(text: str, start: int, end: int, *, input_text: str = "",
 WINDOW = 200
 _ANSWER = 64  # _answered_yes reads 60 characters past a question: keep them inside the view
 _WHOLE = 500  # a reply up to this long is read whole for every hit (the bench's are)
-# a forbidden hit read as one of these fails (graders/checks.py): any other kind, cut short,
-# could read otherwise in the part not read
+# a forbidden hit read as one of these fails (graders/checks.py reads this set): any other
+# kind, cut short, could read otherwise in the part not read
 FORBIDDEN_FAILS = frozenset({"asserted", "hedged", "conditional_offer"})
 
 
