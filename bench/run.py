@@ -323,7 +323,7 @@ def service(quick: bool, stores: Stores) -> dict:
     server = subprocess.Popen([gunicorn, "--bind", f"127.0.0.1:{port}", "--workers",
                                str(workers), "--threads", "4", "--config",
                                str(BENCH / "gunicorn_ready.py"), "--log-level", "info",
-                               "--error-logfile", str(log), "exam.app:create_app()"],
+                               "--error-logfile", str(log), "exam.web.app:create_app()"],
                               env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
@@ -343,7 +343,7 @@ def service(quick: bool, stores: Stores) -> dict:
                  "dashboard_heatmap": "/discrimination?agent=W2"}
         # What these figures are: each client's first request is sent untimed (bench/loadgen.py),
         # and the API's report routes (api_scorecard, api_discrimination) keep their answers per
-        # process (exam.reports.memo): every timed request to them is a kept answer (its key
+        # process (exam.reports.answer_cache): every timed request to them is a kept answer (its key
         # read, nothing built). The cost of building one is not in these figures; figures from
         # before the memo measured a build per request and do not compare with these.
         for name, path in pages.items():

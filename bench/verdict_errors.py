@@ -54,7 +54,7 @@ def false_holds(sims: int) -> None:
 def settle_power(sims: int) -> None:
     """A true 90% → 50% drop on one of five questions; --settle's defaults (step 3, up to 40
     answered repeats, 300 calls)."""
-    from exam.settle import settle
+    from exam.decide.settle import settle
 
     print("| scenario | hold of the dropped question | false hold (no drop) | calls, mean |")
     print("|---|---|---|---|")

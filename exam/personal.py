@@ -80,7 +80,7 @@ class Scrubbed:
     found: tuple[str, ...]
 
 
-MAX_DEPTH = 100  # what a bank may nest (exam.bankdata)
+MAX_DEPTH = 100  # what a bank may nest (exam.bank.data)
 
 
 def scrub(value: Any, secrets: Callable[[str], str | None] = lambda s: s, where: str = "",

@@ -146,7 +146,7 @@ def check_status(expected: str, reply: Reply) -> CheckResult:
 
 def lookup(body: Any, path: str) -> tuple[bool, Any]:
     """Follow a dot path (``usage.total_tokens``, ``items.0.name``): (found, value). The one
-    walker of dot paths: field checks here, reply mappings in exam/pipeline/reading.py."""
+    walker of dot paths: field checks here, reply mappings in exam/reading.py."""
     cur = body
     for part in path.split("."):
         if isinstance(cur, Mapping) and part in cur:

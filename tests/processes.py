@@ -71,7 +71,7 @@ def gunicorn(env: dict[str, str], log: Path, *, workers: int, threads: int | Non
     if threads:
         args += ["--threads", str(threads)]
     args += extra
-    server = subprocess.Popen([*args, "--error-logfile", str(log), "exam.app:create_app()"],
+    server = subprocess.Popen([*args, "--error-logfile", str(log), "exam.web.app:create_app()"],
                               env=env, cwd=cwd, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     try:

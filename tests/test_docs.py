@@ -7,10 +7,10 @@ import re
 import click
 import pytest
 
-from exam.app import DEFAULTS
 from exam.bank import FILE_KEYS, question_keys
 from exam.cli.main import main
 from exam.pipeline.registry import AGENT_KEYS, REPLY_KEYS
+from exam.web.app import DEFAULTS
 from graders import RULE_VERSIONS
 from tests.conftest import ROOT
 

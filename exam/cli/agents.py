@@ -212,7 +212,7 @@ def init_cmd(url, name, question, header_values, bank_path, timeout_s, agents) -
         _show(f"  {key}: {shown}")
     for note in notes:
         _show(f"  note: {note}")
-    from exam.pipeline.reading import lookup, unwrap
+    from exam.reading import lookup, unwrap
 
     text_path = mapping.get("text")
     answer = body if isinstance(body, str) else (

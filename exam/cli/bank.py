@@ -52,7 +52,7 @@ def bank_check(paths: tuple[str, ...], quiet: bool) -> None:
       1  problems (each named: file, question, field)
       2  a file unreadable, or no bank files found
     """
-    from exam.proof import check_paths
+    from exam.bank.check import check_paths
     from exam.textsafe import terminal
 
     attached, readers = _registry_view()

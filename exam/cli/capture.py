@@ -70,7 +70,7 @@ def capture_cmd(agent_name: str, execution: str | None, list_: bool, since: str,
       2  bad input: the agent, the execution, the reply, the bank (one line says which), or
          n8n's API could not be read
     """
-    from exam import capture as cap
+    from exam.pipeline import capture as cap
     from exam.textsafe import terminal
 
     agent = open_registry(agents).get(agent_name)

@@ -38,9 +38,9 @@ def _serve_demo(port: int):
         import secrets
         from pathlib import Path
 
-        from exam.app import create_app
         from exam.demo.main import write_registry
         from exam.pipeline.worker import start_in_thread
+        from exam.web.app import create_app
         from exam.web.server import ListenError
         from exam.web.server import serve as serve_app
 

@@ -33,9 +33,9 @@ def grade_cmd(paths: tuple[str, ...], agent_name: str | None, agents: str | None
       2  bad input (a file, a line, an option)
       3  a reply could not be read or never arrived (bad_reply, timeout, ...)
     """
+    from exam.grading.recorded import grade_file
     from exam.marks import grade_lines, use_colour
-    from exam.pipeline.reading import DEFAULT_MAPPING
-    from exam.replay import grade_file
+    from exam.reading import DEFAULT_MAPPING
     from exam.textsafe import terminal
     from graders import GRADER_VERSION
 

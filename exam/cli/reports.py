@@ -204,7 +204,7 @@ def compare_cmd(agent, versions, fail_on, alpha, min_effect, min_answered, cover
     records = store.ship_records(agent)
     regraded = regrade(store, every, parallel=True)
     if settle:
-        from exam.settle import settle_cli
+        from exam.decide.settle import settle_cli
 
         base = (baseline.asked(old, baseline.baseline_of(regraded, agent, new, records, settings))
                 if old else baseline.baseline_of(regraded, agent, new, records, settings))

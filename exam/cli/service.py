@@ -64,7 +64,7 @@ def _stop(_signum, _frame) -> None:
 def serve_cmd(host, port, no_worker, dev, agents, db) -> None:
     """The API, the dashboard, the LINE webhook, and a worker, served by gunicorn.
 
-    Several instances or more gunicorn workers: gunicorn "exam.app:create_app()" plus
+    Several instances or more gunicorn workers: gunicorn "exam.web.app:create_app()" plus
     `exam worker` (docs/service.md).
     Needs EXAM_API_TOKEN (or EXAM_LOCAL_DEV=true on your own machine); the LINE webhook also
     LINE_CHANNEL_SECRET and LINE_CHANNEL_ACCESS_TOKEN (docs/line.md).
@@ -72,8 +72,8 @@ def serve_cmd(host, port, no_worker, dev, agents, db) -> None:
     \b
     Exit status: 0 stopped · 2 bad input (a missing token, a bad setting, the store).
     """
-    from exam.app import create_app
     from exam.pipeline.worker import start_in_thread
+    from exam.web.app import create_app
     from exam.web.server import serve
 
     overrides = {k: v for k, v in (("DB", db), ("AGENTS", agents)) if v}

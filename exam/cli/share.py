@@ -1,5 +1,5 @@
 """`exam share`: revoke a read-only share link that leaked, see what a link opens, list the
-links revoked (exam/web/share.py). Links are not recorded when they are made (a link is its
+links revoked (exam/share.py). Links are not recorded when they are made (a link is its
 own credential): a link is revoked by pasting it, or every link to a page made until now."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def share_cmd() -> None:
 def _secret() -> str:
     import os
 
-    from exam.web.share import secret_from_env
+    from exam.share import secret_from_env
 
     secret = secret_from_env(os.environ)
     if not secret:
@@ -33,7 +33,7 @@ def _secret() -> str:
 def _link(text: str, *, expired_ok: bool, now: float | None = None):
     """The link pasted, checked with the service's key (and, unless ``expired_ok``, expiry
     at ``now``: the store's time); one line saying why not."""
-    from exam.web.share import ForeignLink, ShareError, decode_token, link_to_revoke, token_of
+    from exam.share import ForeignLink, ShareError, decode_token, link_to_revoke, token_of
 
     secret = _secret()
     try:
@@ -53,7 +53,7 @@ def _page(text: str, labels: set[tuple[str, str]]) -> str:
     scorecards) or one no stored run opens is refused: revoking it would revoke nothing."""
     from urllib.parse import urlsplit
 
-    from exam.web.share import SHARE_PATH, page_of
+    from exam.share import SHARE_PATH, page_of
 
     text = text.strip()
     path = page_of(urlsplit(text).path if "://" in text else text)
@@ -98,7 +98,7 @@ def revoke_cmd(link, page, reason, db) -> None:
     expired, no key, an unreadable store).
     """
 
-    from exam.web.share import when
+    from exam.share import when
 
     if link and page:
         raise InputError("LINK and --page: give one (LINK revokes that link, --page every "
@@ -139,7 +139,7 @@ def show_cmd(link, db) -> None:
     \b
     Exit status: 0 shown · 2 bad input (not a link of this service, no key).
     """
-    from exam.web.share import revoked, when
+    from exam.share import revoked, when
 
     found = _link(link, expired_ok=True)
     store = open_store(db)
@@ -172,7 +172,7 @@ def list_cmd(fmt, db) -> None:
     """
     import json
 
-    from exam.web.share import when
+    from exam.share import when
 
     store = open_store(db)
     rows = store.all_share_revocations()

@@ -20,7 +20,7 @@ def store_prune(db) -> None:
     \b
     Exit status: 0 pruned · 2 bad input (an unreadable store).
     """
-    from exam.reports.regrade import rules_key
+    from exam.grading.keys import rules_key
 
     store = open_store(db)
     rules = rules_key()

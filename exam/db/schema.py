@@ -216,7 +216,7 @@ run_banks = Table(
     Column("questions", Text, nullable=False),
 )
 
-# schema 13: share links revoked (exam/web/share.py): one link by its id (a digest of what its
+# schema 13: share links revoked (exam/share.py): one link by its id (a digest of what its
 # token signs, never the token), or, with link NULL, every link to page made before made_before
 share_revocations = Table(
     "share_revocations", metadata,

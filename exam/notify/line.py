@@ -42,7 +42,7 @@ from exam.notify.summary import (
     units,
 )
 from exam.redact import NO_SECRETS, Redactor
-from exam.web.share import secret_from_env
+from exam.share import secret_from_env
 
 DEFAULT_HOST = "https://api.line.me"
 MAX_MESSAGES_PER_PUSH = 5

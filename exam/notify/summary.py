@@ -19,8 +19,8 @@ from typing import Any
 from urllib.parse import quote
 
 from exam.errors import ExamError
+from exam.share import SHARE_PATH, longest_link, make_link
 from exam.store import Store
-from exam.web.share import SHARE_PATH, longest_link, make_link
 
 SHOW_REGRESSIONS = 3  # regressions named before "and N more"
 SHARE_DAYS = 7.0  # how long a Scorecard link works, from when its notification was recorded

@@ -28,7 +28,7 @@ from exam.notify.summary import (
     summary_text,
 )
 from exam.redact import NO_SECRETS, Redactor, safe_url, url_secrets
-from exam.web.share import secret_from_env
+from exam.share import secret_from_env
 
 ATTEMPTS = 4  # one try and three retries, on 429, 5xx and connection trouble
 TIMEOUT_S = 10.0

@@ -30,8 +30,8 @@ from typing import Any
 import requests
 
 from exam.pipeline.deadline import Deadline, DeadlineAdapter
-from exam.pipeline.reading import MISSING, lookup, unwrap
 from exam.pipeline.registry import N8nUsage
+from exam.reading import MISSING, lookup, unwrap
 
 MODEL_CONNECTION = "ai_languageModel"  # the connection type of every chat model sub-node
 RUNNING = ("new", "running", "waiting")

@@ -15,9 +15,9 @@ from typing import Any
 from exam.errors import PLACEHOLDER
 from exam.pipeline import n8n_usage
 from exam.pipeline.gate import RequestGate
-from exam.pipeline.reading import MISSING, ReplyMapping, keys_present, unwrap
 from exam.pipeline.registry import Agent
 from exam.pipeline.transport import Result, classify, clean_error, send
+from exam.reading import MISSING, ReplyMapping, keys_present, unwrap
 
 TEXT_KEYS = ("answer", "output", "text", "reply", "response", "message", "content", "result")
 STATUS_KEYS = ("status", "state", "result_status", "outcome")

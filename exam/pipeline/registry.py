@@ -24,7 +24,7 @@ from urllib.parse import unquote, urlsplit
 
 from exam import names
 from exam.errors import RegistryError, is_placeholder, unknown_keys
-from exam.pipeline.reading import DEFAULT_MAPPING, ReplyMapping, StepsMapping
+from exam.reading import DEFAULT_MAPPING, ReplyMapping, StepsMapping
 from exam.redact import (
     MIN_SECRET_CHARS,
     NO_SECRETS,

@@ -17,17 +17,17 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from exam import names, rubric
-from exam.bank import Bank, Item, bank_mismatch, load_bank, placeholders
+from exam import names
+from exam.bank import Bank, Item, bank_mismatch, load_bank, placeholders, rubric
 from exam.errors import ExamError, LeaseLost, StoreError, StoreUnavailable
+from exam.grading.keys import checks_json, question_key, reply_key, rules_key
+from exam.grading.stored import cell_reply, last_json
 from exam.pipeline import n8n_usage
 from exam.pipeline import shard as sharding
 from exam.pipeline.gate import RequestGate, Stopped
-from exam.pipeline.reading import cell_reply, last_json
 from exam.pipeline.registry import Agent
 from exam.pipeline.transport import Outcome, classify, clean_error, redact, send
 from exam.records import AttemptRow, CachedGrade, CellRow
-from exam.reports.regrade import checks_json, question_key, reply_key, rules_key
 from exam.store import Run, Store
 from graders import GRADER_VERSION, grade
 

@@ -3,7 +3,7 @@
 One interpreter runs a cell's HTTP, classification, grading and storing under one GIL: at
 concurrency 64 against a fast agent, a 10,000-cell run was bound by that one process (a
 core busy, a third of a two-core machine idle). ``execute`` (exam/pipeline/runner.py) then
-starts a helper process (``python -m exam.pipeline.second``) for the run and both run their
+starts a helper process (``python -m exam.pipeline.shard_helper``) for the run and both run their
 own share of the missing cells:
 
 - the cells are split by a digest of (question, repeat), so each process knows its own share
@@ -101,7 +101,7 @@ class Helper:
             agent, concurrency=self.concurrency)), "token": token, "lease_s": lease_s,
             "parent": os.getpid()}
         # the store's URL and the agent's headers go through a pipe, never the command line
-        self.proc = subprocess.Popen([sys.executable, "-m", "exam.pipeline.second"],
+        self.proc = subprocess.Popen([sys.executable, "-m", "exam.pipeline.shard_helper"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
         assert self.proc.stdin is not None

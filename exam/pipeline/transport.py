@@ -39,7 +39,8 @@ from urllib3.response import HTTPResponse
 
 from exam.backoff import backoff_s
 from exam.pipeline.deadline import Deadline, DeadlineAdapter
-from exam.pipeline.reading import (
+from exam.pipeline.registry import Agent
+from exam.reading import (
     ReadReply,
     ReplyError,
     agent_failure,
@@ -50,7 +51,6 @@ from exam.pipeline.reading import (
     reported_failure,
     usage_over,
 )
-from exam.pipeline.registry import Agent
 from exam.records import HEADER_CAP_CHARS, TEXT_CAP_CHARS, AttemptRow, cap_body, cap_text
 from exam.redact import scrub_urls
 from exam.textsafe import no_lone_surrogates

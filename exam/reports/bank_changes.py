@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from exam.bank import Item, parse_bank
-from exam.pipeline.reading import replies_of
+from exam.grading.stored import replies_of
 from exam.reports import verdict
 from exam.reports.regrade import Regraded
 from exam.store import Run

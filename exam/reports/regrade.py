@@ -8,21 +8,17 @@ loads is left out and listed in ``missing_banks``: every report says so and show
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import json
 import multiprocessing
-import operator
 import os
 import sys
-import unicodedata
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 
 from exam.bank import Bank, Item, load_bank
 from exam.errors import BankError
-from exam.pipeline.reading import replies_of
+from exam.grading.keys import checks_json, question_key, questions_key, reply_key, rules_key
+from exam.grading.stored import replies_of
 from exam.records import CellRow
 from exam.reports import graded_runs
 from exam.reports.graded_runs import LazyChecks
@@ -88,7 +84,7 @@ class Regraded:
     # runs left out because their bank cannot be loaded: {run_id, agent, version, bank_path,
     # cells, message}
     missing_banks: list[dict] = field(default_factory=list)
-    # run id → the bank's rubric when the run was made (exam.rubric.snapshot); none for runs
+    # run id → the bank's rubric when the run was made (exam.bank.rubric.snapshot); none for runs
     # made before schema 12
     run_banks: dict[int, dict] = field(default_factory=dict)
     # the store they were read from, open while the report is built: a compare re-reads the
@@ -100,79 +96,6 @@ class Regraded:
 
 
 PARALLEL_MIN = 20_000  # below this, starting processes costs more than it saves
-
-
-CACHE_KEYS = 2  # bump when reply_key or question_key change how they are made
-
-@functools.lru_cache(maxsize=1)
-def _fold_tables() -> str:
-    """The OpenCC tables ``fold_script`` folds with: their package's version (read once; it
-    does not change while a process runs)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return f"opencc={version('opencc-python-reimplemented')}"
-    except PackageNotFoundError:
-        return "opencc=none"
-
-
-def rules_text() -> str:
-    """Every rule a grade was made under: the grader's version, each check kind's rule, and
-    the tables the grader normalises with (NFKC and casefold from Python's Unicode database,
-    which a newer Python extends; script folding from OpenCC's).
-
-    Read at call time, so a bumped rule (or a test's monkeypatched one) is seen at once.
-    """
-    rules = ",".join(f"{k}={v}" for k, v in sorted(grading.RULE_VERSIONS.items()))
-    return (f"{grading.GRADER_VERSION};{rules};unicode={unicodedata.unidata_version};"
-            f"{_fold_tables()};keys={CACHE_KEYS}")
-
-
-def rules_key() -> str:
-    """``rules_text`` as a 16-character digest: what the grade cache and the kept runs are
-    stored under. Every row of the grade cache holds it and its primary key starts with it:
-    the ~85 characters of the text itself, the same in every row, made the cache a third
-    larger and slower to fill (100,000 rows: 1.3-1.9 s against 0.8-0.9 s of SQLite's time),
-    and every key comparison read them before the reply's key."""
-    return hashlib.blake2b(rules_text().encode(), digest_size=8).hexdigest()
-
-
-def questions_key(bank: Bank) -> str:
-    """Every question of a bank as grading and the reports read it (kept runs' key)."""
-    parts = [(i.case_no, question_key(i), i.digest) for i in bank.items]
-    return hashlib.blake2b(repr(parts).encode(), digest_size=16).hexdigest()
-
-
-def question_key(item: Item) -> str:
-    """Every grading-relevant field of the question as the grader reads it (``Item.graded_key``:
-    in the bank's order, unlike ``Item.digest``) and the bank options it was built with
-    (fold_script is bank-wide, so not in the question's own)."""
-    return f"{item.graded_key}:{int(item.question.fold_script)}"
-
-
-_REPLY_FIELDS = tuple(f.name for f in fields(Reply))
-_reply_values = operator.attrgetter(*_REPLY_FIELDS)
-_read_json = json.JSONDecoder().raw_decode  # our own compact JSON: no white space to skip
-
-
-def reply_key(reply: Reply, budget: Mapping[str, float]) -> str:
-    """A digest of every field of the reply (all of them, so a field added to Reply is keyed
-    too) and the agent's budget, which grade() merges under the question's.
-
-    The repr of plain values (text, numbers, the parsed JSON body, steps) is exact: floats
-    round-trip, strings are quoted. Two equal bodies whose keys come in another order get two
-    keys, which costs a re-grade, never a wrong grade.
-    """
-    data = (_reply_values(reply), budget)
-    return hashlib.blake2b(repr(data).encode(), digest_size=20).hexdigest()
-
-
-_encode_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # made once
-
-
-def checks_json(checks: tuple[CheckResult, ...]) -> str:
-    return _encode_json([[c.name, c.outcome, c.missing, c.unexpected, c.evidence]
-                         for c in checks])
 
 
 def _grades(store: Store, pending: list[tuple[Question, Reply, Mapping[str, float], str, str]],

@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from exam import rubric
-from exam.bank import Item, parse_bank
+from exam.bank import Item, parse_bank, rubric
 from exam.errors import ExamError
-from exam.pipeline.reading import replies_of
+from exam.grading.stored import replies_of
 from exam.reports import verdict
 from exam.reports.regrade import GradedCell, Regraded
 from exam.store import Run, Store

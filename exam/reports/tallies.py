@@ -17,9 +17,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from exam.bank import Bank, Item
+from exam.grading.keys import questions_key, rules_key
 from exam.reports import graded_runs
 from exam.reports import regrade as regrading  # regrading.regrade: read when called
-from exam.reports.regrade import GradedCell, Regraded, load_banks, questions_key, rules_key
+from exam.reports.regrade import GradedCell, Regraded, load_banks
 from exam.store import Run, Store
 
 GRADED = graded_runs.GRADED

@@ -52,7 +52,7 @@ from exam.reports.stats import discrete_bh, fisher_worse, fisher_worse_min, repe
 VERDICTS = ("ship", "hold", "incomplete", "undecided", "pending")
 EXIT_CODES = {"ship": 0, "hold": 1, "incomplete": 3, "undecided": 4, "pending": 5}
 PRECEDENCE = ("hold", "incomplete", "pending", "undecided", "ship")
-# `--settle`'s design (exam/settle.py): each interim look of a question spends SETTLE_INTERIM
+# `--settle`'s design (exam/decide/settle.py): each interim look of a question spends SETTLE_INTERIM
 # of its alpha/m, its last look (at SETTLE_MAX_REPEATS answered repeats) the rest. The
 # repeats-needed figure is what settle would spend, so it is computed at these levels
 SETTLE_INTERIM = 0.01
@@ -570,7 +570,7 @@ def summary_line(v: dict[str, Any]) -> str:
         line += f"; also {_removed_text(v)}"
     drift = v.get("rubric_changed") or []
     if drift:
-        from exam.rubric import describe
+        from exam.bank.rubric import describe
 
         old = (v.get("labels") or {}).get("old", "the old version")
         # one change to many questions (the agent's budget, a bank-wide option) said once

@@ -193,11 +193,11 @@ def run_scorecard(run_id: int):
 
 def _kept_json(runs, build, *parts):
     """The report ``build()`` makes, as ``jsonify`` writes it; kept per process while none of
-    its inputs change (exam.reports.memo), so asking again does not build it again."""
-    from exam.reports import memo
+    its inputs change (exam.reports.answer_cache), so asking again does not build it again."""
+    from exam.reports import answer_cache
 
     provider = current_app.json
-    text = memo.answer(store(), runs, lambda: provider.dumps(build()) + "\n", *parts)
+    text = answer_cache.answer(store(), runs, lambda: provider.dumps(build()) + "\n", *parts)
     return current_app.response_class(text, mimetype=provider.mimetype)
 
 
@@ -300,8 +300,8 @@ CAPTURE_KEYS = {"agent", "execution", "work_order", "reply", "origin", "dry_run"
 @bp.post("/capture")
 def capture():
     """A draft question from a production failure: an n8n execution of the agent's, or a work
-    order and the reply it got (exam.capture; the same as `exam capture`)."""
-    from exam import capture as cap
+    order and the reply it got (exam.pipeline.capture; the same as `exam capture`)."""
+    from exam.pipeline import capture as cap
 
     body = _json_object(CAPTURE_KEYS,
                         '{"agent", "execution"} or {"agent", "work_order", "reply"}')

@@ -2,7 +2,7 @@
 
 Two roles: the *admin* (EXAM_API_TOKEN) queues runs, reviews and excludes runs; a *viewer*
 (EXAM_VIEWER_TOKEN) opens every read page and nothing else. A browser that only opened share
-links (exam/web/share.py) reads the pages they name, nothing more, while those links are
+links (exam/share.py) reads the pages they name, nothing more, while those links are
 neither expired nor revoked.
 
 A login is a row in the store's ``sessions`` (a digest of a random session id, the role, its
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from flask import current_app, g, request, session
 
 if TYPE_CHECKING:
-    from exam.web.share import Grant
+    from exam.share import Grant
 
 LOCAL_DEV_MARK = "local-dev"  # what an admin session holds when LOCAL_DEV needs no token
 
@@ -161,8 +161,8 @@ def shared_access() -> SharedAccess:
     read per request (``Store.share_revocations``), kept for the request; none for a browser
     that holds no link. A revocation made on any instance holds here from the next request.
     A read that fails raises (the store's 503 page) and the request holds no link after it."""
+    from exam.share import granted, revoked
     from exam.web.context import store, store_time
-    from exam.web.share import granted, revoked
 
     found = g.get("shared_access")
     if found is not None:

@@ -1,6 +1,6 @@
 """The request's store and registry (the Flask tutorial's ``db.py``).
 
-Blueprints import these accessors from here, never from ``exam.app``, so the app module can
+Blueprints import these accessors from here, never from ``exam.web.app``, so the app module can
 import the blueprints without a cycle.
 
 A service process opens its store once (``StoreHandle``: the folder made, the schema checked
@@ -162,10 +162,16 @@ def warm() -> None:
     validators) while the worker starts, not in its first report request: 57 ms of CPU on
     the demo store, with the worker's other requests waiting on its interpreter lock, after
     every start of every worker."""
-    from exam import bank
-    from exam.reports import compare, discrimination, memo, overview, scorecard  # noqa: F401
+    from exam.bank import load
+    from exam.reports import (  # noqa: F401
+        answer_cache,  # noqa: F401
+        compare,
+        discrimination,
+        overview,
+        scorecard,
+    )
 
-    bank._validators()
+    load._validators()
 
 
 def init_app(app: Flask) -> None:

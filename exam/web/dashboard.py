@@ -3,7 +3,7 @@ discrimination heatmap, the reply viewer and the review queue.
 
 Admins (EXAM_API_TOKEN) may also change state (start runs, review, revoke share links);
 viewers (EXAM_VIEWER_TOKEN) read every page and change nothing; a share link
-(exam/web/share.py) reads its page until it expires or is revoked.
+(exam/share.py) reads its page until it expires or is revoked.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ bp.add_app_template_filter(shown_error, "run_error")
 
 @bp.app_template_filter("when")
 def _when(epoch: float | None) -> str:
-    from exam.web.share import when
+    from exam.share import when
 
     return "—" if epoch is None else when(epoch)
 
@@ -104,7 +104,7 @@ def require_login():
 def _reads(pages: set[str]) -> bool:
     """This request reads one of these pages (a browser's share links opened them): the page
     itself, or a reply of a shared scorecard's agent and version."""
-    from exam.web.share import scorecard_page
+    from exam.share import scorecard_page
 
     if not pages or request.method not in ("GET", "HEAD"):
         return False
@@ -135,7 +135,7 @@ def login():
 def share(token: str):
     """A signed, expiring share link: its page (and a scorecard's replies) may be read in
     this browser until it expires or is revoked; then the page."""
-    from exam.web.share import ShareError, grant, read_token, revoked
+    from exam.share import ShareError, grant, read_token, revoked
 
     try:  # expired by the store's clock, as it was signed (exam.web.context.store_time)
         link = read_token(current_app.config["SECRET_KEY"], token, store_time())
@@ -163,7 +163,7 @@ def revoked_page():
 def revoke_share():
     """Admins revoke a share link someone pasted, or every link to a page made until now:
     refused from the next request on every instance, by browsers that opened it too."""
-    from exam.web.share import ShareError, link_to_revoke, when
+    from exam.share import ShareError, link_to_revoke, when
 
     back = local_path(request.form.get("back")) or url_for("dashboard.overview")
     reason = request.form.get("reason", "").strip()[:500]
@@ -402,14 +402,14 @@ def exclude_run(run_id: int):
 
 def _kept_report(runs, build, *parts):
     """The report ``build()`` makes, kept per process while none of its inputs change and
-    made once for every view asking at the same time (exam.reports.memo, as the API's
+    made once for every view asking at the same time (exam.reports.answer_cache, as the API's
     answers): ten views of a cold scorecard built it ten times. Kept as JSON text in the
     order it was built (the API's answer sorts its keys: a page shows them as made)."""
     import json
 
-    from exam.reports import memo
+    from exam.reports import answer_cache
 
-    text = memo.answer(store(), runs, lambda: current_app.json.dumps(build(), sort_keys=False),
+    text = answer_cache.answer(store(), runs, lambda: current_app.json.dumps(build(), sort_keys=False),
                        "page", *parts)
     return json.loads(text)
 
@@ -434,7 +434,7 @@ def scorecard(agent: str, version: str):
     link, revocations = None, []
     days = current_app.config["SHARE_LINK_DAYS"]
     if is_admin():
-        from exam.web.share import make_link
+        from exam.share import make_link
 
         base = current_app.config.get("PUBLIC_URL") or request.host_url
         # signed by the store's clock, as every instance judges it
@@ -474,10 +474,10 @@ def _cell_view(run_id: int, case_no: str, repeat: int) -> tuple[Run, dict]:
 @bp.post("/reply/<int:run_id>/<path:case_no>/<int:repeat>/capture")
 def capture_reply(run_id: int, case_no: str, repeat: int):
     """Admins make a reply a question: a draft in the agent's bank, its work order this
-    question's, this reply its counterexample, its expectations TODOs (exam.capture)."""
+    question's, this reply its counterexample, its expectations TODOs (exam.pipeline.capture)."""
     import json
 
-    from exam import capture as cap
+    from exam.pipeline import capture as cap
 
     run, view = _cell_view(run_id, case_no, repeat)
     body = next((a["body"] for a in reversed(view["attempts"]) if a["body"]), None)
@@ -544,7 +544,7 @@ def compare():
                 old = report["old"]
             else:
                 report_runs(store(), agent)  # an agent with no counted run: the one message
-        except StoreError:  # the service's trouble: a 503 page (exam.app), not a line here
+        except StoreError:  # the service's trouble: a 503 page (exam.web.app), not a line here
             raise
         except cmp.CompareError as exc:  # asked wrongly (a version against itself): the API's 400
             error, status = str(exc), 400

@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from exam.pipeline.registry import Agent
-from exam.web.share import ShareError, decode_token
+from exam.share import ShareError, decode_token
 
 FACTS = ["備貨中"]
 
@@ -191,7 +191,7 @@ def _decoded(text: str) -> list[str]:
 
 
 def accepted_tokens(text: str, secret: str) -> list[str]:
-    """Every token in ``text`` (plain, %-encoded or base64) that exam.web.share accepts as
+    """Every token in ``text`` (plain, %-encoded or base64) that exam.share accepts as
     signed with ``secret``, expired or not: a share link, or enough to rebuild one."""
     found = set()
     for form in _decoded(text):

@@ -201,7 +201,7 @@ def test_a_yaml_alias_bomb_of_long_text_is_refused_not_expanded(tmp_path):
 def test_a_long_yaml_bank_without_aliases_is_not_refused_for_its_length(tmp_path, monkeypatch):
     """The limit on expanded text is on what aliases add: a file is never refused for the
     length of the text it writes out."""
-    from exam import bankdata
+    from exam.bank import data as bankdata
 
     monkeypatch.setattr(bankdata, "MAX_CHARS", 100)
     text = YAML_HEAD.replace("{question: 可以貨到付款嗎}", "{question: " + "問" * 500 + "}")

@@ -15,9 +15,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from exam.capture import CaptureError, execution_ref, next_case_no, parse_since
 from exam.cli.main import main
 from exam.personal import scrub_text
+from exam.pipeline.capture import CaptureError, execution_ref, next_case_no, parse_since
 from tests.fakes.n8n_api import AGENT_TOKEN, KEY, FakeN8nApi, n8n_execution
 
 PASTED_KEY = "sk-live-9f8e7d6c5b4a39281706abcd"  # a customer pasted it into the chat

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from exam.bank import load_bank
 from exam.cli.main import main
 from exam.errors import BankError
-from exam.reports.regrade import rules_key, rules_text
+from exam.grading.keys import rules_key, rules_text
 from exam.review import rule_version
 from graders import RULE_VERSIONS, CheckResult, Reply, grade
 from graders.checks import KINDS, CheckKind, register, unregister
@@ -96,7 +96,7 @@ def test_without_the_registration_the_key_is_unknown(tmp_path):
 
 
 def test_a_bank_read_while_a_kind_was_registered_is_read_again_without_it(tmp_path):
-    """Banks are parsed once per content (exam/bank.py): the check kinds registered then are
+    """Banks are parsed once per content (exam/bank/load.py): the check kinds registered then are
     part of what was parsed, so a bank read again after they change is parsed again."""
     path = write(tmp_path, expect_language="zh")
     register(CheckKind(key="expect_language", rule="language", version=3,

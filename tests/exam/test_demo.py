@@ -81,11 +81,11 @@ def test_demo_w3_v3_is_compared_with_v1_the_last_shipped_and_the_overview_says_w
 
     from click.testing import CliRunner
 
-    from exam.app import create_app
     from exam.cli.main import main
     from exam.demo.main import DemoServer
     from exam.pipeline.runner import create_run, execute, job_for
     from exam.store import Store
+    from exam.web.app import create_app
 
     db = str(tmp_path / "demo.db")
     run_demo(db, repeats=3, bank_dir=BANK_DIR, echo=lambda *_: None)

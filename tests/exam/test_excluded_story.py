@@ -7,8 +7,8 @@ import os
 
 from click.testing import CliRunner
 
-from exam.app import create_app
 from exam.cli.main import main
+from exam.web.app import create_app
 
 CASES = [("Q-01", "c", "critical"), ("Q-02", "c", "major")]
 REASON = "agent pointed at staging"

@@ -270,7 +270,7 @@ def test_a_bad_agent_name_in_the_registry_names_it(name, message):
 
 
 def test_a_bad_label_over_the_api_is_a_400_naming_the_field(tmp_path):
-    from exam.app import create_app
+    from exam.web.app import create_app
     from tests.exam.helpers import registry_env, write_bank
 
     bank = write_bank(tmp_path, ["ok"])

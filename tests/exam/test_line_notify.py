@@ -50,7 +50,7 @@ def test_push_is_a_flex_carousel_with_change_and_link(regressed, settings, fake_
 def test_the_scorecard_button_is_a_signed_read_only_share_link(regressed, settings, fake_line):
     from dataclasses import replace
 
-    from exam.web.share import read_token
+    from exam.share import read_token
 
     history, run_id = regressed
     signed = replace(settings, share_secret="service-secret-key")
@@ -64,7 +64,7 @@ def test_the_scorecard_button_is_a_signed_read_only_share_link(regressed, settin
 
 
 def test_the_share_key_comes_from_the_services_settings():
-    from exam.web.share import secret_key
+    from exam.share import secret_key
 
     env = {"LINE_CHANNEL_ACCESS_TOKEN": "t", "LINE_GROUP_ID": "C1", "EXAM_API_TOKEN": "adm"}
     assert LineSettings.from_env(env).share_secret == secret_key(None, "adm")

@@ -28,8 +28,8 @@ from exam.notify.summary import (
     live_link,
     page_link,
 )
+from exam.share import make_link, read_token, secret_key
 from exam.store import Store
-from exam.web.share import make_link, read_token, secret_key
 from tests.backends import STORE_BACKENDS
 from tests.exam.helpers import accepted_tokens, demo_store
 from tests.exam.test_notify_webhook import Receiver
@@ -366,7 +366,7 @@ def test_no_share_link_is_longer_than_the_longest_link_a_message_is_fitted_to(pa
     at times (the bound is not slack where it matters)."""
     import random
 
-    from exam.web.share import longest_link, make_token
+    from exam.share import longest_link, make_token
 
     rng = random.Random(7)
     lengths = [len(f"{PUBLIC_URL}/share/" + make_token(

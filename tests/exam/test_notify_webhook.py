@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from exam import notify
 from exam.cli.main import main
 from exam.notify import webhook
-from exam.web.share import read_token
+from exam.share import read_token
 from tests.exam.helpers import accepted_tokens
 from tests.fakes.server import send_json, serve
 

@@ -178,8 +178,8 @@ def test_bank_paths_are_relative_to_the_registry_file(tmp_path, monkeypatch):
 
 
 def test_token_paths_in_a_list_are_summed_and_absent_ones_stay_unknown():
-    from exam.pipeline.reading import read_body
     from exam.pipeline.registry import parse_registry
+    from exam.reading import read_body
 
     reg = parse_registry({"agents": {"A": {"url": "http://127.0.0.1:9/a", "reply": {
         "text": "out", "tokens": ["u.in", "u.out"], "model_calls": ["u.calls"]}}}}, "r.yaml", {})
@@ -229,8 +229,8 @@ def test_the_shipped_example_replies_grade():
 
 
 def test_a_broken_deep_path_names_the_keys_where_it_broke():
-    from exam.pipeline.reading import read_body
     from exam.pipeline.registry import parse_registry
+    from exam.reading import read_body
 
     reg = parse_registry({"agents": {"A": {"url": "http://127.0.0.1:9/a",
                                            "reply": {"text": "result.mesage"}}}}, "r.yaml", {})

@@ -11,8 +11,8 @@ import re
 import yaml
 from click.testing import CliRunner
 
-from exam.app import create_app
 from exam.cli.main import main
+from exam.web.app import create_app
 from tests.conftest import ROOT
 from tests.exam.conftest import PASS
 from tests.fakes.server import QuietHandler, send_json, serve

@@ -10,9 +10,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from exam.bank.check import check_paths
 from exam.cli.main import main
-from exam.pipeline.reading import ReplyMapping
-from exam.proof import check_paths
+from exam.reading import ReplyMapping
 
 
 def _bank(tmp_path, golden, counterexamples, agent="W9"):

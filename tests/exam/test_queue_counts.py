@@ -7,9 +7,9 @@ import re
 
 from click.testing import CliRunner
 
-from exam.app import create_app
 from exam.cli.main import main
 from exam.notify.summary import summaries_for, summary_text
+from exam.web.app import create_app
 
 WORDS = re.compile(r"review queue: (\d+ distinct repl(?:y|ies) in \d+ cells?) waiting")
 

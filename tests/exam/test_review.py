@@ -162,7 +162,7 @@ def test_spot_check_sample_overrides_a_whole_verdict(history):
 
 
 def test_dashboard_review_page(history):
-    from exam.app import create_app
+    from exam.web.app import create_app
 
     history.bank("A", CASES)
     history.run("A", "v7", {"Q-01": "hh"})
@@ -184,7 +184,7 @@ def test_dashboard_review_page(history):
 def test_a_reviewer_name_is_bounded_and_a_long_one_changes_nothing(history):
     """A 5,000-character name was stored with every decision and kept in the dashboard's
     session cookie, which browsers then dropped (the name and the message with it)."""
-    from exam.app import create_app
+    from exam.web.app import create_app
 
     history.bank("A", CASES)
     history.run("A", "v7", {"Q-01": "hh"})

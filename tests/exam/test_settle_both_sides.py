@@ -1,13 +1,13 @@
 """`--settle` re-runs both versions when OLD can still be asked (issue 32), simulated through
-exam.settle.settle() and the verdict's own decide() with fixed seeds."""
+exam.decide.settle.settle() and the verdict's own decide() with fixed seeds."""
 
 from __future__ import annotations
 
 import random
 
+from exam.decide.settle import settle
 from exam.reports import verdict as V
 from exam.reports.stats import wilson
-from exam.settle import settle
 
 
 def simulate(seed, *, drop=True, both=True, questions=5, old_n=3, new_n=3, budget=300):
@@ -64,7 +64,7 @@ def test_without_old_the_power_its_repeats_allow_is_stated_and_true():
     import pytest
     from scipy import stats
 
-    from exam.settle import Design, old_power, power_line
+    from exam.decide.settle import Design, old_power, power_line
 
     b = V.Tally(3, 0)
     qs = [V.Question(f"Q{i}", "major", "c", V.Tally(2, 1), b, b, ("v1",)) for i in range(5)]

@@ -148,7 +148,7 @@ def test_a_settle_run_is_held_by_a_lease_as_exam_run_is(tmp_path):
 
 
 def test_settle_rounds_are_runs_of_the_new_version_listed_under_their_comparison(tmp_path):
-    from exam.app import create_app
+    from exam.web.app import create_app
 
     agent = Scripted()
     try:

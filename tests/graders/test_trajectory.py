@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from exam.pipeline.reading import DEFAULT_MAPPING, read_body, to_reply
 from exam.pipeline.registry import parse_registry
+from exam.reading import DEFAULT_MAPPING, read_body, to_reply
 from graders import ToolExpectation, grade, parse_entry
 from tests.graders.conftest import make_question
 

@@ -9,7 +9,7 @@ import sys
 
 import yaml
 
-from exam.app import create_app
+from exam.web.app import create_app
 from tests.exam.helpers import write_bank
 from tests.fakes.agent import FakeAgent
 

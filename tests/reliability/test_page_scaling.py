@@ -19,9 +19,9 @@ import random
 
 import pytest
 
-from exam.app import create_app
-from exam.reports import memo
+from exam.reports import answer_cache
 from exam.reports import regrade as regrade_mod
+from exam.web.app import create_app
 from graders import CheckResult, Grade
 from graders.grade import GRADER_VERSION
 from tests.exam.conftest import History
@@ -106,7 +106,7 @@ def test_pages_of_a_hostile_reply_grow_linearly_with_it(tmp_path, monkeypatch, f
     ratios = {}
     for name, path in PAGES.items():
         def view(client, path=path):
-            memo.clear()  # the scorecard built each time, not read back
+            answer_cache.clear()  # the scorecard built each time, not read back
             assert client.get(path, headers=AUTH).status_code == 200
 
         small = best_time(lambda: view(clients[SMALL]), repeats=3)

@@ -207,12 +207,12 @@ def write_world(tmp: Path, port: int, env_secrets: dict[str, str]) -> dict[str, 
 
 
 def every_output(tmp: Path, env: dict[str, str]) -> list[tuple[str, str | bytes]]:
-    from exam.app import create_app
     from exam.cli.main import main
     from exam.notify.line import build_messages
     from exam.notify.summary import summaries_for
     from exam.pipeline.worker import work_once
     from exam.store import Store
+    from exam.web.app import create_app
 
     runner = CliRunner()
     out: list[tuple[str, str | bytes]] = []

@@ -18,12 +18,12 @@ import yaml
 from click.testing import CliRunner
 
 from exam import review
-from exam.app import create_app
 from exam.cli.main import main
 from exam.pipeline.worker import work_once
 from exam.reports.regrade import regrade
 from exam.reports.selection import select_runs
 from exam.store import Store
+from exam.web.app import create_app
 from tests.exam.conftest import History
 from tests.exam.helpers import wait_for, write_bank
 from tests.fakes.agent import FakeAgent

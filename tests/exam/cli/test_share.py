@@ -9,10 +9,10 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from exam.app import create_app
 from exam.cli.main import main
+from exam.share import make_link, make_token, secret_key
 from exam.store import Store
-from exam.web.share import make_link, make_token, secret_key
+from exam.web.app import create_app
 
 API_TOKEN = "cli-share-token-1"
 KEY = secret_key(None, API_TOKEN)  # what the service signs with when EXAM_SECRET_KEY is unset

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from exam.pipeline.reading import read_body
+from exam.reading import read_body
 
 
 @pytest.mark.parametrize(("answer", "problem"), [

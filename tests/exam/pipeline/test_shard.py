@@ -296,7 +296,7 @@ def test_a_helper_is_told_to_stop_when_its_parent_dies(tmp_path):
     main process gives the helper its SIGTERM, which is its stop."""
     told = tmp_path / "told"
     child = (f"import os, signal, sys, time\n"
-             f"from exam.pipeline.second import _die_with_parent\n"
+             f"from exam.pipeline.shard_helper import _die_with_parent\n"
              f"signal.signal(signal.SIGTERM, lambda *_: (open({str(told)!r}, 'w').close(), "
              f"sys.exit(0)))\n"
              f"_die_with_parent(int(sys.argv[1]))\n"
@@ -432,7 +432,7 @@ def test_a_helper_failing_at_start_fails_the_run_at_once(pg_url, tmp_path, monke
     site.mkdir()
     (site / "sitecustomize.py").write_text(
         "import os, sys\n"
-        "if 'exam.pipeline.second' in sys.orig_argv:\n"
+        "if 'exam.pipeline.shard_helper' in sys.orig_argv:\n"
         "    sys.stderr.write('ImportError: a broken install\\n')\n"
         "    sys.stderr.flush()\n"
         "    os._exit(1)\n")

@@ -257,7 +257,7 @@ def test_json_nested_too_deep_is_refused_without_parsing_it(monkeypatch):
     interpreter's limit, where a garbage collection's finalizers have no stack left."""
     import json as json_module
 
-    from exam.pipeline import reading
+    from exam import reading
 
     def never(*_a, **_k):
         raise AssertionError("json.loads was called on a body nested too deep")

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import event
 
 from exam.bank import load_bank
-from exam.pipeline import reading
+from exam.grading import stored
 from exam.pipeline.registry import Agent
 from exam.pipeline.runner import create_run
 from exam.records import AttemptRow, CellRow
@@ -102,16 +102,16 @@ def one_at_a_time(store: Store, cells) -> dict:
     for c in cells:
         run = runs[c.run_id]
         item = {i.case_no: i for i in load_bank(run.bank_path).items}[c.case_no]
-        raw = reading.last_json(store.attempts(c.run_id, c.case_no, c.repeat))
+        raw = stored.last_json(store.attempts(c.run_id, c.case_no, c.repeat))
         out[(c.run_id, c.case_no, c.repeat)] = (
-            grade(item.question, reading.cell_reply(run, c, raw, item)).verdict
+            grade(item.question, stored.cell_reply(run, c, raw, item)).verdict
             if c.run_status == "ok" else None)
     return out
 
 
 @pytest.fixture
 def chunked(monkeypatch):
-    monkeypatch.setattr(reading, "BODY_CHUNK", CHUNK, raising=False)
+    monkeypatch.setattr(stored, "BODY_CHUNK", CHUNK, raising=False)
     monkeypatch.setattr(graded_runs, "keep", lambda *args: None)  # every report re-grades
 
 

@@ -13,7 +13,6 @@ import json
 import os
 import random
 import sqlite3
-import sys
 import threading
 from dataclasses import fields, replace
 from pathlib import Path
@@ -22,16 +21,16 @@ import pytest
 
 from exam import review
 from exam.bank import load_bank
+from exam.grading import keys as grade_keys
+from exam.grading.keys import question_key, reply_key, rules_key
 from exam.reports import graded_runs
 from exam.reports import regrade as regrade_mod
-from exam.reports.regrade import question_key, regrade, reply_key, rules_key
+from exam.reports.regrade import regrade
 from exam.reports.selection import select_runs
 from exam.store import Store
-from graders import Reply, Step
+from graders import RULE_VERSIONS, Reply, Step
 from graders import checks as grader_checks
 from tests.exam.conftest import History
-
-grading = sys.modules["graders.grade"]
 
 
 def random_history(tmp_path, seed: int) -> History:
@@ -143,9 +142,9 @@ def test_cached_grades_equal_fresh_ones_through_edits_bumps_and_reviews(tmp_path
             return replace(result, outcome="fail", evidence="a negation is a claim now")
         return result
 
-    before = grading.RULE_VERSIONS["forbidden"]
+    before = RULE_VERSIONS["forbidden"]
     monkeypatch.setattr(grader_checks, "check_forbidden", stricter)
-    monkeypatch.setitem(grading.RULE_VERSIONS, "forbidden", 99)
+    monkeypatch.setitem(RULE_VERSIONS, "forbidden", 99)
     bumped = regrade(store, runs)
     assert calls[0] > 0
     assert_same(bumped, regrade(store, runs, cache=False))
@@ -166,7 +165,7 @@ def test_cached_grades_equal_fresh_ones_through_edits_bumps_and_reviews(tmp_path
 
     # the rule version drops back (a rollback): the older rows are read again, still equal
     monkeypatch.setattr(grader_checks, "check_forbidden", original)
-    monkeypatch.setitem(grading.RULE_VERSIONS, "forbidden", before)
+    monkeypatch.setitem(RULE_VERSIONS, "forbidden", before)
     calls[0] = 0
     back = regrade(store, runs)
     assert calls[0] == 0
@@ -309,7 +308,7 @@ def test_prune_drops_the_rows_of_other_rules_only(tmp_path, monkeypatch):
     store, runs = history.store, select_runs(history.store)
     regrade(store, runs)
     old_rules, old_rows = rules_key(), cache_rows(store)
-    monkeypatch.setitem(grading.RULE_VERSIONS, "fact", 99)
+    monkeypatch.setitem(RULE_VERSIONS, "fact", 99)
     regrade(store, runs)
     assert set(store.grade_cache_counts()) == {old_rules, rules_key()}
     assert store.prune_grade_cache(rules_key()) == old_rows
@@ -327,7 +326,7 @@ def test_exam_store_prune_keeps_todays_rules(tmp_path, monkeypatch):
     history = random_history(tmp_path, 2)
     store, runs = history.store, select_runs(history.store)
     with monkeypatch.context() as m:
-        m.setitem(grading.RULE_VERSIONS, "fact", 99)
+        m.setitem(RULE_VERSIONS, "fact", 99)
         regrade(store, runs)  # rows under rules that are not today's
         old = cache_rows(store)
     regrade(store, runs)
@@ -454,5 +453,5 @@ def test_the_unicode_tables_the_grader_normalises_with_are_part_of_the_rules(mon
     monkeypatch.setattr(unicodedata, "unidata_version", "99.0.0")
     assert rules_key() != before
     monkeypatch.undo()
-    monkeypatch.setattr(regrade_mod, "_fold_tables", lambda: "opencc 9.9")
+    monkeypatch.setattr(grade_keys, "_fold_tables", lambda: "opencc 9.9")
     assert rules_key() != before

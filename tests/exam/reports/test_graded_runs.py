@@ -11,20 +11,21 @@ import json
 import os
 import random
 import sqlite3
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from exam import bank as bank_mod
 from exam import review
+from exam.bank import load as bank_mod
+from exam.grading.keys import rules_key
 from exam.reports import discrimination, graded_runs
 from exam.reports import regrade as regrade_mod
-from exam.reports.regrade import GradedCell, regrade, rules_key
+from exam.reports.regrade import GradedCell, regrade
 from exam.reports.tallies import tallied
 from exam.store import AttemptRow, CellRow, Store
+from graders import RULE_VERSIONS
 from tests.exam.conftest import FAIL, HUMAN, PASS, History
 from tests.exam.reports.test_grade_cache import (  # select_runs from wherever reports keep it
     assert_same,
@@ -32,8 +33,6 @@ from tests.exam.reports.test_grade_cache import (  # select_runs from wherever r
     random_history,
     select_runs,
 )
-
-grading = sys.modules["graders.grade"]
 
 
 def kept(store: Store) -> dict[int, str]:
@@ -153,7 +152,7 @@ def test_kept_runs_equal_fresh_ones_through_every_change(tmp_path, monkeypatch):
     same()
 
     # a rule's version is bumped
-    monkeypatch.setitem(grading.RULE_VERSIONS, "forbidden", 99)
+    monkeypatch.setitem(RULE_VERSIONS, "forbidden", 99)
     same()
     assert all(key.startswith(rules_key()) for key in kept(store).values())
 
@@ -200,7 +199,7 @@ def test_prune_drops_kept_runs_of_other_rules(tmp_path, monkeypatch):
     history = small_history(tmp_path)
     store, runs = history.store, select_runs(history.store)
     with monkeypatch.context() as m:
-        m.setitem(grading.RULE_VERSIONS, "fact", 99)
+        m.setitem(RULE_VERSIONS, "fact", 99)
         regrade(store, runs)
     assert len(kept(store)) == 2
     store.prune_grade_cache(rules_key())

@@ -12,7 +12,6 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from exam.app import create_app
 from exam.cli.main import main
 from exam.pipeline.registry import Agent
 from exam.pipeline.runner import queue_run
@@ -25,6 +24,7 @@ from exam.reports.selection import (
     report_runs,
     select_runs,
 )
+from exam.web.app import create_app
 
 TOKEN = "selection-token"
 

@@ -17,6 +17,7 @@ from exam.reports import regrade as regrade_mod
 from exam.reports.regrade import regrade
 from exam.reports.tallies import tallied
 from exam.store import Store
+from graders import RULE_VERSIONS
 from tests.exam.conftest import HUMAN
 from tests.exam.reports.test_grade_cache import edit_banks, random_history, select_runs
 from tests.exam.reports.test_graded_runs import add_cell, kept, small_history
@@ -85,7 +86,7 @@ def test_counts_follow_every_change_a_kept_row_could_miss(tmp_path, monkeypatch)
     assert "renamed" in counted(store, runs)
 
     # a rule's version is bumped
-    monkeypatch.setitem(regrade_mod.grading.RULE_VERSIONS, "forbidden", 99)
+    monkeypatch.setitem(RULE_VERSIONS, "forbidden", 99)
     same(store, runs)
 
     # a person decides needs_human replies: the counts move, the kept rows do not

@@ -11,11 +11,11 @@ from click.testing import CliRunner
 from scipy import stats
 
 from exam.cli.main import main
+from exam.decide.settle import settle
 from exam.reports import compare, verdict
 from exam.reports.regrade import regrade
 from exam.reports.selection import select_runs
 from exam.reports.stats import discrete_bh, fisher_worse, fisher_worse_min, power_worse
-from exam.settle import settle
 
 V = verdict
 
@@ -301,8 +301,8 @@ def test_all_needs_human_is_pending_not_a_regression(history):
 
 
 def test_api_dashboard_line_and_n8n_read_the_same_word(history):
-    from exam.app import create_app
     from exam.notify.summary import agent_summary, summary_text
+    from exam.web.app import create_app
     from tests.conftest import ROOT
 
     history.bank("A", CASES)
@@ -347,7 +347,7 @@ def test_questions_new_never_asked_are_incomplete_not_ship(history):
 
 
 def test_a_version_against_itself_is_bad_input_everywhere(history):
-    from exam.app import create_app
+    from exam.web.app import create_app
 
     history.bank("A", CASES)
     history.run("A", "v1", {c: "ppp" for c, _, _ in CASES})

@@ -16,10 +16,10 @@ from sqlalchemy import event
 from sqlalchemy.pool import Pool
 
 from exam import store as store_mod
-from exam.app import create_app
 from exam.errors import StoreError
 from exam.store import Store
 from exam.web import context
+from exam.web.app import create_app
 from tests.backends import marked_newer
 from tests.exam.helpers import write_bank
 
@@ -188,7 +188,7 @@ def test_a_forked_worker_opens_its_own_handle(tmp_path):
 
 FREEZE = """
 import gc, json, sys
-from exam.app import create_app
+from exam.web.app import create_app
 freezes, real = [], gc.freeze
 gc.freeze = lambda: freezes.append(1) or real()
 app = create_app({"API_TOKEN": "t", "DB": sys.argv[1], "TESTING": sys.argv[2] == "testing"})
@@ -221,7 +221,7 @@ def test_a_serving_process_freezes_what_it_keeps_once_warm(tmp_path, mode):
 
 WARM = """
 import json, sys
-from exam.app import create_app
+from exam.web.app import create_app
 create_app({"API_TOKEN": "t", "DB": sys.argv[1], "TESTING": sys.argv[2] == "testing"})
 print(json.dumps([m in sys.modules for m in ("jsonschema", "exam.reports.scorecard")]))
 """

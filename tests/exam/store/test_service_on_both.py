@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from exam.app import create_app
 from exam.db.schema import SCHEMA_VERSION
 from exam.pipeline.gate import RequestGate
 from exam.pipeline.registry import load_registry
 from exam.pipeline.runner import job_for, run_cell
 from exam.pipeline.worker import work_once
 from exam.store import Store
+from exam.web.app import create_app
 from tests.exam.helpers import write_bank
 from tests.fakes.agent import FakeAgent
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from exam.app import create_app
+from exam.web.app import create_app
 from tests.conftest import BANK_DIR
 from tests.exam.helpers import demo_copy, write_bank
 from tests.fakes.agent import FakeAgent
@@ -61,11 +61,11 @@ class Clock:
 
 @pytest.fixture
 def share_clock(monkeypatch) -> Clock:
-    """The clock share links are made and judged by (exam/web/share.py reads ``time.time``;
+    """The clock share links are made and judged by (exam/share.py reads ``time.time``;
     the dashboard the store's clock, ``Store.now``, moved with it): ``share_clock.advance(2)``
     expires a 1-second link without waiting for it."""
+    from exam import share
     from exam.store import Store
-    from exam.web import share
 
     clock = Clock()
     monkeypatch.setattr(share, "time", clock)
@@ -97,7 +97,7 @@ def login_csrf(client) -> str:
 def w1_app(db: str, folder: Path, admin: str, viewer: str | None = None):
     """The service (TESTING) on store ``db`` with the W1 registry, an admin token and perhaps
     a viewer token: what the page tests read."""
-    from exam.app import create_app
+    from exam.web.app import create_app
 
     config = {"API_TOKEN": admin, "DB": db, "AGENTS": str(w1_registry(folder)), "TESTING": True}
     if viewer is not None:

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from exam.app import create_app
 from exam.errors import ExamError
 from exam.pipeline.worker import work_once
 from exam.store import Store
+from exam.web.app import create_app
 from exam.web.openapi import spec
 
 ROUTES = [("GET", "/api/runs"), ("POST", "/api/runs"), ("GET", "/api/runs/1"),

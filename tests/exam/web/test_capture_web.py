@@ -11,8 +11,8 @@ import time
 import pytest
 import yaml
 
-from exam.app import create_app
 from exam.records import AttemptRow, CellRow
+from exam.web.app import create_app
 from tests.fakes.n8n_api import AGENT_TOKEN, KEY, FakeN8nApi, n8n_execution
 
 TOKEN, VIEWER = "admin-token-capture-1", "viewer-token-capture-1"

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 import pytest
 from werkzeug.serving import make_server
 
-from exam.app import create_app
+from exam.web.app import create_app
 from tests.conftest import BANK_DIR, ROOT
 from tests.exam.helpers import demo_copy
 from tests.fakes.server import Served
@@ -257,7 +257,7 @@ def test_heatmap_links_to_the_replies(page, site):
 
 def test_a_share_link_opens_the_scorecard_on_a_phone_without_a_token(browser, site):
     """What the LINE Scorecard button does: a signed link, no login, read-only."""
-    from exam.web.share import make_link, secret_key
+    from exam.share import make_link, secret_key
 
     link = make_link(secret_key(None, TOKEN), site, "/scorecard/W3/v2", days=1)
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
@@ -281,7 +281,7 @@ def test_a_share_link_opens_the_scorecard_on_a_phone_without_a_token(browser, si
 def test_a_leaked_link_revoked_from_the_scorecard_page_closes_on_the_phone(page, browser, site):
     """The admin pastes the leaked link into the scorecard page's form; the phone that opened
     it is shown why at its next load, and the admin's page says what was revoked."""
-    from exam.web.share import make_link, secret_key
+    from exam.share import make_link, secret_key
 
     link = make_link(secret_key(None, TOKEN), site, "/scorecard/W1/v2", days=1)
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)

@@ -11,7 +11,7 @@ import re
 import pytest
 from flask import template_rendered
 
-from exam.app import create_app
+from exam.web.app import create_app
 from tests.conftest import ROOT
 from tests.exam.helpers import demo_copy
 

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from exam.app import create_app
 from exam.errors import StoreUnavailable
 from exam.store import Store
+from exam.web.app import create_app
 from tests.exam.web.conftest import demo_store, login_csrf, signed_in, w1_app, w1_registry
 
 ADMIN, VIEWER = "admin-token-e401", "viewer-token-e402"

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from exam.app import create_app
 from exam.errors import ExamError
+from exam.web.app import create_app
 from tests.exam.web.conftest import TOKEN
 
 CASES = [("Q-01", "c", "major")]
@@ -342,7 +342,7 @@ def test_changing_a_token_ends_the_sessions_opened_with_it(tmp_path, role):
 
 
 def test_changing_the_admin_token_keeps_share_links(tmp_path):
-    from exam.web.share import make_token
+    from exam.share import make_token
 
     token = make_token("team-key", "/runs")
     client = _rotated(tmp_path, API_TOKEN="admin-new").test_client()

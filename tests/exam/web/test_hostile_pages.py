@@ -17,10 +17,10 @@ from urllib.parse import quote
 import pytest
 from werkzeug.serving import make_server
 
-from exam.app import create_app
 from exam.pipeline.registry import Agent
 from exam.pipeline.runner import create_run, execute, job_for
 from exam.store import Store
+from exam.web.app import create_app
 from tests.exam.web.test_dashboard_browser import chromium
 from tests.fakes.server import Served
 

@@ -14,8 +14,8 @@ from collections import Counter
 import pytest
 
 import exam.web.line as line_bp
-from exam.app import create_app
 from exam.store import Store
+from exam.web.app import create_app
 from tests.exam.helpers import wait_for
 from tests.exam.web.test_line_webhook import GROUP, SECRET, as_kept, event
 from tests.fakes.line_api import FakeLineApi

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from exam.app import create_app
 from exam.store import Store
+from exam.web.app import create_app
 from tests.fakes.line_api import FakeLineApi
 
 SECRET = "channel-secret-for-tests"

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from exam.app import create_app
 from exam.records import AttemptRow, CellRow
+from exam.web.app import create_app
 
 HOSTILE = '答案：備貨中 <img src=x onerror="alert(1)"> 已出貨'
 AUTH = {"Authorization": "Bearer t"}

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from exam.app import create_app
 from exam.reports.graded_runs import LazyChecks
 from exam.store import Store
+from exam.web.app import create_app
 from tests.exam.reports.test_graded_runs import kept, small_history
 
 TOKEN = "test-token-5f3a"

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from exam.app import create_app
+from exam.web.app import create_app
 from tests.exam.reports.test_graded_runs import small_history
 
 TOKEN = "bodies-token-6a0c"

@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text, update
 
-from exam.app import create_app
 from exam.db.clock import store_now
 from exam.db.engine import engine_for
 from exam.db.schema import sessions
 from exam.store import Store
+from exam.web.app import create_app
 from tests.exam.web.conftest import login_csrf, sign_in, w1_registry
 
 ADMIN, VIEWER = "admin-token-2b9d", "viewer-token-6e01"

@@ -18,7 +18,7 @@ import pytest
 import requests
 import yaml
 
-from exam.app import create_app
+from exam.web.app import create_app
 from tests.backends import STORE_BACKENDS
 from tests.exam.helpers import demo_store, wait_for, write_bank
 from tests.fakes.agent import FakeAgent

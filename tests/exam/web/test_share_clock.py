@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from exam.app import create_app
-from exam.web.share import make_token
+from exam.share import make_token
+from exam.web.app import create_app
 from tests.exam.web.conftest import signed_in, w1_registry
 
 ADMIN = "admin-token-clock-1"

@@ -12,8 +12,8 @@ from itsdangerous import URLSafeSerializer
 from sqlalchemy import insert, select
 
 from exam.errors import StoreUnavailable
+from exam.share import SALT, decode_token, link_id, make_token
 from exam.store import Store
-from exam.web.share import SALT, decode_token, link_id, make_token
 from tests.backends import STORE_BACKENDS
 from tests.exam.helpers import demo_store
 from tests.exam.web.conftest import login_csrf, signed_in, w1_app

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from exam.app import create_app
+from exam.web.app import create_app
 
 TOKEN = "admin-token-ship"
 VIEWER = "viewer-token-ship"

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from exam.app import create_app
 from exam.errors import ExamError
+from exam.share import make_token
 from exam.store import Store
-from exam.web.share import make_token
+from exam.web.app import create_app
 from tests.exam.web.conftest import demo_store, login_csrf, sign_in, w1_app
 
 ADMIN, VIEWER = "admin-token-81c2", "viewer-token-77ab"

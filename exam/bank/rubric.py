@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from exam.bank import UNGRADED_KEYS, Bank
+from exam.bank.load import UNGRADED_KEYS, Bank
 from graders.patterns import split_alternatives
 
 SEVERITIES = {"critical": 3, "major": 2, "minor": 1}  # a lower one asks less of a drop

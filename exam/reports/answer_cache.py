@@ -48,7 +48,8 @@ _making: dict[str, _Making] = {}  # keys being made now
 def key(store: Store, runs: Sequence[Run], *parts: Any) -> str | None:
     """The key of a report of ``runs`` (and ``parts``: which report, its arguments); None
     when a run may still change."""
-    from exam.reports.regrade import load_banks, questions_key, rules_key
+    from exam.grading.keys import questions_key, rules_key
+    from exam.reports.regrade import load_banks
 
     if not runs or any(r.shown_status in NOT_KEPT for r in runs):
         return None

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from exam.bank import Bank, Item, bank_files, bank_mismatch, placeholders, read_bank
+from exam.bank.load import Bank, Item, bank_files, bank_mismatch, placeholders, read_bank
 from exam.errors import Problem
-from exam.pipeline.reading import DEFAULT_MAPPING, ReplyMapping, read_body, to_reply
+from exam.reading import DEFAULT_MAPPING, ReplyMapping, read_body, to_reply
 from graders import Grade, Reply, grade
 from graders.trajectory import NO_STEPS
 

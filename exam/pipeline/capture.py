@@ -29,12 +29,12 @@ from urllib.parse import parse_qs, urlsplit
 import requests
 
 from exam.bank import YAML_SUFFIXES, bank_from_text
-from exam.bankdata import load_yaml
+from exam.bank.data import load_yaml
 from exam.errors import PLACEHOLDER, ExamError
 from exam.personal import scrub, scrub_text
 from exam.pipeline.n8n_usage import UsageError, fetch_executions
-from exam.pipeline.reading import DEFAULT_MAPPING, MISSING, ReplyMapping, lookup
 from exam.pipeline.registry import Agent, N8nUsage
+from exam.reading import DEFAULT_MAPPING, MISSING, ReplyMapping, lookup
 
 WEBHOOK = "n8n-nodes-base.webhook"
 TODO_FACTS = f"{PLACEHOLDER}: write what must appear (alternatives: a|b)"

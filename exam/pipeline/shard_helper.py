@@ -1,6 +1,6 @@
 """The second process of a split run (exam/pipeline/shard.py): its share of the run's cells.
 
-Started by ``shard.Helper`` as ``python -m exam.pipeline.second``, its configuration pickled
+Started by ``shard.Helper`` as ``python -m exam.pipeline.shard_helper``, its configuration pickled
 on its stdin by the main process (a pipe of its own: the store's URL and the agent's headers
 never reach a command line). A module of its own because it runs the runner, which starts it.
 """

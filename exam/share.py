@@ -23,15 +23,27 @@ import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from itsdangerous import BadSignature, URLSafeSerializer
 
 from exam.errors import ExamError
 
-if TYPE_CHECKING:  # the store is imported only where a revocation is looked up
-    from exam.store import Revocation
+
+class Revocation(Protocol):
+    """What ``revoked`` reads of a revocation (the store's rows, ``exam.store.Revocation``):
+    share links need no store, so they sit below both the web and notify."""
+
+    @property
+    def link(self) -> str | None: ...
+    @property
+    def page(self) -> str: ...
+    @property
+    def made_before(self) -> float | None: ...
+
+
+R = TypeVar("R", bound=Revocation)
 
 SALT = "agent-exam share link"
 DEFAULT_DAYS = 7.0
@@ -221,7 +233,7 @@ def grant(grants: object, link: Link, now: float | None = None) -> dict[str, lis
     return {g.id: [g.page, g.until, g.made] for g in newest}
 
 
-def revoked(link: Link | Grant, revocations: Iterable[Revocation]) -> Revocation | None:
+def revoked(link: Link | Grant, revocations: Iterable[R]) -> R | None:
     """The revocation that holds for ``link`` (of the store's rows read for it), or None: its
     own, or its page's when it was made before then (a link that does not say when it was
     made is older than any revocation)."""

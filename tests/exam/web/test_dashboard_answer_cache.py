@@ -1,5 +1,5 @@
 """A cold report page is made once for everyone asking at the same time, as the API's answers
-are (exam.reports.memo): ten views of a scorecard whose grades must be redone each waited
+are (exam.reports.answer_cache): ten views of a scorecard whose grades must be redone each waited
 51 s, each building it (issue 33). A kept report renders the page a fresh one does."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from exam.app import create_app
-from exam.reports import memo
+from exam.reports import answer_cache
+from exam.web.app import create_app
 from tests.exam.conftest import HUMAN
 from tests.exam.reports.test_graded_runs import add_cell, small_history
 
@@ -26,11 +26,11 @@ PAGES = {"/scorecard/A/v1": "exam.reports.scorecard.build",
 
 @pytest.fixture
 def site(tmp_path):
-    memo.clear()
+    answer_cache.clear()
     history = small_history(tmp_path)
     app = create_app({"API_TOKEN": TOKEN, "DB": str(tmp_path / "exam.db"), "TESTING": True})
     yield history, app
-    memo.clear()
+    answer_cache.clear()
     history.store.close()
 
 
@@ -58,7 +58,7 @@ def test_ten_views_of_a_cold_page_at_once_build_it_once(site, monkeypatch, path)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(module, attr, slow_build)
-    keyed, all_keyed, real_key = [], threading.Event(), memo.key
+    keyed, all_keyed, real_key = [], threading.Event(), answer_cache.key
 
     def counted_key(*args, **kwargs):
         k = real_key(*args, **kwargs)
@@ -67,7 +67,7 @@ def test_ten_views_of_a_cold_page_at_once_build_it_once(site, monkeypatch, path)
             all_keyed.set()
         return k
 
-    monkeypatch.setattr(memo, "key", counted_key)
+    monkeypatch.setattr(answer_cache, "key", counted_key)
     pages: list[str] = []
 
     def view() -> None:
@@ -99,7 +99,7 @@ def test_a_kept_page_is_the_page_built_afresh_after_every_change(site):
         return {path: _page(client, path) for path in PAGES}
 
     def afresh() -> dict[str, str]:
-        memo.clear()
+        answer_cache.clear()
         return views()
 
     seen = views()

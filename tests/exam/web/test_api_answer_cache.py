@@ -1,36 +1,35 @@
-"""The API's report answers are kept per process (exam.reports.memo); a kept answer is the
+"""The API's report answers are kept per process (exam.reports.answer_cache); a kept answer is the
 answer. After every kind of change a report can see, the answer given equals the one the
 route builds with nothing kept."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from exam import review
-from exam.app import create_app
-from exam.reports import memo
+from exam.reports import answer_cache
 from exam.reports.regrade import regrade
+from exam.web.app import create_app
+from graders import RULE_VERSIONS
 from tests.exam.conftest import HUMAN, History
 from tests.exam.reports.test_graded_runs import add_cell, small_history
 
 TOKEN = "memo-token-81c2"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-grading = sys.modules["graders.grade"]
 ROUTES = ("/api/runs/1/scorecard", "/api/runs/2/scorecard", "/api/compare?agent=A&old=v1&new=v2",
           "/api/discrimination?agent=A", "/api/discrimination")
 
 
 @pytest.fixture
 def site(tmp_path):
-    memo.clear()
+    answer_cache.clear()
     history = small_history(tmp_path)
     app = create_app({"API_TOKEN": TOKEN, "DB": str(tmp_path / "exam.db"), "TESTING": True})
     yield history, app.test_client()
-    memo.clear()
+    answer_cache.clear()
     history.store.close()
 
 
@@ -40,7 +39,7 @@ def answers(client) -> dict[str, tuple[int, bytes]]:
 
 
 def built_afresh(client) -> dict[str, tuple[int, bytes]]:
-    memo.clear()
+    answer_cache.clear()
     return answers(client)
 
 
@@ -90,7 +89,7 @@ def test_every_change_a_report_can_see_gives_the_answer_built_afresh(site, monke
     changed()
 
     # a rule's version is bumped (the answers may read the same; they are built again)
-    monkeypatch.setitem(grading.RULE_VERSIONS, "forbidden", 99)
+    monkeypatch.setitem(RULE_VERSIONS, "forbidden", 99)
     changed()
 
     # a person decides on a needs_human reply, then on another
@@ -116,7 +115,7 @@ def test_every_change_a_report_can_see_gives_the_answer_built_afresh(site, monke
 
 
 def test_a_run_that_may_still_change_is_never_kept(tmp_path):
-    memo.clear()
+    answer_cache.clear()
     history = History(tmp_path)
     history.bank("A", [("A-01", "c1", "critical")])
     run_id = history.run("A", "v1", {"A-01": "p"})
@@ -124,8 +123,8 @@ def test_a_run_that_may_still_change_is_never_kept(tmp_path):
     app = create_app({"API_TOKEN": TOKEN, "DB": str(tmp_path / "exam.db"), "TESTING": True})
     client = app.test_client()
     assert client.get(f"/api/runs/{run_id}/scorecard", headers=AUTH).status_code == 200
-    assert memo.key(history.store, [history.store.get_run(run_id)], "scorecard") is None
-    assert len(memo._kept) == 0
+    assert answer_cache.key(history.store, [history.store.get_run(run_id)], "scorecard") is None
+    assert len(answer_cache._kept) == 0
     add_cell(history.store, run_id, "A-01", 2, HUMAN)
     card = client.get(f"/api/runs/{run_id}/scorecard", headers=AUTH).json["scorecards"][0]
     assert card["verdicts"] == {"pass": 1, "needs_human": 1, "fail": 0, "not_graded": 0}
@@ -149,7 +148,7 @@ def test_threads_asking_at_once_wait_for_the_one_making_it(site, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(scorecard, "build", slow_build)
-    keyed, all_keyed, real_key = [], threading.Event(), memo.key
+    keyed, all_keyed, real_key = [], threading.Event(), answer_cache.key
 
     def counted_key(*args, **kwargs):
         k = real_key(*args, **kwargs)
@@ -158,7 +157,7 @@ def test_threads_asking_at_once_wait_for_the_one_making_it(site, monkeypatch):
             all_keyed.set()
         return k
 
-    monkeypatch.setattr(memo, "key", counted_key)
+    monkeypatch.setattr(answer_cache, "key", counted_key)
     out: list[bytes] = []
     app = client.application
 
@@ -187,7 +186,7 @@ def test_a_report_that_fails_to_be_made_is_made_again_next_time(site, monkeypatc
     monkeypatch.setattr(scorecard, "build", lambda *a, **k: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         client.application.test_client().get("/api/runs/1/scorecard", headers=AUTH)
-    assert memo._making == {} and len(memo._kept) == 0
+    assert answer_cache._making == {} and len(answer_cache._kept) == 0
     monkeypatch.setattr(scorecard, "build", real)
     assert client.get("/api/runs/1/scorecard", headers=AUTH).status_code == 200
 
@@ -214,7 +213,7 @@ def test_an_answer_made_while_its_bank_changed_is_not_kept_under_the_old_key(sit
     monkeypatch.setattr(regrading, "regrade", real)
     path.write_text(original, encoding="utf-8")  # put back
     now = client.get(route, headers=AUTH).data
-    memo.clear()
+    answer_cache.clear()
     afresh = client.get(route, headers=AUTH).data
     assert made_from_edit != afresh  # the edit shows in the answer
     assert now == afresh
@@ -223,12 +222,12 @@ def test_an_answer_made_while_its_bank_changed_is_not_kept_under_the_old_key(sit
 def test_what_is_kept_is_bounded_in_characters_too(site, monkeypatch):
     """Many large answers: the oldest used go first once the total would pass the bound."""
     history, client = site
-    monkeypatch.setattr(memo, "KEPT_TOTAL_CHARS", 1)  # at most the newest one
+    monkeypatch.setattr(answer_cache, "KEPT_TOTAL_CHARS", 1)  # at most the newest one
     answers(client)
-    assert len(memo._kept) == 1
-    monkeypatch.setattr(memo, "KEPT_TOTAL_CHARS", 10**9)
+    assert len(answer_cache._kept) == 1
+    monkeypatch.setattr(answer_cache, "KEPT_TOTAL_CHARS", 10**9)
     answers(client)
-    assert len(memo._kept) == len(ROUTES)
+    assert len(answer_cache._kept) == len(ROUTES)
 
 
 def test_the_decisions_mark_changes_with_every_kind_of_change_to_them(store_url):

@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from exam.bankdata import DataError, load_json, load_yaml, problems_in, yaml_root
+from exam.bank.data import DataError, load_json, load_yaml, problems_in, yaml_root
 from exam.errors import PLACEHOLDER, BankError, Problem, is_placeholder, unknown_keys
 from graders import FieldSpec, PatternError, Question, ToolExpectation, normalize, parse_entry
 from graders.checks import KINDS as CHECK_KINDS

@@ -4,7 +4,7 @@ Configuration comes from defaults, then a TOML file named by ``EXAM_CONFIG``, th
 ``EXAM_*`` environment variables (``EXAM_API_TOKEN`` → ``API_TOKEN``), then ``config``
 (tests). Served by ``exam serve`` in development and by gunicorn in production::
 
-    gunicorn "exam.app:create_app()"
+    gunicorn "exam.web.app:create_app()"
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from exam.errors import ExamError, NoSuchRun, StoreError
 from exam.web import api, context, dashboard, line
 from exam.web.auth import STORE_AWAY, bearer_ok, is_admin
 
-log = logging.getLogger("exam.app")
+log = logging.getLogger("exam.web.app")
 
 DEFAULTS: dict[str, Any] = {
     "DB": "results/exam.db",
@@ -67,7 +67,7 @@ FALSE_WORDS = ("0", "false", "no", "off")
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
-    app = Flask(__name__)
+    app = Flask(__name__, template_folder="../templates")  # exam/templates: the reports use them too
     app.json.ensure_ascii = False  # UTF-8 as the CLI prints it: 貨到付款, not \u8ca8\u5230...
     app.config.update(DEFAULTS)
     app.config["WTF_CSRF_CHECK_DEFAULT"] = False  # checked by forms_from_this_site below
@@ -90,7 +90,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         raise ExamError("EXAM_VIEWER_TOKEN is the same as EXAM_API_TOKEN: a viewer would be an "
                         "admin; choose a different viewer token")
     if not app.config.get("SECRET_KEY"):
-        from exam.web.share import secret_key
+        from exam.share import secret_key
 
         app.config["SECRET_KEY"] = secret_key(None, token or "local-dev")
     if app.config["TRUSTED_PROXIES"]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from exam.bank import Bank
 from exam.errors import ExamError
-from exam.pipeline.reading import DEFAULT_MAPPING, ReplyMapping, read_body, to_reply
+from exam.reading import DEFAULT_MAPPING, ReplyMapping, read_body, to_reply
 from graders import Grade, grade
 from graders.model import RUN_STATUSES
 
