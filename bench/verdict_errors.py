@@ -74,7 +74,7 @@ def settle_power(sims: int) -> None:
                 state = {f"Q{i}": (draw(0.9, old_n), draw(rates_new[i], 3)) for i in range(5)}
 
                 def compare_at(levels, state=state):
-                    qs = [V.Question(c, "major", "c", n, o, o, ("v1",))
+                    qs = [V.Compared(c, "major", "c", n, o, o, ("v1",))
                           for c, (o, n) in state.items()]
                     return {"decision": V.decide(qs, V.Settings(), levels or None)}
 
@@ -97,7 +97,7 @@ def settle_power(sims: int) -> None:
               flush=True)
 
 
-def _non_inferior(qs: list[V.Question], delta: float = 0.1, z: float = 1.6448536269514722
+def _non_inferior(qs: list[V.Compared], delta: float = 0.1, z: float = 1.6448536269514722
                   ) -> bool:
     """Version-level non-inferiority: the one-sided 95% lower bound of the mean per-question
     difference (NEW − OLD, Agresti–Caffo per question) above −delta."""
@@ -132,7 +132,7 @@ def ship_errors(sims: int) -> None:
                     o = sum(rng.random() < po for _ in range(repeats))
                     n = sum(rng.random() < pn for _ in range(repeats))
                     b = V.Tally(o, repeats - o)
-                    qs.append(V.Question(f"Q-{i:02d}", "major", "c",
+                    qs.append(V.Compared(f"Q-{i:02d}", "major", "c",
                                          V.Tally(n, repeats - n), b, b, ("v1",)))
                 word = V.decide(qs, figures=False)["word"]
                 ship += word == "ship"

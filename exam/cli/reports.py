@@ -117,7 +117,7 @@ def report_rebalance(since, agent, band, min_versions, min_repeats, keep_guards,
     from exam.reports import rebalance
     from exam.reports.regrade import regrade
 
-    settings = rebalance.Settings(band=tuple(band), min_versions=min_versions,
+    settings = rebalance.RebalanceRules(band=tuple(band), min_versions=min_versions,
                                   min_repeats=min_repeats, keep_guards=keep_guards,
                                   target_informative=target_informative,
                                   min_runs_item_rest=min_runs_item_rest)

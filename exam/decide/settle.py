@@ -71,7 +71,7 @@ def unsettled(t: dict[str, Any], settings: Settings) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class Settled:
     report: dict[str, Any]
     spent: int  # agent calls made by settle
     whole_bank: int  # calls repeating the whole bank as many extra times would have made
@@ -87,7 +87,7 @@ def settle(compare: Callable[[dict[str, float]], dict[str, Any]],
            bank_size: int, budget: int = 300, step: int = 3, max_repeats: int = 40,
            interim: float = INTERIM, sides: int = 1,
            preflight: Callable[[dict[str, Any], Design, list[str]], None] | None = None
-           ) -> Outcome:
+           ) -> Settled:
     """Loop: decide at this look's levels; re-run the open questions ``step`` more times.
 
     ``compare(levels)`` returns a compare report decided at ``levels`` (case_no → raw p
@@ -145,7 +145,7 @@ def settle(compare: Callable[[dict[str, float]], dict[str, Any]],
         "questions": sorted(chosen), "calls_spent": spent, "sides": sides,
         "calls_whole_bank": whole, "calls_saved": max(0, whole - spent), "budget": budget,
         "max_repeats": max_repeats, "step": step, "rounds": rounds}
-    return Outcome(report, spent, whole, rounds)
+    return Settled(report, spent, whole, rounds)
 
 
 def old_power(report: dict[str, Any], design: Design, chosen: list[str], settings: Settings,

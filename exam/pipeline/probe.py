@@ -16,7 +16,7 @@ from exam.errors import PLACEHOLDER
 from exam.pipeline import n8n_usage
 from exam.pipeline.gate import RequestGate
 from exam.pipeline.registry import Agent
-from exam.pipeline.transport import Result, classify, clean_error, send
+from exam.pipeline.transport import Result, cell_result, clean_error, send
 from exam.reading import MISSING, ReplyMapping, keys_present, unwrap
 
 TEXT_KEYS = ("answer", "output", "text", "reply", "response", "message", "content", "result")
@@ -51,7 +51,7 @@ def probe(agent: Agent, work_order: Any) -> Probe:
         # the note names the n8n API's URL, whose path may hold a ${VAR}: cleaned as a run
         # cleans it before storing it (runner._run_cell)
         usage = dataclasses.replace(usage, note=clean_error(agent, usage.note))
-    return Probe(last.row.http_status, last.row.body, classify(agent, outcomes), len(outcomes),
+    return Probe(last.row.http_status, last.row.body, cell_result(agent, outcomes), len(outcomes),
                  sum(o.row.latency_ms for o in outcomes), usage)
 
 

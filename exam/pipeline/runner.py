@@ -26,7 +26,7 @@ from exam.pipeline import n8n_usage
 from exam.pipeline import shard as sharding
 from exam.pipeline.gate import RequestGate, Stopped
 from exam.pipeline.registry import Agent
-from exam.pipeline.transport import Outcome, classify, clean_error, redact, send
+from exam.pipeline.transport import Attempt, cell_result, clean_error, redact, send
 from exam.records import AttemptRow, CachedGrade, CellRow
 from exam.store import Run, Store
 from graders import GRADER_VERSION, grade
@@ -135,7 +135,7 @@ def missing_cells(store: Store, run: Run) -> list[tuple[str, int]]:
 def run_cell(store: Store, job: Job, case_no: str, repeat: int, gate: RequestGate) -> CellRow:
     """Ask, classify, grade and store one cell. Whatever goes wrong inside it (a bug, not the
     agent) is stored on the cell as ``harness_error`` and the run goes on."""
-    outcomes: list[Outcome] = []
+    outcomes: list[Attempt] = []
     try:
         return _run_cell(store, job, case_no, repeat, gate, outcomes)
     # another process holds the run now, the store is away for a moment, or the run was told
@@ -148,7 +148,7 @@ def run_cell(store: Store, job: Job, case_no: str, repeat: int, gate: RequestGat
 
 
 def _harness_error(store: Store, job: Job, case_no: str, repeat: int, exc: Exception,
-                   outcomes: list[Outcome]) -> CellRow:
+                   outcomes: list[Attempt]) -> CellRow:
     text = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
     error = f"harness error (not the agent's answer): {redact(job.agent, text)}"
     cell = CellRow(
@@ -167,7 +167,7 @@ def _harness_error(store: Store, job: Job, case_no: str, repeat: int, exc: Excep
 
 
 def _run_cell(store: Store, job: Job, case_no: str, repeat: int, gate: RequestGate,
-              outcomes: list[Outcome]) -> CellRow:
+              outcomes: list[Attempt]) -> CellRow:
     agent, item = job.agent, job.items[case_no]
     if agent.blocked:
         cell = CellRow(job.run.id, case_no, repeat, item.digest, "blocked", agent.blocked, None,
@@ -175,7 +175,7 @@ def _run_cell(store: Store, job: Job, case_no: str, repeat: int, gate: RequestGa
         store.record_cell(cell, [])
         return cell
     send(agent, item.question.input, gate, outcomes)
-    result = classify(agent, outcomes)
+    result = cell_result(agent, outcomes)
     read = result.read
     model_calls, tokens, estimated, usage_note = result.model_calls, result.tokens, False, ""
     if agent.n8n is not None:  # the registry says: usage comes from n8n's executions

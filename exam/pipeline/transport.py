@@ -113,7 +113,7 @@ def _request(agent: Agent, work_order: Any) -> requests.PreparedRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class Attempt:
     """One attempt as it happened: kind is ok / timeout / connection / http / bad (a body that
     cannot be read: too large, not what its Content-Encoding or charset says)."""
 
@@ -313,7 +313,7 @@ def _timed_out(exc: BaseException) -> bool:
     return isinstance(exc, (TimeoutError, Urllib3Timeout, requests.Timeout))
 
 
-def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
+def post_once(agent: Agent, work_order: Any, n: int) -> Attempt:
     """One attempt, ended at ``agent.timeout_s`` from its start whatever the agent does."""
     started_wall, t0 = time.time(), time.perf_counter()
     session = _session(agent.concurrency)
@@ -338,26 +338,26 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
                 resp = _urlopen(session, request, agent.timeout_s)
             except (requests.RequestException, Urllib3Error, OSError) as exc:
                 if deadline.fired or _timed_out(exc):
-                    return Outcome("timeout", row(error=f"no reply within {agent.timeout_s:g} s"),
+                    return Attempt("timeout", row(error=f"no reply within {agent.timeout_s:g} s"),
                                    None, None)
                 # say where: "connection refused" alone sends people to debug the wrong agent
-                return Outcome("connection", row(error=f"{_describe_error(exc, agent)} ({agent.safe_url})"),
+                return Attempt("connection", row(error=f"{_describe_error(exc, agent)} ({agent.safe_url})"),
                                None, None)
             if deadline.fired:  # http.client reads a header block cut by the deadline as complete
                 resp.close()
-                return Outcome("timeout", row(error=f"no reply within {agent.timeout_s:g} s"),
+                return Attempt("timeout", row(error=f"no reply within {agent.timeout_s:g} s"),
                                None, None)
             status, ctype = resp.status, resp.headers.get("Content-Type")
             retry_after = _retry_after(resp.headers.get("Retry-After"))
 
-            def unreadable(reason: str, body: str | None = None) -> Outcome:
+            def unreadable(reason: str, body: str | None = None) -> Attempt:
                 if not 200 <= status < 300:  # the HTTP status says more than its body
-                    return Outcome("http", row(status, f"HTTP {status} ({reason})", ctype, body),
+                    return Attempt("http", row(status, f"HTTP {status} ({reason})", ctype, body),
                                    body, retry_after)
-                return Outcome("bad", row(status, reason, ctype, body), None, None)
+                return Attempt("bad", row(status, reason, ctype, body), None, None)
 
-            def late() -> Outcome:
-                return Outcome("timeout", row(status, f"reply not complete within "
+            def late() -> Attempt:
+                return Attempt("timeout", row(status, f"reply not complete within "
                                                       f"{agent.timeout_s:g} s", ctype), None, None)
 
             problem = _encoding_problem(resp.headers.get("Content-Encoding"))
@@ -388,7 +388,7 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
             except Exception as exc:  # urllib3 raises several kinds when a body is cut
                 if deadline.fired or "timed out" in str(exc).lower():
                     return late()
-                return Outcome("connection", row(status, _describe_error(exc, agent), ctype), None, None)
+                return Attempt("connection", row(status, _describe_error(exc, agent), ctype), None, None)
             if deadline.fired:  # the body "ended" because the deadline shut the socket
                 return late()
         read_to_the_end = True
@@ -397,9 +397,9 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
         if problem:
             return unreadable(problem, body)
         if not 200 <= status < 300:
-            return Outcome("http", row(status, _http_error_text(status, body), ctype, body), body,
+            return Attempt("http", row(status, _http_error_text(status, body), ctype, body), body,
                            retry_after)
-        return Outcome("ok", row(status, "", ctype, body), body, None)
+        return Attempt("ok", row(status, "", ctype, body), body, None)
     finally:
         # a reply given up mid-way (the deadline, the cap, a broken stream) leaves its connection
         # in no state to reuse: close this thread's pooled connections and start afresh
@@ -408,23 +408,23 @@ def post_once(agent: Agent, work_order: Any, n: int) -> Outcome:
 
 
 def _wait(retry_state: RetryCallState) -> float:
-    last: Outcome = retry_state.outcome.result()
+    last: Attempt = retry_state.outcome.result()
     return backoff_s(retry_state.attempt_number, last.retry_after)
 
 
 def send(agent: Agent, work_order: Any, gate,
-         outcomes: list[Outcome] | None = None) -> list[Outcome]:
+         outcomes: list[Attempt] | None = None) -> list[Attempt]:
     """POST with retries for transport trouble; every attempt is returned, in order (and
     appended to ``outcomes`` as it happens, so a caller still has them if something raises)."""
     outcomes = [] if outcomes is None else outcomes
 
-    def attempt() -> Outcome:
+    def attempt() -> Attempt:
         with gate.slot():
             out = post_once(agent, work_order, len(outcomes) + 1)
         outcomes.append(out)
         return out
 
-    def retried(o: Outcome) -> bool:
+    def retried(o: Attempt) -> bool:
         # an agent that reported its own failure has answered: sending again is not a retry
         return o.transient and not agent_failure(o.body, agent.reply, agent.reply_format)
 
@@ -433,7 +433,7 @@ def send(agent: Agent, work_order: Any, gate,
         return outcomes  # most cells: no retry machinery built for them
     done = [first]  # tenacity takes over from the first attempt, as if it had made it
 
-    def again() -> Outcome:
+    def again() -> Attempt:
         return done.pop() if done else attempt()
 
     # the back-off is slept by the gate: a run told to stop does not wait it out (Stopped)
@@ -474,7 +474,7 @@ def _n8n_started(body: str | None, parse) -> bool:
         return False
 
 
-def classify(agent: Agent, outcomes: list[Outcome]) -> Result:
+def cell_result(agent: Agent, outcomes: list[Attempt]) -> Result:
     """The run status of a cell from its last attempt; usage summed over every attempt."""
     last = outcomes[-1]
     parse = parse_once()  # usage and the reply come from the same body: parsed once

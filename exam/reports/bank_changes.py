@@ -68,7 +68,7 @@ def removed(regraded: Regraded, runs: Sequence[Run], agent: str, old: str, new: 
             tallies[side] = _tally(regraded, by_run, [c for c in rows.get(case_no, [])
                                                       if c.run_id in ids], item)
         severity = item.question.severity
-        q = verdict.Question(case_no, severity, item.category, tallies["new"], tallies["old"],
+        q = verdict.Compared(case_no, severity, item.category, tallies["new"], tallies["old"],
                              verdict.Tally(tallies["old"].passes, tallies["old"].fails),
                              (old,))
         word = None

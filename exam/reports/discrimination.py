@@ -68,7 +68,7 @@ def _failing_evidence(source: Tallied, runs: list[int], case_no: str) -> list[di
     return [{**example[name], "times": n} for name, n in counts.most_common(3)]
 
 
-def classify(rates: list[dict[str, Any]], p: float, q: float, level: float = ALPHA
+def question_class(rates: list[dict[str, Any]], p: float, q: float, level: float = ALPHA
              ) -> tuple[str, bool, str]:
     """(class, low_evidence, note) from per-version pass counts and the test's q-value."""
     graded = [r for r in rates if r["graded"]]
@@ -213,7 +213,7 @@ def build_agent(regraded: Regraded | Tallied, agent: str, k: int = K, seed: int 
         qv = qvalues.get(q["case_no"], 1.0)
         q["q"] = qv
         q["can_differ"] = q["case_no"] in qvalues
-        q["class"], q["low_evidence"], q["note"] = classify(q["pass_rates"], q["p"], qv,
+        q["class"], q["low_evidence"], q["note"] = question_class(q["pass_rates"], q["p"], qv,
                                                             ALPHA / bound)
         q["pairs"], q["latest"] = _pairs(q["pass_rates"], ALPHA / bound)
         if q["latest"] is not None and q["class"] in ("discriminating", "underpowered"):

@@ -39,7 +39,7 @@ class RebalanceError(ExamError):
 
 
 @dataclass(frozen=True, slots=True)
-class Settings:
+class RebalanceRules:
     """The rebalance's rules; every one is printed with the report."""
 
     band: tuple[float, float] = (0.3, 0.8)  # target pass rate on the latest version
@@ -171,7 +171,7 @@ def run_stability(by_q: dict[str, dict[str, list[GradedCell]]], alpha: float
     return out, testable
 
 
-def _role(row: dict[str, Any], settings: Settings, stability_tested: bool
+def _role(row: dict[str, Any], settings: RebalanceRules, stability_tested: bool
           ) -> tuple[str, str]:
     """(role, why) from a question's figures; the order of the rules is the order here."""
     passes, graded = row["passes"], row["graded"]
@@ -210,11 +210,11 @@ def _role(row: dict[str, Any], settings: Settings, stability_tested: bool
                            + ("; its runs agree within chance" if stability_tested else ""))
 
 
-def _evidence_versions(row: dict[str, Any], settings: Settings) -> int:
+def _evidence_versions(row: dict[str, Any], settings: RebalanceRules) -> int:
     return sum(1 for r in row["per_version"] if r["graded"] >= settings.min_repeats)
 
 
-def _plan_category(cat: str, rows: list[dict[str, Any]], settings: Settings) -> dict[str, Any]:
+def _plan_category(cat: str, rows: list[dict[str, Any]], settings: RebalanceRules) -> dict[str, Any]:
     """What to keep, retire, fix and add in one category."""
     roles = defaultdict(list)
     for r in rows:
@@ -246,7 +246,7 @@ def _plan_category(cat: str, rows: list[dict[str, Any]], settings: Settings) -> 
     }
 
 
-def _advice(plans: list[dict[str, Any]], rows: list[dict[str, Any]], settings: Settings
+def _advice(plans: list[dict[str, Any]], rows: list[dict[str, Any]], settings: RebalanceRules
             ) -> list[dict[str, Any]]:
     by_case = {r["case_no"]: r for r in rows}
     advice = []
@@ -290,7 +290,7 @@ def _advice(plans: list[dict[str, Any]], rows: list[dict[str, Any]], settings: S
     return advice
 
 
-def _item_rest_note(n_runs: int, settings: Settings) -> dict[str, Any]:
+def _item_rest_note(n_runs: int, settings: RebalanceRules) -> dict[str, Any]:
     if n_runs >= settings.min_runs_item_rest:
         lo, hi = _fisher_ci(0.0, n_runs)
         return {"shown": True, "runs": n_runs, "min_runs": settings.min_runs_item_rest,
@@ -307,7 +307,7 @@ def _item_rest_note(n_runs: int, settings: Settings) -> dict[str, Any]:
 
 
 def build_agent(regraded: Regraded, agent: str, disc: dict[str, Any],
-                settings: Settings) -> dict[str, Any]:
+                settings: RebalanceRules) -> dict[str, Any]:
     versions = discrimination.version_order(regraded, agent)
     latest = versions[-1] if versions else None
     cells = [c for c in regraded.cells if c.agent == agent]
@@ -435,11 +435,11 @@ def diff(previous: dict[str, Any] | None, agent_report: dict[str, Any]) -> dict[
                         f"{summary['separating']['after']}"}
 
 
-def build(regraded: Regraded, since: str | None = None, settings: Settings | None = None,
+def build(regraded: Regraded, since: str | None = None, settings: RebalanceRules | None = None,
           store: Any = None, excluded: Sequence[int] = ()) -> dict[str, Any]:
     """The rebalance report; with ``store``, each agent also shows the change since its last
     saved snapshot. ``excluded``: ids of the runs ``counted_runs`` left out, to name them."""
-    settings = settings or Settings()
+    settings = settings or RebalanceRules()
     settings.check()
     disc = discrimination.build(regraded)
     agents = []

@@ -207,7 +207,7 @@ def _words(decision: Mapping[str, Any]) -> dict[str, str]:
 
 
 def apply(decision: dict[str, Any], entries: list[dict[str, Any]],
-          questions: Sequence[verdict.Question], by: Mapping[str, Mapping[str, list[GradedCell]]],
+          questions: Sequence[verdict.Compared], by: Mapping[str, Mapping[str, list[GradedCell]]],
           settings: verdict.Settings, old: str, new: str, regraded: Regraded | None = None,
           agent: str = "") -> None:
     """Name the drift in ``decision``; a ship (or undecided) that rests on a changed rubric
@@ -254,7 +254,7 @@ def apply(decision: dict[str, Any], entries: list[dict[str, Any]],
             old_t = verdict.Tally(o.passes, o.fails, q.old.needs_human, q.old.not_graded,
                                   q.old.trouble)
             base = verdict.Tally(o.passes, o.fails)
-        alt.append(verdict.Question(q.case_no, severity or q.severity, q.category, new_t,
+        alt.append(verdict.Compared(q.case_no, severity or q.severity, q.category, new_t,
                                     old_t, base, q.baseline_versions
                                     if not budget and item is None else (old,), q.old_skipped))
     rested = []

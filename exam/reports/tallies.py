@@ -30,7 +30,7 @@ Failing = tuple[tuple[str, int, dict], ...]  # (check, times failed, the first a
 
 
 @dataclass(frozen=True, slots=True)
-class Tally:
+class CellCount:
     """One run's cells of one question."""
 
     cells: int
@@ -49,8 +49,8 @@ class Tallied:
     runs: list[Run]
     banks: dict[str, Bank]
     missing_banks: list[dict]
-    # run id → case → Tally, runs in the order their cells come (run id), cases in run order
-    tallies: dict[int, dict[str, Tally]]
+    # run id → case → CellCount, runs in the order their cells come (run id), cases in run order
+    tallies: dict[int, dict[str, CellCount]]
     items: dict[str, dict[str, Item]]  # bank path → case → today's question
     cells: dict[tuple[int, str], list[GradedCell]] = field(default_factory=dict)  # re-graded
 
@@ -76,7 +76,7 @@ def failing_of(cells: Iterable[GradedCell]) -> Failing:
     return tuple((name, n, first[name]) for name, n in times.items())
 
 
-def tally(cells: Iterable[GradedCell]) -> dict[int, dict[str, Tally]]:
+def tally(cells: Iterable[GradedCell]) -> dict[int, dict[str, CellCount]]:
     """Counts of graded cells by run and question, in the order the cells come."""
     raw: dict[int, dict[str, list]] = {}
     for c in cells:
@@ -88,7 +88,7 @@ def tally(cells: Iterable[GradedCell]) -> dict[int, dict[str, Tally]]:
             t[1] += 1
             t[2] += c.verdict == "pass"
         t[3] = t[3] or c.changed
-    return {i: {case: Tally(*t) for case, t in by_case.items()} for i, by_case in raw.items()}
+    return {i: {case: CellCount(*t) for case, t in by_case.items()} for i, by_case in raw.items()}
 
 
 def from_regraded(regraded: Regraded) -> Tallied:
@@ -124,13 +124,13 @@ def tallied(store: Store, runs: Sequence[Run], *, parallel: bool = False) -> Tal
     full = regrading.regrade(store, reviewed, parallel=parallel) if reviewed else None
     fresh = tally(full.cells) if full else {}
     reviewed_ids = {r.id for r in reviewed}
-    tallies: dict[int, dict[str, Tally]] = {}
+    tallies: dict[int, dict[str, CellCount]] = {}
     for i in sorted(by_id):  # cells come in run order, as regrade's do
         if i in reviewed_ids:
             if i in fresh:
                 tallies[i] = fresh[i]
         elif heads[i].questions:
-            tallies[i] = {case: Tally(*q[:4], tuple(map(tuple, q[6])))
+            tallies[i] = {case: CellCount(*q[:4], tuple(map(tuple, q[6])))
                           for case, q in heads[i].questions.items()}
     cells: dict[tuple[int, str], list[GradedCell]] = {}
     for c in full.cells if full else ():

@@ -172,7 +172,7 @@ class Tally:
 
 
 @dataclass(frozen=True, slots=True)
-class Question:
+class Compared:
     case_no: str
     severity: str
     category: str
@@ -248,7 +248,7 @@ def caught(b: Tally, passes: int, n: int, rule: Rule) -> bool:
             or drop_upper(b, Tally(passes, n - passes)) >= rule.min_effect - 1e-12)
 
 
-def could_miss(questions: Sequence[Question], settings: Settings) -> dict[str, Any] | None:
+def could_miss(questions: Sequence[Compared], settings: Settings) -> dict[str, Any] | None:
     """The largest fall on one question these repeats would let through: for each question
     that could get worse, the highest true pass rate of NEW that its repeats still catch (keep
     from a ship) with ``settings.power``, its baseline held as observed; the question where
@@ -311,7 +311,7 @@ def _reasons(t: Tally) -> str:
     return ", ".join(parts)
 
 
-def decide(questions: Sequence[Question], settings: Settings = Settings(),
+def decide(questions: Sequence[Compared], settings: Settings = Settings(),
            levels: Mapping[str, float] | None = None, figures: bool = True,
            unfinished: Sequence[Mapping[str, Any]] = (),
            labels: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -441,7 +441,7 @@ def _brief(r: dict[str, Any]) -> dict[str, Any]:
             "baseline_versions": r["baseline"]["versions"]}
 
 
-def _added(q: Question) -> dict[str, Any]:
+def _added(q: Compared) -> dict[str, Any]:
     """A hold or undecided entry for a question added since OLD ran that NEW fails."""
     return {"case_no": q.case_no, "severity": q.severity, "p": None, "q": None,
             "effect": None, "repeats_needed": None, "more_repeats": None,
@@ -460,7 +460,7 @@ def _added_text(h: Mapping[str, Any], labels: Mapping[str, str]) -> str:
             + f", no baseline{ask})")
 
 
-def _coverage(questions: Sequence[Question], settings: Settings) -> dict[str, Any]:
+def _coverage(questions: Sequence[Compared], settings: Settings) -> dict[str, Any]:
     named, versions = [], []
     # a question neither version's replies could be graded on (one with nothing to grade)
     # says nothing either way; any other question's not_graded cells are missing answers
@@ -507,7 +507,7 @@ def _coverage(questions: Sequence[Question], settings: Settings) -> dict[str, An
     return {"versions": versions, "questions": named}
 
 
-def _no_baseline(q: Question) -> bool:
+def _no_baseline(q: Compared) -> bool:
     """Asked in the old version, no answered cell there, and failed in the new one."""
     return bool(q.old.planned and not q.baseline.answered and q.new.fails)
 
@@ -655,7 +655,7 @@ def combine(words: Iterable[str]) -> str:
 
 def questions_from(cells_by_version: Mapping[str, Mapping[str, list[Any]]],
                    planned: Mapping[str, Mapping[str, int]], meta: Mapping[str, tuple[str, str]],
-                   old: str, new: str, skipped: Iterable[str] = ()) -> list[Question]:
+                   old: str, new: str, skipped: Iterable[str] = ()) -> list[Compared]:
     """Questions from graded cells: case_no → version → cells, planned cells likewise.
     ``skipped``: questions in the old version's bank that its runs did not ask."""
     skipped = set(skipped)
@@ -672,7 +672,7 @@ def questions_from(cells_by_version: Mapping[str, Mapping[str, list[Any]]],
             new_t = Tally(trouble={"not_asked": old_t.planned})
         base, used = baseline_for([(old, old_t)], old)
         severity, category = meta[case_no]
-        out.append(Question(case_no, severity, category, new_t, old_t, base, used,
+        out.append(Compared(case_no, severity, category, new_t, old_t, base, used,
                             old_skipped=case_no in skipped and not old_t.planned))
     return out
 

@@ -24,7 +24,7 @@ def simulate(seed, *, drop=True, both=True, questions=5, old_n=3, new_n=3, budge
              for i in range(questions)}
 
     def compare_at(levels):
-        qs = [V.Question(c, "major", "c", n, o, o, ("v1",)) for c, (o, n) in state.items()]
+        qs = [V.Compared(c, "major", "c", n, o, o, ("v1",)) for c, (o, n) in state.items()]
         return {"decision": V.decide(qs, V.Settings(), levels or None)}
 
     def run_more(cases, k):
@@ -67,7 +67,7 @@ def test_without_old_the_power_its_repeats_allow_is_stated_and_true():
     from exam.decide.settle import Design, old_power, power_line
 
     b = V.Tally(3, 0)
-    qs = [V.Question(f"Q{i}", "major", "c", V.Tally(2, 1), b, b, ("v1",)) for i in range(5)]
+    qs = [V.Compared(f"Q{i}", "major", "c", V.Tally(2, 1), b, b, ("v1",)) for i in range(5)]
     report = {"decision": V.decide(qs)}
     figures = old_power(report, Design(5), [f"Q{i}" for i in range(5)], V.Settings(), 40)
     rate = figures[0]["detectable_rate"]

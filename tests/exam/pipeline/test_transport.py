@@ -15,8 +15,8 @@ from exam.pipeline.runner import create_run, execute, job_for
 from exam.pipeline.transport import (
     DEADLINE_SLACK_S,
     MAX_BODY_BYTES,
-    Outcome,
-    classify,
+    Attempt,
+    cell_result,
     decode_text,
     post_once,
 )
@@ -208,7 +208,7 @@ def test_no_body_makes_the_reply_parser_raise(tmp_path_factory, body, fmt):
     agent = agent_for("http://127.0.0.1:9/", tmp_path_factory.getbasetemp() / "T.json",
                       reply_format=fmt)
     row = AttemptRow(1, 0.0, 200, 1.0, "", "application/json", body, len(body), False)
-    result = classify(agent, [Outcome("ok", row, body, None)])
+    result = cell_result(agent, [Attempt("ok", row, body, None)])
     assert result.run_status in ("ok", "bad_reply", "truncated", "agent_error")
     assert "\n" not in result.error
     for figure in (result.model_calls, result.tokens):

@@ -37,7 +37,7 @@ def setup(history, repeats=4):
 
 def report_of(history, **settings):
     return rebalance.build(regrade(history.store, select_runs(history.store)),
-                           settings=rebalance.Settings(**settings), store=history.store)
+                           settings=rebalance.RebalanceRules(**settings), store=history.store)
 
 
 def agent_of(history, **settings):

@@ -40,7 +40,7 @@ def reports(history):
             "compare": compare.build(regraded, "A", "v1", "v2"),
             "discrimination": discrimination.build(regraded, "A"),
             "rebalance": rebalance.build(regraded, None,
-                                         rebalance.Settings(min_versions=2, min_repeats=3))}
+                                         rebalance.RebalanceRules(min_versions=2, min_repeats=3))}
 
 
 def errands_text(report, colour=False):

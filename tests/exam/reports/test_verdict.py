@@ -24,7 +24,7 @@ def q(case_no, old, new, severity="major", trouble=None):
     """old/new: (passes, answered)."""
     b = V.Tally(old[0], old[1] - old[0])
     n = V.Tally(new[0], new[1] - new[0], trouble=trouble or {})
-    return V.Question(case_no, severity, "c", n, b, b, ("v1",))
+    return V.Compared(case_no, severity, "c", n, b, b, ("v1",))
 
 
 def test_strong_evidence_holds():
@@ -60,7 +60,7 @@ def test_half_answered_is_incomplete_and_names_the_questions():
 
 def test_needs_human_is_pending_with_the_count():
     b = V.Tally(3, 0)
-    qs = [V.Question("Q-01", "critical", "c", V.Tally(0, 0, needs_human=3), b, b, ("v1",))]
+    qs = [V.Compared("Q-01", "critical", "c", V.Tally(0, 0, needs_human=3), b, b, ("v1",))]
     d = V.decide(qs)
     assert d["word"] == "pending" and d["pending"]["needs_human"] == 3
     assert "exam review" in V.summary_line(d)
@@ -143,7 +143,7 @@ def _simulate_settle(seed, settings=None, *, questions=5, old_n=40, new_n=5, dro
     state = {f"Q{i}": (draw(0.9, old_n), draw(rates_new[i], new_n)) for i in range(questions)}
 
     def compare_at(levels):
-        qs = [V.Question(c, "major", "c", n, o, o, ("v1",)) for c, (o, n) in state.items()]
+        qs = [V.Compared(c, "major", "c", n, o, o, ("v1",)) for c, (o, n) in state.items()]
         return {"decision": V.decide(qs, settings, levels or None)}
 
     def run_more(cases, k):
@@ -180,8 +180,8 @@ def test_a_question_nothing_could_grade_in_new_is_incomplete():
     # the old version reported a status the question checks; the new one stopped reporting
     # it: every reply arrived, none could be graded, nothing shows it is not worse
     b = V.Tally(3, 0)
-    qs = [V.Question("Q-01", "critical", "c", V.Tally(not_graded=3), b, b, ("v1",)),
-          V.Question("Q-02", "major", "c", V.Tally(3, 0), b, b, ("v1",))]
+    qs = [V.Compared("Q-01", "critical", "c", V.Tally(not_graded=3), b, b, ("v1",)),
+          V.Compared("Q-02", "major", "c", V.Tally(3, 0), b, b, ("v1",))]
     d = V.decide(qs)
     assert d["word"] == "incomplete" and d["exit_code"] == 3
     assert d["incomplete"]["questions"] == [
@@ -192,8 +192,8 @@ def test_a_question_nothing_could_grade_in_new_is_incomplete():
 def test_a_question_never_graded_on_either_side_does_not_block():
     # nothing graded before the change either (an ignore-only question): no change to decide
     nothing = V.Tally(not_graded=3)
-    d = V.decide([V.Question("Q-01", "major", "c", nothing, nothing, V.Tally(), ("v1",)),
-                  V.Question("Q-02", "major", "c", V.Tally(3, 0), V.Tally(3, 0), V.Tally(3, 0),
+    d = V.decide([V.Compared("Q-01", "major", "c", nothing, nothing, V.Tally(), ("v1",)),
+                  V.Compared("Q-02", "major", "c", V.Tally(3, 0), V.Tally(3, 0), V.Tally(3, 0),
                              ("v1",))])
     assert d["word"] == "ship"
 
@@ -202,13 +202,13 @@ def test_old_needs_human_as_the_whole_baseline_of_a_failing_question_is_pending(
     # nobody decided the old version's replies, the new one fails every repeat: a reviewer's
     # pass on the old ones makes it 3/3 → 0/3, so the review decides it, not "same"
     old = V.Tally(needs_human=3)
-    qs = [V.Question("Q-01", "critical", "c", V.Tally(0, 3), old, V.Tally(), ("v1",))]
+    qs = [V.Compared("Q-01", "critical", "c", V.Tally(0, 3), old, V.Tally(), ("v1",))]
     d = V.decide(qs)
     assert d["word"] == "pending" and d["exit_code"] == 5
     assert d["pending"]["questions"] == ["Q-01"] and d["pending"]["old_needs_human"] == 3
     assert "of the old version's" in V.summary_line(d)
     # the new version passing it cannot be a drop, whatever the review says
-    qs = [V.Question("Q-01", "critical", "c", V.Tally(3, 0), old, V.Tally(), ("v1",))]
+    qs = [V.Compared("Q-01", "critical", "c", V.Tally(3, 0), old, V.Tally(), ("v1",))]
     assert V.decide(qs)["word"] == "ship"
 
 
@@ -217,13 +217,13 @@ def test_a_failing_question_the_old_version_never_answered_is_incomplete(old):
     # 20 questions: one timed out in every old repeat is above the coverage floor, and the
     # new version fails it: unknown, not "same"
     ok = V.Tally(3, 0)
-    qs = [V.Question(f"Q-{i:02d}", "major", "c", ok, ok, ok, ("v1",)) for i in range(2, 21)]
-    qs.append(V.Question("Q-01", "critical", "c", V.Tally(0, 3), old, V.Tally(), ("v1",)))
+    qs = [V.Compared(f"Q-{i:02d}", "major", "c", ok, ok, ok, ("v1",)) for i in range(2, 21)]
+    qs.append(V.Compared("Q-01", "critical", "c", V.Tally(0, 3), old, V.Tally(), ("v1",)))
     d = V.decide(qs)
     assert d["word"] == "incomplete"
     assert [(x["case_no"], x["side"]) for x in d["incomplete"]["questions"]] == [("Q-01", "old")]
     # passing it in the new version cannot be a drop: no wait
-    qs[-1] = V.Question("Q-01", "critical", "c", ok, old, V.Tally(), ("v1",))
+    qs[-1] = V.Compared("Q-01", "critical", "c", ok, old, V.Tally(), ("v1",))
     assert V.decide(qs)["word"] == "ship"
 
 
@@ -231,18 +231,18 @@ def test_a_critical_question_that_lost_cells_is_not_averaged_away_by_the_floor()
     # 20 questions × 3: two lost cells are above the 95% floor; on a critical question they
     # left 1/1, which is no evidence: incomplete, naming it
     ok = V.Tally(3, 0)
-    qs = [V.Question(f"Q-{i:02d}", "major", "c", ok, ok, ok, ("v1",)) for i in range(2, 21)]
+    qs = [V.Compared(f"Q-{i:02d}", "major", "c", ok, ok, ok, ("v1",)) for i in range(2, 21)]
     lost = V.Tally(1, 0, trouble={"timeout": 2})
-    d = V.decide([*qs, V.Question("Q-01", "critical", "c", lost, ok, ok, ("v1",))])
+    d = V.decide([*qs, V.Compared("Q-01", "critical", "c", lost, ok, ok, ("v1",))])
     assert d["word"] == "incomplete" and not d["incomplete"]["versions"]
     assert d["incomplete"]["questions"][0]["case_no"] == "Q-01"
     assert "Q-01 (2 timeout)" in V.summary_line(d)
     # a major question losing the same is left to the floor; a critical one that kept most
     # of its cells (one timeout of three) is decided on them
-    assert V.decide([*qs, V.Question("Q-01", "major", "c", lost, ok, ok, ("v1",))])["word"] \
+    assert V.decide([*qs, V.Compared("Q-01", "major", "c", lost, ok, ok, ("v1",))])["word"] \
         == "ship"
     kept = V.Tally(2, 0, trouble={"timeout": 1})
-    assert V.decide([*qs, V.Question("Q-01", "critical", "c", kept, ok, ok, ("v1",))])["word"] \
+    assert V.decide([*qs, V.Compared("Q-01", "critical", "c", kept, ok, ok, ("v1",))])["word"] \
         == "ship"
 
 
@@ -499,7 +499,7 @@ def test_more_evidence_never_weakens_a_hold_randomised():
 
 
 def replace_case(question, case_no):
-    return V.Question(case_no, question.severity, question.category, question.new, question.old,
+    return V.Compared(case_no, question.severity, question.category, question.new, question.old,
                       question.baseline, question.baseline_versions)
 
 

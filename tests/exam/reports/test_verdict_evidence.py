@@ -56,7 +56,7 @@ def q(case_no, old, new, severity="major", **new_extra):
     """old/new: (passes, answered); ``new_extra``: more Tally fields of NEW."""
     b = V.Tally(old[0], old[1] - old[0])
     n = V.Tally(new[0], new[1] - new[0], **new_extra)
-    return V.Question(case_no, severity, "c", n, b, b, ("v1",))
+    return V.Compared(case_no, severity, "c", n, b, b, ("v1",))
 
 
 @pytest.mark.parametrize("kind", ["not_graded", "bad_reply", "harness_error"])
@@ -82,7 +82,7 @@ def test_cells_that_could_not_be_graded_are_not_coverage(kind):
 
 def added(case_no, new, severity="major"):
     """A question added to the bank after OLD ran: OLD never had it."""
-    return V.Question(case_no, severity, "c", V.Tally(new[0], new[1] - new[0]), V.Tally(),
+    return V.Compared(case_no, severity, "c", V.Tally(new[0], new[1] - new[0]), V.Tally(),
                       V.Tally(), ("v1",))
 
 
