@@ -15,10 +15,10 @@ import pytest
 from sqlalchemy import event
 from sqlalchemy.pool import Pool
 
-from exam import store as store_mod
 from exam.app import create_app
 from exam.errors import StoreError
 from exam.store import Store
+from exam.store import base as store_mod
 from exam.web import context
 from tests.backends import marked_newer
 from tests.exam.helpers import write_bank
