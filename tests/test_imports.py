@@ -84,24 +84,6 @@ def packages_of(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> set[
     return {module_name(p, root) for pkg in packages for p in (root / pkg).rglob("__init__.py")}
 
 
-# The store's split (exam/store.py → exam/store/, the legacy DDL into exam/db/, exam/db/copy.py
-# into exam/store/) removes these two imports from exam/db/ up into the store, and the one
-# top-level module of exam/ that is not a leaf. Until it lands they are the one package cycle
-# left (db ↔ store); the test below fails once either is gone, so this cannot outlive them.
-AWAITING_STORE_SPLIT = {
-    ("exam.db.copy", "exam.store"),
-    ("exam.db.migrations.versions.0007_baseline", "exam.store"),
-}
-STORE_MODULE = ROOT / "exam" / "store.py"
-
-
-def test_the_store_split_still_needs_its_exception():
-    graph = the_graph()
-    gone = sorted(f"{a} → {b}" for a, b in AWAITING_STORE_SPLIT if b not in graph.get(a, ()))
-    assert not gone, "no longer imported, delete from AWAITING_STORE_SPLIT: " + ", ".join(gone)
-    assert STORE_MODULE.is_file(), "exam/store/ is a package: delete AWAITING_STORE_SPLIT"
-
-
 def find_cycle(graph: Mapping[str, set[str]]) -> list[str]:
     """One cycle as [a, b, ..., a], or [] when the graph is acyclic (depth-first search)."""
     state: dict[str, int] = {}  # 1: on the current path, 2: done
@@ -198,9 +180,7 @@ def test_a_package_cycle_through_different_modules_is_found(tmp_path):
 
 @pytest.mark.parametrize("package", sorted(packages_of() | {""}), ids=lambda p: p or "(root)")
 def test_no_package_cycles(package):
-    graph = {m: {t for t in ts if (m, t) not in AWAITING_STORE_SPLIT}
-             for m, ts in the_graph().items()}
-    graphs = package_graphs(graph, packages_of())
+    graphs = package_graphs(the_graph(), packages_of())
     cycle = find_cycle(graphs[package])
     assert not cycle, f"package cycle inside {package or 'the root'}: " + " → ".join(cycle)
 
@@ -215,6 +195,5 @@ def test_the_top_level_of_exam_holds_only_leaves():
     graph = the_graph()
     top = {m for m in graph if m.count(".") == 1 and not (ROOT / m.replace(".", "/")).is_dir()}
     allowed = top | {m for m in graph if m == "graders" or m.startswith("graders.")}
-    exempt = ENTRY_POINTS | ({"exam.store"} if STORE_MODULE.is_file() else set())
-    climbs = sorted(f"{m} → {t}" for m in top - exempt for t in graph[m] if t not in allowed)
+    climbs = sorted(f"{m} → {t}" for m in top - ENTRY_POINTS for t in graph[m] if t not in allowed)
     assert not climbs, "a top-level module of exam/ that is not a leaf: " + ", ".join(climbs)

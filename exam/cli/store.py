@@ -51,7 +51,7 @@ def store_copy(src, dst, replace, while_running) -> None:
     copy of SRC, a run in SRC still running without --while-running, unreadable, a
     difference).
     """
-    from exam.db.copy import copy_store
+    from exam.store.copy import copy_store
 
     def running(runs) -> None:
         for r in runs:

@@ -1,5 +1,6 @@
 """The store's database layer: one schema on SQLite or PostgreSQL (SQLAlchemy Core), migrated
-by Alembic (``exam/db/migrations``), and ``exam store copy`` between the two.
+by Alembic (``exam/db/migrations``; SQLite's schemas 1..7 in ``legacy.py``).
 
-``exam.store.Store`` is the only caller; nothing else in the app speaks SQL.
+``exam.store`` is the only caller (``exam store copy`` is ``exam/store/copy.py``); nothing else
+in the app speaks SQL.
 """

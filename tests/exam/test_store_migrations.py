@@ -13,9 +13,10 @@ import sqlite3
 import pytest
 
 from exam.bank import load_bank
+from exam.db.legacy import MIGRATIONS
 from exam.db.schema import SCHEMA_VERSION
 from exam.reports.regrade import regrade
-from exam.store import MIGRATIONS, Store
+from exam.store import Store
 from tests.exam.helpers import write_bank
 
 NOW = 1764400000.0

@@ -7,7 +7,8 @@ import sqlite3
 from click.testing import CliRunner
 
 from exam.cli.main import main
-from exam.store import MIGRATIONS, Store
+from exam.db.legacy import MIGRATIONS
+from exam.store import Store
 
 
 def test_an_old_store_is_brought_up_to_date(tmp_path):

@@ -14,12 +14,13 @@ import pytest
 from click.testing import CliRunner
 
 from exam.cli.main import main
+from exam.db.legacy import MIGRATIONS
 from exam.db.schema import SCHEMA_VERSION
 from exam.reports import rebalance
 from exam.reports.formats import render
 from exam.reports.regrade import GradedCell, regrade
 from exam.reports.selection import select_runs
-from exam.store import MIGRATIONS, Run, Store
+from exam.store import Run, Store
 
 CASES = [("G-01", "guards", "major"), ("G-02", "guards", "major"), ("G-03", "guards", "major"),
          ("G-04", "guards", "major"), ("B-01", "boundary", "major"), ("B-02", "boundary", "major"),

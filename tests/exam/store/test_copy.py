@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from exam.cli.main import main
-from exam.db.copy import copy_store
 from exam.db.schema import TABLES
 from exam.errors import StoreError
 from exam.store import Store
+from exam.store.copy import copy_store
 from tests.exam.store.conftest import empty_postgres
 from tests.exam.store.test_backends import attempt, cell, new_run
 
@@ -111,7 +111,7 @@ def test_a_copy_stopped_after_it_committed_is_verified_when_run_again(tmp_path, 
     """Killed between the commit and the check: DST holds the copy, unverified. Run again,
     the copy compares it (the same counts and digests) and says so, instead of refusing a
     DST that is not empty."""
-    from exam.db import copy as copy_mod
+    from exam.store import copy as copy_mod
 
     src = filled(tmp_path / "src.db")
     url = empty_postgres(postgres_url)
@@ -166,7 +166,7 @@ def test_a_source_that_cannot_be_written_is_read_from_a_snapshot(tmp_path, monke
     without opening it as a store, which would need to write beside it."""
     import os
 
-    from exam.db import copy as copy_mod
+    from exam.store import copy as copy_mod
 
     src = filled(tmp_path / "backup.db")
     real = os.access
@@ -235,7 +235,7 @@ def test_a_run_still_running_in_the_source_is_refused_unless_asked(tmp_path, pos
 SLOW_COPY = """
 import sys, time
 from pathlib import Path
-from exam.db import copy as copy_mod
+from exam.store import copy as copy_mod
 
 def slow(*args, **kwargs):  # the snapshot made: the copy is under way
     Path(sys.argv[3]).write_text("copying")

@@ -10,13 +10,13 @@ from click.testing import CliRunner
 
 from exam import review
 from exam.cli.main import main
-from exam.db import copy as copy_mod
-from exam.db.copy import copy_store
 from exam.errors import StoreError
 from exam.reports import compare, scorecard
 from exam.reports.regrade import regrade
 from exam.reports.selection import select_runs
 from exam.store import Store
+from exam.store import copy as copy_mod
+from exam.store.copy import copy_store
 from tests.exam.conftest import History
 from tests.exam.store.conftest import empty_postgres
 

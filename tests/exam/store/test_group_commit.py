@@ -120,10 +120,10 @@ def test_a_lost_lease_refuses_only_its_own_runs_cells_in_a_shared_transaction(
 def test_a_caller_interrupted_while_it_waits_leaves_no_cell_without_a_writer(store, monkeypatch):
     """Ctrl-C in a caller waiting for its cell: taken out while still waiting; handed the
     writing meanwhile, it writes the cells queued behind it before it goes."""
-    import exam.store
+    import exam.store.commit
 
     run_id = new_run(store)
-    real = exam.store._PendingCell
+    real = exam.store.commit._PendingCell
 
     class Interrupted(real):
         """Its wait ends in KeyboardInterrupt, once it has been handed the writing."""
@@ -156,7 +156,7 @@ def test_a_caller_interrupted_while_it_waits_leaves_no_cell_without_a_writer(sto
     out = {}
 
     def record(case, kind=real):
-        monkeypatch.setattr(exam.store, "_PendingCell", kind)
+        monkeypatch.setattr(exam.store.commit, "_PendingCell", kind)
         try:
             out[case] = store.record_cell(cell(run_id, case), [attempt(1)])
         except BaseException as exc:

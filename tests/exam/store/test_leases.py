@@ -12,11 +12,11 @@ import time
 import pytest
 from sqlalchemy import update
 
-from exam import store as store_module
 from exam.db.schema import runs
 from exam.errors import LeaseLost, RunBusy
 from exam.pipeline.runner import missing_cells
 from exam.store import Store, held_elsewhere, host_id
+from exam.store import leases as store_leases
 from tests.exam.store.test_backends import at_once, attempt, cell, new_run
 
 
@@ -224,7 +224,7 @@ def test_two_resumes_of_one_run_at_once_only_one_takes_it(store_target, store, m
     run_id = new_run(store)
     store.hold_run(run_id, 0.0)  # its process is gone: the lease ran out
     # four `exam resume` processes: each thread its own owner id
-    monkeypatch.setattr(store_module, "owner_id",
+    monkeypatch.setattr(store_leases, "owner_id",
                         lambda: f"host-{threading.current_thread().name}:1")
     takers = [Store(store_target) for _ in range(4)]
     try:

@@ -369,6 +369,6 @@ def test_a_worker_pointed_at_a_database_that_does_not_exist_stops_at_once(postgr
 def test_which_failures_to_open_are_waited_for(said, away):
     from sqlalchemy.exc import OperationalError
 
-    from exam.store import _away_at_open
+    from exam.store import away_at_open
 
-    assert _away_at_open(OperationalError("connect", {}, psycopg.OperationalError(said))) is away
+    assert away_at_open(OperationalError("connect", {}, psycopg.OperationalError(said))) is away

@@ -15,8 +15,9 @@ from alembic.migration import MigrationContext
 from sqlalchemy.dialects.sqlite import dialect as sqlite_dialect
 
 from exam.db import engine as db_engine
+from exam.db.legacy import MIGRATIONS
 from exam.db.schema import metadata
-from exam.store import MIGRATIONS, Store
+from exam.store import Store
 
 
 def affinity(type_) -> str:

@@ -15,9 +15,9 @@ import pytest
 from sqlalchemy import event
 from sqlalchemy.pool import Pool
 
-from exam import store as store_mod
 from exam.errors import StoreError
 from exam.store import Store
+from exam.store import base as store_mod
 from exam.web import context
 from exam.web.app import create_app
 from tests.backends import marked_newer

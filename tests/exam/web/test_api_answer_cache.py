@@ -263,7 +263,7 @@ def test_the_decisions_mark_changes_when_the_latest_is_replaced_at_the_same_time
     """Two hosts whose clocks read the same (a clock that stands still here): the latest
     decision replaced by another keeps the count, the id (SQLite) and every time, and its
     answer (a pass become a fail, another reason) must still change the mark."""
-    import exam.store as store_mod
+    import exam.store.review as store_mod
     from exam.store import Store
 
     monkeypatch.setattr(store_mod.time, "time", lambda: 1_700_000_000.25)

@@ -1,6 +1,6 @@
 """Schema 7, the baseline: what agent-exam's hand-written migrations had reached.
 
-On SQLite it runs those migrations (``exam.store.MIGRATIONS``) from the store's
+On SQLite it runs those migrations (``exam.db.legacy.MIGRATIONS``) from the store's
 ``user_version``, so a store written by any earlier agent-exam (schema 1..7) arrives here
 unchanged, byte for byte the tables it always had. On PostgreSQL (which never had a store
 before schema 7) it creates the same tables with PostgreSQL's types: DOUBLE PRECISION for
@@ -11,6 +11,8 @@ identity on cells where SQLite has its implicit rowid.
 from __future__ import annotations
 
 from alembic import op
+
+from exam.db.legacy import MIGRATIONS
 
 revision = "7"
 down_revision = None
@@ -156,8 +158,6 @@ CREATE TABLE grade_cache (
 def upgrade() -> None:
     bind = op.get_bind()
     if bind.dialect.name == "sqlite":
-        from exam.store import MIGRATIONS
-
         current = bind.exec_driver_sql("PRAGMA user_version").scalar_one()
         for version, script in enumerate(MIGRATIONS[current:7], start=current + 1):
             for statement in script.split(";"):
