@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 PLACEHOLDER = "TODO"  # what `exam init` writes where only a person can fill in
@@ -76,16 +74,3 @@ class RunBusy(ExamError):
     def __init__(self, message: str, run_id: int | None = None):
         super().__init__(message)
         self.run_id = run_id
-
-
-def unknown_keys(obj: Mapping[str, object], known: Iterable[str]) -> list[tuple[str, str]]:
-    """(key, message) for every key not in ``known``, with a did-you-mean when one is close."""
-    known = tuple(known)
-    out = []
-    for key in obj:
-        if key not in known:
-            near = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6) or [
-                k for k in known if k.startswith(str(key)) or str(key).startswith(k)][:1]
-            hint = f" (did you mean {near[0]!r}?)" if near else f" (known keys: {', '.join(known)})"
-            out.append((key, f"unknown key {key!r}{hint}"))
-    return out

@@ -49,6 +49,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
+from exam.channels import BUILT_IN as CHANNELS
+
 REDACTED = "[redacted]"
 MIN_SECRET_CHARS = 8
 
@@ -352,10 +354,10 @@ def url_secrets(url: str) -> list[str]:
     return [v for v in out if v]
 
 
-# the service's own secrets, read from the environment: an agent can know one (an n8n instance
-# holds the team's LINE channel token, or the after-change workflow's EXAM_API_TOKEN) and echo it
-SERVICE_SECRETS = ("EXAM_API_TOKEN", "EXAM_VIEWER_TOKEN", "EXAM_SECRET_KEY", "EXAM_WEBHOOK_AUTH",
-                   "LINE_CHANNEL_ACCESS_TOKEN", "LINE_CHANNEL_SECRET", "PGPASSWORD")
+# the service's own secrets, read from the environment: an agent can know one (the
+# after-change workflow's EXAM_API_TOKEN) and echo it; each notification channel declares its
+# own (exam/channels.py: an n8n instance holds the team's LINE channel token)
+SERVICE_SECRETS = ("EXAM_API_TOKEN", "EXAM_VIEWER_TOKEN", "EXAM_SECRET_KEY", "PGPASSWORD")
 
 # the query keys of a store URL whose values are settings, shown as they are; any other value
 # (``password=``, ``sslpassword=``, a key not known here) is taken for a credential: masked in
@@ -388,13 +390,16 @@ def store_secrets(target: str) -> list[str]:
 
 def service_secrets(env: Mapping[str, str]) -> list[str]:
     """The values of ``SERVICE_SECRETS`` in ``env`` (``PGPASSWORD``, the store's password as
-    libpq reads it, among them), the credentials in ``EXAM_WEBHOOK_URL``, and those in
-    ``EXAM_DB`` (``store_secrets``): never shown, whichever agent hands one back."""
+    libpq reads it, among them), the secrets each notification channel declares
+    (``exam.channels``: its tokens, the credentials in its URL), and those in ``EXAM_DB``
+    (``store_secrets``): never shown, whichever agent hands one back."""
+    names = [*SERVICE_SECRETS, *(name for c in CHANNELS.values() for name in c.secrets)]
     out = []
-    for name in SERVICE_SECRETS:
+    for name in names:
         value = (env.get(name) or "").strip()
         out += [value, *value.split()[1:]]  # "Bearer xyz": the token alone too
-    out += url_secrets((env.get("EXAM_WEBHOOK_URL") or "").strip())
+    for name in (name for c in CHANNELS.values() for name in c.secret_urls):
+        out += url_secrets((env.get(name) or "").strip())
     out += store_secrets((env.get("EXAM_DB") or "").strip())
     return [v for v in out if v]
 

@@ -1,37 +1,35 @@
 """One function per kind of check; each returns a CheckResult with its evidence.
 
-A new kind of check is a function here plus ``register(CheckKind(...))`` at the bottom: the
-bank's schema and keys, the grader and the rule versions read the registry.
+Every kind is registered at the bottom (``register(CheckKind(...))``, graders/kinds.py), the
+built-in ones too: the bank's keys and schema, the grader and the rule versions read the
+registry. A new kind of check is a function here and its registration.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from graders.model import CheckResult, FieldSpec, Question, Reply
+from graders.kinds import (
+    PATTERNS_SCHEMA,
+    Cell,
+    CheckKind,
+    budget_reader,
+    pattern_reader,
+    read_fields,
+    read_tools,
+    register,
+)
+from graders.model import BUDGET_KEYS, CheckResult, FieldSpec, Reply
 from graders.negation import AMBIGUOUS, FORBIDDEN_FAILS, Occurrence, read_hit
 from graders.normalize import Mapped, normalize, normalize_short
 from graders.patterns import Entry, Match, find_all
+from graders.trajectory import check_tools
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-
-# Bump the rule of a check kind when its behaviour changes: a reviewer's decision on
-# that check (issue 9) is dropped when the rule it was made under changes, and the grade
-# cache is keyed by every entry. A registered kind (below) adds its own.
-# fact/forbidden 4, field 2, tools 2, numbers_grounded 2 (issue 31): folding on by default,
-# whole-word literals, assertion rules; regexes on RE2, each hit read within a window, at most
-# MAX_OCCURRENCES per check and CELL_OCCURRENCES per cell, stray numbers listed ten at a time;
-# fact/forbidden 5: thresholds, tiers, conditions and events before the hit, deadlines, English
-# modal hedges, contrasts after a general rule, more word boundaries (2.3.1)
-RULE_VERSIONS: dict[str, int] = {
-    "fact": 5, "forbidden": 5, "status": 1, "field": 2, "numbers_grounded": 2, "budget": 2,
-    "tools": 2,
-}
-
 
 # How an occurrence counts, by its kind (graders/negation.py), for a fact and a forbidden
 # phrase. A fact passes only when asserted in the reply's own voice, now, unconditionally;
@@ -259,36 +257,91 @@ def check_budget(budget: Mapping[str, float], reply: Reply) -> Iterable[CheckRes
                               evidence=f"{value:g} {_UNITS[key]}{est} ≤ budget {limit:g}")
 
 
-# -- check kinds a bank question turns on by a key of its own ------------------------------
+# -- the built-in kinds, in the order their results appear in a grade ------------------------
+# Bump a kind's version when its behaviour changes: a reviewer's decision on that check
+# (issue 9) is dropped when the rule it was made under changes, and the grade cache is keyed
+# by every rule's version.
+# fact/forbidden 4, field 2, tools 2, numbers_grounded 2 (issue 31): folding on by default,
+# whole-word literals, assertion rules; regexes on RE2, each hit read within a window, at most
+# MAX_OCCURRENCES per check and CELL_OCCURRENCES per cell, stray numbers listed ten at a time;
+# fact/forbidden 5: thresholds, tiers, conditions and events before the hit, deadlines, English
+# modal hedges, contrasts after a general rule, more word boundaries (2.3.1)
 
-@dataclass(frozen=True, slots=True)
-class CheckKind:
-    """A kind of check, registered: the bank accepts its ``key`` (validated against
-    ``schema``), the grader runs ``check`` on every question that has it, and ``RULE_VERSIONS``
-    carries its ``rule`` at ``version`` (bump it when the check's behaviour changes)."""
-
-    key: str  # the question's key in a bank file, e.g. "expect_language"
-    rule: str  # its CheckResults are named rule or rule[i]; review decisions follow its version
-    version: int
-    schema: Mapping[str, Any]  # JSON Schema of the key's value
-    # (the parsed value, the reply's normalised text, the reply, the question) → results
-    check: Callable[[Any, str, Reply, Question], Iterable[CheckResult]]
-    # the key's value → what ``check`` gets; a ValueError is a bank problem at that key
-    parse: Callable[[Any], Any] = lambda value: value
+def _status(expected: str | None, cell: Cell) -> Iterable[CheckResult]:
+    return () if expected is None else (check_status(expected, cell.reply),)
 
 
-KINDS: dict[str, CheckKind] = {}
+def _facts(entries: tuple[Entry, ...], cell: Cell) -> list[CheckResult]:
+    return [check_fact(f"fact[{i}]", entry, cell.text, cell.question.input_text, cell.reading,
+                       source=cell.source) for i, entry in enumerate(entries)]
 
 
-def register(kind: CheckKind) -> CheckKind:
-    """Add (or replace) a check kind. Register it in this module (imported by every process,
-    the parallel re-grade's too)."""
-    KINDS[kind.key] = kind
-    RULE_VERSIONS[kind.rule] = kind.version
-    return kind
+def _forbidden(entries: tuple[Entry, ...], cell: Cell) -> list[CheckResult]:
+    return [check_forbidden(f"forbidden[{i}]", entry, cell.text, cell.question.input_text,
+                            cell.reading, source=cell.source) for i, entry in enumerate(entries)]
 
 
-def unregister(key: str) -> None:
-    kind = KINDS.pop(key, None)
-    if kind is not None:
-        RULE_VERSIONS.pop(kind.rule, None)
+def _fields(specs: tuple[FieldSpec, ...], cell: Cell) -> list[CheckResult]:
+    return [check_field(spec, cell.reply, fold=cell.question.fold_script) for spec in specs]
+
+
+def _numbers(on: bool, cell: Cell) -> Iterable[CheckResult]:
+    return (check_numbers_grounded(cell.text, cell.question.input_text),) if on else ()
+
+
+def _tools(spec: Any, cell: Cell) -> Iterable[CheckResult]:
+    return check_tools(spec, cell.reply) if spec else ()
+
+
+def _budget(budget: Mapping[str, float], cell: Cell) -> Iterable[CheckResult]:
+    return check_budget({**cell.budget, **budget}, cell.reply)
+
+
+FIELD_SCHEMA = {
+    "type": "object", "required": ["mode"],
+    "properties": {
+        "mode": {"enum": ["exact_set", "must_include", "ignore"]},
+        "values": {"type": "array", "items": {"type": "string"}},
+        "keywords": {"type": "array", "items": {"type": "string"}},
+        "note": {"type": "string"},
+    },
+}
+BUDGET_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "attempts": {"type": "integer", "minimum": 1},
+        "model_calls": {"type": "integer", "minimum": 0},
+        "tokens": {"type": "integer", "minimum": 0},
+        "latency_ms": {"type": "number", "exclusiveMinimum": 0},
+    },
+}
+
+register(CheckKind(key="expect_status", rule="status", version=1, attribute="expect_status",
+                   schema={"type": "string", "minLength": 1}, check=_status,
+                   read=lambda raw, fold: raw.get("expect_status"),
+                   grades=lambda value: value is not None))
+register(CheckKind(key="expect_facts", rule="fact", version=5, attribute="facts",
+                   schema=PATTERNS_SCHEMA, check=_facts, read=pattern_reader("expect_facts"),
+                   grades=bool))
+register(CheckKind(key="expect_forbidden", rule="forbidden", version=5, attribute="forbidden",
+                   schema=PATTERNS_SCHEMA, check=_forbidden,
+                   read=pattern_reader("expect_forbidden"), grades=bool))
+register(CheckKind(key="fields", rule="field", version=2, attribute="fields",
+                   schema={"type": "object", "additionalProperties": FIELD_SCHEMA},
+                   check=_fields, read=read_fields, named="a graded field",
+                   grades=lambda specs: any(s.mode != "ignore" for s in specs)))
+register(CheckKind(key="numbers_grounded", rule="numbers_grounded", version=2,
+                   attribute="numbers_grounded", schema={"type": "boolean"}, check=_numbers,
+                   read=lambda raw, fold: bool(raw.get("numbers_grounded", False)), grades=bool))
+register(CheckKind(key="expect_tools", rule="tools", version=2, attribute="tools",
+                   schema=PATTERNS_SCHEMA, check=_tools, read=read_tools,
+                   named="a tool expectation", grades=bool, also={
+                       "forbidden_tools": PATTERNS_SCHEMA,
+                       "tool_args": {"type": "object", "additionalProperties": {
+                           "type": "object", "additionalProperties": {
+                               "type": "array", "items": {"type": "string"}, "minItems": 1}}},
+                       "max_steps": {"type": "integer", "minimum": 0},
+                   }))
+register(CheckKind(key="budget", rule="budget", version=2, attribute="budget",
+                   schema=BUDGET_SCHEMA, check=_budget, read=budget_reader(BUDGET_KEYS),
+                   grades=None, last=True))

@@ -17,20 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from exam.bank.data import DataError, load_json, load_yaml, problems_in, yaml_root
-from exam.errors import PLACEHOLDER, BankError, Problem, is_placeholder, unknown_keys
-from graders import FieldSpec, PatternError, Question, ToolExpectation, normalize, parse_entry
-from graders.checks import KINDS as CHECK_KINDS
-from graders.model import BUDGET_KEYS
+from exam.errors import PLACEHOLDER, BankError, Problem, is_placeholder
+from graders import Question, normalize
+from graders.kinds import ABSENT, KINDS, PATTERNS_SCHEMA, KeyProblems, patterns, unknown_keys
 
-QUESTION_KEYS = (
-    "case_no", "category", "severity", "input", "expect_status", "expect_facts",
-    "expect_forbidden", "budget", "golden", "counterexamples", "fields", "numbers_grounded",
-    "expect_tools", "forbidden_tools", "tool_args", "max_steps", "tags", "notes",
-)
-DEFAULT_KEYS = tuple(k for k in QUESTION_KEYS if k not in ("case_no", "input", "golden",
-                                                            "counterexamples"))
+# a question's own keys; what it is graded on comes from the check kinds (graders/checks.py)
+DATA_KEYS = ("case_no", "category", "severity", "input", "golden", "counterexamples", "tags",
+             "notes")
 FILE_KEYS = ("agent", "description", "options", "defaults", "questions")
-FIELD_KEYS = ("mode", "values", "keywords", "note")
 OPTION_KEYS = ("fold_script",)
 # Keys that do not change how a reply is graded: left out of the question digest.
 UNGRADED_KEYS = ("golden", "counterexamples", "tags", "notes", "category", "severity")
@@ -76,29 +70,51 @@ class Bank:
 
 
 def question_keys() -> tuple[str, ...]:
-    """Every key a question may have: the built-in ones and each registered check kind's."""
-    return QUESTION_KEYS + tuple(CHECK_KINDS)
+    """Every key a question may have: its own and each registered check kind's."""
+    return DATA_KEYS + _kind_keys()
+
+
+def _kind_keys() -> tuple[str, ...]:
+    return tuple(key for kind in KINDS.values() for key in kind.keys)
+
+
+def default_keys() -> tuple[str, ...]:
+    """The keys ``defaults`` may give every question."""
+    return tuple(k for k in question_keys()
+                 if k not in ("case_no", "input", "golden", "counterexamples"))
+
+
+def _registered() -> tuple[tuple[str, str], ...]:
+    """Each check kind's keys and their schemas, as text (what the validators are kept by)."""
+    return tuple((key, json.dumps(schema, sort_keys=True)) for kind in KINDS.values()
+                 for key, schema in ((kind.key, kind.schema), *kind.also.items()))
+
+
+def json_schema() -> dict[str, Any]:
+    """The whole JSON Schema of a bank file: the file's (a question's own keys) and every
+    check kind's keys (``exam bank schema`` prints it for editors)."""
+    schema = json.loads(resources.files("exam").joinpath("schema/bank.schema.json").read_text())
+    properties = schema["$defs"]["question"]["properties"]
+    for key, fragment in _registered():
+        properties[key] = json.loads(fragment)
+    return schema
 
 
 def _validators():
-    return _validators_for(tuple((k.key, json.dumps(k.schema, sort_keys=True))
-                                 for k in CHECK_KINDS.values()))
+    return _validators_for(_registered())
 
 
 @lru_cache(maxsize=4)
 def _validators_for(registered: tuple[tuple[str, str], ...]):
-    """The schema file, plus each registered check kind's key (graders/checks.py)."""
+    """The validators of a question and of a budget, for this set of check kinds."""
     from jsonschema import Draft202012Validator
 
-    schema = json.loads(resources.files("exam").joinpath("schema/bank.schema.json").read_text())
-    defs = schema["$defs"]
-    for key, fragment in registered:
-        defs["question"]["properties"][key] = json.loads(fragment)
+    defs = json_schema()["$defs"]
 
     def sub(name: str):
         return Draft202012Validator({"$defs": defs, "$ref": f"#/$defs/{name}"})
 
-    return sub("question"), sub("budget")
+    return sub("question"), Draft202012Validator(dict(defs["question"]["properties"]["budget"]))
 
 
 def _path(parts: Iterable[Any]) -> str:
@@ -172,76 +188,62 @@ def _merge(defaults: Mapping[str, Any], raw: Mapping[str, Any]) -> dict[str, Any
     return merged
 
 
-def _patterns(col: _Collector, where: str, raw: list[Any], fold: bool):
-    entries = []
-    if not isinstance(raw, list):
-        return ()  # the schema check has reported it
-    for i, pattern in enumerate(raw):
-        if not isinstance(pattern, str):
-            continue  # the schema check has reported it
-        try:
-            entries.append(parse_entry(pattern, fold=fold))
-        except PatternError as exc:
-            col.add(f"{where}[{i}]", str(exc))
-    return tuple(entries)
-
-
 def _build(col: _Collector, label: str, q: Mapping[str, Any], fold: bool) -> Item | None:
+    """The question, each check kind reading its keys (graders/checks.py); None when any
+    of them is a problem."""
     before = len(col.problems)
-    facts = _patterns(col, f"{label}.expect_facts", q.get("expect_facts", []), fold)
-    forbidden = _patterns(col, f"{label}.expect_forbidden", q.get("expect_forbidden", []), fold)
-    expect_tools = _patterns(col, f"{label}.expect_tools", q.get("expect_tools", []), False)
-    forbidden_tools = _patterns(col, f"{label}.forbidden_tools", q.get("forbidden_tools", []), False)
-    fields = []
-    for path, spec in q.get("fields", {}).items():
-        where = f"{label}.fields.{path}"
-        for key, msg in unknown_keys(spec, FIELD_KEYS):
-            col.add(f"{where}.{key}", msg)
-        mode = spec["mode"]
-        if mode == "exact_set" and "values" not in spec:
-            col.add(where, "mode exact_set needs 'values' (the exact set expected)")
-        if mode == "must_include" and "keywords" not in spec:
-            col.add(where, "mode must_include needs 'keywords' ([] means: any non-empty value)")
-        fields.append(FieldSpec(path, mode, tuple(spec.get("values", ())),
-                                tuple(spec.get("keywords", ())), spec.get("note", "")))
-    budget = q.get("budget", {})
-    for key, msg in unknown_keys(budget, BUDGET_KEYS):
-        col.add(f"{label}.budget.{key}", msg)
-    tools = ToolExpectation(
-        expect_tools, forbidden_tools,
-        {t: {a: tuple(v) for a, v in args.items()} for t, args in q.get("tool_args", {}).items()},
-        q.get("max_steps"),
-    )
-    registered = {}
-    for key, kind in CHECK_KINDS.items():
-        if key in q:
-            try:
-                registered[key] = kind.parse(q[key])
-            except ValueError as exc:
-                col.add(f"{label}.{key}", str(exc))
-    graded = (
-        "expect_status" in q or facts or forbidden or q.get("numbers_grounded")
-        or any(f.mode != "ignore" for f in fields) or tools
-        or q.get("expect_facts") or q.get("expect_forbidden") or registered
-    )
+    built: dict[str, Any] = {}  # Question field → value, for the built-in kinds
+    registered: dict[str, Any] = {}
+    graded = False
+    for kind in KINDS.values():
+        try:
+            value = kind.value_in(q, fold)
+        except KeyProblems as exc:
+            for where, message in exc.problems:
+                col.add(f"{label}.{where}", message)
+            graded = True  # given, only wrong: "nothing to grade" would say too much
+            continue
+        except ValueError as exc:
+            col.add(f"{label}.{kind.key}", str(exc))
+            graded = True
+            continue
+        if value is ABSENT:
+            continue
+        if kind.attribute:
+            built[kind.attribute] = value
+        else:
+            registered[kind.key] = value
+        graded = graded or (kind.grades is not None and kind.grades(value))
     if not graded:
-        col.add(label, "nothing to grade: give expect_facts, expect_forbidden, expect_status, "
-                       "a graded field, numbers_grounded or a tool expectation"
-                       + "".join(f" or {k}" for k in CHECK_KINDS))
+        col.add(label, "nothing to grade: give " + _or([kind.named or kind.key
+                                                       for kind in KINDS.values()
+                                                       if kind.grades is not None]))
     if len(col.problems) > before:
         return None
     question = Question(
         case_no=q["case_no"], input=q["input"], category=q.get("category", ""),
-        severity=q.get("severity", "major"), expect_status=q.get("expect_status"),
-        facts=facts, forbidden=forbidden, fields=tuple(fields),
-        numbers_grounded=bool(q.get("numbers_grounded", False)),
-        budget={k: v for k, v in budget.items() if k in BUDGET_KEYS}, tools=tools,
-        fold_script=fold, registered_checks=registered, input_text=input_text(q["input"], fold=fold),
+        severity=q.get("severity", "major"), fold_script=fold, registered_checks=registered,
+        input_text=input_text(q["input"], fold=fold), **built,
     )
-    graded = {k: v for k, v in q.items() if k not in UNGRADED_KEYS}
+    graded_raw = {k: v for k, v in q.items() if k not in UNGRADED_KEYS}
     return Item(question, tuple(q.get("golden", ())), tuple(q.get("counterexamples", ())),
-                tuple(q.get("tags", ())), q.get("notes", ""), _digest(graded), dict(q),
-                hashlib.blake2b(repr(graded).encode(), digest_size=8).hexdigest())
+                tuple(q.get("tags", ())), q.get("notes", ""), _digest(graded_raw), dict(q),
+                hashlib.blake2b(repr(graded_raw).encode(), digest_size=8).hexdigest())
+
+
+def _or(words: list[str]) -> str:
+    return ", ".join(words[:-1]) + f" or {words[-1]}" if len(words) > 1 else "".join(words)
+
+
+def _pattern_problems(col: _Collector, label: str, q: Mapping[str, Any]) -> None:
+    """Every bad pattern of a question the schema found wrong, so one pass reports them all."""
+    for kind in KINDS.values():
+        for key, schema in ((kind.key, kind.schema), *kind.also.items()):
+            if schema == PATTERNS_SCHEMA:
+                problems: list[tuple[str, str]] = []
+                patterns(q.get(key, []), key, False, problems)
+                for where, message in problems:
+                    col.add(f"{label}.{where}", message)
 
 
 def _looks(case_no: str) -> str:
@@ -279,7 +281,7 @@ def parse_bank(data: Any, file: str) -> tuple[Bank | None, list[Problem]]:
             col.add(f"options.{key}", msg)
         if not isinstance(options.get("fold_script", False), bool):
             col.add("options.fold_script", "expected true or false")
-        for key, msg in unknown_keys(defaults, DEFAULT_KEYS + tuple(CHECK_KINDS)):
+        for key, msg in unknown_keys(defaults, default_keys()):
             col.add(f"defaults.{key}", msg)
         bad_defaults = set()
         for err in qvalidator.iter_errors(defaults):
@@ -332,9 +334,7 @@ def parse_bank(data: Any, file: str) -> tuple[Bank | None, list[Problem]]:
         for err in errors:
             col.add(_path([label, *err.absolute_path]), _schema_message(err))
         if errors or "input" not in q or "case_no" not in q:
-            # still report every bad pattern in one pass
-            for key in ("expect_facts", "expect_forbidden"):
-                _patterns(col, f"{label}.{key}", q.get(key, []), False)
+            _pattern_problems(col, label, q)
             continue
         item = _build(col, label, q, fold)
         if item is not None:
@@ -484,8 +484,7 @@ def parsed_bank(file: str, text: str) -> Bank:
     kinds (their keys, schemas and parsers are part of what is parsed); BankError when it is
     not valid (not kept: it is raised again each time). Callers share the Bank: never change
     it, nor its questions' ``input``."""
-    kinds = tuple((k.key, json.dumps(k.schema, sort_keys=True), k.parse)
-                  for k in CHECK_KINDS.values())
+    kinds = (_registered(), tuple((k.parse, k.read) for k in KINDS.values()))
     return _parsed_bank(file, text, kinds)
 
 

@@ -69,3 +69,21 @@ def bank_check(paths: tuple[str, ...], quiet: bool) -> None:
         click.echo(f"{report.files} file(s), {report.questions} question(s), "
                    f"{proven} example replies graded: {status}")
     sys.exit(report.exit_code)
+
+
+@bank.command("schema")
+def bank_schema() -> None:
+    """Print the JSON Schema of a bank file, every check kind's keys included.
+
+    Save it and point your editor at it for completion:
+    exam bank schema > bank.schema.json
+
+    \b
+    Exit status:
+      0  always
+    """
+    import json
+
+    from exam.bank import json_schema
+
+    click.echo(json.dumps(json_schema(), ensure_ascii=False, indent=2))

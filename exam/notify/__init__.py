@@ -6,7 +6,9 @@ name, with a retry key the channel reuses on every retry and resend, before it i
 its share links are made as of when it was recorded, so a resend carries the same body.
 A failed send never touches stored results: it is recorded, and ``exam notify CHANNEL
 --resend ID`` sends it again. Channels are registered by name; ``exam notify`` and
-``exam run --notify`` offer exactly the registered ones.
+``exam run --notify`` offer exactly the registered ones. A channel shipped with agent-exam is
+declared in exam/channels.py with the settings that are its secrets (redaction reads them
+there).
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from exam.channels import BUILT_IN
 from exam.errors import ExamError
 from exam.store import Store
 
-# the shipped channels, imported on first use (their SDKs are heavy): name → "module:attribute"
-BUILT_IN = {"line": "exam.notify.line:CHANNEL", "webhook": "exam.notify.webhook:CHANNEL"}
+# the shipped channels (exam/channels.py: where each is, its secrets) are imported on first
+# use: their SDKs are heavy
 
 
 class DeliveryError(ExamError):
@@ -110,7 +113,7 @@ def names() -> list[str]:
 
 def get(name: str) -> Channel:
     if name not in _CHANNELS and name in BUILT_IN:
-        module, attr = BUILT_IN[name].split(":")
+        module, attr = BUILT_IN[name].where.split(":")
         register(getattr(importlib.import_module(module), attr))
     try:
         return _CHANNELS[name]

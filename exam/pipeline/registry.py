@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from exam import names
-from exam.errors import RegistryError, is_placeholder, unknown_keys
+from exam.errors import RegistryError, is_placeholder
 from exam.reading import DEFAULT_MAPPING, ReplyMapping, StepsMapping
 from exam.redact import (
     MIN_SECRET_CHARS,
@@ -33,6 +33,7 @@ from exam.redact import (
     service_secrets,
     url_secrets,
 )
+from graders.kinds import unknown_keys
 from graders.model import BUDGET_KEYS
 
 DEFAULT_PATH = "webhooks/agents.yaml"

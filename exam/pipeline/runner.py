@@ -255,174 +255,215 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
     the others of the same call go on. ``stop`` (the caller's), Ctrl-C and a store gone away
     (it answers no read either) stop them all.
     """
-    stop = stop or threading.Event()
-    jobs = list(jobs)
-    # each run's own stop; one run alone uses the caller's (nothing to tell apart)
-    halted = {job.run.id: stop if len(jobs) == 1 else threading.Event() for job in jobs}
-    pools: list[ThreadPoolExecutor] = []
-    futures: dict[Future, Job] = {}
-    errors: dict[int, str] = {}
-    lost: dict[int, str] = {}  # runs stopped because the store went away: resumable, not failed
-    taken: set[int] = set()  # runs another process took over (LeaseLost): theirs now
-    finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
+    return _Execution(store, list(jobs), progress, stop or threading.Event(), shard).run()
 
-    def guarded(job: Job, case_no: str, repeat: int, gate: RequestGate) -> CellRow | None:
-        if halted[job.run.id].is_set():
-            return None
-        return run_cell(store, job, case_no, repeat, gate)
 
-    todo: dict[int, tuple[ThreadPoolExecutor, RequestGate, Iterator[tuple[str, int]]]] = {}
-    helpers: dict[int, sharding.Helper] = {}
-    for job in jobs:
-        cells = missing_cells(store, job.run)
+class _Execution:
+    """One call of ``execute``: per run a pool, a gate, the cells left to hand it and perhaps
+    a helper process; the cells in flight; and what ended each run early (a bug: failed; the
+    store lost: resumable; taken over: another process's now)."""
+
+    def __init__(self, store: Store, jobs: list[Job], progress: ProgressFn | None,
+                 stop: threading.Event, shard: tuple[int, int] | None):
+        self.store, self.jobs, self.progress, self.stop, self.shard = (
+            store, jobs, progress, stop, shard)
+        # each run's own stop; one run alone uses the caller's (nothing to tell apart)
+        self.halted = {job.run.id: stop if len(jobs) == 1 else threading.Event()
+                       for job in jobs}
+        self.pools: list[ThreadPoolExecutor] = []
+        self.todo: dict[int, tuple[ThreadPoolExecutor, RequestGate,
+                                   Iterator[tuple[str, int]]]] = {}
+        self.helpers: dict[int, sharding.Helper] = {}
+        self.futures: dict[Future, Job] = {}  # the cells handed to a pool and not yet looked at
+        self.finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
+        self.errors: dict[int, str] = {}  # runs a bug stopped: failed (resumable)
+        self.lost: dict[int, str] = {}  # runs stopped because the store went away: resumable
+        self.taken: set[int] = set()  # runs another process took over (LeaseLost): theirs now
+        self.ended: list[tuple[int, int, str]] = []  # (run id, exit status, last words) of helpers
+
+    def run(self) -> dict[int, str]:
+        for job in self.jobs:
+            self._start(job)
+        # a few cells per thread are queued at a time, the next one as one finishes: 10,000
+        # cells submitted at once held 10,000 futures (~15 MB) until they ran
+        for job in self.jobs:
+            for _ in range(QUEUED_PER_THREAD * pool_threads(job.agent.concurrency)):
+                self._submit(job)
+        try:
+            self._collect()
+            # inside the try: Ctrl-C while this process waits for its helpers' share is an
+            # interruption like any other (the runs read interrupted at once, not at the
+            # lease's end)
+            self.ended += _wait_helpers(self.helpers, self.halted)
+        except KeyboardInterrupt:
+            self._interrupted()
+            raise Interrupted() from None
+        finally:
+            self._wind_up()
+        return self._statuses()
+
+    def _start(self, job: Job) -> None:
+        """The run's pool, gate and cells (its share of them, when a helper takes the rest)."""
+        cells = missing_cells(self.store, job.run)
         concurrency = job.agent.concurrency
-        shard_here = shard
-        if shard is None:
-            store.set_run_status(job.run.id, "running")
-            helper = _start_helper(store, job, len(cells), progress)
+        shard = self.shard
+        if self.shard is None:
+            self.store.set_run_status(job.run.id, "running")
+            helper = _start_helper(self.store, job, len(cells), self.progress)
             if helper is not None:
-                helpers[job.run.id] = helper
+                self.helpers[job.run.id] = helper
                 concurrency -= helper.concurrency
-                shard_here = (0, 2)
-        if shard_here is not None:
-            cells = [(c, r) for c, r in cells if sharding.shard_of(c, r, shard_here[1])
-                     == shard_here[0]]
-        gate = RequestGate(concurrency, job.agent.min_interval_s, halted[job.run.id])
+                shard = (0, 2)
+        if shard is not None:
+            cells = [(c, r) for c, r in cells if sharding.shard_of(c, r, shard[1]) == shard[0]]
+        gate = RequestGate(concurrency, job.agent.min_interval_s, self.halted[job.run.id])
         pool = ThreadPoolExecutor(max_workers=pool_threads(concurrency),
                                   thread_name_prefix=f"exam-{job.agent.name}")
-        pools.append(pool)
-        todo[job.run.id] = (pool, gate, iter(cells))
+        self.pools.append(pool)
+        self.todo[job.run.id] = (pool, gate, iter(cells))
 
-    def halt(run_id: int | None = None) -> None:
-        """Stop taking cells of one run (None: of every run), here and in its helper (its share
-        stops now, not at the end)."""
+    def _cell(self, job: Job, case_no: str, repeat: int, gate: RequestGate) -> CellRow | None:
+        """One cell, on a pool's thread; None when its run was stopped before its turn."""
+        if self.halted[job.run.id].is_set():
+            return None
+        return run_cell(self.store, job, case_no, repeat, gate)
+
+    def _submit(self, job: Job) -> None:
+        """Hand the job's next cell to its pool, if it has one left and nothing said stop."""
+        pool, gate, cells = self.todo[job.run.id]
+        cell = None if self.halted[job.run.id].is_set() else next(cells, None)
+        if cell is not None:
+            fut = pool.submit(self._cell, job, *cell, gate)
+            self.futures[fut] = job
+            fut.add_done_callback(self.finished.put)
+
+    def _halt(self, run_id: int | None = None) -> None:
+        """Stop taking cells of one run (None: of every run), here and in its helper (its
+        share stops now, not at the end)."""
         if run_id is None:
-            stop.set()
-        for rid, event in halted.items():
+            self.stop.set()
+        for rid, event in self.halted.items():
             if run_id is None or rid == run_id:
                 event.set()
-                if rid in helpers:
-                    helpers[rid].stop()
+                if rid in self.helpers:
+                    self.helpers[rid].stop()
 
-    def check_helpers() -> None:
+    def _check_helpers(self) -> None:
         """A helper that failed (a bug, a crash at start) fails its run now, not once this
         process has run its own share. One killed (out of memory) leaves its cells to
         resume: this process goes on with its share."""
-        for rid, helper in helpers.items():
+        for rid, helper in self.helpers.items():
             code = helper.proc.poll()
-            if code is not None and code > 0 and not halted[rid].is_set() and code not in (
+            if code is not None and code > 0 and not self.halted[rid].is_set() and code not in (
                     sharding.TAKEN, sharding.STORE_LOST):  # those two this process meets itself
                 log.warning("run %s: its second process failed (exit status %s): the run stops",
                             rid, code)
-                halt(rid)
+                self._halt(rid)
 
-    def submit(job: Job) -> None:
-        """Hand the job's next cell to its pool, if it has one left and nothing said stop."""
-        pool, gate, cells = todo[job.run.id]
-        cell = None if halted[job.run.id].is_set() else next(cells, None)
-        if cell is not None:
-            fut = pool.submit(guarded, job, *cell, gate)
-            futures[fut] = job
-            fut.add_done_callback(finished.put)
-
-    ended: list[tuple[int, int, str]] = []  # (run id, exit status, last words) of each helper
-    # a few cells per thread are queued at a time, the next one as one finishes: 10,000 cells
-    # submitted at once held 10,000 futures (~15 MB) until they ran
-    for job in jobs:
-        for _ in range(QUEUED_PER_THREAD * pool_threads(job.agent.concurrency)):
-            submit(job)
-    try:
-        # each finished cell is handed over once: waiting on the set of pending futures would
-        # walk all of them at every completion (10,000 cells: seconds of the main thread's CPU)
+    def _collect(self) -> None:
+        """Take each finished cell as it comes, hand its run's next one to the pool, until
+        none is in flight. Each finished cell is handed over once: waiting on the set of
+        pending futures would walk all of them at every completion (10,000 cells: seconds of
+        the main thread's CPU)."""
         unlooked = 0  # cells handed over since the helpers were last looked at
-        while futures:
-            if stop.is_set() and not all(e.is_set() for e in halted.values()):
-                halt()  # the caller's stop: every run's (once: it signals the helpers)
-            if helpers and unlooked % 64 == 0:  # every 64 cells, and whenever none came
-                check_helpers()
+        while self.futures:
+            if self.stop.is_set() and not all(e.is_set() for e in self.halted.values()):
+                self._halt()  # the caller's stop: every run's (once: it signals the helpers)
+            if self.helpers and unlooked % 64 == 0:  # every 64 cells, and whenever none came
+                self._check_helpers()
             try:
-                fut = finished.get(timeout=0.5)
+                fut = self.finished.get(timeout=0.5)
             except queue.Empty:
                 unlooked = 0
                 continue
             unlooked += 1
-            job = futures.pop(fut)  # a finished cell is let go: memory stays flat however many
-            submit(job)
-            try:
-                cell = fut.result()
-            except Stopped:  # told to stop while it waited for a slot: never sent, run later
-                continue
-            except LeaseLost as exc:  # another process took the run over: it runs the rest
-                log.warning("run %s: %s", job.run.id, exc)
-                taken.add(job.run.id)
-                halt(job.run.id)
-                continue
-            except StoreUnavailable as exc:  # this run stops, resumable
-                lost.setdefault(job.run.id, f"the store could not be used: {exc}")
-                # one connection dropped (a backend ended, a socket reset): the store still
-                # answers, so only the runs whose cells were on it stop; gone (PostgreSQL
-                # restarting, SQLite locked for good): every run, as their writes would fail
-                halt(job.run.id if _answers(store) else None)
-                continue
-            except Exception as exc:  # a bug, not the agent: this run fails, resumable
-                errors.setdefault(job.run.id,
-                                  clean_error(job.agent, f"{type(exc).__name__}: {exc}"))
-                halt(job.run.id)
-                continue
-            if cell is not None and progress:
-                progress(job.run.id, cell)
-        # inside the try: Ctrl-C while this process waits for its helpers' share is an
-        # interruption like any other (the runs read interrupted at once, not at the lease's end)
-        ended += _wait_helpers(helpers, halted)
-    except KeyboardInterrupt:
-        halt()
-        for pool in pools:
+            job = self.futures.pop(fut)  # a finished cell is let go: memory stays flat
+            self._submit(job)
+            self._took(job, fut)
+
+    def _took(self, job: Job, fut: Future) -> None:
+        """A finished cell: its progress, or what it says of its run."""
+        try:
+            cell = fut.result()
+        except Stopped:  # told to stop while it waited for a slot: never sent, run later
+            return
+        except LeaseLost as exc:  # another process took the run over: it runs the rest
+            log.warning("run %s: %s", job.run.id, exc)
+            self.taken.add(job.run.id)
+            self._halt(job.run.id)
+            return
+        except StoreUnavailable as exc:  # this run stops, resumable
+            self.lost.setdefault(job.run.id, f"the store could not be used: {exc}")
+            # one connection dropped (a backend ended, a socket reset): the store still
+            # answers, so only the runs whose cells were on it stop; gone (PostgreSQL
+            # restarting, SQLite locked for good): every run, as their writes would fail
+            self._halt(job.run.id if _answers(self.store) else None)
+            return
+        except Exception as exc:  # a bug, not the agent: this run fails, resumable
+            self.errors.setdefault(job.run.id,
+                                   clean_error(job.agent, f"{type(exc).__name__}: {exc}"))
+            self._halt(job.run.id)
+            return
+        if cell is not None and self.progress:
+            self.progress(job.run.id, cell)
+
+    def _interrupted(self) -> None:
+        """Ctrl-C: nothing more is sent; the helpers' cells are stored first, then every run
+        reads interrupted (a helper's own runs are left to its main process)."""
+        self._halt()
+        for pool in self.pools:
             pool.shutdown(wait=False, cancel_futures=True)
-        _wait_helpers(helpers, halted)  # Ctrl-C reached them too: their cells first
-        if shard is None:
-            for job in jobs:
-                _finish(store, job.run.id, "interrupted", "stopped by Ctrl-C")
-        raise Interrupted() from None
-    finally:
-        for pool in pools:
+        _wait_helpers(self.helpers, self.halted)  # Ctrl-C reached them too: their cells first
+        if self.shard is None:
+            for job in self.jobs:
+                _finish(self.store, job.run.id, "interrupted", "stopped by Ctrl-C")
+
+    def _wind_up(self) -> None:
+        """Every pool drained and every helper waited for (a helper's share is stopped with
+        this process's: a lost lease, a lost store, a bug); what each helper's exit status
+        says of its run."""
+        for pool in self.pools:
             pool.shutdown(wait=True, cancel_futures=True)
-        # a helper's share is stopped with this process's (a lost lease, a lost store, a bug)
-        ended += _wait_helpers(helpers, halted)
-        for run_id, code, words in ended:
+        self.ended += _wait_helpers(self.helpers, self.halted)
+        for run_id, code, words in self.ended:
             if code == sharding.TAKEN:
-                taken.add(run_id)
+                self.taken.add(run_id)
             elif code == sharding.STORE_LOST:
-                lost.setdefault(run_id, "the store could not be used (the run's second "
-                                        "process)")
+                self.lost.setdefault(run_id, "the store could not be used (the run's second "
+                                             "process)")
             elif code < 0:  # killed (kill -9, out of memory): its cells are left to resume
-                lost.setdefault(run_id, f"the run's second process was killed (signal "
-                                        f"{-code})")
+                self.lost.setdefault(run_id, f"the run's second process was killed (signal "
+                                             f"{-code})")
             elif code != sharding.OK:
-                errors.setdefault(run_id, f"the run's second process failed: {words}")
-    if shard is not None:
-        for error in errors.values():
-            print(error, file=sys.stderr, flush=True)
-        return {job.run.id: TAKEN_OVER if job.run.id in taken else "failed"
-                if job.run.id in errors else "lost" if job.run.id in lost else "done"
-                for job in jobs}
-    final = {}
-    for job in jobs:
-        if job.run.id in taken:  # another process holds the run now: its status is theirs
-            final[job.run.id] = TAKEN_OVER
-            continue
-        left = len(missing_cells(store, job.run))
-        if job.run.id in errors:
-            status, error = "failed", errors[job.run.id]
+                self.errors.setdefault(run_id, f"the run's second process failed: {words}")
+
+    def _statuses(self) -> dict[int, str]:
+        """Each run's final status, set in the store (a helper only says what became of its
+        share: its errors on stderr, for its main process's log)."""
+        if self.shard is not None:
+            for error in self.errors.values():
+                print(error, file=sys.stderr, flush=True)
+            return {job.run.id: TAKEN_OVER if job.run.id in self.taken else "failed"
+                    if job.run.id in self.errors else "lost" if job.run.id in self.lost
+                    else "done" for job in self.jobs}
+        return {job.run.id: self._final(job.run) for job in self.jobs}
+
+    def _final(self, run: Run) -> str:
+        run_id = run.id
+        if run_id in self.taken:  # another process holds the run now: its status is theirs
+            return TAKEN_OVER
+        left = len(missing_cells(self.store, run))
+        if run_id in self.errors:
+            status, error = "failed", self.errors[run_id]
         elif left:
-            why = f"{lost[job.run.id]}; " if job.run.id in lost else ""
+            why = f"{self.lost[run_id]}; " if run_id in self.lost else ""
             status, error = "interrupted", f"{why}{left} cell(s) not run"
         else:
-            harness = store.count_cells(job.run.id, "harness_error")
+            harness = self.store.count_cells(run_id, "harness_error")
             status = "done"
             error = (f"{harness} cell(s) hit a harness error (see their errors)"
                      if harness else None)
-        final[job.run.id] = status if _finish(store, job.run.id, status, error) else TAKEN_OVER
-    return final
+        return status if _finish(self.store, run_id, status, error) else TAKEN_OVER
 
 
 def _answers(store: Store) -> bool:

@@ -1,7 +1,10 @@
-"""``POST /line/webhook``: the team's LINE group asks for scorecards and starts runs.
+"""``POST /line/webhook``: the transport of the team's LINE group's events.
 
-The signature (``X-Line-Signature``, HMAC-SHA256 of the raw body with the channel secret)
-is checked before anything is read; a bad or missing one is 400 and nothing happens.
+What an event asks for (``exam …`` commands, a join) and the answer are the LINE channel's
+(exam/notify/line_chat.py); this module carries the events there, each once.
+
+The signature (``X-Line-Signature``, HMAC-SHA256 of the raw body with the channel secret) is
+checked before anything is read; a bad or missing one is 400 and nothing happens.
 LINE gives up after about two seconds, so the answer is 200 at once and the events are
 handled afterwards, each ``webhookEventId`` once (LINE redelivers; several instances share
 the store). Before the 200, each event is recorded in the store (``line_events``, without its
@@ -37,16 +40,16 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-from urllib.parse import quote
 
 from flask import Blueprint, Flask, current_app, jsonify, request
 
-from exam.errors import ExamError
+from exam.notify import line_chat
+from exam.notify.line_chat import NOT_KEPT
+from exam.notify.line_chat import event_id as _event_id
 
 bp = Blueprint("line", __name__, url_prefix="/line")
 log = logging.getLogger("exam.line")
 _executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="line-webhook")
-NOT_KEPT = "not-kept"  # stands in, once read back, for a token the store never keeps
 CLAIM_S = 120.0  # an instance handling an event holds it this long before another may take it
 SWEEP_EVERY_S = 10.0  # webhooks look for events left unhandled at most this often per process
 SETTINGS = ("DB", "AGENTS", "LINE_ALLOWED_GROUPS", "LINE_RUN_GROUPS", "PUBLIC_URL",
@@ -59,15 +62,6 @@ _sweep_lock = threading.Lock()
 # the timers of this process, by store: (settings, interval, stop, thread)
 _sweepers: dict[str, tuple[dict[str, Any], float, threading.Event, threading.Thread]] = {}
 _sweepers_lock = threading.Lock()
-HELP = ("agent-exam commands:\n"
-        "exam status — the latest runs\n"
-        "exam scorecard W1 — the latest scorecard of W1\n"
-        "exam run W1 v3 — queue a run of W1 labelled v3 (allowed groups only)")
-
-
-def _groups(value: str | None) -> set[str]:
-    return {g.strip() for g in (value or "").split(",") if g.strip()}
-
 
 @bp.post("/webhook")
 def webhook():
@@ -109,10 +103,6 @@ def webhook():
     return jsonify(ok=True), 200
 
 
-def _event_id(event: Any) -> str | None:
-    return getattr(event, "webhook_event_id", None) or None
-
-
 def _record(events: list[Any], body: str) -> dict[str, float]:
     """Record the events that have an id (``exam.store.Store.record_line_events``): {id
     recorded now: the end of this instance's hold on it (CLAIM_S)}."""
@@ -137,13 +127,7 @@ def _to_keep(event: Any, raw: dict[str, Any]) -> dict[str, Any] | None:
     and mark-as-read tokens (credentials for acting on the message; ``_read_back`` stands in
     for those the SDK requires). The group's other messages are people talking: their id is
     kept (each is handled once), their text never."""
-    from linebot.v3.webhooks import JoinEvent, MessageEvent, TextMessageContent
-
-    if isinstance(event, MessageEvent) and isinstance(event.message, TextMessageContent):
-        words = event.message.text.strip().split()
-        if not words or words[0].lower() != "exam":
-            return None
-    elif not isinstance(event, JoinEvent):
+    if not line_chat.acts_on(event):
         return None
     kept = {k: v for k, v in raw.items() if k != "replyToken"}
     if isinstance(kept.get("message"), dict):
@@ -282,7 +266,7 @@ def _handle_all(events: list[tuple[Any, float | None]], cfg: dict[str, Any]) -> 
                              "out while it waited); left to it", event_id)
                     continue
             try:
-                _handle(store, event, cfg)
+                line_chat.handle(store, event, cfg)
             except Exception:
                 log.exception("LINE event %s failed", _event_id(event) or "?")
             finally:
@@ -365,105 +349,3 @@ def _mark_handled(db: str, event_id: str) -> None:
         store.line_event_handled(event_id)
     finally:
         store.close()
-
-
-def _reply(event: Any, text: str) -> None:
-    """Answer an event: a reply with its token; without one (an event handled after its
-    instance died), a push to its group, with a retry key made from the event's id so LINE
-    delivers it once however often it is sent."""
-    import uuid
-
-    from linebot.v3.messaging import PushMessageRequest, ReplyMessageRequest
-
-    from exam.notify.line import LineSettings, messaging_api, text_messages
-
-    settings = LineSettings.from_env(need_group=False)
-    messages = text_messages(text)[:5]
-    group_id = getattr(getattr(event, "source", None), "group_id", None)
-    if event.reply_token and event.reply_token != NOT_KEPT:
-        messaging_api(settings).reply_message(
-            ReplyMessageRequest.from_dict({"replyToken": event.reply_token, "messages": messages}),
-            _request_timeout=10)
-    elif group_id:
-        retry_key = str(uuid.uuid5(uuid.NAMESPACE_URL, f"line-event:{_event_id(event)}"))
-        messaging_api(settings).push_message(
-            PushMessageRequest.from_dict({"to": group_id, "messages": messages}),
-            x_line_retry_key=retry_key, _request_timeout=10)
-
-
-def _handle(store, event, cfg: dict[str, Any]) -> None:
-    from linebot.v3.webhooks import JoinEvent, MessageEvent, TextMessageContent
-
-    group_id = getattr(getattr(event, "source", None), "group_id", None)
-    if isinstance(event, JoinEvent) and group_id:
-        store.add_group(group_id)
-        _reply(event,
-               f"agent-exam joined this group.\nGroup id: {group_id}\n"
-               "Set LINE_GROUP_ID to it to receive scorecards here and use commands "
-               "(another group's commands: add its id to EXAM_LINE_ALLOWED_GROUPS).")
-        return
-    if not (isinstance(event, MessageEvent) and isinstance(event.message, TextMessageContent)):
-        return
-    words = event.message.text.strip().split()
-    if not words or words[0].lower() != "exam":
-        return
-    allowed = _groups(cfg["LINE_ALLOWED_GROUPS"]) | _groups(os.environ.get("LINE_GROUP_ID"))
-    if group_id not in allowed:
-        log.info("LINE command from a group that is not allowed; ignored")
-        return
-    _reply(event, command(store, words[1:], group_id, cfg, _event_id(event)))
-
-
-def command(store, args: list[str], group_id: str | None, cfg: dict[str, Any],
-            event_id: str | None = None) -> str:
-    """The answer to ``exam <args>`` from an allowed group (``event_id``: the LINE event it
-    came in)."""
-    if not args or args[0].lower() in ("help", "?"):
-        return HELP
-    verb = args[0].lower()
-    if verb == "status":
-        runs = store.list_runs(limit=5)
-        if not runs:
-            return "No runs yet."
-        return "Latest runs:\n" + "\n".join(
-            f"#{r.id} {r.agent} {r.version}: {r.shown_status} "
-            f"({store.count_cells(r.id)}/{r.total_cells})" for r in runs)
-    if verb == "scorecard" and len(args) == 2:
-        from exam.notify.summary import agent_summary, summary_text
-        from exam.reports import scorecard
-        from exam.reports.regrade import regrade
-        from exam.reports.selection import select_runs
-
-        runs = select_runs(store, args[1])
-        if not runs:
-            from exam.reports.selection import excluded_runs, excluded_words
-
-            gone = excluded_runs(store, args[1])
-            if gone:  # missing because excluded: said so, never "no runs"
-                return f"Every run of {args[1]} is excluded: {excluded_words(gone)}"
-            return f"No runs of {args[1]} yet."
-        latest = [r for r in runs if r.version == runs[0].version]
-        report = scorecard.build(regrade(store, latest, texts=False))
-        if not report["scorecards"]:
-            return "Cannot show it: " + "; ".join(m["message"] for m in report["missing_banks"])
-        card = report["scorecards"][0]
-        text = summary_text(agent_summary(card, None))
-        if cfg.get("PUBLIC_URL"):
-            text += (f"\n{cfg['PUBLIC_URL'].rstrip('/')}/scorecard/"
-                     f"{quote(card['agent'], safe='')}/{quote(card['version'], safe='')}")
-        return text
-    if verb == "run" and len(args) == 3:
-        if group_id not in _groups(cfg["LINE_RUN_GROUPS"]):
-            return "This group may not start runs (EXAM_LINE_RUN_GROUPS)."
-        from exam.pipeline.registry import load_registry
-        from exam.pipeline.runner import queue_run
-
-        try:
-            agent = load_registry(cfg["AGENTS"]).get(args[1])
-            run_id = queue_run(store, agent, args[2], source="line")
-        except ExamError as exc:
-            return f"Cannot start the run: {exc}"
-        if event_id:  # done at once, not after the reply: an instance dying while it answers
-            store.line_event_handled(event_id)  # must not leave the event to queue a 2nd run
-        return f"Queued run #{run_id}: {args[1]} {args[2]}. Ask 'exam status' for progress."
-    return HELP

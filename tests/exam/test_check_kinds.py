@@ -1,5 +1,6 @@
-"""A new kind of check is one registration (graders/checks.py): the bank's keys and schema,
-the grader, the rule versions and the grade cache follow, with no other module touched.
+"""A new kind of check is one registration (graders/checks.py), like the built-in ones: the
+bank's keys and schema, the grader, the rule versions and the grade cache follow, with no
+other module touched.
 """
 
 from __future__ import annotations
@@ -10,19 +11,19 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from exam.bank import load_bank
+from exam.bank import json_schema, load_bank
 from exam.cli.main import main
 from exam.errors import BankError
 from exam.grading.keys import rules_key, rules_text
 from exam.review import rule_version
 from graders import RULE_VERSIONS, CheckResult, Reply, grade
-from graders.checks import KINDS, CheckKind, register, unregister
+from graders.kinds import KINDS, CheckKind, register, unregister
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
-def check_language(expected, text, reply, question):
-    found = "zh" if _CJK.search(text) else "en"
+def check_language(expected, cell):
+    found = "zh" if _CJK.search(cell.text) else "en"
     yield CheckResult("language", "pass" if found == expected else "fail",
                       missing=() if found == expected else (expected,),
                       evidence=f"the reply is in {found}")
@@ -107,3 +108,25 @@ def test_a_bank_read_while_a_kind_was_registered_is_read_again_without_it(tmp_pa
         unregister("expect_language")
     with pytest.raises(BankError, match="unknown key 'expect_language'"):
         load_bank(path)
+
+
+def test_a_new_kinds_results_come_before_the_budgets(language, tmp_path):
+    item = load_bank(write(tmp_path, expect_language="zh", expect_facts=["備貨中"],
+                           budget={"tokens": 10})).items[0]
+    g = grade(item.question, Reply(text="備貨中", tokens=5))
+    assert [c.name for c in g.checks] == ["fact[0]", "language", "budget.tokens"]
+
+
+def test_the_json_schema_holds_every_kinds_keys(language):
+    properties = json_schema()["$defs"]["question"]["properties"]
+    assert properties["expect_language"] == {"enum": ["zh", "zh-TW", "en"]}
+    for kind in KINDS.values():
+        assert {kind.key, *kind.also} <= properties.keys()
+
+
+def test_exam_bank_schema_prints_the_whole_schema(language):
+    result = CliRunner().invoke(main, ["bank", "schema"])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.output)
+    assert printed == json_schema()
+    assert "expect_language" in printed["$defs"]["question"]["properties"]

@@ -88,7 +88,7 @@ def test_a_notification_compared_to_an_excluded_version_says_so(history):
 
 
 def test_the_line_scorecard_command_says_every_run_is_excluded(history):
-    from exam.web.line import command
+    from exam.notify.line_chat import command
 
     history.bank("A", CASES)
     run_id = history.run("A", "v1", {"Q-01": "ppp", "Q-02": "ppp"})

@@ -8,9 +8,10 @@ from urllib.parse import quote, quote_plus
 import pytest
 import requests
 
+from exam import channels
 from exam.pipeline.registry import parse_registry
 from exam.pipeline.runner import create_run, execute, job_for
-from exam.redact import MIN_SECRET_CHARS, REDACTED, Redactor, scrub_urls
+from exam.redact import MIN_SECRET_CHARS, REDACTED, Redactor, scrub_urls, service_secrets
 from exam.store import Store
 from tests.exam.helpers import write_bank
 from tests.fakes.agent import FakeAgent
@@ -246,6 +247,23 @@ def test_every_agent_redacts_the_other_agents_and_the_services_secrets(tmp_path)
     dump = b"".join(p.read_bytes() for p in tmp_path.glob("exam.db*"))
     for secret in leaked:
         assert secret.encode() not in dump and secret.upper().encode() not in dump, secret
+
+
+def test_the_secrets_a_channel_declares_are_service_secrets(monkeypatch):
+    """A channel declares its secrets with its entry (exam/channels.py): redaction reads them
+    there, with no change to exam/redact.py."""
+    env = {"PIGEON_KEY": "Token pigeon-key-12345678",
+           "PIGEON_URL": "https://loft:pigeon-pass-5678@pigeons.example/x?k=pigeon-query-9999"}
+    assert not set(service_secrets(env)) & {"pigeon-key-12345678", "pigeon-pass-5678"}
+    monkeypatch.setitem(channels.BUILT_IN, "pigeon", channels.ChannelEntry(
+        "tests.exam.test_notify_channels:Pigeon", secrets=("PIGEON_KEY",),
+        secret_urls=("PIGEON_URL",)))
+    found = set(service_secrets(env))
+    assert {"Token pigeon-key-12345678", "pigeon-key-12345678", "pigeon-pass-5678",
+            "pigeon-query-9999"} <= found
+    agent = parse_registry(GOOD_ONE, "agents.yaml", env).get("W1")
+    assert agent.redactor.text("the loft key is pigeon-key-12345678") == \
+        f"the loft key is {REDACTED}"
 
 
 def test_a_database_user_name_is_not_a_secret():

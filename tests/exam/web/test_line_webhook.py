@@ -158,12 +158,12 @@ def test_a_run_commands_event_is_done_before_it_is_answered(line_app, fake_line,
                                                             monkeypatch):
     """An instance that dies while answering "exam run" must not leave the event to a sweep
     that would queue the run again: the event is marked handled as the run is queued."""
-    import exam.web.line as line_bp
+    from exam.notify import line_chat
 
     db = line_app.config["DB"]
     states = []
-    real = line_bp._reply
-    monkeypatch.setattr(line_bp, "_reply", lambda event, text: (
+    real = line_chat.reply
+    monkeypatch.setattr(line_chat, "reply", lambda event, text: (
         states.append(Store(db).line_event_state(event.webhook_event_id)), real(event, text)))
     post(line_app.test_client(), [event("message", "01J3RUN2", "exam run T v3"),
                                   event("message", "01J3STAT", "exam status")])
