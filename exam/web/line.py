@@ -430,8 +430,8 @@ def command(store, args: list[str], group_id: str | None, cfg: dict[str, Any],
             f"({store.count_cells(r.id)}/{r.total_cells})" for r in runs)
     if verb == "scorecard" and len(args) == 2:
         from exam.notify.summary import agent_summary, summary_text
-        from exam.reports import scorecard
-        from exam.reports.regrade import regrade
+        from exam.reports import kinds
+        from exam.reports.inputs import SERVICE
         from exam.reports.selection import select_runs
 
         runs = select_runs(store, args[1])
@@ -443,7 +443,7 @@ def command(store, args: list[str], group_id: str | None, cfg: dict[str, Any],
                 return f"Every run of {args[1]} is excluded: {excluded_words(gone)}"
             return f"No runs of {args[1]} yet."
         latest = [r for r in runs if r.version == runs[0].version]
-        report = scorecard.build(regrade(store, latest, texts=False))
+        report = kinds.build("scorecard", store, SERVICE, latest)
         if not report["scorecards"]:
             return "Cannot show it: " + "; ".join(m["message"] for m in report["missing_banks"])
         card = report["scorecards"][0]
