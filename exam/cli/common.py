@@ -178,13 +178,19 @@ def print_report(kind: str, report: dict, fmt: str) -> None:
 
 def print_scorecards(store, runs, fmt: str, details: bool = True) -> dict:
     """Re-grade ``runs``, print their scorecards in ``fmt``, return the report."""
+    from exam.reports import kinds
+    from exam.reports.inputs import CLI
+
+    return print_scorecard(kinds.build("scorecard", store, CLI, runs, every_cell=fmt != "text"),
+                           fmt, details)
+
+
+def print_scorecard(report: dict, fmt: str, details: bool = True) -> dict:
+    """Print a scorecard report in ``fmt`` (the text one with or without its details)."""
     from exam.marks import use_colour
     from exam.reports import scorecard
     from exam.reports.formats import render
-    from exam.reports.regrade import regrade
 
-    # a CLI process: large re-grades on every core, reply texts kept only where shown
-    report = scorecard.build(regrade(store, runs, parallel=True), every_cell=fmt != "text")
     if fmt == "text":
         emit(scorecard.render_text(report, use_colour(), details=details))
     else:

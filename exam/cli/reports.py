@@ -15,16 +15,73 @@ from exam.cli.common import (
     open_registry,
     open_store,
     print_report,
-    print_scorecards,
+    print_scorecard,
     report_format,
-    stored_runs,
     verdict_options,
     verdict_settings,
     version_filter,
 )
 
+EXIT_PRINTED = """
 
-@click.group("report")
+\b
+Exit status: 0 printed · 2 bad input (no matching runs, an unreadable store)."""
+
+
+class ReportGroup(click.Group):
+    """`exam report NAME`: the commands written below, and one made from the registry
+    (exam/reports/kinds.py) for every other report with a text rendering, its ``params`` as
+    options: a new report module is on the CLI with no change here."""
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        self.__dict__.setdefault("_own", {})[name or cmd.name] = cmd
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        own = self.__dict__.setdefault("_own", {}).get(cmd_name)
+        return own if own is not None else self.commands.get(cmd_name)  # the registry: lazily
+
+    @property
+    def commands(self) -> dict[str, click.Command]:
+        from exam.reports import kinds
+
+        own, made = self.__dict__.setdefault("_own", {}), self.__dict__.setdefault("_made", {})
+        out = dict(own)
+        for kind in kinds.commands():
+            if kind.name not in out:
+                out[kind.name] = made.get(kind.name) or made.setdefault(kind.name,
+                                                                        _kind_command(kind))
+        return out
+
+    @commands.setter
+    def commands(self, value) -> None:  # click sets it in __init__
+        self.__dict__["_own"] = dict(value or {})
+
+
+def _kind_command(kind) -> click.Command:
+    """`exam report NAME` for a registered report: its params as options, the formats it
+    renders, --db; built through the registry with the CLI's grade source."""
+    name = kind.name
+
+    def command(fmt, db, **args) -> None:
+        from exam.reports import kinds
+        from exam.reports.inputs import CLI
+
+        print_report(name, kinds.build(name, open_store(db), CLI, **args), fmt)
+
+    for p in reversed(kind.params):
+        kw = {"type": click.IntRange(min=p.minimum) if p.type == "int" else str,
+              "required": p.required, "multiple": p.many, "help": p.help}
+        if p.default not in (None, ()):
+            kw.update(default=p.default, show_default=True)
+        command = click.option(f"--{p.name.replace('_', '-')}", p.name, **kw)(command)
+    command = click.option("--format", "fmt", type=click.Choice(list(kind.formats)),
+                           default="text", show_default=True,
+                           help="Output format (docs/reports.md).")(command)
+    return click.command(name, help=(kind.summary or f"The {kind.title} report.")
+                         + EXIT_PRINTED)(db_option(command))
+
+
+@click.group("report", cls=ReportGroup)
 def report() -> None:
     """Reports over stored runs, re-graded with today's grader and bank."""
 
@@ -42,15 +99,17 @@ def report_scorecard(agent, label, run_ids, brief, fmt, db) -> None:
     \b
     Exit status: 0 printed · 2 bad input (no matching runs, an unreadable store).
     """
+    from exam.reports import kinds
+    from exam.reports.inputs import CLI
     from exam.reports.selection import excluded_words
 
-    store = open_store(db)
-    runs = stored_runs(store, agent, label, run_ids)
-    gone = [r for r in runs if r.excluded_reason]  # asked for by id: read as asked, said so
+    asked = kinds.ask("scorecard", open_store(db), CLI, agent=agent, version=label,
+                      run_id=run_ids, every_cell=fmt != "text")
+    gone = [r for r in asked.runs if r.excluded_reason]  # asked for by id: read as asked, said so
     if gone:
         click.echo(f"note: excluded from every other report, shown as asked: "
                    f"{excluded_words(gone)}", err=True)
-    print_scorecards(store, runs, fmt, details=not brief)
+    print_scorecard(asked.report(), fmt, details=not brief)
 
 
 
@@ -69,13 +128,10 @@ def report_discrimination(agent, k, details, fmt, db) -> None:
     Exit status: 0 printed · 2 bad input (no matching runs, an unreadable store).
     """
     from exam.marks import use_colour
-    from exam.reports import discrimination
-    from exam.reports.tallies import tallied
+    from exam.reports import kinds
+    from exam.reports.inputs import CLI
 
-    store = open_store(db)
-    # counts from the kept runs' heads; cells only for the questions shown with evidence
-    result = discrimination.build(tallied(store, stored_runs(store, agent), parallel=True),
-                                  agent, k)
+    result = kinds.build("discrimination", open_store(db), CLI, agent=agent, k=k)
     if fmt == "text" and details:
         from exam.reports.discrimination import text
         from exam.reports.kinds import missing_notes
@@ -114,8 +170,8 @@ def report_rebalance(since, agent, band, min_versions, min_repeats, keep_guards,
     \b
     Exit status: 0 printed · 2 bad input (settings, no matching runs, an unreadable store).
     """
-    from exam.reports import rebalance
-    from exam.reports.regrade import regrade
+    from exam.reports import kinds, rebalance
+    from exam.reports.inputs import CLI
 
     settings = rebalance.RebalanceRules(band=tuple(band), min_versions=min_versions,
                                   min_repeats=min_repeats, keep_guards=keep_guards,
@@ -123,19 +179,14 @@ def report_rebalance(since, agent, band, min_versions, min_repeats, keep_guards,
                                   min_runs_item_rest=min_runs_item_rest)
     settings.check()
     store = open_store(db)
-    matching = stored_runs(store, agent, since=since)
-    runs = rebalance.counted_runs(matching)
-    if not runs:
-        raise InputError("every matching run is excluded: nothing to rebalance")
-    regraded = regrade(store, runs, parallel=True)
-    result = rebalance.build(regraded, since.strftime("%Y-%m-%d") if since else None,
-                             settings, store, [r.id for r in matching if r not in runs])
+    asked = kinds.ask("rebalance", store, CLI, agent=agent, since=since, settings=settings)
+    result = asked.report()
     print_report("rebalance", result, fmt)
     if save:
         for agent_report, sid in zip(result["agents"], rebalance.save(store, result), strict=True):
             click.echo(f"snapshot #{sid} saved for {agent_report['agent']}", err=True)
     if write_tags:
-        for path in rebalance.write_tags(result, regraded):
+        for path in rebalance.write_tags(result, asked.inputs.cells()):
             click.echo(f"tags written: {path}", err=True)
 
 
@@ -185,9 +236,8 @@ def compare_cmd(agent, versions, fail_on, alpha, min_effect, min_answered, cover
       5  pending (needs_human cells decide it: exam review; or a ship resting on a
          rubric changed since OLD ran, which OLD's rubric reads worse)
     """
-    from exam.reports import baseline, compare
-    from exam.reports.regrade import regrade
-    from exam.reports.selection import compare_runs
+    from exam.reports import baseline, compare, kinds
+    from exam.reports.inputs import CLI
 
     if len(versions) > 2:
         raise InputError(f"expected AGENT [OLD] NEW, found {len(versions)} versions: "
@@ -200,12 +250,11 @@ def compare_cmd(agent, versions, fail_on, alpha, min_effect, min_answered, cover
     if old_url and old_agent:
         raise InputError("give --old-url or --old-agent, not both")
     store = open_store(db)
-    every = compare_runs(store, agent, old, new)
-    records = store.ship_records(agent)
-    regraded = regrade(store, every, parallel=True)
+    asked = kinds.ask("compare", store, CLI, agent=agent, old=old, new=new, settings=settings)
     if settle:
         from exam.decide.settle import settle_cli
 
+        regraded, records = asked.inputs.cells(), asked.args["records"]
         base = (baseline.asked(old, baseline.baseline_of(regraded, agent, new, records, settings))
                 if old else baseline.baseline_of(regraded, agent, new, records, settings))
         if base is None:
@@ -218,7 +267,7 @@ def compare_cmd(agent, versions, fail_on, alpha, min_effect, min_answered, cover
                             old_agent=old_agent)
         baseline.annotate(result, base)
     else:
-        result = baseline.compare_against(regraded, agent, old, new, records, settings)
+        result = asked.report()
         old = result["old"]
     print_report("compare", result, fmt)
     if result["verdict"] == "undecided" and not settle:
@@ -251,7 +300,7 @@ def ship_cmd(agent, version, reason, shipped_by, db) -> None:
     import getpass
 
     from exam.reports import baseline
-    from exam.reports.regrade import regrade
+    from exam.reports.inputs import CLI
     from exam.reports.selection import report_runs
 
     store = open_store(db)
@@ -264,7 +313,7 @@ def ship_cmd(agent, version, reason, shipped_by, db) -> None:
         return
     runs = report_runs(store, agent)
     records = store.ship_records(agent)
-    shipped = baseline.shipped_version(regrade(store, runs, parallel=True), agent, records)
+    shipped = baseline.shipped_version(CLI.cells(store, runs), agent, records)
     if shipped is None:
         raise InputError(f"no counted run of {agent}")
     click.echo(f"{agent}: shipped {shipped.version} ({shipped.why})")

@@ -50,7 +50,7 @@ def review_cmd(agent, label, blind, sample, reviewer, export_path, import_path, 
         click.echo(f"{decided} decision(s) stored, {blank} row(s) left undecided")
         return
     runs = stored_runs(store, agent, label)
-    regraded = regrade(store, runs, parallel=False)
+    regraded = regrade(store, runs)  # in this process: the queue shows each reply's text
     warn_missing_banks({"missing_banks": regraded.missing_banks})
     items = review.queue(regraded, agent, label, sample)
     if blind:

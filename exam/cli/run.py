@@ -80,19 +80,18 @@ def _against(store, jobs, against: str, settings, fmt: str) -> int:
     before it): print the verdicts, return the exit code. The version is every counted run
     of it, this one among them: the same word as exam compare, the API and the dashboard."""
     from exam.marks import use_colour
-    from exam.reports import baseline
+    from exam.reports import kinds
     from exam.reports.compare import verdict_lines
-    from exam.reports.regrade import regrade
+    from exam.reports.inputs import LOCAL
     from exam.reports.selection import select_runs
     from exam.reports.verdict import EXIT_CODES, combine
 
     words, reports = [], []
     for job in jobs:
         name = job.agent.name
-        result = baseline.compare_against(
-            regrade(store, select_runs(store, name)), name,
-            None if against == SHIPPED else against, job.run.version,
-            store.ship_records(name), settings)
+        result = kinds.build("compare", store, LOCAL, select_runs(store, name), agent=name,
+                             old=None if against == SHIPPED else against,
+                             new=job.run.version, settings=settings)
         words.append(result["verdict"])
         reports.append(result)
         if fmt != "json":
@@ -179,10 +178,10 @@ def run_cmd(agent_names, label, repeats, only, category, notify, against, fmt, a
         jobs.append(job_for(store, run_id, agent))
     final = _execute(store, jobs, quiet=fmt == "json")
     if against and fmt == "json":  # stdout holds the compare's JSON alone
-        from exam.reports import scorecard
-        from exam.reports.regrade import regrade
+        from exam.reports import kinds
+        from exam.reports.inputs import LOCAL
 
-        report = scorecard.build(regrade(store, [j.run for j in jobs]))
+        report = kinds.build("scorecard", store, LOCAL, [j.run for j in jobs])
     else:
         report = print_scorecards(store, [j.run for j in jobs], "text" if against else fmt)
     _hint_unanswered(report)

@@ -204,8 +204,8 @@ def settle_cli(store, registry, agent: str, old: str, new: str, settings: Settin
     from exam.errors import ExamError
     from exam.pipeline.lease import renewed
     from exam.pipeline.runner import create_run, execute, job_for
-    from exam.reports import compare as cmp
-    from exam.reports.regrade import regrade
+    from exam.reports import kinds
+    from exam.reports.inputs import LOCAL
     from exam.reports.selection import select_runs
 
     agent_obj = registry.get(agent)
@@ -232,8 +232,9 @@ def settle_cli(store, registry, agent: str, old: str, new: str, settings: Settin
     bank_size = max(len(r.plan) for r in new_runs)
 
     def compare(levels: dict[str, float]) -> dict[str, Any]:
-        runs = select_runs(store, agent)
-        return cmp.build(regrade(store, runs), agent, old, new, settings, levels or None)
+        # a look at these levels: the two versions alone (the caller says the baseline)
+        return kinds.build("compare", store, LOCAL, select_runs(store, agent), agent=agent,
+                           old=old, new=new, settings=settings, levels=levels, baseline=False)
 
     def one_run(who, version: str, case_nos: list[str], repeats: int) -> None:
         run_id = create_run(store, who, version, repeats=repeats, only=case_nos)

@@ -110,8 +110,8 @@ def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.ec
              serve: Callable[[DemoServer, str], None] | None = None) -> int:
     """Run the demo exam and print its reports; with ``serve``, hand the running demo agents
     and the store to it before they stop (``exam demo --serve``)."""
-    from exam.reports import scorecard
-    from exam.reports.regrade import regrade
+    from exam.reports import kinds, scorecard
+    from exam.reports.inputs import LOCAL, Inputs
     from exam.reports.selection import select_runs
 
     for agent in AGENTS:
@@ -132,9 +132,9 @@ def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.ec
                  f"({len(jobs)} agents × 20 questions × {repeats} repeats) …")
             execute(store, jobs)
         elapsed = time.perf_counter() - started
-        regraded = regrade(store, select_runs(store))
-        echo(scorecard.render_text(scorecard.build(regraded), details=False))
-        _echo_reports(regraded, echo)
+        graded = Inputs(store, select_runs(store), LOCAL)  # graded once for every report
+        echo(scorecard.render_text(kinds.ask_of("scorecard", graded).report(), details=False))
+        _echo_reports(graded, echo)
         if serve is not None:
             serve(server, db)
             return 0
@@ -149,12 +149,13 @@ def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.ec
     return 0
 
 
-def _echo_reports(regraded, echo) -> None:
+def _echo_reports(graded, echo) -> None:
     """The whole story: what changed between the versions, and which questions earn their place."""
-    from exam.reports import compare, discrimination
+    from exam.reports import compare, discrimination, kinds
 
     for agent in AGENTS:
         echo("")
-        echo(compare.text(compare.build(regraded, agent, "v1", "v2")))
+        echo(compare.text(kinds.ask_of("compare", graded, agent=agent, old="v1", new="v2",
+                                       baseline=False).report()))
     echo("")
-    echo(discrimination.text(discrimination.build(regraded)))
+    echo(discrimination.text(kinds.ask_of("discrimination", graded).report()))

@@ -129,8 +129,8 @@ def _status(store) -> str:
 
 def _scorecard(store, agent: str, cfg: dict[str, Any]) -> str:
     from exam.notify.summary import agent_summary, summary_text
-    from exam.reports import scorecard
-    from exam.reports.regrade import regrade
+    from exam.reports import kinds
+    from exam.reports.inputs import SERVICE
     from exam.reports.selection import excluded_runs, excluded_words, select_runs
 
     runs = select_runs(store, agent)
@@ -140,7 +140,7 @@ def _scorecard(store, agent: str, cfg: dict[str, Any]) -> str:
             return f"Every run of {agent} is excluded: {excluded_words(gone)}"
         return f"No runs of {agent} yet."
     latest = [r for r in runs if r.version == runs[0].version]
-    report = scorecard.build(regrade(store, latest, texts=False))
+    report = kinds.build("scorecard", store, SERVICE, latest)
     if not report["scorecards"]:
         return "Cannot show it: " + "; ".join(m["message"] for m in report["missing_banks"])
     card = report["scorecards"][0]

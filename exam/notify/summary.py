@@ -295,17 +295,16 @@ def summaries_for(store: Store, run_ids: Sequence[int],
     counted run of it (the same word as exam compare), against ``compare_to`` or, by
     default, the last version shipped before it (exam/reports/baseline.py). An excluded run
     asked for is said to be excluded, with its reason, and gets no verdict."""
-    from exam.reports import baseline, scorecard
-    from exam.reports.regrade import regrade
+    from exam.reports import baseline, kinds
+    from exam.reports.inputs import LOCAL, Inputs
     from exam.reports.selection import compare_runs, excluded_words, select_runs
 
     runs = [store.get_run(i) for i in run_ids]
-    regraded = regrade(store, runs)
-    if regraded.missing_banks:
+    report = kinds.build("scorecard", store, LOCAL, runs)
+    if report["missing_banks"]:
         # a summary without the runs it was asked for says nothing of them (an empty payload
         # "delivered"), or shows a version by its other runs alone
-        raise ExamError("; ".join(m["message"] for m in regraded.missing_banks))
-    report = scorecard.build(regraded)
+        raise ExamError("; ".join(m["message"] for m in report["missing_banks"]))
     out = []
     for card in report["scorecards"]:
         agent, version = card["agent"], card["version"]
@@ -317,18 +316,18 @@ def summaries_for(store: Store, run_ids: Sequence[int],
             out.append(replace(agent_summary(card, None, card["review_queue"]),
                                excluded=excluded_words(gone)))
             continue
-        every = select_runs(store, agent)
+        every = Inputs(store, select_runs(store, agent), LOCAL)
         records = store.ship_records(agent)
         change, previous = None, compare_to
         try:
             if compare_to is not None and compare_to != version:
                 compare_runs(store, agent, compare_to, version)  # an excluded one said so
-            whole = regrade(store, every)
             if previous is None:  # the last version shipped before it; none for a first
-                base = baseline.baseline_of(whole, agent, version, records)
+                base = baseline.baseline_of(every.cells(), agent, version, records)
                 previous = base.version if base else None
             if previous and previous != version:
-                change = baseline.compare_against(whole, agent, compare_to, version, records)
+                change = kinds.ask_of("compare", every, agent=agent, old=compare_to,
+                                      new=version).report()
         except ExamError as exc:
             # no verdict, and said so: without a previous version the message would read
             # as a first version's (two rubrics, a version's runs removed...)

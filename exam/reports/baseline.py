@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from exam.errors import ExamError
-from exam.reports import compare, verdict
+from exam.reports import compare, kinds, verdict
 from exam.reports.regrade import Regraded
+from exam.reports.selection import compare_runs
 from exam.store import ShipRecord
 
 
@@ -207,7 +208,6 @@ def record_ship(store: Any, agent: str, version: str, shipped_by: str, reason: s
     and the n8n workflow all come through here. A version with no counted run cannot ship
     (nothing of it to compare a later one with): the one message, excluded runs said so."""
     from exam import names
-    from exam.reports.selection import compare_runs
 
     names.check("agent name", agent)
     names.check("version label", version)
@@ -216,3 +216,43 @@ def record_ship(store: Any, agent: str, version: str, shipped_by: str, reason: s
         raise ExamError(f"reason: at most 500 characters, found {len(reason)}")
     return store.add_ship_record(agent, version, shipped_by.strip()[:100], reason.strip(),
                                  source)
+
+
+# -- the compare report, as every surface asks for it (exam/reports/kinds.py) ---------------
+# registered here, not in compare.py (its renderings), because it reads the baseline walk
+
+def _runs(store: Any, args: kinds.Args) -> list:
+    """Every counted run of the agent (history is evidence), OLD and NEW checked stored."""
+    return compare_runs(store, args["agent"], args.get("old"), args["new"])
+
+
+def _ship_records(store: Any, args: kinds.Args) -> kinds.Args:
+    return {"records": store.ship_records(args["agent"])}
+
+
+def _assembled(inputs: kinds.Inputs, args: kinds.Args) -> dict[str, Any]:
+    """NEW against OLD, or against the last version shipped before it, saying which; with
+    ``baseline=False`` the two versions alone, decided at ``levels`` (a settle look, the
+    demo's story)."""
+    agent, old, new = args["agent"], args.get("old"), args["new"]
+    if not args.get("baseline", True):
+        return compare.build(inputs.cells(), agent, old, new, args.get("settings"),
+                             args.get("levels") or None)
+    return compare_against(inputs.cells(), agent, old, new, args["records"],
+                           args.get("settings"))
+
+
+KIND = kinds.register(kinds.ReportKind(
+    name="compare", text=kinds.with_notes(compare.text), table=compare.table,
+    markdown=compare.markdown, junit_cases=compare.junit_cases, html_template="_compare.html",
+    html_title=lambda r: f"{r['agent']}: {r['old']} → {r['new']}", charts=compare.charts,
+    build=_assembled, runs=_runs, stored=_ship_records, refusal=(compare.CompareError, "new"),
+    params=(kinds.Param("agent", "The agent.", required=True),
+            kinds.Param("old", "The version before the change (default: the last version "
+                               "shipped before NEW)."),
+            kinds.Param("new", "The changed version.", required=True)),
+    summary="Before/after of two versions of an agent, with the verdict of the change: "
+            "verdict (ship | hold | incomplete | undecided | pending), exit_code, decision "
+            "(evidence and settings), baseline (which version it was compared with, and why), "
+            "still_failing. Without old: the last version shipped before new",
+    cli=False, api="/compare", page=None))

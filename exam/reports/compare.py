@@ -89,6 +89,26 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
                         "the change as OLD and the changed one as NEW")
     cells = [c for c in regraded.cells if c.agent == agent]
     runs = [r for r in regraded.runs if r.agent == agent]
+    _comparable(regraded, cells, runs, agent, old, new)
+    every, by, meta = _by_question(cells, old, new)
+    skipped, decision = _decided(regraded, runs, cells, every, by, meta, agent, old, new,
+                                 settings, levels)
+    tests = {t["case_no"]: t for t in decision["tests"]}
+    groups: dict[str, list[dict[str, Any]]] = {k: [] for k in GROUPS}
+    for case_no in sorted(by):
+        o, n = by[case_no].get(old, []), by[case_no].get(new, [])
+        row = _row(case_no, meta[case_no], o, n, tests.get(case_no))
+        groups[_group(row, o, n, case_no in skipped, settings)].append(row)
+    for rows in groups.values():
+        rows.sort(key=lambda r: (SEVERITY_ORDER.get(r["severity"], 1), r["case_no"]))
+    decision["reason"] = verdict.summary_line(decision)
+    return _report(regraded, runs, cells, agent, old, new, decision, groups)
+
+
+def _comparable(regraded: Regraded, cells: list[GradedCell], runs: list[Run], agent: str,
+                old: str, new: str) -> None:
+    """An ``ExamError`` unless OLD and NEW both have stored runs, every one of them read (its
+    bank loads), graded by one rubric."""
     versions = {c.version for c in cells} | {r.version for r in runs}
     # a run left out because its bank no longer loads (moved, or refused by a newer bank
     # check) would be a verdict over the other runs alone: one that failed where they passed
@@ -105,14 +125,32 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
             known = ", ".join(sorted(versions)) or "none"
             raise ExamError(f"no stored run of {agent} version {label!r} (versions: {known})")
     _one_rubric(regraded, runs, agent, old, new)
-    every: dict[str, dict[str, list[GradedCell]]] = defaultdict(lambda: defaultdict(list))
-    by: dict[str, dict[str, list[GradedCell]]] = defaultdict(lambda: defaultdict(list))
+
+
+ByQuestion = dict[str, dict[str, list[GradedCell]]]  # case_no → version → cells
+
+
+def _by_question(cells: list[GradedCell], old: str, new: str
+                 ) -> tuple[ByQuestion, ByQuestion, dict[str, GradedCell]]:
+    """The cells by question and version: every version's (history), OLD's and NEW's alone,
+    and each question's first cell (its severity and category)."""
+    every: ByQuestion = defaultdict(lambda: defaultdict(list))
+    by: ByQuestion = defaultdict(lambda: defaultdict(list))
     meta: dict[str, GradedCell] = {}
     for c in cells:
         every[c.case_no][c.version].append(c)
         meta.setdefault(c.case_no, c)
         if c.version in (old, new):
             by[c.case_no][c.version].append(c)
+    return every, by, meta
+
+
+def _decided(regraded: Regraded, runs: list[Run], cells: list[GradedCell], every: ByQuestion,
+             by: ByQuestion, meta: dict[str, GradedCell], agent: str, old: str, new: str,
+             settings: verdict.Settings, levels: dict[str, float] | None
+             ) -> tuple[set[str], dict[str, Any]]:
+    """(the questions OLD's runs left out, the verdict's decision): decided per question,
+    then made pending where a rubric loosened since OLD ran or a removed question mattered."""
     planned = verdict.planned_cells(runs)
     removed = {case for r in runs for case in regraded.removed.get(r.id, [])}
     planned = {k: v for k, v in planned.items() if k not in removed}
@@ -127,42 +165,53 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
                                                     {q.case_no for q in questions}),
                        questions, by, settings, old, new, regraded, agent)
     bank_changes.apply(decision, bank_changes.removed(regraded, runs, agent, old, new, settings))
-    tests = {t["case_no"]: t for t in decision["tests"]}
-    groups: dict[str, list[dict[str, Any]]] = {k: [] for k in GROUPS}
-    for case_no in sorted(by):
-        o, n = by[case_no].get(old, []), by[case_no].get(new, [])
-        so, po, go = state(o)
-        sn, pn, gn = state(n)
-        t = tests.get(case_no)
-        row = {"case_no": case_no, "category": meta[case_no].category,
-               "severity": meta[case_no].severity,
-               "old": {"state": so, "passes": po, "graded": go, "rate": po / go if go else None},
-               "new": {"state": sn, "passes": pn, "graded": gn, "rate": pn / gn if gn else None},
-               "changed_since_run": any(c.changed for c in o + n),
-               "checks_moved": moved_checks(o, n),
-               "test": None if t is None else {k: t.get(k) for k in (
-                   "p", "q", "effect", "state", "repeats_needed", "more_repeats", "rule",
-                   "baseline")}}
-        if not o and case_no in skipped:
-            groups["not_asked_in_old"].append(row)
-        elif not o and (t is None or not t["baseline"]["answered"]):
-            groups["only_new"].append(row)
-        elif not n:
-            groups["only_old"].append(row)
-        elif t and t["state"] == "hold":
-            groups["regressions"].append(row)
-        elif t and t["state"] == "undecided":
-            groups["undecided"].append(row)
-        elif _fixed(row, settings):
-            groups["fixes"].append(row)
-        elif sn == "flaky" and so in ("pass", "fail") and go >= gn:
-            # newly flaky only when the old version had at least as many answered repeats:
-            # 3/3 → 9/10 or 0/3 → 1/10 is more repeats, not a new behaviour
-            groups["flaky"].append(row)
-        else:
-            groups["unchanged"].append(row)
-    for rows in groups.values():
-        rows.sort(key=lambda r: (SEVERITY_ORDER.get(r["severity"], 1), r["case_no"]))
+    return skipped, decision
+
+
+def _row(case_no: str, meta: GradedCell, o: list[GradedCell], n: list[GradedCell],
+         t: dict[str, Any] | None) -> dict[str, Any]:
+    """One question's line: each side's state and counts, the checks that moved, its test."""
+    so, po, go = state(o)
+    sn, pn, gn = state(n)
+    return {"case_no": case_no, "category": meta.category, "severity": meta.severity,
+            "old": {"state": so, "passes": po, "graded": go, "rate": po / go if go else None},
+            "new": {"state": sn, "passes": pn, "graded": gn, "rate": pn / gn if gn else None},
+            "changed_since_run": any(c.changed for c in o + n),
+            "checks_moved": moved_checks(o, n),
+            "test": None if t is None else {k: t.get(k) for k in (
+                "p", "q", "effect", "state", "repeats_needed", "more_repeats", "rule",
+                "baseline")}}
+
+
+def _group(row: dict[str, Any], o: list[GradedCell], n: list[GradedCell], skipped: bool,
+           settings: verdict.Settings) -> str:
+    """Which of ``GROUPS`` a question's line is shown in."""
+    t = row["test"]
+    so, go = row["old"]["state"], row["old"]["graded"]
+    sn, gn = row["new"]["state"], row["new"]["graded"]
+    if not o and skipped:
+        return "not_asked_in_old"
+    if not o and (t is None or not t["baseline"]["answered"]):
+        return "only_new"
+    if not n:
+        return "only_old"
+    if t and t["state"] == "hold":
+        return "regressions"
+    if t and t["state"] == "undecided":
+        return "undecided"
+    if _fixed(row, settings):
+        return "fixes"
+    if sn == "flaky" and so in ("pass", "fail") and go >= gn:
+        # newly flaky only when the old version had at least as many answered repeats:
+        # 3/3 → 9/10 or 0/3 → 1/10 is more repeats, not a new behaviour
+        return "flaky"
+    return "unchanged"
+
+
+def _report(regraded: Regraded, runs: list[Run], cells: list[GradedCell], agent: str, old: str,
+            new: str, decision: dict[str, Any], groups: dict[str, list[dict[str, Any]]]
+            ) -> dict[str, Any]:
+    """The compare report: the verdict, the grouped questions, counts, rates and cost."""
     old_cells = [c for c in cells if c.version == old]
     new_cells = [c for c in cells if c.version == new]
     co, cn = (cost_summary(cs, total=False) for cs in (old_cells, new_cells))
@@ -173,7 +222,6 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
     critical = [r["case_no"] for r in groups["regressions"] if r["severity"] == "critical"]
     critical_failing = sorted({c.case_no for c in new_cells
                                if c.verdict == "fail" and c.severity == "critical"})
-    decision["reason"] = verdict.summary_line(decision)
 
     def counts(cs):
         v = Counter(c.verdict or c.run_status for c in cs)
@@ -452,13 +500,8 @@ def verdict_lines(report: dict[str, Any], colour: bool = False) -> list[str]:
 
 
 
-def _charts(report: dict[str, Any]) -> dict[str, Any]:
-    from exam.reports import charts
+def charts(report: dict[str, Any]) -> dict[str, Any]:
+    """The compare's charts (its kind is registered in exam/reports/baseline.py)."""
+    from exam.reports import charts as draw
 
-    return {"rates": charts.compare_rates(report)}
-
-
-KIND = kinds.register(kinds.ReportKind(
-    name="compare", text=kinds.with_notes(text), table=table, markdown=markdown,
-    junit_cases=junit_cases, html_template="_compare.html",
-    html_title=lambda r: f"{r['agent']}: {r['old']} → {r['new']}", charts=_charts))
+    return {"rates": draw.compare_rates(report)}

@@ -362,7 +362,16 @@ def _charts(report: dict[str, Any]) -> dict[str, Any]:
     return {a["agent"]: charts.discrimination(a) for a in report["agents"]}
 
 
+def _assembled(inputs: kinds.Inputs, args: kinds.Args) -> dict[str, Any]:
+    # counts alone: from the kept runs' heads where the grade source reads them
+    return build(inputs.counts(), args.get("agent"), args["k"])
+
+
 KIND = kinds.register(kinds.ReportKind(
     name="discrimination", text=kinds.with_notes(text), table=table, markdown=markdown,
     junit_cases=junit_cases, html_template="_discrimination.html",
-    html_title=lambda _r: "Discrimination", charts=_charts))
+    html_title=lambda _r: "Discrimination", charts=_charts, build=_assembled,
+    params=(kinds.AGENT, kinds.Param("k", "pass^k at this fixed k (unbiased C(c,k)/C(n,k)).",
+                                     "int", default=K, minimum=1)),
+    summary="Questions × versions, with a class per question", api="/discrimination",
+    page=None))

@@ -12,10 +12,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from exam.reports import baseline
+from exam.reports import baseline, kinds
 from exam.reports.discrimination import version_order
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import cost_summary
+from exam.reports.selection import select_runs
 from exam.reports.stats import rate_of_cells
 
 GRADED = ("pass", "fail", "needs_human")
@@ -119,3 +120,25 @@ def charts(report: dict[str, Any]) -> dict[str, Any]:
                            "latency": draw.cost(rows, "latency_ms", "latency ms"),
                            "tokens": draw.cost(rows, "tokens", "tokens per reply")}
     return out
+
+
+# -- assembly (exam/reports/kinds.py): the dashboard's overview and runs pages ---------------
+
+def _runs(store: Any, args: kinds.Args) -> list:
+    """Every counted run (of the agent): none is no error, the page says so."""
+    return select_runs(store, args.get("agent"))
+
+
+def _ship_records(store: Any, args: kinds.Args) -> kinds.Args:
+    return {"records": store.ship_records(args.get("agent"))}
+
+
+def _assembled(inputs: kinds.Inputs, args: kinds.Args) -> dict[str, Any]:
+    if not inputs.runs:
+        return {"agents": [], "missing_banks": []}
+    return build(inputs.cells(), args["records"])
+
+
+KIND = kinds.register(kinds.ReportKind(
+    name="overview", text=None, charts=charts, build=_assembled, runs=_runs,
+    stored=_ship_records, params=(kinds.AGENT,), api=None, page=None))

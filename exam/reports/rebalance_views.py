@@ -8,7 +8,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from exam.reports import kinds
+from exam.reports import kinds, rebalance
+from exam.reports.selection import report_runs
 from exam.textsafe import terminal_data
 
 
@@ -179,7 +180,29 @@ def _charts(report: dict[str, Any]) -> dict[str, Any]:
     return {a["agent"]: charts.roles(a) for a in report["agents"] if a["questions"]}
 
 
+# -- assembly (exam/reports/kinds.py) -------------------------------------------------------
+
+def _matching(store: Any, args: kinds.Args) -> list:
+    return report_runs(store, args.get("agent"), since=args.get("since"))
+
+
+def _runs(store: Any, args: kinds.Args) -> list:
+    """The runs a rebalance counts (``rebalance.counted_runs``) of those that match."""
+    runs = rebalance.counted_runs(_matching(store, args))
+    if not runs:
+        raise rebalance.RebalanceError("every matching run is excluded: nothing to rebalance")
+    return runs
+
+
+def _assembled(inputs: kinds.Inputs, args: kinds.Args) -> dict[str, Any]:
+    since = args.get("since")
+    left_out = [r.id for r in _matching(inputs.store, args) if r not in inputs.runs]
+    return rebalance.build(inputs.cells(), since.strftime("%Y-%m-%d") if since else None,
+                           args.get("settings"), inputs.store, left_out)
+
+
 KIND = kinds.register(kinds.ReportKind(
     name="rebalance", text=kinds.with_notes(text), table=table, markdown=markdown,
     junit_cases=junit_cases, html_heading=False, html_template="_rebalance.html",
-    html_title=lambda _r: "Rebalance", charts=_charts))
+    html_title=lambda _r: "Rebalance", charts=_charts, build=_assembled, runs=_runs,
+    params=(), api=None, page=None))

@@ -9,6 +9,7 @@ from typing import Any
 from exam.reports import kinds
 from exam.reports.graded_runs import LazyChecks
 from exam.reports.regrade import GradedCell, Regraded
+from exam.reports.selection import report_runs
 from exam.reports.stats import median, percentile, rate_of_cells
 from graders import GRADER_VERSION, CheckResult
 from graders.model import RUN_STATUSES
@@ -401,6 +402,21 @@ def _charts(report: dict[str, Any]) -> dict[str, Any]:
     return {"verdicts": charts.verdict_counts(report["scorecards"])} if report["scorecards"] else {}
 
 
+# -- assembly (exam/reports/kinds.py) -------------------------------------------------------
+
+def _runs(store: Any, args: kinds.Args) -> list:
+    """Every counted run of the agent and version, or the runs asked for by id (as asked)."""
+    return report_runs(store, args.get("agent"), args.get("version"), args.get("run_id") or ())
+
+
+def _assembled(inputs: kinds.Inputs, args: kinds.Args) -> dict[str, Any]:
+    return build(inputs.cells(), every_cell=args.get("every_cell", True))
+
+
 KIND = kinds.register(kinds.ReportKind(
     name="scorecard", text=render_text, table=table, markdown=markdown, junit_cases=junit_cases,
-    html_heading=False, html_template="_scorecard.html", html_title=html_title, charts=_charts))
+    html_heading=False, html_template="_scorecard.html", html_title=html_title, charts=_charts,
+    build=_assembled, runs=_runs,
+    params=(kinds.Param("run_id", "The run.", "int", many=True, default=()),),
+    summary="The run's scorecard, re-graded with today's grader and bank",
+    api="/runs/<int:run_id>/scorecard", page=None))

@@ -324,68 +324,13 @@ def decide(questions: Sequence[Compared], settings: Settings = Settings(),
     ``labels``: ``agent``, ``old``, ``new``, for the lines that say what to run.
     """
     comparable = [q for q in questions if q.baseline.answered or q.old.planned]
-    rows: list[dict[str, Any]] = []
-    tallies: dict[str, tuple[Tally, Tally]] = {}
-    for q in comparable:
-        tallies[q.case_no] = (q.baseline, q.new)
-        b, n = q.baseline, q.new
-        p = fisher_worse(b.passes, b.answered, n.passes, n.answered)
-        min_p = fisher_worse_min(b.passes, b.answered, n.passes, n.answered)
-        effect = (b.rate - n.rate) if b.answered and n.answered else None
-        rows.append({"case_no": q.case_no, "severity": q.severity, "category": q.category,
-                     "baseline": {**b.as_dict(), "versions": list(q.baseline_versions)},
-                     "old": q.old.as_dict(), "new": n.as_dict(), "p": p, "min_p": min_p,
-                     "effect": effect, "q": None, "state": "same"})
-    # screened by each question's own alpha (its margins only: monotone, see discrete_bh);
-    # each question then needs q ≤ its own alpha
-    # a question with fewer answered repeats than its rule asks can never hold either: the
-    # answered counts are margins too, so leaving it out keeps the screen on margins alone
-    def screen(r: dict[str, Any]) -> float:
-        need = settings.rule_for(r["severity"]).min_answered
-        thin = min(r["baseline"]["answered"], r["new"]["answered"]) < need
-        return 2.0 if thin else r["min_p"]
-
-    qvalues, testable = discrete_bh([r["p"] for r in rows], [screen(r) for r in rows],
-                                    [settings.rule_for(r["severity"]).alpha for r in rows])
+    rows = [_test_row(q) for q in comparable]
+    qvalues, testable = _screened(rows, settings)
     # the repeats-needed figures are `--settle`'s, whose m is every question that could get
     # worse (a baseline pass, asked in NEW): a fixed 0/3 → 3/3 can never hold there
     can_drop = sum(1 for r in rows if r["baseline"]["passes"] and r["new"]["planned"]) or 1
-    for r, qv in zip(rows, qvalues, strict=True):
-        b, n = tallies[r["case_no"]]
-        rule = settings.rule_for(r["severity"])
-        r["q"] = qv
-        r["rule"] = rule.as_dict()
-        b_ans, n_ans = r["baseline"]["answered"], r["new"]["answered"]
-        enough = b_ans >= rule.min_answered and n_ans >= rule.min_answered
-        big = r["effect"] is not None and r["effect"] >= rule.min_effect - 1e-12
-        if levels is not None:
-            significant = r["case_no"] in levels and \
-                r["p"] <= levels[r["case_no"]] * (1 + TOL)
-            r["level"] = levels.get(r["case_no"])
-        else:
-            # exact p-values are rationals: 1e-9 absorbs the float rounding of p × m / rank
-            significant = qv is not None and qv <= rule.alpha * (1 + TOL)
-        if significant and big and enough:
-            r["state"] = "hold"
-        elif n_ans and b_ans and b.passes and r["effect"] > 1e-12 and (
-                big or not enough or drop_upper(b, n) >= rule.min_effect - 1e-12):
-            r["state"] = "undecided"
-            need: int | None = rule.min_answered
-            if b_ans < rule.min_answered:
-                r["baseline_short"] = rule.min_answered - b_ans
-            # the repeats that would show a drop of the observed size, or of min_effect when
-            # the observed drop is smaller, at the stated power
-            target = min(r["new"]["rate"], b.rate - rule.min_effect)
-            r["assumed_new_rate"] = max(0.0, target)
-            r["level_for_repeats"] = rule.alpha / can_drop * SETTLE_INTERIM
-            if levels is None and figures:  # `--settle` decides by its own levels
-                need, r["level_for_repeats"] = settle_repeats(
-                    r["baseline"]["passes"], b_ans, max(0.0, target), n_ans,
-                    rule.alpha / can_drop, settings.power)
-            r["repeats_needed"] = None if need is None else max(need, rule.min_answered)
-            r["more_repeats"] = None if need is None else max(0, r["repeats_needed"] - n_ans)
-        elif r["effect"] is not None and r["effect"] < 0:
-            r["state"] = "better"
+    for q, r, qv in zip(comparable, rows, qvalues, strict=True):
+        _judge(r, qv, q.baseline, q.new, settings, levels, figures, can_drop)
     incomplete = _coverage(questions, settings)
     # cells still to come are not missing for good: the coverage floor tolerates lost cells,
     # never a verdict read before the run is over
@@ -405,16 +350,7 @@ def decide(questions: Sequence[Compared], settings: Settings = Settings(),
     for q in added:
         if q.new.fails:
             (holds if q.severity == "critical" else undecided).append(_added(q))
-    if holds:
-        word = "hold"
-    elif incomplete["questions"] or incomplete["versions"] or incomplete["runs"]:
-        word = "incomplete"
-    elif needs_human:
-        word = "pending"
-    elif undecided:
-        word = "undecided"
-    else:
-        word = "ship"
+    word = _word(holds, incomplete, needs_human, undecided)
     return {"word": word, "exit_code": EXIT_CODES[word], "settings": settings.as_dict(),
             "questions_tested": len(rows), "questions_testable": testable,
             "hold": holds, "undecided": undecided,
@@ -430,6 +366,96 @@ def decide(questions: Sequence[Compared], settings: Settings = Settings(),
             "could_miss": could_miss(questions, settings) if figures and word == "ship"
             else None,
             "labels": dict(labels or {}), "tests": rows, "reason": ""}
+
+
+def _test_row(q: Compared) -> dict[str, Any]:
+    """One comparable question's test: its baseline and NEW's counts, the one-sided exact
+    p-value of NEW being worse (and the least it could be, for the screen), the drop."""
+    b, n = q.baseline, q.new
+    p = fisher_worse(b.passes, b.answered, n.passes, n.answered)
+    min_p = fisher_worse_min(b.passes, b.answered, n.passes, n.answered)
+    effect = (b.rate - n.rate) if b.answered and n.answered else None
+    return {"case_no": q.case_no, "severity": q.severity, "category": q.category,
+            "baseline": {**b.as_dict(), "versions": list(q.baseline_versions)},
+            "old": q.old.as_dict(), "new": n.as_dict(), "p": p, "min_p": min_p,
+            "effect": effect, "q": None, "state": "same"}
+
+
+def _screened(rows: list[dict[str, Any]], settings: Settings
+              ) -> tuple[list[float | None], int]:
+    """(each row's q-value, how many could be tested): BH over the questions that can move.
+
+    Screened by each question's own alpha (its margins only: monotone, see discrete_bh);
+    each question then needs q ≤ its own alpha. A question with fewer answered repeats than
+    its rule asks can never hold either: the answered counts are margins too, so leaving it
+    out keeps the screen on margins alone."""
+    def screen(r: dict[str, Any]) -> float:
+        need = settings.rule_for(r["severity"]).min_answered
+        thin = min(r["baseline"]["answered"], r["new"]["answered"]) < need
+        return 2.0 if thin else r["min_p"]
+
+    return discrete_bh([r["p"] for r in rows], [screen(r) for r in rows],
+                       [settings.rule_for(r["severity"]).alpha for r in rows])
+
+
+def _judge(r: dict[str, Any], qv: float | None, b: Tally, n: Tally, settings: Settings,
+           levels: Mapping[str, float] | None, figures: bool, can_drop: int) -> None:
+    """A question's state: hold (a significant drop of at least min_effect on enough
+    repeats), undecided (a drop not yet ruled out: with the repeats that would settle it),
+    better, or the same."""
+    rule = settings.rule_for(r["severity"])
+    r["q"] = qv
+    r["rule"] = rule.as_dict()
+    b_ans, n_ans = r["baseline"]["answered"], r["new"]["answered"]
+    enough = b_ans >= rule.min_answered and n_ans >= rule.min_answered
+    big = r["effect"] is not None and r["effect"] >= rule.min_effect - 1e-12
+    if levels is not None:
+        significant = r["case_no"] in levels and r["p"] <= levels[r["case_no"]] * (1 + TOL)
+        r["level"] = levels.get(r["case_no"])
+    else:
+        # exact p-values are rationals: 1e-9 absorbs the float rounding of p × m / rank
+        significant = qv is not None and qv <= rule.alpha * (1 + TOL)
+    if significant and big and enough:
+        r["state"] = "hold"
+    elif n_ans and b_ans and b.passes and r["effect"] > 1e-12 and (
+            big or not enough or drop_upper(b, n) >= rule.min_effect - 1e-12):
+        r["state"] = "undecided"
+        _repeats_needed(r, b, rule, settings, levels, figures, can_drop)
+    elif r["effect"] is not None and r["effect"] < 0:
+        r["state"] = "better"
+
+
+def _repeats_needed(r: dict[str, Any], b: Tally, rule: Rule, settings: Settings,
+                    levels: Mapping[str, float] | None, figures: bool, can_drop: int) -> None:
+    """An undecided question's figures: how many repeats would show a drop of the observed
+    size, or of min_effect when the observed drop is smaller, at the stated power."""
+    b_ans, n_ans = r["baseline"]["answered"], r["new"]["answered"]
+    need: int | None = rule.min_answered
+    if b_ans < rule.min_answered:
+        r["baseline_short"] = rule.min_answered - b_ans
+    target = min(r["new"]["rate"], b.rate - rule.min_effect)
+    r["assumed_new_rate"] = max(0.0, target)
+    r["level_for_repeats"] = rule.alpha / can_drop * SETTLE_INTERIM
+    if levels is None and figures:  # `--settle` decides by its own levels
+        need, r["level_for_repeats"] = settle_repeats(
+            r["baseline"]["passes"], b_ans, max(0.0, target), n_ans,
+            rule.alpha / can_drop, settings.power)
+    r["repeats_needed"] = None if need is None else max(need, rule.min_answered)
+    r["more_repeats"] = None if need is None else max(0, r["repeats_needed"] - n_ans)
+
+
+def _word(holds: list, incomplete: dict[str, Any], needs_human: int, undecided: list) -> str:
+    """The one word, worst first: a hold, then too little answered, then a person's call,
+    then too few repeats; ship only when none of these."""
+    if holds:
+        return "hold"
+    if incomplete["questions"] or incomplete["versions"] or incomplete["runs"]:
+        return "incomplete"
+    if needs_human:
+        return "pending"
+    if undecided:
+        return "undecided"
+    return "ship"
 
 
 def _brief(r: dict[str, Any]) -> dict[str, Any]:

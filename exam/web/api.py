@@ -15,7 +15,9 @@ from flask import Blueprint, abort, current_app, jsonify, request
 
 from exam import names
 from exam.errors import ExamError, NoSuchRun, StoreError
-from exam.reports.selection import SelectionError, compare_runs, report_runs
+from exam.reports import kinds
+from exam.reports.inputs import SERVICE
+from exam.reports.selection import SelectionError, report_runs
 from exam.web.auth import STORE_AWAY, bearer_ok, shown_error, viewer_bearer_ok
 from exam.web.context import registry, store
 from exam.web.openapi import spec
@@ -181,66 +183,56 @@ def include_run(run_id: int):
     return jsonify(run_json(_get_run(run_id)))
 
 
-@bp.get("/runs/<int:run_id>/scorecard")
-def run_scorecard(run_id: int):
-    from exam.reports import scorecard
-    from exam.reports.regrade import regrade
+@bp.record
+def _report_routes(state) -> None:
+    """A route for every report the registry serves on the API (``ReportKind.api``), made
+    when the app is: a report module registered by then is served with no change here."""
+    for kind in kinds.served():
+        state.add_url_rule(kind.api_path, f"report_{kind.name}", report,
+                           defaults={"name": kind.name}, methods=["GET"])
 
-    run = _get_run(run_id)
-    return _kept_json([run], lambda: scorecard.build(regrade(store(), [run], texts=False)),
-                      "scorecard")
+
+def report(name: str, **path: Any):
+    """Any registered report as JSON: its arguments from the path and the query, built
+    through the registry (the service's grade source) and kept while its inputs hold."""
+    kind = kinds.get(name)
+    try:
+        args = kinds.parse(kind, request.args.getlist, path)
+    except kinds.ArgError as exc:
+        raise BadRequest(exc.field, str(exc)) from None
+    try:
+        asked = kinds.ask(name, store(), SERVICE, **args)
+        return _kept_json(asked)
+    except NoSuchRun:  # a run asked for by id: not there (any other StoreError is a 503)
+        abort(404)
+    except StoreError:
+        raise
+    except ExamError as exc:
+        if kind.refusal and isinstance(exc, kind.refusal[0]):  # asked wrongly: not missing
+            raise BadRequest(kind.refusal[1], str(exc)) from None
+        return jsonify(error=str(exc)), 404
 
 
-def _kept_json(runs, build, *parts):
-    """The report ``build()`` makes, as ``jsonify`` writes it; kept per process while none of
-    its inputs change (exam.reports.answer_cache), so asking again does not build it again."""
+def _kept_json(asked):
+    """The report as ``jsonify`` writes it; kept per process while none of its inputs change
+    (exam.reports.answer_cache), so asking again does not build it again."""
     from exam.reports import answer_cache
 
     provider = current_app.json
-    text = answer_cache.answer(store(), runs, lambda: provider.dumps(build()) + "\n", *parts)
+    text = answer_cache.answer(asked.inputs.store, asked.runs,
+                       lambda: provider.dumps(asked.report()) + "\n", *asked.key())
     return current_app.response_class(text, mimetype=provider.mimetype)
-
-
-def _require(name: str) -> str:
-    value = request.args.get(name, "").strip()
-    if not value:
-        raise BadRequest(name, f"query parameter {name!r} is required")
-    return value
-
-
-@bp.get("/compare")
-def compare():
-    from exam.reports import baseline
-    from exam.reports import compare as cmp
-    from exam.reports.regrade import regrade
-
-    agent, new = _require("agent"), _require("new")
-    old = request.args.get("old", "").strip() or None  # none: the last shipped before new
-    try:
-        runs = compare_runs(store(), agent, old, new)
-        records = store().ship_records(agent)
-        # the decisions recorded by hand are an input too: the kept answer's key holds them
-        return _kept_json(runs, lambda: baseline.compare_against(
-            regrade(store(), runs, texts=False), agent, old, new, records),
-            "compare", agent, old or "", new, *(r.id for r in records))
-    except StoreError:
-        raise
-    except cmp.CompareError as exc:  # asked wrongly (a version against itself), not missing
-        raise BadRequest("new", str(exc)) from None
-    except ExamError as exc:
-        return jsonify(error=str(exc)), 404
 
 
 def _shipped_json(agent: str, status: int = 200):
     from exam.reports import baseline
-    from exam.reports.regrade import regrade
 
     try:
         runs = report_runs(store(), agent)
     except SelectionError as exc:
         return jsonify(error=str(exc)), 404
     records = store().ship_records(agent)
-    shipped = baseline.shipped_version(regrade(store(), runs, texts=False), agent, records)
+    shipped = baseline.shipped_version(SERVICE.cells(store(), runs), agent, records)
     return jsonify(agent=agent, shipped=shipped.as_dict() if shipped else None,
                    decisions=[r.as_dict() for r in records]), status
 
@@ -278,20 +270,6 @@ def ship(agent: str):
                  "version" if str(exc).startswith("version") else None)
         raise BadRequest(field, str(exc)) from None
     return _shipped_json(agent, 201)
-
-
-@bp.get("/discrimination")
-def discrimination():
-    from exam.reports import discrimination as disc
-    from exam.reports.regrade import regrade
-
-    agent = request.args.get("agent") or None
-    try:
-        runs = report_runs(store(), agent)
-    except SelectionError as exc:
-        return jsonify(error=str(exc)), 404
-    return _kept_json(runs, lambda: disc.build(regrade(store(), runs, texts=False), agent),
-                      "discrimination", agent)
 
 
 CAPTURE_KEYS = {"agent", "execution", "work_order", "reply", "origin", "dry_run"}

@@ -16,12 +16,15 @@ import tomllib
 from typing import Any
 from urllib.parse import urlsplit
 
-from flask import Flask, Response, has_request_context, jsonify, request
+from flask import Flask, Response, current_app, has_request_context, jsonify, request
 from flask.sessions import SecureCookieSessionInterface
+from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from exam.errors import ExamError, NoSuchRun, StoreError
-from exam.web import api, context, dashboard, line
+from exam.textsafe import page_text
+from exam.web import api, bodies, context, dashboard, line
 from exam.web.auth import STORE_AWAY, bearer_ok, is_admin
 
 log = logging.getLogger("exam.web.app")
@@ -69,6 +72,26 @@ FALSE_WORDS = ("0", "false", "no", "off")
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     app = Flask(__name__, template_folder="../templates")  # exam/templates: the reports use them too
     app.json.ensure_ascii = False  # UTF-8 as the CLI prints it: 貨到付款, not \u8ca8\u5230...
+    _configure(app, config)
+    _check_tokens(app)
+    if app.config["TRUSTED_PROXIES"]:
+        n = app.config["TRUSTED_PROXIES"]
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore
+    app.session_interface = _Sessions()
+    bodies.init_app(app)  # a JSON body nested too deep: a 400 on every route, before it
+    app.jinja_env.finalize = page_text  # before any template is compiled
+    _register_blueprints(app)
+    app.after_request(security_headers)
+    app.get("/healthz")(healthz)
+    _register_error_pages(app)
+    context.init_app(app)
+    _log_like_gunicorn()
+    line.start_sweeping(app)  # in the process that serves: a gunicorn worker, not its master
+    return app
+
+
+def _configure(app: Flask, config: dict[str, Any] | None) -> None:
+    """Defaults, then the EXAM_CONFIG file, then EXAM_* variables, then ``config``; checked."""
     app.config.update(DEFAULTS)
     app.config["WTF_CSRF_CHECK_DEFAULT"] = False  # checked by forms_from_this_site below
     app.config["WTF_CSRF_SSL_STRICT"] = False  # the Origin/Referer check below covers it
@@ -81,6 +104,11 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     if config:
         app.config.update(config)
     _check_settings(app, defaults, path, file_keys)
+
+
+def _check_tokens(app: Flask) -> None:
+    """No service without a token (unless LOCAL_DEV), no viewer token that is the admin's; the
+    session key derived from the token when none is set."""
     token = app.config.get("API_TOKEN")
     if not token and not app.config["LOCAL_DEV"]:
         raise ExamError("EXAM_API_TOKEN is not set: the service will not start without a token "
@@ -93,114 +121,108 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         from exam.share import secret_key
 
         app.config["SECRET_KEY"] = secret_key(None, token or "local-dev")
-    if app.config["TRUSTED_PROXIES"]:
-        from werkzeug.middleware.proxy_fix import ProxyFix
 
-        n = app.config["TRUSTED_PROXIES"]
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore
-    app.session_interface = _Sessions()
-    from exam.web import bodies
 
-    bodies.init_app(app)  # a JSON body nested too deep: a 400 on every route, before it
-    from exam.textsafe import page_text
-
-    app.jinja_env.finalize = page_text  # before any template is compiled
-
-    from flask_wtf.csrf import CSRFError, CSRFProtect
-
+def _register_blueprints(app: Flask) -> None:
+    """The API, the dashboard and the LINE webhook; CSRF protection for the dashboard's forms
+    (the API answers a bearer token only, the webhook LINE's signature)."""
     csrf = CSRFProtect(app)
     app.register_blueprint(api.bp)
     app.register_blueprint(dashboard.bp)
     app.register_blueprint(line.bp)
     csrf.exempt(api.bp)  # bearer token only: a browser never sends it by itself
     csrf.exempt(line.bp)  # signed by LINE
+    app.before_request(forms_from_this_site)
 
-    @app.before_request
-    def forms_from_this_site():
-        """Every state-changing form: same origin (Origin, else Referer) and a CSRF token."""
-        if request.method not in app.config["WTF_CSRF_METHODS"] or \
-                request.blueprint in ("api", "line"):
-            return None
-        if app.config.get("API_TOKEN") and _bearer_sent() and bearer_ok():
-            return None  # a script with the token, not a browser riding a cookie
-        origin = request.headers.get("Origin")
-        source = origin if origin is not None else request.headers.get("Referer")
-        if source is not None and not _same_origin(source):
-            raise CSRFError("the form was sent from another site")
-        csrf.protect()
+
+def forms_from_this_site():
+    """Every state-changing form: same origin (Origin, else Referer) and a CSRF token."""
+    if request.method not in current_app.config["WTF_CSRF_METHODS"] or \
+            request.blueprint in ("api", "line"):
         return None
+    if current_app.config.get("API_TOKEN") and _bearer_sent() and bearer_ok():
+        return None  # a script with the token, not a browser riding a cookie
+    origin = request.headers.get("Origin")
+    source = origin if origin is not None else request.headers.get("Referer")
+    if source is not None and not _same_origin(source):
+        raise CSRFError("the form was sent from another site")
+    current_app.extensions["csrf"].protect()
+    return None
 
-    @app.after_request
-    def security_headers(resp: Response) -> Response:
-        resp.headers["X-Frame-Options"] = "DENY"
-        resp.headers["Content-Security-Policy"] = CSP
-        resp.headers["X-Content-Type-Options"] = "nosniff"
-        resp.headers["Referrer-Policy"] = "same-origin"
-        # replies, raw bodies and review notes: kept by no browser cache or proxy on the way
-        resp.headers.setdefault("Cache-Control", "no-store")
-        return resp
 
-    @app.get("/healthz")
-    def healthz():
-        try:
-            schema = context.store().schema_version()
-            context.store().list_runs(limit=1)  # reads a table, not only the file's header
-            return jsonify(ok=True, schema=schema)
-        except StoreError as exc:  # every database error, on either backend
-            log.error("healthz: %s", exc)
-            return jsonify(ok=False, error="the store cannot be opened (see the service log)"), 503
+def security_headers(resp: Response) -> Response:
+    resp.headers["X-Frame-Options"] = "DENY"
+    resp.headers["Content-Security-Policy"] = CSP
+    resp.headers["X-Content-Type-Options"] = "nosniff"
+    resp.headers["Referrer-Policy"] = "same-origin"
+    # replies, raw bodies and review notes: kept by no browser cache or proxy on the way
+    resp.headers.setdefault("Cache-Control", "no-store")
+    return resp
 
-    def answer(status: int, error: str, heading: str, page_message: str | None = None):
-        """JSON for the API, the LINE webhook and /healthz; a page for the dashboard."""
-        if _json_wanted():
-            return jsonify(error=error), status
-        return dashboard.error_page(status, heading, page_message or error)
 
-    @app.errorhandler(CSRFError)
-    def csrf_refused(err: CSRFError):
-        message = (f"refused: {err.description} — reload the page and send the form again")
-        return answer(400, message, "Form refused")
+def healthz():
+    try:
+        schema = context.store().schema_version()
+        context.store().list_runs(limit=1)  # reads a table, not only the file's header
+        return jsonify(ok=True, schema=schema)
+    except StoreError as exc:  # every database error, on either backend
+        log.error("healthz: %s", exc)
+        return jsonify(ok=False, error="the store cannot be opened (see the service log)"), 503
 
-    @app.errorhandler(StoreError)
-    def store_trouble(err: StoreError):
-        if isinstance(err, NoSuchRun):  # what was asked for is not there: not the store's fault
-            return answer(404, "not found", "Not found", str(err))
-        log.error("store: %s", err)
-        # a viewer (a share link, perhaps forwarded) is not told where the store lives
-        said = str(err) if is_admin() else STORE_AWAY
-        return answer(503, said, "The store is not available", said)
 
-    @app.errorhandler(400)
-    def bad_request(err: HTTPException):
-        return answer(400, err.description or "bad request", "Bad request")
+def _answer(status: int, error: str, heading: str, page_message: str | None = None):
+    """JSON for the API, the LINE webhook and /healthz; a page for the dashboard."""
+    if _json_wanted():
+        return jsonify(error=error), status
+    return dashboard.error_page(status, heading, page_message or error)
 
-    @app.errorhandler(413)
-    def too_large(_err):
-        return answer(413, f"request body larger than {app.config['MAX_CONTENT_LENGTH']:,} "
-                           "bytes", "Too large")
 
-    @app.errorhandler(404)
-    def not_found(_err):
-        return answer(404, "not found", "Not found", "there is no such page: the run, agent, "
-                      "version or question may not be stored (or the address is mistyped)")
+def _csrf_refused(err: CSRFError):
+    message = (f"refused: {err.description} — reload the page and send the form again")
+    return _answer(400, message, "Form refused")
 
-    @app.errorhandler(405)
-    def not_allowed(err: HTTPException):
-        resp = answer(405, "method not allowed", "Method not allowed")
-        resp = app.make_response(resp)
-        methods = getattr(err, "valid_methods", None)
-        if methods:  # what the path takes (RFC 9110: a 405 must say)
-            resp.headers["Allow"] = ", ".join(sorted(methods))
-        return resp
 
-    @app.errorhandler(500)
-    def server_error(_err):
-        return answer(500, "internal error (logged by the service)", "Internal error")
+def _store_trouble(err: StoreError):
+    if isinstance(err, NoSuchRun):  # what was asked for is not there: not the store's fault
+        return _answer(404, "not found", "Not found", str(err))
+    log.error("store: %s", err)
+    # a viewer (a share link, perhaps forwarded) is not told where the store lives
+    said = str(err) if is_admin() else STORE_AWAY
+    return _answer(503, said, "The store is not available", said)
 
-    context.init_app(app)
-    _log_like_gunicorn()
-    line.start_sweeping(app)  # in the process that serves: a gunicorn worker, not its master
-    return app
+
+def _bad_request(err: HTTPException):
+    return _answer(400, err.description or "bad request", "Bad request")
+
+
+def _too_large(_err):
+    return _answer(413, f"request body larger than {current_app.config['MAX_CONTENT_LENGTH']:,} "
+                        "bytes", "Too large")
+
+
+def _not_found(_err):
+    return _answer(404, "not found", "Not found", "there is no such page: the run, agent, "
+                   "version or question may not be stored (or the address is mistyped)")
+
+
+def _not_allowed(err: HTTPException):
+    resp = current_app.make_response(_answer(405, "method not allowed", "Method not allowed"))
+    methods = getattr(err, "valid_methods", None)
+    if methods:  # what the path takes (RFC 9110: a 405 must say)
+        resp.headers["Allow"] = ", ".join(sorted(methods))
+    return resp
+
+
+def _server_error(_err):
+    return _answer(500, "internal error (logged by the service)", "Internal error")
+
+
+def _register_error_pages(app: Flask) -> None:
+    """Errors as JSON for the API, the webhook and /healthz, as a page for the dashboard."""
+    for code, handler in ((CSRFError, _csrf_refused), (StoreError, _store_trouble),
+                          (400, _bad_request), (413, _too_large), (404, _not_found),
+                          (405, _not_allowed), (500, _server_error)):
+        app.register_error_handler(code, handler)
 
 
 def _log_like_gunicorn() -> None:

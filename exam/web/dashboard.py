@@ -22,17 +22,13 @@ from flask import (
     session,
     url_for,
 )
+from jinja2 import FunctionLoader
 
 from exam.errors import ExamError, NoSuchRun, StoreError
 from exam.reports import kinds
 from exam.reports.html import FILTERS, _globals
-from exam.reports.selection import (
-    SelectionError,
-    compare_runs,
-    latest_pair,
-    report_runs,
-    select_runs,
-)
+from exam.reports.inputs import SERVICE
+from exam.reports.selection import SelectionError, latest_pair, report_runs, select_runs
 from exam.web.auth import (
     close_session,
     is_admin,
@@ -50,6 +46,8 @@ if TYPE_CHECKING:
 from exam.web.context import registry, store, store_time
 
 bp = Blueprint("dashboard", __name__)
+# the body templates a report kind keeps in code (ReportKind.templates), beside the package's
+bp.jinja_loader = FunctionLoader(lambda name: kinds.templates().get(name))
 OPEN = {"dashboard.login", "dashboard.static", "dashboard.share"}
 RUNS_SHOWN = 200  # the newest runs the runs page lists; it says so when there are more
 MESSAGE_CHARS = 300  # the longest message a form leaves for the next page
@@ -77,7 +75,11 @@ def helpers():
 
     role = ("admin" if is_admin() else "viewer" if is_viewer() else
             "shared" if session_ok() else None)
-    return {"href": href, "role": role, "admin": role == "admin", **_globals()}
+    # the menu's link to each report page made from the registry (made when the app was)
+    pages = [k for k in kinds.pages()
+             if f"dashboard.report_{k.name}" in current_app.view_functions]
+    return {"href": href, "role": role, "admin": role == "admin", "report_pages": pages,
+            **_globals()}
 
 
 @bp.before_request
@@ -234,15 +236,10 @@ def _versions() -> dict[str, list[str]]:
 @bp.get("/")
 def overview():
     """Per agent, across versions: pass rate, the verdict of each change, cost, coverage."""
-    from exam.reports import overview as ov
-    from exam.reports.regrade import regrade
-
     agent = request.args.get("agent") or None
-    runs = select_runs(store(), agent)
-    report = (ov.build(regrade(store(), runs, texts=False), store().ship_records(agent))
-              if runs else {"agents": [], "missing_banks": []})
+    report = kinds.build("overview", store(), SERVICE, agent=agent)
     return render_template("overview.html", report=report, excluded=_excluded_versions(agent),
-                           charts=ov.charts(report), agent=agent,
+                           charts=kinds.charts("overview", report), agent=agent,
                            agents=sorted(_versions()), missing_banks=report["missing_banks"])
 
 
@@ -270,15 +267,15 @@ def _excluded_versions(agent: str | None) -> dict[str, list[tuple[str, str]]]:
 @bp.get("/runs")
 def runs():
     from exam.reports import overview as ov
-    from exam.reports.regrade import outcome, regrade
+    from exam.reports.regrade import outcome
 
     agent = request.args.get("agent") or None
     version = request.args.get("version") or None
     listed = store().list_runs(agent, version, limit=RUNS_SHOWN + 1)
     more, listed = len(listed) > RUNS_SHOWN, listed[:RUNS_SHOWN]
-    graded = select_runs(store(), agent)
-    regraded = regrade(store(), graded, texts=False)
-    rows = ov.run_rows(regraded, listed, ov.build(regraded, store().ship_records(agent)))
+    asked = kinds.ask("overview", store(), SERVICE, agent=agent)
+    regraded = asked.inputs.cells()  # each run's own figures, beside its version's verdict
+    rows = ov.run_rows(regraded, listed, asked.report())
     counts = store().status_counts_of([row["run"].id for row in rows])
     for row in rows:
         row["done"] = sum(counts[row["run"].id].values())
@@ -400,37 +397,35 @@ def exclude_run(run_id: int):
     return redirect(url_for("dashboard.runs"))
 
 
-def _kept_report(runs, build, *parts):
-    """The report ``build()`` makes, kept per process while none of its inputs change and
-    made once for every view asking at the same time (exam.reports.answer_cache, as the API's
-    answers): ten views of a cold scorecard built it ten times. Kept as JSON text in the
-    order it was built (the API's answer sorts its keys: a page shows them as made)."""
+def _kept_report(asked: kinds.Asked) -> dict:
+    """The report asked for, kept per process while none of its inputs change and made once
+    for every view asking at the same time (exam.reports.answer_cache, as the API's answers): ten
+    views of a cold scorecard built it ten times. Kept as JSON text in the order it was
+    built (the API's answer sorts its keys: a page shows them as made)."""
     import json
 
     from exam.reports import answer_cache
 
-    text = answer_cache.answer(store(), runs, lambda: current_app.json.dumps(build(), sort_keys=False),
-                       "page", *parts)
+    text = answer_cache.answer(store(), asked.runs,
+                               lambda: current_app.json.dumps(asked.report(), sort_keys=False),
+                               "page", *asked.key())
     return json.loads(text)
 
 
 @bp.get("/scorecard/<agent>/<version>")
 def scorecard(agent: str, version: str):
-    from exam.reports import scorecard as sc
-    from exam.reports.regrade import regrade
     from exam.reports.selection import excluded_runs, excluded_words
 
     # a run's link on the runs page opens its version: an excluded run is said to be
     # excluded there, with its reason and how to count it again, never a 404
     gone = excluded_runs(store(), agent, version)
     try:
-        runs = report_runs(store(), agent, version)
+        report = _kept_report(kinds.ask("scorecard", store(), SERVICE, agent=agent,
+                                        version=version))
     except SelectionError:
         if not gone:
             abort(404)
-        runs = []
-    report = (_kept_report(runs, lambda: sc.build(regrade(store(), runs, texts=False)),
-                           "scorecard") if runs else {"scorecards": [], "missing_banks": []})
+        report = {"scorecards": [], "missing_banks": []}
     link, revocations = None, []
     days = current_app.config["SHARE_LINK_DAYS"]
     if is_admin():
@@ -523,9 +518,7 @@ def question(agent: str, case_no: str):
 def compare():
     """A change's verdict; by default the agent's latest version against the last version
     shipped before it (exam/reports/baseline.py), and the page says which."""
-    from exam.reports import baseline
     from exam.reports import compare as cmp
-    from exam.reports.regrade import regrade
 
     versions = _versions()
     agent = request.args.get("agent") or next(iter(versions), None)
@@ -536,11 +529,8 @@ def compare():
     if agent:
         try:
             if new and (old or counted[0] or request.args.get("new")):
-                runs = compare_runs(store(), agent, old, new)
-                records = store().ship_records(agent)
-                report = _kept_report(runs, lambda: baseline.compare_against(
-                    regrade(store(), runs, texts=False), agent, old, new, records),
-                    "compare", agent, old or "", new, *(r.id for r in records))
+                report = _kept_report(kinds.ask("compare", store(), SERVICE, agent=agent,
+                                                old=old, new=new))
                 old = report["old"]
             else:
                 report_runs(store(), agent)  # an agent with no counted run: the one message
@@ -558,20 +548,48 @@ def compare():
 
 @bp.get("/discrimination")
 def discrimination():
-    from exam.reports import discrimination as disc
-    from exam.reports.regrade import regrade
-
     agent = request.args.get("agent") or None
     report, error, status = None, None, 200
     try:
-        runs = report_runs(store(), agent)
-        report = _kept_report(runs, lambda: disc.build(regrade(store(), runs, texts=False),
-                                                       agent), "discrimination", agent)
+        report = _kept_report(kinds.ask("discrimination", store(), SERVICE, agent=agent))
     except SelectionError as exc:  # an agent with no run: 404 as the API; none at all: "No runs yet."
         error, status = (str(exc), 404) if agent else (None, 200)
     return render_template("discrimination.html", report=report, agent=agent, error=error,
                            charts=kinds.charts("discrimination", report),
                            agents=sorted(_versions()),
+                           missing_banks=report["missing_banks"] if report else []), status
+
+
+@bp.record
+def _report_pages(state) -> None:
+    """A page for every report the registry gives one (``ReportKind.page``), made when the
+    app is: a report module registered by then has its page and menu link with no change
+    here. The scorecard, compare and discrimination pages above are their own."""
+    for kind in kinds.pages():
+        state.add_url_rule(kind.page_path, f"report_{kind.name}", report_page,
+                           defaults={"name": kind.name}, methods=["GET"])
+
+
+def report_page(name: str):
+    """A registered report: a form of its arguments, its body template and charts."""
+    kind = kinds.get(name)
+    report, error, status = None, None, 200
+    try:
+        args = kinds.parse(kind, request.args.getlist)
+        report = _kept_report(kinds.ask(name, store(), SERVICE, **args))
+    except kinds.ArgError as exc:  # a first visit gives nothing yet: the form alone
+        error, status = (str(exc), 400) if request.args else (None, 200)
+    except NoSuchRun as exc:
+        error, status = str(exc), 404
+    except StoreError:  # the service's trouble: a 503 page (exam.app)
+        raise
+    except ExamError as exc:  # asked wrongly: the API's 400; not stored: its 404
+        wrong = kind.refusal is not None and isinstance(exc, kind.refusal[0])
+        error, status = str(exc), 400 if wrong else 404
+    title = kind.html_title(report) if report and kind.html_title else kind.title
+    return render_template("report_page.html", kind=kind, report=report, error=error,
+                           title=title, charts=kinds.charts(name, report),
+                           shown={p.name: request.args.get(p.name, "") for p in kind.params},
                            missing_banks=report["missing_banks"] if report else []), status
 
 

@@ -1,8 +1,12 @@
-"""The OpenAPI document for /api (a test keeps it equal to the routes the app serves)."""
+"""The OpenAPI document for /api (a test keeps it equal to the routes the app serves); each
+report's entry is made from the registry (exam/reports/kinds.py), as its route is."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+from exam.reports import kinds
 
 ERROR = {"type": "object", "properties": {"error": {"type": "string"},
                                           "field": {"type": "string"}}}
@@ -101,23 +105,6 @@ def spec() -> dict[str, Any]:
                 "parameters": [{"name": "run_id", "in": "path", "required": True,
                                 "schema": {"type": "integer"}}],
                 "responses": {"200": _resp("the run", RUN), **_errors(401, 404)}}},
-            "/api/runs/{run_id}/scorecard": {"get": {
-                "summary": "The run's scorecard, re-graded with today's grader and bank",
-                "parameters": [{"name": "run_id", "in": "path", "required": True,
-                                "schema": {"type": "integer"}}],
-                "responses": {"200": _resp("scorecard", {"type": "object"}),
-                              **_errors(401, 404)}}},
-            "/api/compare": {"get": {
-                "summary": "Before/after of two versions of an agent, with the verdict of the "
-                           "change: verdict (ship | hold | incomplete | undecided | pending), "
-                           "exit_code, decision (evidence and settings), baseline (which "
-                           "version it was compared with, and why), still_failing. Without "
-                           "old: the last version shipped before new",
-                "parameters": [{"name": "agent", "required": True, **q},
-                               {"name": "old", "required": False, **q},
-                               {"name": "new", "required": True, **q}],
-                "responses": {"200": _resp("comparison", {"type": "object"}),
-                              **_errors(400, 401, 404)}}},
             "/api/agents/{agent}/shipped": {"get": {
                 "summary": "The agent's shipped version (the baseline of its next change), "
                            "why it is that one, and every decision recorded by hand",
@@ -131,11 +118,6 @@ def spec() -> dict[str, Any]:
                 "parameters": [{"name": "agent", "in": "path", "required": True,
                                 "schema": {"type": "string"}}],
                 "responses": {"201": _resp("recorded", SHIPPED), **_errors(400, 401, 404)}}},
-            "/api/discrimination": {"get": {
-                "summary": "Questions × versions, with a class per question",
-                "parameters": [{"name": "agent", **q}],
-                "responses": {"200": _resp("discrimination", {"type": "object"}),
-                              **_errors(401, 404)}}},
             "/api/capture": {"post": {
                 "summary": "A draft question in the agent's bank from a production failure: an "
                            "n8n execution (id or the editor's URL), or a work order and the "
@@ -158,5 +140,31 @@ def spec() -> dict[str, Any]:
             "/api/openapi.json": {"get": {"summary": "This document",
                                           "responses": {"200": _resp("OpenAPI 3.1"),
                                                         **_errors(401)}}},
+            **{_path(k.api_path): {"get": _report(k)} for k in kinds.served()},
         },
     }
+
+
+def _path(rule: str) -> str:
+    """A Flask rule as an OpenAPI path: /api/runs/<int:run_id>/x → /api/runs/{run_id}/x."""
+    return "/api" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule)
+
+
+def _report(kind: kinds.ReportKind) -> dict[str, Any]:
+    """A registered report's GET: its params (from the path, else the query) and answers."""
+    in_path = set(re.findall(r"<(?:\w+:)?(\w+)>", kind.api_path or ""))
+    params = []
+    for p in kind.params:
+        schema: dict[str, Any] = {"type": "integer" if p.type == "int" else "string"}
+        if p.minimum is not None:
+            schema["minimum"] = p.minimum
+        where = "path" if p.name in in_path else "query"
+        if p.many and where == "query":
+            schema = {"type": "array", "items": schema}
+        params.append({"name": p.name, "in": where, "required": p.required or where == "path",
+                       "description": p.help, "schema": schema})
+    asked = any(p["in"] == "query" for p in params) or kind.refusal is not None
+    return {"summary": kind.summary or f"The {kind.title} report",
+            "parameters": params,
+            "responses": {"200": _resp(kind.name, {"type": "object"}),
+                          **_errors(*((400,) if asked else ()), 401, 404)}}

@@ -73,7 +73,7 @@ def test_a_viewer_session_opens_every_read_page(app, demo_db):
         checked.append(rule.endpoint)
     assert {"dashboard.overview", "dashboard.runs", "dashboard.scorecard", "dashboard.reply",
             "dashboard.question", "dashboard.compare", "dashboard.discrimination",
-            "dashboard.review_page", "api.list_runs", "api.run_scorecard"} <= set(checked)
+            "dashboard.review_page", "api.list_runs", "api.report_scorecard"} <= set(checked)
 
 
 def test_a_viewer_changes_nothing_on_any_route(app, demo_db):
