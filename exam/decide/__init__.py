@@ -1,0 +1,1 @@
+"""Commands that run agents and then decide: `--settle` and `exam watch`."""
