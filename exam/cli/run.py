@@ -294,6 +294,7 @@ def runs_cmd(ctx, agent, limit, fmt, db) -> None:
     import datetime as dt
 
     from exam.reports.regrade import outcome
+    from exam.reports.selection import watch_of
 
     store = open_store(db)
     rows = []
@@ -353,14 +354,6 @@ def runs_cmd(ctx, agent, limit, fmt, db) -> None:
                     f"{row['version']}'s reports" + (f"; {note}" if note else ""))
         click.echo(f"{row['id']:>4}  {row['agent']:<8} {row['version']:<14} {row['status']:<12} "
                    f"{cells:>9}  {row['created_at']}" + (f"  {note}" if note else ""))
-
-
-def watch_of(run) -> dict | None:
-    """{"watch": its first round's id, "round": n} for a round of `exam watch`."""
-    mark = run.settings.get("watch")
-    if not mark:
-        return None
-    return {"watch": mark.get("first", run.id), "round": mark.get("round")}
 
 
 def _settle_key(row: dict) -> tuple[str, str, str]:

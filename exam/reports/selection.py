@@ -32,6 +32,15 @@ def watch_round(run: Run) -> bool:
     return bool(run.settings.get(WATCH_KEY))
 
 
+def watch_of(run: Run) -> dict[str, int] | None:
+    """{"watch": the watch's id (its first round's run id), "round": n} for a round of
+    `exam watch`; None for any other run."""
+    mark = run.settings.get(WATCH_KEY)
+    if not mark:
+        return None
+    return {"watch": mark.get("first", run.id), "round": mark.get("round")}
+
+
 def select_runs(store: Store, agent: str | None = None, version: str | None = None,
                 run_ids: Iterable[int] = ()) -> list[Run]:
     """The runs a report reads: runs queued and never started, excluded runs and the rounds

@@ -15,7 +15,7 @@ from flask import Blueprint, abort, current_app, jsonify, request
 
 from exam import names
 from exam.errors import ExamError, NoSuchRun, StoreError
-from exam.reports.selection import SelectionError, compare_runs, report_runs
+from exam.reports.selection import SelectionError, compare_runs, report_runs, watch_of
 from exam.web.auth import STORE_AWAY, bearer_ok, shown_error, viewer_bearer_ok
 from exam.web.context import registry, store
 from exam.web.openapi import spec
@@ -85,6 +85,8 @@ def run_json(run, counts: dict[str, int] | None = None,
         "owner": run.owner,  # the process that holds (or last held) it: host id:pid
         # a round `exam compare OLD NEW --settle` made: a run of NEW, counted in its verdict
         "settle_of": {"old": made_for[0], "new": made_for[1]} if made_for else None,
+        # a round of `exam watch`: a run of the shipped version, never counted as its own
+        "watch_of": watch_of(run),
     }
 
 

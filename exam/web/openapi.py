@@ -46,6 +46,8 @@ RUN = {"type": "object", "properties": {
     "excluded_reason": {"type": ["string", "null"]},
     "settle_of": {"type": ["object", "null"], "properties": {
         "old": {"type": "string"}, "new": {"type": "string"}}},
+    "watch_of": {"type": ["object", "null"], "properties": {
+        "watch": {"type": "integer"}, "round": {"type": "integer"}}},
     "error": {"type": ["string", "null"]}}}
 
 

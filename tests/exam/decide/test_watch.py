@@ -140,6 +140,17 @@ def test_watch_rounds_are_never_counted_as_the_versions_own_runs(demo, monkeypat
                                   for n, i in enumerate(rounds, 1)}}
     assert f"round 1 of watch {rounds[0]} (exam watch): not counted in v2's reports" in \
         exam(demo, "runs").output
+    # the API and the dashboard's runs page say so too
+    from exam.app import create_app
+
+    app = create_app({"API_TOKEN": "tok", "DB": demo["EXAM_DB"], "AGENTS": demo["EXAM_AGENTS"],
+                      "TESTING": True})
+    client, auth = app.test_client(), {"Authorization": "Bearer tok"}
+    assert client.get(f"/api/runs/{rounds[-1]}", headers=auth).json["watch_of"] == {
+        "watch": rounds[0], "round": len(rounds)}
+    assert client.get("/api/runs/1", headers=auth).json["watch_of"] is None
+    page = client.get("/runs", headers=auth).get_data(as_text=True)
+    assert page.count(f'data-watch="{rounds[0]}"') == len(rounds)
 
 
 def test_a_question_its_runs_at_ship_time_cannot_settle_is_not_asked_again(tmp_path):
