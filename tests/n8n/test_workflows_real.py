@@ -145,8 +145,22 @@ def set_up(n8n, file: str, settings: dict, creds: dict[str, str],
     made = api(n8n, "POST", "/workflows", json={
         "name": wf["name"], "nodes": wf["nodes"], "connections": wf["connections"],
         "settings": wf["settings"]}).json()
-    api(n8n, "POST", f"/workflows/{made['id']}/activate")
+    publish(n8n, made["id"], [n["parameters"]["path"] for n in wf["nodes"]
+                              if n["type"] == "n8n-nodes-base.webhook"])
     return made["id"]
+
+
+def publish(n8n, workflow_id: str, paths: list[str], timeout: float = 60) -> None:
+    """Activate a workflow and wait until n8n has registered its webhooks (a second or so
+    after the activation answers; a POST before that is a 404). A GET tells without running
+    it: n8n says the path is registered, for POST."""
+    api(n8n, "POST", f"/workflows/{workflow_id}/activate")
+    deadline = time.monotonic() + timeout
+    for path in paths:
+        while "not registered for GET" not in requests.get(f"{n8n.url}/webhook/{path}",
+                                                            timeout=10).text:
+            assert time.monotonic() < deadline, f"webhook {path} not registered"
+            time.sleep(0.3)
 
 
 def executions(n8n, workflow_id: str) -> list[dict]:
@@ -200,7 +214,7 @@ def test_this_n8n_refuses_env_in_expressions_as_a_stock_n8n_does(n8n):
                  "options": {}}}],
         "connections": {"Hook": {"main": [[{"node": "Answer", "type": "main",
                                             "index": 0}]]}}}).json()
-    api(n8n, "POST", f"/workflows/{made['id']}/activate")
+    publish(n8n, made["id"], ["reads-env"])
     r = requests.post(f"{n8n.url}/webhook/reads-env", json={}, timeout=60)
     assert r.status_code == 500 and n8n.folder.name not in r.text
     (run,) = finished(n8n, made["id"])
@@ -212,8 +226,10 @@ def test_this_n8n_refuses_env_in_expressions_as_a_stock_n8n_does(n8n):
 
 @pytest.fixture(scope="module")
 def after_change(n8n, world, api_credential):
-    return set_up(n8n, "run-exam-after-change.json",
-                  {"exam_url": world["url"] + "/", "wait_seconds": 2}, api_credential)
+    wf_id = set_up(n8n, "run-exam-after-change.json",
+                   {"exam_url": world["url"] + "/", "wait_seconds": 2}, api_credential)
+    yield wf_id
+    api(n8n, "POST", f"/workflows/{wf_id}/deactivate")
 
 
 def test_after_change_takes_change_is_safe_on_a_ship_and_records_it(n8n, world, after_change):
@@ -302,7 +318,7 @@ def test_the_capture_workflow_files_a_failed_ai_agent_execution_as_a_draft(
     exec_id = str(failed.json()["executionId"])
     hook = "agent-exam capture token (X-Exam-Token)"
     creds = {**api_credential, hook: credential(n8n, hook, "X-Exam-Token", HOOK_SECRET)}
-    set_up(n8n, "capture-bad-answer.json", {"exam_url": world["url"]}, creds)
+    wf_id = set_up(n8n, "capture-bad-answer.json", {"exam_url": world["url"]}, creds)
     url = f"{n8n.url}/webhook/exam-capture"
     body = {"agent": "T", "execution": exec_id, "origin": "LINE 👎 from staff"}
     refused = requests.post(url, json=body, timeout=60)
@@ -321,6 +337,7 @@ def test_the_capture_workflow_files_a_failed_ai_agent_execution_as_a_draft(
     bad = requests.post(url, json={"agent": "nobody", "execution": exec_id}, timeout=60,
                         headers={"X-Exam-Token": HOOK_SECRET})
     assert bad.status_code == 400 and bad.json()["field"] == "agent"
+    api(n8n, "POST", f"/workflows/{wf_id}/deactivate")
 
 
 # -- the demo specialist, set up as docs/n8n.md says ---------------------------------------
