@@ -8,7 +8,21 @@ from __future__ import annotations
 
 import click
 
-from exam.cli import agents, bank, capture, demo, grade, notify, reports, review, run, service, share, store
+from exam.cli import (
+    agents,
+    bank,
+    capture,
+    demo,
+    grade,
+    notify,
+    reports,
+    review,
+    run,
+    service,
+    share,
+    store,
+    watch,
+)
 from exam.cli.common import ExamGroup
 
 
@@ -23,7 +37,7 @@ for command in (
     run.run_cmd, run.resume_cmd, run.runs_cmd, store.store_cmd, demo.demo_cmd,
     reports.report, reports.compare_cmd, reports.ship_cmd, review.review_cmd,
     notify.notify, share.share_cmd, service.worker_cmd, service.serve_cmd,
-    agents.agents_group, agents.init_cmd, capture.capture_cmd,
+    agents.agents_group, agents.init_cmd, capture.capture_cmd, watch.watch_cmd,
 ):
     main.add_command(command)
 

@@ -293,6 +293,7 @@ def runs_cmd(ctx, agent, limit, fmt, db) -> None:
     import datetime as dt
 
     from exam.reports.regrade import outcome
+    from exam.reports.selection import watch_of
 
     store = open_store(db)
     rows = []
@@ -311,7 +312,9 @@ def runs_cmd(ctx, agent, limit, fmt, db) -> None:
                      "error": r.error,
                      # a round of `exam compare OLD NEW --settle`: a run of NEW, made for it
                      "settle_of": ({"old": rounds[r.id][0], "new": rounds[r.id][1]}
-                                   if r.id in rounds else None)})
+                                   if r.id in rounds else None),
+                     # a round of `exam watch`: never counted as the version's own
+                     "watch_of": watch_of(r)})
     if fmt == "json":
         click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
@@ -344,6 +347,10 @@ def runs_cmd(ctx, agent, limit, fmt, db) -> None:
             note = ", ".join(f"{k} {n}" for k, n in sorted(row["run_status"].items()) if k != "ok")
         elif row["status"] == "running" and row["owner"]:
             note = f"on {row['owner']}"  # which worker (host id:pid) holds it
+        if row["watch_of"] and not row["excluded_reason"]:
+            w = row["watch_of"]
+            note = (f"round {w['round']} of watch {w['watch']} (exam watch): not counted in "
+                    f"{row['version']}'s reports" + (f"; {note}" if note else ""))
         click.echo(f"{row['id']:>4}  {row['agent']:<8} {row['version']:<14} {row['status']:<12} "
                    f"{cells:>9}  {row['created_at']}" + (f"  {note}" if note else ""))
 

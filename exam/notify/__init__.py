@@ -153,8 +153,17 @@ def notify_runs(store: Store, channel: Channel, settings: Any, run_ids: Sequence
     """Summarise these runs, record one notification per send, deliver them."""
     from exam.notify.summary import summaries_for
 
-    payloads = channel.payloads(summaries_for(store, run_ids, compare_to), settings)
-    batch = uuid.uuid4().hex
+    return notify_summaries(store, channel, settings, summaries_for(store, run_ids, compare_to),
+                            run_ids, sleep=sleep)
+
+
+def notify_summaries(store: Store, channel: Channel, settings: Any, summaries: Sequence[Any],
+                     run_ids: Sequence[int], batch: str | None = None,
+                     sleep: Any = None) -> list[dict[str, Any]]:
+    """Record one notification per send of these summaries (about ``run_ids``, under
+    ``batch``: a fresh one by default) and deliver them."""
+    payloads = channel.payloads(summaries, settings)
+    batch = batch or uuid.uuid4().hex
     nids = [store.add_notification(batch=batch, channel=channel.name,
                                    target=channel.target(settings), run_ids=run_ids,
                                    retry_key=str(uuid.uuid4()), payload=payload)

@@ -12,10 +12,11 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from exam import names
 from exam.bank import Bank, Item, bank_mismatch, load_bank, placeholders, rubric
@@ -88,7 +89,9 @@ def agent_bank(agent: Agent) -> Bank:
 
 def create_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
                only: Sequence[str] = (), category: str | None = None, status: str = "running",
-               source: str = "cli") -> int:
+               source: str = "cli", marks: Mapping[str, Any] | None = None) -> int:
+    """A run of ``agent`` under ``version``; ``marks``: more for its settings to record (a
+    watch round's ``watch``: exam/decide/watch.py)."""
     if repeats < 1:
         raise ExamError(f"--repeats: expected a whole number ≥ 1, found {repeats}")
     if not version.strip():
@@ -100,15 +103,16 @@ def create_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
     return store.create_run(agent=agent.name, version=version, bank_path=bank.path,
                             bank_digest=bank.digest, repeats=repeats,
                             plan=[(i.case_no, i.digest) for i in items],
-                            settings=agent.settings(), status=status, source=source,
-                            bank=rubric.snapshot(bank))
+                            settings={**agent.settings(), **(marks or {})}, status=status,
+                            source=source, bank=rubric.snapshot(bank))
 
 
 def queue_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
-              only: Sequence[str] = (), source: str = "api") -> int:
+              only: Sequence[str] = (), source: str = "api",
+              marks: Mapping[str, Any] | None = None) -> int:
     """A run for a worker to execute: the API and LINE commands start runs this way."""
     return create_run(store, agent, version, repeats=repeats, only=only, status="queued",
-                      source=source)
+                      source=source, marks=marks)
 
 
 def job_for(store: Store, run_id: int, agent: Agent) -> Job:

@@ -22,15 +22,35 @@ class SelectionError(ExamError):
     """Nothing stored matches what was asked for (an agent, a version, a date)."""
 
 
+WATCH_KEY = "watch"  # a run's settings key marking a round of `exam watch` (exam/decide/watch.py)
+
+
+def watch_round(run: Run) -> bool:
+    """A run `exam watch` made: the shipped version asked again under its own label. Never one
+    of the version's counted runs: it is compared with them, and would else move them (and the
+    shipped-version walk). Read only by the watch, or by id."""
+    return bool(run.settings.get(WATCH_KEY))
+
+
+def watch_of(run: Run) -> dict[str, int] | None:
+    """{"watch": the watch's id (its first round's run id), "round": n} for a round of
+    `exam watch`; None for any other run."""
+    mark = run.settings.get(WATCH_KEY)
+    if not mark:
+        return None
+    return {"watch": mark.get("first", run.id), "round": mark.get("round")}
+
+
 def select_runs(store: Store, agent: str | None = None, version: str | None = None,
                 run_ids: Iterable[int] = ()) -> list[Run]:
-    """The runs a report reads: runs queued and never started, and excluded runs, are left
-    out (a run asked for by id is read as asked). Empty when nothing matches."""
+    """The runs a report reads: runs queued and never started, excluded runs and the rounds
+    of a watch are left out (a run asked for by id is read as asked). Empty when nothing
+    matches."""
     ids = list(run_ids)
     if ids:
         return [store.get_run(i) for i in ids]
     return [r for r in store.list_runs(agent, version)
-            if not never_started(r) and not r.excluded_reason]
+            if not never_started(r) and not r.excluded_reason and not watch_round(r)]
 
 
 def never_started(run: Run) -> bool:

@@ -17,7 +17,7 @@ from exam import names
 from exam.errors import ExamError, NoSuchRun, StoreError
 from exam.reports import kinds
 from exam.reports.inputs import SERVICE
-from exam.reports.selection import SelectionError, report_runs
+from exam.reports.selection import SelectionError, report_runs, watch_of
 from exam.web.auth import STORE_AWAY, bearer_ok, shown_error, viewer_bearer_ok
 from exam.web.context import registry, store
 from exam.web.openapi import spec
@@ -87,6 +87,8 @@ def run_json(run, counts: dict[str, int] | None = None,
         "owner": run.owner,  # the process that holds (or last held) it: host id:pid
         # a round `exam compare OLD NEW --settle` made: a run of NEW, counted in its verdict
         "settle_of": {"old": made_for[0], "new": made_for[1]} if made_for else None,
+        # a round of `exam watch`: a run of the shipped version, never counted as its own
+        "watch_of": watch_of(run),
     }
 
 
@@ -330,6 +332,93 @@ def capture():
     return jsonify(case_no=draft.case_no, bank=draft.bank, written=not dry_run,
                    redacted=list(draft.redacted), question=draft.question), \
         200 if dry_run else 201
+
+
+WATCH_KEYS = {"agent", "watch", "repeats", "budget", "max_repeats", "notify", "notify_on"}
+
+
+@bp.post("/watch")
+def watch():
+    """Start a watch of an agent's shipped version (``{"agent", ...}``: its first round queued),
+    or take one a step further (``{"watch": ID}``: the next round queued, or its verdict)."""
+    import os
+
+    from exam.decide import watch as w
+    from exam.notify import names as channels
+
+    body = _json_object(WATCH_KEYS, '{"agent", "repeats"?, "budget"?, "max_repeats"?, '
+                                    '"notify"?, "notify_on"?} or {"watch": ID}')
+    if "watch" in body:
+        watch_id = body["watch"]
+        if len(body) > 1:
+            raise BadRequest(sorted(set(body) - {"watch"})[0],
+                             "a watch goes on as it started: give only {\"watch\": ID}")
+        if isinstance(watch_id, bool) or not isinstance(watch_id, int):
+            raise BadRequest("watch", "expected the watch_id its start answered")
+        try:
+            now = w.advance(store(), registry(), watch_id)
+        except NoSuchRun:
+            raise BadRequest("watch", f"no watch {watch_id}") from None
+        except StoreError:
+            raise
+        except ExamError as exc:
+            raise BadRequest("watch", str(exc)) from None
+        out = {"watch_id": watch_id, "agent": now.plan.agent, "version": now.plan.version,
+               "status": now.status, "run_ids": [r.id for r in now.rounds]}
+        if now.status != "done":
+            return jsonify(out), 202
+        try:
+            out["notified"] = [{"id": n["id"], "channel": n["channel"], "status": n["status"],
+                                "outcome": n["outcome"]} for n in w.notify(store(), now,
+                                                                             os.environ)]
+        except StoreError:
+            raise
+        except ExamError as exc:  # the verdict stands; the channel's trouble is said
+            out["notified"] = [{"channel": now.plan.notify, "status": "failed",
+                                "outcome": str(exc)}]
+        report = now.report
+        return jsonify(**out, verdict=report["verdict"], exit_code=report["exit_code"],
+                       drift=report["watch"]["drift"], decision=report["decision"],
+                       baseline=report["baseline"], watch=report["watch"],
+                       regressions=report["regressions"]), 200
+    reg = registry()
+    agent_name = body.get("agent")
+    if not isinstance(agent_name, str) or agent_name not in reg.agents:
+        raise BadRequest("agent", f"expected the name of an agent in the registry "
+                                  f"(agents: {', '.join(sorted(reg.agents))})")
+    limit = current_app.config["MAX_REPEATS"]
+    options = {}
+    for key, low, high in (("repeats", 1, limit), ("budget", 0, 100 * limit),
+                           ("max_repeats", 2, 10 * limit)):
+        value = body.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise BadRequest(key, f"expected a whole number from {low} to {high}")
+        options[key] = value
+    notify = body.get("notify")
+    if notify is not None and notify not in channels():
+        raise BadRequest("notify", f"expected a notification channel ({', '.join(channels())})")
+    notify_on = body.get("notify_on", "not_ship")
+    if notify_on not in w.NOTIFY_ON:
+        raise BadRequest("notify_on", f"expected one of {', '.join(w.NOTIFY_ON)}")
+    if notify is not None:  # a channel without its settings: said before any call
+        from exam import notify as notifications
+
+        try:
+            notifications.get(notify).settings(os.environ)
+        except ExamError as exc:
+            raise BadRequest("notify", str(exc)) from None
+    try:
+        watch_id = w.start(store(), reg, agent_name, notify=notify, notify_on=notify_on,
+                           queue=True, **options)
+    except StoreError:
+        raise
+    except ExamError as exc:  # nothing shipped, its runs unfinished, the agent moved
+        raise BadRequest("agent", str(exc)) from None
+    run = store().get_run(watch_id)
+    return jsonify(watch_id=watch_id, agent=agent_name, version=run.version, status="running",
+                   run_ids=[watch_id]), 202, {"Location": f"/api/runs/{watch_id}"}
 
 
 @bp.get("/openapi.json")

@@ -25,6 +25,17 @@ def _errors(*codes: int) -> dict[str, Any]:
     return {str(c): _resp(text[c], ERROR) for c in codes}
 
 
+WATCHING = {"type": "object", "properties": {
+    "watch_id": {"type": "integer"}, "agent": {"type": "string"}, "version": {"type": "string"},
+    "status": {"type": "string", "enum": ["running", "done"]},
+    "run_ids": {"type": "array", "items": {"type": "integer"}},
+    "verdict": {"type": "string", "enum": ["ship", "hold", "incomplete", "undecided",
+                                           "pending"]},
+    "exit_code": {"type": "integer"}, "drift": {"type": "array", "items": {"type": "string"}},
+    "decision": {"type": "object"}, "baseline": {"type": "object"}, "watch": {"type": "object"},
+    "regressions": {"type": "array"},
+    "notified": {"type": "array", "items": {"type": "object"}}}}
+
 RUN = {"type": "object", "properties": {
     "run_id": {"type": "integer"}, "agent": {"type": "string"}, "version": {"type": "string"},
     "status": {"type": "string",
@@ -39,6 +50,8 @@ RUN = {"type": "object", "properties": {
     "excluded_reason": {"type": ["string", "null"]},
     "settle_of": {"type": ["object", "null"], "properties": {
         "old": {"type": "string"}, "new": {"type": "string"}}},
+    "watch_of": {"type": ["object", "null"], "properties": {
+        "watch": {"type": "integer"}, "round": {"type": "integer"}}},
     "error": {"type": ["string", "null"]}}}
 
 
@@ -136,6 +149,26 @@ def spec() -> dict[str, Any]:
                     "201": _resp("the draft, written", CAPTURED),
                     "200": _resp("the draft, not written (dry_run)", CAPTURED),
                     "502": _resp("the n8n API could not be read", ERROR),
+                    **_errors(400, 401, 413)}}},
+            "/api/watch": {"post": {
+                "summary": "Watch an agent's shipped version: {agent, ...} asks it again (its "
+                           "first round queued, 202, watch_id); {watch: ID} takes the watch a "
+                           "step further: the next round queued (202, status running) or its "
+                           "verdict against the version's runs at ship time (200; a drift is "
+                           "a hold naming the questions, pushed to notify once)",
+                "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                    "type": "object", "additionalProperties": False,
+                    "properties": {
+                        "agent": {"type": "string"},
+                        "watch": {"type": "integer"},
+                        "repeats": {"type": "integer", "minimum": 1},
+                        "budget": {"type": "integer", "minimum": 0},
+                        "max_repeats": {"type": "integer", "minimum": 2},
+                        "notify": {"type": "string"},
+                        "notify_on": {"type": "string", "enum": ["not_ship", "always"]}}}}}},
+                "responses": {
+                    "202": _resp("a round queued", WATCHING),
+                    "200": _resp("the watch's verdict", WATCHING),
                     **_errors(400, 401, 413)}}},
             "/api/openapi.json": {"get": {"summary": "This document",
                                           "responses": {"200": _resp("OpenAPI 3.1"),
