@@ -16,11 +16,11 @@ from collections import Counter
 import pytest
 from click.testing import CliRunner
 
-from exam.web.app import create_app
 from exam.cli.main import main
 from exam.reports import kinds
 from exam.reports.formats import render
 from exam.reports.inputs import LOCAL
+from exam.web.app import create_app
 from graders import GRADER_VERSION
 
 TOKEN = "surfaces-token-8c2e"

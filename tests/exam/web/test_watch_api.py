@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from exam import notify
-from exam.web.app import create_app
 from exam.cli.main import main
 from exam.errors import ExamError
 from exam.pipeline.worker import work_once
 from exam.store import Store
+from exam.web.app import create_app
 from tests.exam.decide.test_watch import FAIL, Scripted
 from tests.exam.helpers import registry_env, write_bank
 
