@@ -27,7 +27,7 @@ from exam.pipeline import shard as sharding
 from exam.pipeline.gate import RequestGate, Stopped
 from exam.pipeline.registry import Agent
 from exam.pipeline.transport import Attempt, cell_result, clean_error, redact, send
-from exam.records import AttemptRow, CachedGrade, CellRow
+from exam.records import AttemptRow, CachedGrade, CellRow, RunState
 from exam.store import Run, Store
 from graders import GRADER_VERSION, grade
 
@@ -87,7 +87,7 @@ def agent_bank(agent: Agent) -> Bank:
 
 
 def create_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
-               only: Sequence[str] = (), category: str | None = None, status: str = "running",
+               only: Sequence[str] = (), category: str | None = None, status: str = RunState.RUNNING,
                source: str = "cli") -> int:
     if repeats < 1:
         raise ExamError(f"--repeats: expected a whole number ≥ 1, found {repeats}")
@@ -107,7 +107,7 @@ def create_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
 def queue_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
               only: Sequence[str] = (), source: str = "api") -> int:
     """A run for a worker to execute: the API and LINE commands start runs this way."""
-    return create_run(store, agent, version, repeats=repeats, only=only, status="queued",
+    return create_run(store, agent, version, repeats=repeats, only=only, status=RunState.QUEUED,
                       source=source)
 
 
@@ -278,7 +278,7 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
         concurrency = job.agent.concurrency
         shard_here = shard
         if shard is None:
-            store.set_run_status(job.run.id, "running")
+            store.set_run_status(job.run.id, RunState.RUNNING)
             helper = _start_helper(store, job, len(cells), progress)
             if helper is not None:
                 helpers[job.run.id] = helper
@@ -381,7 +381,7 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
         _wait_helpers(helpers, halted)  # Ctrl-C reached them too: their cells first
         if shard is None:
             for job in jobs:
-                _finish(store, job.run.id, "interrupted", "stopped by Ctrl-C")
+                _finish(store, job.run.id, RunState.INTERRUPTED, "stopped by Ctrl-C")
         raise Interrupted() from None
     finally:
         for pool in pools:
@@ -402,8 +402,8 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
     if shard is not None:
         for error in errors.values():
             print(error, file=sys.stderr, flush=True)
-        return {job.run.id: TAKEN_OVER if job.run.id in taken else "failed"
-                if job.run.id in errors else "lost" if job.run.id in lost else "done"
+        return {job.run.id: TAKEN_OVER if job.run.id in taken else RunState.FAILED
+                if job.run.id in errors else "lost" if job.run.id in lost else RunState.DONE
                 for job in jobs}
     final = {}
     for job in jobs:
@@ -412,13 +412,13 @@ def execute(store: Store, jobs: Iterable[Job], progress: ProgressFn | None = Non
             continue
         left = len(missing_cells(store, job.run))
         if job.run.id in errors:
-            status, error = "failed", errors[job.run.id]
+            status, error = RunState.FAILED, errors[job.run.id]
         elif left:
             why = f"{lost[job.run.id]}; " if job.run.id in lost else ""
-            status, error = "interrupted", f"{why}{left} cell(s) not run"
+            status, error = RunState.INTERRUPTED, f"{why}{left} cell(s) not run"
         else:
             harness = store.count_cells(job.run.id, "harness_error")
-            status = "done"
+            status = RunState.DONE
             error = (f"{harness} cell(s) hit a harness error (see their errors)"
                      if harness else None)
         final[job.run.id] = status if _finish(store, job.run.id, status, error) else TAKEN_OVER

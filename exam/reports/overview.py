@@ -17,8 +17,8 @@ from exam.reports.discrimination import version_order
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import cost_summary
 from exam.reports.stats import rate_of_cells
+from graders.model import GRADED
 
-GRADED = ("pass", "fail", "needs_human")
 VERDICT_WORDS = ("ship", "hold", "incomplete", "undecided", "pending")
 COST = ("model_calls", "tokens", "latency_ms")
 

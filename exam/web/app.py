@@ -21,13 +21,14 @@ from flask.sessions import SecureCookieSessionInterface
 from werkzeug.exceptions import HTTPException
 
 from exam.errors import ExamError, NoSuchRun, StoreError
+from exam.store import DEFAULT_DB
 from exam.web import api, context, dashboard, line
 from exam.web.auth import STORE_AWAY, bearer_ok, is_admin
 
 log = logging.getLogger("exam.web.app")
 
 DEFAULTS: dict[str, Any] = {
-    "DB": "results/exam.db",
+    "DB": DEFAULT_DB,
     "AGENTS": "webhooks/agents.yaml",
     "API_TOKEN": None,  # required unless LOCAL_DEV
     "VIEWER_TOKEN": None,  # read-only dashboard access (never queues, reviews or excludes)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from exam.records import RunState
+
 ERROR = {"type": "object", "properties": {"error": {"type": "string"},
                                           "field": {"type": "string"}}}
 
@@ -24,7 +26,7 @@ def _errors(*codes: int) -> dict[str, Any]:
 RUN = {"type": "object", "properties": {
     "run_id": {"type": "integer"}, "agent": {"type": "string"}, "version": {"type": "string"},
     "status": {"type": "string",
-               "enum": ["queued", "running", "done", "interrupted", "failed"]},
+               "enum": list(RunState.ALL)},
     "repeats": {"type": "integer"}, "questions": {"type": "integer"},
     "progress": {"type": "object", "properties": {"done": {"type": "integer"},
                                                   "total": {"type": "integer"}}},
