@@ -10,28 +10,21 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from exam.textsafe import nests_deeper
+from exam.textsafe import clean_text, nests_deeper
 from graders import Reply, Step
 from graders.checks import lookup as find_path
 
 MISSING = object()
 MAX_DEPTH = 200  # JSON nesting read; real replies stay under 20
 MAX_FIGURE = 2**63 - 1  # usage figures are stored as SQLite integers
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class ReplyError(ValueError):
     """A body that cannot be read as a reply; the message is the one-line reason."""
-
-
-def clean_text(text: str) -> str:
-    """Lone surrogates (from a JSON escape or an odd charset) cannot be stored: U+FFFD."""
-    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 
 def _clean(value: Any, depth: int = 0) -> Any:

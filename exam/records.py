@@ -12,6 +12,22 @@ from typing import Any
 BODY_CAP_BYTES = 1_000_000  # raw bodies stored up to this size; a note marks a cut body
 HEADER_CAP_CHARS = 200  # a header value stored (Content-Type): a longer one is cut, marked …
 TEXT_CAP_CHARS = 200_000  # a cell's reply text; a longer one is a bad_reply, its start kept
+
+
+class RunState:
+    """A run's lifecycle (``runs.status``): queued → running → done | failed | interrupted.
+    Plain strings, as the store, the API and the CLI hold them; named here once."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    INTERRUPTED = "interrupted"
+    FAILED = "failed"
+    ALL = (QUEUED, RUNNING, DONE, INTERRUPTED, FAILED)
+    FINISHED = (DONE, FAILED, INTERRUPTED)  # a run that changes no more by itself
+    LIVE = (RUNNING, QUEUED)  # a run whose cells still change
+
+
 # the run statuses of cells that did not arrive: `exam resume --retry-failed` runs them again
 RETRY_STATUSES = ("blocked", "timeout", "http_error", "harness_error")
 

@@ -130,14 +130,20 @@ _NOT_SEEN = object()
 
 # -- decoded JSON -----------------------------------------------------------------------
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads keeps a pair as one character
+
+
+def clean_text(text: str) -> str:
+    """Lone surrogates (from a JSON escape or an odd charset) cannot be encoded as UTF-8, so
+    not stored or printed: each becomes U+FFFD."""
+    return LONE_SURROGATE.sub("\ufffd", text) if LONE_SURROGATE.search(text) else text
 
 
 def no_lone_surrogates(value: Any) -> Any:
     """Parsed JSON with every lone surrogate (``"\\ud800"`` decodes to one) replaced by
-    U+FFFD: such a string cannot be encoded as UTF-8, so it could not be stored or printed."""
+    U+FFFD (``clean_text`` of every string in it)."""
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+        return clean_text(value)
     if isinstance(value, list):
         return [no_lone_surrogates(v) for v in value]
     if isinstance(value, dict):

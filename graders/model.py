@@ -20,6 +20,8 @@ RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
 SEVERITIES: tuple[str, ...] = ("critical", "major", "minor")
 # a question's and an agent's budget: the one list the bank, the registry and the grader read
 BUDGET_KEYS: tuple[str, ...] = ("attempts", "model_calls", "tokens", "latency_ms")
+# the verdicts that are a grade (a reply graded, whatever it scored); not_graded is not one
+GRADED: tuple[str, ...] = ("pass", "fail", "needs_human")
 # Strictest first: a reply's verdict is the first of these any graded check has.
 STRICTNESS: tuple[str, ...] = ("fail", "needs_human", "pass")
 

@@ -14,10 +14,9 @@ from __future__ import annotations
 import functools
 import json
 import math
-import re
 from typing import Any
 
-from exam.textsafe import nests_deeper
+from exam.textsafe import LONE_SURROGATE, nests_deeper
 
 MAX_DEPTH = 100  # nesting of lists and objects; a real bank stays under 15
 MAX_NODES = 1_000_000  # values once every YAML alias is expanded; a real bank stays far under
@@ -25,8 +24,6 @@ MAX_NODES = 1_000_000  # values once every YAML alias is expanded; a real bank s
 # (a file is never refused for the text it writes out): few values of a long text, aliased
 # 10,000 times, are gigabytes to digest, store and send from a file of kilobytes
 MAX_CHARS = 50_000_000
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads keeps a pair as one character
 
 
 class DataError(ValueError):
@@ -209,7 +206,7 @@ def problems_in(data: Any) -> list[tuple[str, str]]:
 
     def walk(value: Any, where: str) -> None:
         if isinstance(value, str):
-            if _LONE_SURROGATE.search(value):
+            if LONE_SURROGATE.search(value):
                 found.append((where, "holds a lone surrogate (a \\ud800-style escape without "
                                      "its pair), which is not text: write the character "
                                      "itself, or its escaped pair"))
@@ -225,7 +222,7 @@ def problems_in(data: Any) -> list[tuple[str, str]]:
                                       f' ("{key}")' if isinstance(key, int | float)
                                       and not isinstance(key, bool) else "")))
                     continue
-                if _LONE_SURROGATE.search(key):
+                if LONE_SURROGATE.search(key):
                     walk(key, f"{where}.{key!r}" if where else repr(key))
                     continue
                 walk(item, f"{where}.{key}" if where else key)
@@ -247,6 +244,6 @@ def problems_in(data: Any) -> list[tuple[str, str]]:
         walk(top, "")
     for i, question in enumerate(questions if isinstance(questions, list) else []):
         case_no = question.get("case_no") if isinstance(question, dict) else None
-        named = isinstance(case_no, str) and case_no and not _LONE_SURROGATE.search(case_no)
+        named = isinstance(case_no, str) and case_no and not LONE_SURROGATE.search(case_no)
         walk(question, case_no if named else f"questions[{i}]")
     return found

@@ -23,6 +23,7 @@ from exam.cli.common import (
     verdict_options,
     verdict_settings,
 )
+from exam.records import RunState
 
 
 def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
@@ -67,7 +68,7 @@ def _run_exit(report: dict, final: dict[int, str]) -> int:
     """The verdict codes without a baseline: 0 all answered, nothing failed or waiting ·
     1 a verdict failed · 3 infrastructure trouble (incomplete) · 5 needs_human waits (pending)."""
     cards = report["scorecards"]
-    if any(s != "done" for s in final.values()) or any(
+    if any(s != RunState.DONE for s in final.values()) or any(
             n for c in cards for k, n in c["run_status"].items() if k != "ok"):
         return 3
     if any(c["verdicts"]["fail"] for c in cards):
@@ -345,7 +346,7 @@ def runs_cmd(ctx, agent, limit, fmt, db) -> None:
             note = f"excluded: {row['excluded_reason']} (exam runs include {row['id']})"
         elif row["status"] in ("blocked", "incomplete"):
             note = ", ".join(f"{k} {n}" for k, n in sorted(row["run_status"].items()) if k != "ok")
-        elif row["status"] == "running" and row["owner"]:
+        elif row["status"] == RunState.RUNNING and row["owner"]:
             note = f"on {row['owner']}"  # which worker (host id:pid) holds it
         if row["watch_of"] and not row["excluded_reason"]:
             w = row["watch_of"]

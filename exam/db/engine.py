@@ -60,6 +60,11 @@ def is_postgres(target: str | Path) -> bool:
     return str(target).startswith(PG_SCHEMES)
 
 
+def pg_text(value: str) -> str:
+    """PostgreSQL text cannot hold NUL: there (and only there) a NUL is stored as U+FFFD."""
+    return value.replace("\x00", "\ufffd") if "\x00" in value else value
+
+
 def url_of(target: str | Path) -> URL:
     """The SQLAlchemy URL of a store target (psycopg 3 for PostgreSQL); StoreError, naming
     the target with its password masked, for a URL that cannot be one."""

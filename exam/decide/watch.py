@@ -29,6 +29,7 @@ from typing import Any
 from exam.decide.settle import Design, can_get_worse
 from exam.errors import ExamError
 from exam.pipeline.registry import Agent, Registry
+from exam.records import RunState
 from exam.reports import baseline, verdict
 from exam.reports import compare as cmp
 from exam.reports.regrade import Regraded, regrade
@@ -128,7 +129,7 @@ def shipped_now(store: Store, agent: str, settings: verdict.Settings
         raise WatchError("; ".join(m["message"] for m in regraded.missing_banks)
                          or f"no counted run of {agent}")
     reference = sorted((r for r in runs if r.version == shipped.version), key=lambda r: r.id)
-    busy = [r for r in reference if r.shown_status in ("queued", "running", "interrupted")]
+    busy = [r for r in reference if r.shown_status in (RunState.QUEUED, RunState.RUNNING, RunState.INTERRUPTED)]
     if busy:
         raise WatchError(f"run {busy[0].id} of {agent} {shipped.version} is {busy[0].shown_status}"
                          f": a watch compares with the shipped version's finished runs (finish "
@@ -215,9 +216,10 @@ def rounds_of(store: Store, watch_id: int) -> tuple[Plan, list[Run]]:
 def under_way(run: Run) -> bool:
     """Cells still to come: queued, or running (a worker's run whose lease ran out is taken
     over by another worker; one of a CLI whose process is gone is not)."""
-    if run.status == "queued":
+    if run.status == RunState.QUEUED:
         return True
-    return run.status == "running" and (run.source != "cli" or run.shown_status == "running")
+    return run.status == RunState.RUNNING and (run.source != "cli"
+                                              or run.shown_status == RunState.RUNNING)
 
 
 def _view(regraded: Regraded, version: str, rounds: Sequence[int], every: set[int]

@@ -28,7 +28,7 @@ from exam.pipeline import shard as sharding
 from exam.pipeline.gate import RequestGate, Stopped
 from exam.pipeline.registry import Agent
 from exam.pipeline.transport import Attempt, cell_result, clean_error, redact, send
-from exam.records import AttemptRow, CachedGrade, CellRow
+from exam.records import AttemptRow, CachedGrade, CellRow, RunState
 from exam.store import Run, Store
 from graders import GRADER_VERSION, grade
 
@@ -88,8 +88,9 @@ def agent_bank(agent: Agent) -> Bank:
 
 
 def create_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
-               only: Sequence[str] = (), category: str | None = None, status: str = "running",
-               source: str = "cli", marks: Mapping[str, Any] | None = None) -> int:
+               only: Sequence[str] = (), category: str | None = None,
+               status: str = RunState.RUNNING, source: str = "cli",
+               marks: Mapping[str, Any] | None = None) -> int:
     """A run of ``agent`` under ``version``; ``marks``: more for its settings to record (a
     watch round's ``watch``: exam/decide/watch.py)."""
     if repeats < 1:
@@ -111,8 +112,8 @@ def queue_run(store: Store, agent: Agent, version: str, *, repeats: int = 1,
               only: Sequence[str] = (), source: str = "api",
               marks: Mapping[str, Any] | None = None) -> int:
     """A run for a worker to execute: the API and LINE commands start runs this way."""
-    return create_run(store, agent, version, repeats=repeats, only=only, status="queued",
-                      source=source, marks=marks)
+    return create_run(store, agent, version, repeats=repeats, only=only,
+                      status=RunState.QUEUED, source=source, marks=marks)
 
 
 def job_for(store: Store, run_id: int, agent: Agent) -> Job:
@@ -312,7 +313,7 @@ class _Execution:
         concurrency = job.agent.concurrency
         shard = self.shard
         if self.shard is None:
-            self.store.set_run_status(job.run.id, "running")
+            self.store.set_run_status(job.run.id, RunState.RUNNING)
             helper = _start_helper(self.store, job, len(cells), self.progress)
             if helper is not None:
                 self.helpers[job.run.id] = helper
@@ -420,7 +421,7 @@ class _Execution:
         _wait_helpers(self.helpers, self.halted)  # Ctrl-C reached them too: their cells first
         if self.shard is None:
             for job in self.jobs:
-                _finish(self.store, job.run.id, "interrupted", "stopped by Ctrl-C")
+                _finish(self.store, job.run.id, RunState.INTERRUPTED, "stopped by Ctrl-C")
 
     def _wind_up(self) -> None:
         """Every pool drained and every helper waited for (a helper's share is stopped with
@@ -447,9 +448,9 @@ class _Execution:
         if self.shard is not None:
             for error in self.errors.values():
                 print(error, file=sys.stderr, flush=True)
-            return {job.run.id: TAKEN_OVER if job.run.id in self.taken else "failed"
+            return {job.run.id: TAKEN_OVER if job.run.id in self.taken else RunState.FAILED
                     if job.run.id in self.errors else "lost" if job.run.id in self.lost
-                    else "done" for job in self.jobs}
+                    else RunState.DONE for job in self.jobs}
         return {job.run.id: self._final(job.run) for job in self.jobs}
 
     def _final(self, run: Run) -> str:
@@ -458,13 +459,13 @@ class _Execution:
             return TAKEN_OVER
         left = len(missing_cells(self.store, run))
         if run_id in self.errors:
-            status, error = "failed", self.errors[run_id]
+            status, error = RunState.FAILED, self.errors[run_id]
         elif left:
             why = f"{self.lost[run_id]}; " if run_id in self.lost else ""
-            status, error = "interrupted", f"{why}{left} cell(s) not run"
+            status, error = RunState.INTERRUPTED, f"{why}{left} cell(s) not run"
         else:
             harness = self.store.count_cells(run_id, "harness_error")
-            status = "done"
+            status = RunState.DONE
             error = (f"{harness} cell(s) hit a harness error (see their errors)"
                      if harness else None)
         return status if _finish(self.store, run_id, status, error) else TAKEN_OVER

@@ -14,6 +14,7 @@ import sys
 import threading
 
 from exam.pipeline.shard import FAILED, OK, STORE_LOST, TAKEN
+from exam.records import RunState
 
 
 def _die_with_parent(parent: int) -> None:
@@ -75,7 +76,7 @@ def main() -> int:
     finally:
         store.close()
     status = final.get(config["run_id"])
-    return {TAKEN_OVER: TAKEN, "lost": STORE_LOST, "failed": FAILED}.get(status, OK)
+    return {TAKEN_OVER: TAKEN, "lost": STORE_LOST, RunState.FAILED: FAILED}.get(status, OK)
 
 
 if __name__ == "__main__":

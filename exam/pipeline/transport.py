@@ -44,7 +44,6 @@ from exam.reading import (
     ReadReply,
     ReplyError,
     agent_failure,
-    clean_text,
     parse_json,
     parse_once,
     read_reply,
@@ -53,7 +52,7 @@ from exam.reading import (
 )
 from exam.records import HEADER_CAP_CHARS, TEXT_CAP_CHARS, AttemptRow, cap_body, cap_text
 from exam.redact import scrub_urls
-from exam.textsafe import no_lone_surrogates
+from exam.textsafe import clean_text, no_lone_surrogates
 
 MAX_BODY_BYTES = 8_000_000  # decoded; a reply larger than this is not read to the end: bad_reply
 # an attempt ends within timeout_s plus this: the deadline timer waking up and the connection

@@ -24,6 +24,7 @@ from exam.errors import (
 from exam.pipeline.lease import beat_every, renewed
 from exam.pipeline.registry import load_registry
 from exam.pipeline.runner import Interrupted, execute, job_for
+from exam.records import RunState
 from exam.store import LEASE_S, Run, Store, owner_id
 
 log = logging.getLogger("exam.pipeline.worker")
@@ -57,7 +58,7 @@ def _work_on(store: Store, run: Run, agents_path: str | None) -> None:
         final = execute(store, [job])
         log.info("run %s: %s", run.id, final.get(run.id))
         # stopped with cells left (the store went away for a moment): the next claim finishes it
-        if final.get(run.id) == "interrupted":
+        if final.get(run.id) == RunState.INTERRUPTED:
             why = store.get_run(run.id).error
             if store.release_run(run):
                 log.warning("run %s: %s; given back to the queue, the next worker finishes it",
@@ -71,12 +72,12 @@ def _work_on(store: Store, run: Run, agents_path: str | None) -> None:
     except StoreUnavailable:  # still away: the run is taken over once its lease runs out
         raise
     except ExamError as exc:
-        store.set_run_status(run.id, "failed", str(exc))
+        store.set_run_status(run.id, RunState.FAILED, str(exc))
         log.error("run %s failed: %s", run.id, exc)
     except Exception as exc:  # a bug: fail this run, keep the worker taking the next ones
         log.exception("run %s failed with an unexpected error", run.id)
         try:
-            store.set_run_status(run.id, "failed", f"harness error: {type(exc).__name__}: "
+            store.set_run_status(run.id, RunState.FAILED, f"harness error: {type(exc).__name__}: "
                                                    f"{' '.join(str(exc).split())[:300]}")
         except Exception:
             log.exception("run %s: could not record the failure", run.id)
@@ -109,7 +110,7 @@ def work_forever(db: str | None, agents_path: str | None, poll_s: float = 1.0,
                 did = work_once(store, agents_path, stale_after_s)
                 # given back because the store went away mid-run: wait as for a lost store
                 # before claiming it again (each claim sends cells to the agent)
-                if did is not None and store.get_run(did).status == "queued":
+                if did is not None and store.get_run(did).status == RunState.QUEUED:
                     raise StoreUnavailable(f"run {did} was given back to the queue")
             except (SchemaTooNew, StoreDamaged):  # retrying would never help
                 raise

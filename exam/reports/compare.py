@@ -11,6 +11,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from exam.errors import ExamError
+from exam.records import RunState
 from exam.reports import bank_changes, kinds, rubric_drift, verdict
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import COST_KEYS, SEVERITY_ORDER, cost_summary
@@ -271,8 +272,8 @@ def unfinished_runs(runs: list[Run], cells: list[GradedCell], removed: dict[int,
     arrived = Counter(c.run_id for c in cells)
     out = []
     for r in sorted(runs, key=lambda r: r.id):
-        status = "queued" if r.status == "queued" else r.shown_status
-        if r.version not in (old, new) or status not in ("running", "queued", "interrupted"):
+        status = RunState.QUEUED if r.status == RunState.QUEUED else r.shown_status
+        if r.version not in (old, new) or status not in (*RunState.LIVE, RunState.INTERRUPTED):
             continue
         gone = set(removed.get(r.id, ()))
         planned = sum(1 for case_no, _ in r.plan if case_no not in gone) * r.repeats

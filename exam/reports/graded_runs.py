@@ -32,12 +32,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from exam.bank import Item
+from exam.records import RunState
 from exam.store import Run, Store
 from graders import CheckResult
+from graders.model import GRADED
 
 LAYOUT = 2  # bump when the row layout below changes
 _read_json = json.JSONDecoder().raw_decode  # our own compact JSON: no white space to skip
-NOT_KEPT = frozenset({"running", "queued"})  # their cells change with every reply
+NOT_KEPT = frozenset(RunState.LIVE)  # their cells change with every reply
 
 
 def run_key(rules: str, questions: str, run: Run, mark: tuple[int, int], backend: str) -> str:
@@ -106,7 +108,6 @@ class LazyChecks(Sequence[CheckResult]):
         return repr(self._value())
 
 
-GRADED = ("pass", "fail", "needs_human")
 FAILED = ("fail", "needs_human")  # a check's outcomes counted as failing
 
 

@@ -18,8 +18,8 @@ from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import cost_summary
 from exam.reports.selection import select_runs
 from exam.reports.stats import rate_of_cells
+from graders.model import GRADED
 
-GRADED = ("pass", "fail", "needs_human")
 VERDICT_WORDS = ("ship", "hold", "incomplete", "undecided", "pending")
 COST = ("model_calls", "tokens", "latency_ms")
 

@@ -24,8 +24,8 @@ from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import SEVERITY_ORDER
 from exam.reports.stats import benjamini_hochberg, exact_2xk, pearson, wilson
 from graders import GRADER_VERSION
+from graders.model import GRADED
 
-GRADED = ("pass", "fail", "needs_human")
 ROLES = ("separates", "informative", "guard", "unsettled", "too_easy", "too_hard", "unstable",
          "broken", "not_in_latest", "no_data")
 # per-question action: the category plan's list it is on

@@ -19,7 +19,7 @@ from exam.bank import Bank, Item, load_bank
 from exam.errors import BankError
 from exam.grading.keys import checks_json, question_key, questions_key, reply_key, rules_key
 from exam.grading.stored import replies_of
-from exam.records import CellRow
+from exam.records import CellRow, RunState
 from exam.reports import graded_runs
 from exam.reports.graded_runs import LazyChecks
 from exam.store import Run, Store
@@ -482,7 +482,7 @@ def outcome(store: Store, run: Run, counts: Mapping[str, int] | None = None) -> 
     if run.excluded_reason:
         return "excluded"
     status = run.shown_status
-    if status != "done":
+    if status != RunState.DONE:
         return status
     if counts is None:
         counts = store.status_counts(run.id)

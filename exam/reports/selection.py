@@ -15,6 +15,7 @@ import datetime as dt
 from collections.abc import Iterable
 
 from exam.errors import ExamError
+from exam.records import RunState
 from exam.store import Run, Store
 
 
@@ -56,7 +57,7 @@ def select_runs(store: Store, agent: str | None = None, version: str | None = No
 def never_started(run: Run) -> bool:
     """Queued and never claimed: nothing of it can have arrived. A run given back to the queue
     keeps its start time (and its cells)."""
-    return run.status == "queued" and run.started_at is None
+    return run.status == RunState.QUEUED and run.started_at is None
 
 
 def report_runs(store: Store, agent: str | None = None, version: str | None = None,

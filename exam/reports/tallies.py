@@ -22,9 +22,7 @@ from exam.reports import graded_runs
 from exam.reports import regrade as regrading  # regrading.regrade: read when called
 from exam.reports.regrade import GradedCell, Regraded, load_banks
 from exam.store import Run, Store
-
-GRADED = graded_runs.GRADED
-
+from graders.model import GRADED
 
 Failing = tuple[tuple[str, int, dict], ...]  # (check, times failed, the first as a dict)
 

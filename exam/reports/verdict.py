@@ -47,6 +47,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from exam.records import RunState
 from exam.reports.stats import discrete_bh, fisher_worse, fisher_worse_min, repeats_for_power
 
 VERDICTS = ("ship", "hold", "incomplete", "undecided", "pending")
@@ -543,7 +544,7 @@ def _missing(v: dict[str, Any]) -> str:
     parts = [f"run {x['run_id']} ({x['version']}) {x['status']}: {x['arrived']}/{x['planned']}"
              + (f" cells arrived; finish it: exam resume {x['run_id']} (or leave it out: "
                 f"exam runs exclude {x['run_id']} --reason …)"
-                if x["status"] == "interrupted" else " cells arrived so far")
+                if x["status"] == RunState.INTERRUPTED else " cells arrived so far")
              for x in v["incomplete"].get("runs", [])]
     parts += [f"{x['side']} {x['answered']}/{x['planned']} cells answered"
               for x in v["incomplete"]["versions"]]

@@ -44,9 +44,10 @@ from sqlalchemy import (
     text,
 )
 
-from exam.db.engine import is_postgres
+from exam.db.engine import is_postgres, pg_text
 from exam.db.schema import SCHEMA_VERSION, TABLES, adjudications, cells
 from exam.errors import StoreError
+from exam.records import RunState
 from exam.review import reply_digest
 from exam.store import Store
 
@@ -116,7 +117,7 @@ class _Keeping:
         changed = 0
         for k, v in values.items():
             if isinstance(v, str) and "\x00" in v:
-                values[k] = v.replace("\x00", "\ufffd")
+                values[k] = pg_text(v)
                 changed += 1
         if table.name in ("cells", "earlier_cells") and values["text"] != row.text:
             self.digests[reply_digest(row.text)] = reply_digest(values["text"])
@@ -325,7 +326,7 @@ def _still_running(source: Any, conn: Connection, source_path: str, while_runnin
     snapshot; ``Run.shown_status``: a live lease, or a CLI run's process alive): what they
     store after it is not in DST. Refused, naming them, unless ``while_running`` (then
     handed to ``on_running``)."""
-    live = [r for r in source.runs_in(conn) if r.shown_status == "running"]
+    live = [r for r in source.runs_in(conn) if r.shown_status == RunState.RUNNING]
     if not live:
         return
     if not while_running:

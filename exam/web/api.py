@@ -15,6 +15,7 @@ from flask import Blueprint, abort, current_app, jsonify, request
 
 from exam import names
 from exam.errors import ExamError, NoSuchRun, StoreError
+from exam.records import RunState
 from exam.reports import kinds
 from exam.reports.inputs import SERVICE
 from exam.reports.selection import SelectionError, report_runs, watch_of
@@ -77,7 +78,7 @@ def run_json(run, counts: dict[str, int] | None = None,
     return {
         "run_id": run.id, "agent": run.agent, "version": run.version, "status": run.shown_status,
         # complete unless cells did not arrive (blocked / incomplete) or the run is excluded
-        "outcome": (lambda o: "complete" if o == "done" else o)(outcome(store(), run, counts)),
+        "outcome": (lambda o: "complete" if o == RunState.DONE else o)(outcome(store(), run, counts)),
         "run_status": counts, "excluded_reason": run.excluded_reason,
         "repeats": run.repeats, "questions": len(run.plan), "source": run.source,
         "progress": {"done": done, "total": run.total_cells},
@@ -143,7 +144,7 @@ def create_run():
         raise
     except ExamError as exc:
         raise BadRequest("only" if only else None, str(exc)) from None
-    return jsonify(run_id=run_id, status="queued"), 202, {"Location": f"/api/runs/{run_id}"}
+    return jsonify(run_id=run_id, status=RunState.QUEUED), 202, {"Location": f"/api/runs/{run_id}"}
 
 
 @bp.get("/runs")

@@ -23,6 +23,7 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from exam.errors import ExamError, NoSuchRun, StoreError
+from exam.store import DEFAULT_DB
 from exam.textsafe import page_text
 from exam.web import api, bodies, context, dashboard, line
 from exam.web.auth import STORE_AWAY, bearer_ok, is_admin
@@ -30,7 +31,7 @@ from exam.web.auth import STORE_AWAY, bearer_ok, is_admin
 log = logging.getLogger("exam.web.app")
 
 DEFAULTS: dict[str, Any] = {
-    "DB": "results/exam.db",
+    "DB": DEFAULT_DB,
     "AGENTS": "webhooks/agents.yaml",
     "API_TOKEN": None,  # required unless LOCAL_DEV
     "VIEWER_TOKEN": None,  # read-only dashboard access (never queues, reviews or excludes)

@@ -158,14 +158,14 @@ def freeze_once(_exc: BaseException | None = None) -> None:
 
 
 def warm() -> None:
-    """Load what a report request loads (the report modules, the bank's JSON schema
+    """Load what a report request loads (every report module, the bank's JSON schema
     validators) while the worker starts, not in its first report request: 57 ms of CPU on
     the demo store, with the worker's other requests waiting on its interpreter lock, after
     every start of every worker."""
     from exam.bank import load
-    from exam.reports import answer_cache, kinds  # noqa: F401
+    from exam.reports import kinds
 
-    kinds.names()  # imports every report module: each registers its kind
+    kinds.names()  # imports every module of exam.reports: the registry's list, not one kept here
     load._validators()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from exam.records import RunState
 from exam.reports import kinds
 
 ERROR = {"type": "object", "properties": {"error": {"type": "string"},
@@ -39,7 +40,7 @@ WATCHING = {"type": "object", "properties": {
 RUN = {"type": "object", "properties": {
     "run_id": {"type": "integer"}, "agent": {"type": "string"}, "version": {"type": "string"},
     "status": {"type": "string",
-               "enum": ["queued", "running", "done", "interrupted", "failed"]},
+               "enum": list(RunState.ALL)},
     "repeats": {"type": "integer"}, "questions": {"type": "integer"},
     "progress": {"type": "object", "properties": {"done": {"type": "integer"},
                                                   "total": {"type": "integer"}}},
