@@ -286,8 +286,8 @@ def test_a_bad_label_over_the_api_is_a_400_naming_the_field(tmp_path):
 
 
 def test_a_bad_label_in_a_line_command_is_refused_with_the_reason(tmp_path):
-    from exam.store import Store
     from exam.notify.line_chat import command
+    from exam.store import Store
     from tests.exam.helpers import registry_env, write_bank
 
     bank = write_bank(tmp_path, ["ok"])
