@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 import pytest
 from click.testing import CliRunner
 
-from exam import notify
+from exam import channels, notify
 from exam.cli.main import main
 from exam.errors import ExamError
 from exam.store import Store
+from tests.conftest import ROOT
 from tests.exam.cli.test_run import setup
 from tests.fakes.agent import FakeAgent
 
@@ -197,6 +198,19 @@ def test_a_channel_that_does_not_keep_the_protocol_is_refused_when_registered(ch
         notify.register(channel)
     assert str(refused.value).startswith(message)
     assert channel.name not in notify.names()
+
+
+@pytest.mark.parametrize("name", sorted(channels.BUILT_IN))
+def test_each_channel_declared_with_its_secrets_is_the_channel_found_there(name):
+    """exam/channels.py says where each shipped channel is: importing it gives a channel of
+    that name, and its secrets are settings the code reads (a declared secret read nowhere
+    would be a typo, and the setting really read would go unredacted)."""
+    assert notify.get(name).name == name
+    code = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "exam").rglob("*.py")
+                   if p.name != "channels.py")
+    entry = channels.BUILT_IN[name]
+    for setting in (*entry.secrets, *entry.secret_urls):
+        assert f'"{setting}"' in code, f"{name} declares {setting}, which no code reads"
 
 
 def test_a_summary_is_data_with_a_json_form(regressed):
