@@ -350,7 +350,8 @@ def test_the_demo_faq_specialist_answers_an_exam_as_imported(n8n, world, tmp_pat
     registry = tmp_path / "agents.yaml"
     made = CliRunner().invoke(main, [
         "init", f"{n8n.url}/webhook/w2-faq", "--name", "FAQ", "--question", "運費怎麼算？",
-        "--header", "X-Exam-Token: ${EXAM_AGENT_TOKEN}", "--agents", str(registry)],
+        "--header", "X-Exam-Token: ${EXAM_AGENT_TOKEN}", "--agents", str(registry),
+        "--bank", str(tmp_path / "FAQ.yaml")],
         env=env, catch_exceptions=False)
     assert made.exit_code == 0, made.output
     entry = yaml.safe_load(registry.read_text(encoding="utf-8"))["agents"]["FAQ"]
