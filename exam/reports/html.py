@@ -12,6 +12,8 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from exam.reports import same
+
 
 def heat(rate: float | None) -> str:
     """Pass rate → cell colour: red (0) through amber to green (1); grey for no data."""
@@ -142,7 +144,8 @@ def _queue_words(card: dict[str, Any]) -> str:
 
 
 FILTERS = {"heat": heat, "pct": pct, "num": num, "marks": marks, "as_json": as_json,
-           "queue_words": _queue_words}
+           "queue_words": _queue_words, "same_replies": same.same_replies,
+           "by_outcome": same.by_outcome, "same_evidence": same.same_evidence}
 
 
 def _rebalance_notes(a: dict[str, Any]) -> list[str]:
