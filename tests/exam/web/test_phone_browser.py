@@ -105,7 +105,8 @@ def _same_replies_run(db: str) -> int:
         v2 = next(r for r in store.list_runs("W3") if r.version == "v2")
         cell = next(c for c in store.cells([v2.id]) if c.case_no == "W3-10")
         agent = Agent(name="W3", url="http://127.0.0.1:9/", bank=str(BANK_DIR / "W3.json"))
-        run_id = create_run(store, agent, "v3", repeats=SAME, only=["W3-10"])
+        run_id = create_run(store, agent, "v3", repeats=SAME, only=["W3-10"],
+                            source="dashboard")  # a word that broke as dashboar|d at 1280 px
         for n in range(1, SAME + 1):
             store.record_cell(
                 replace(cell, run_id=run_id, repeat=n, latency_ms=150.0 + n,
@@ -166,6 +167,21 @@ def test_a_page_reads_on_a_phone(phone, site, name):
     ARTIFACTS.mkdir(exist_ok=True)
     phone.screenshot(path=str(ARTIFACTS / f"phone-{name}.png"), full_page=True)
     assert faults == [], f"{name} at {WIDTH} px: " + "; ".join(faults)
+
+
+def test_no_word_breaks_at_desktop_width_either(browser, site):
+    url, _ = site
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(f"{url}/login")
+    page.fill("input[name=token]", TOKEN)
+    page.click("button[type=submit]")
+    broken = {}
+    for name, path in PAGES.items():
+        page.goto(url + path)
+        broken[name] = page.evaluate(BROKEN_TOKENS)
+    context.close()
+    assert broken == {name: [] for name in PAGES}
 
 
 def _on_first_screen(page, selector: str) -> bool:

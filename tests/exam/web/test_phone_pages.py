@@ -15,6 +15,13 @@ AUTH = {"Authorization": "Bearer t"}
 CASES = [("Q-01", "c", "critical"), ("Q-02", "c", "major")]
 
 
+def get(client, path: str) -> str:
+    """The page's HTML, its words kept on one line (``<span class="nowrap">``) unwrapped."""
+    resp = client.get(path, headers=AUTH)
+    assert resp.status_code == 200, (path, resp.status_code)
+    return re.sub(r'<span class="nowrap">([^<]*)</span>', r"\1", resp.text)
+
+
 def app_of(history):
     return create_app({"API_TOKEN": "t", "DB": str(history.tmp / "exam.db"), "TESTING": True})
 
@@ -46,7 +53,7 @@ def test_the_rule_ships_this_change(ship_over_critical):
 @pytest.mark.parametrize("path", ["/", "/runs", "/scorecard/A/v2",
                                   "/compare?agent=A&old=v1&new=v2"])
 def test_a_ship_is_never_green_over_a_critical_failure(ship_over_critical, path):
-    html = ship_over_critical.get(path, headers=AUTH).text
+    html = get(ship_over_critical, path)
     if path == "/":
         html = html.split('data-version="v2"', 1)[1]
     elif path == "/runs":
@@ -63,7 +70,7 @@ def test_a_ship_with_nothing_critical_failing_is_green(history):
     history.run("A", "v2", {"Q-01": "p" * 3, "Q-02": "p" * 3})
     client = app_of(history).test_client()
     for path in ("/scorecard/A/v2", "/compare?agent=A&old=v1&new=v2"):
-        html = client.get(path, headers=AUTH).text
+        html = get(client, path)
         assert verdict_pill(html) == ("ship", "ship", "ship"), path
         assert "critical failing" not in html.lower()
 
@@ -73,7 +80,7 @@ def test_the_scorecard_says_the_verdict_the_compare_page_gives(history):
     history.run("A", "v1", {"Q-01": "ppp", "Q-02": "ppp"})
     history.run("A", "v2", {"Q-01": "fff", "Q-02": "ppp"})
     client = app_of(history).test_client()
-    card = client.get("/scorecard/A/v2", headers=AUTH).text
+    card = get(client, "/scorecard/A/v2")
     compare = client.get("/compare?agent=A&new=v2", headers=AUTH).text
     word = re.search(r'<div id="verdict" class="verdict-line card" data-verdict="(\w+)"',
                      card).group(1)
@@ -83,7 +90,7 @@ def test_the_scorecard_says_the_verdict_the_compare_page_gives(history):
     assert card.index('id="verdict"') < card.index("Critical failing: Q-01") < card.index(
         'id="pass-rate"') < card.index('id="cases"')
     assert re.search(r'pass rate <b>50%</b>', card)
-    first = client.get("/scorecard/A/v1", headers=AUTH).text
+    first = get(client, "/scorecard/A/v1")
     assert 'data-verdict=""' in first and "No verdict: A v1 is the first version" in first
 
 
@@ -161,3 +168,19 @@ def test_a_known_path_asked_by_a_method_it_does_not_take_is_a_405(history):
     assert resp.status_code == 405 and "GET" in resp.headers["Allow"]
     # a form sent to a route that takes it is still checked
     assert client.post("/runs", data={"agent": "A"}).status_code == 400
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("undecided: W3-10 3/3 → 0/3", 'undecided: <span class="nowrap">W3-10</span> 3/3 → 0/3'),
+    ("<b>Q-01</b>", '&lt;b&gt;<span class="nowrap">Q-01</span>&lt;/b&gt;'),  # escaped first
+    ("a-" * 20 + "b", "a-" * 20 + "b"),  # a long word may break where it must
+    ("無連字號", "無連字號"),
+])
+def test_short_hyphenated_words_are_kept_on_one_line(text, shown):
+    from markupsafe import Markup
+
+    from exam.reports.html import unbroken
+
+    assert unbroken(text) == Markup(shown)
+    assert unbroken(Markup('<span class="still-failing">x</span>')) == Markup(
+        '<span class="still-failing">x</span>')  # markup is left as it is
