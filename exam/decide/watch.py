@@ -129,7 +129,8 @@ def shipped_now(store: Store, agent: str, settings: verdict.Settings
         raise WatchError("; ".join(m["message"] for m in regraded.missing_banks)
                          or f"no counted run of {agent}")
     reference = sorted((r for r in runs if r.version == shipped.version), key=lambda r: r.id)
-    busy = [r for r in reference if r.shown_status in (RunState.QUEUED, RunState.RUNNING, RunState.INTERRUPTED)]
+    busy = [r for r in reference
+            if r.shown_status in (RunState.QUEUED, RunState.RUNNING, RunState.INTERRUPTED)]
     if busy:
         raise WatchError(f"run {busy[0].id} of {agent} {shipped.version} is {busy[0].shown_status}"
                          f": a watch compares with the shipped version's finished runs (finish "

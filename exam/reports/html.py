@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from markupsafe import Markup, escape
+
+from exam.reports import same
 
 
 def heat(rate: float | None) -> str:
@@ -54,6 +57,22 @@ def marks(evidence: str | None) -> Markup:
         at = b + 1
     out.append(escape(text[at:]))
     return Markup("").join(out)
+
+
+_HYPHENATED = re.compile(r"[A-Za-z0-9_]+(?:-[A-Za-z0-9_]+)+")
+
+
+def unbroken(text: str | None) -> Markup:
+    """Text, escaped, its short hyphenated words (W3-10, 2026-09-15) kept on one line: a
+    browser may break after a hyphen, and W3-|10 at a line's end reads as two things."""
+    if isinstance(text, Markup):  # markup already: its tags are not words to keep
+        return text
+
+    def keep(m: re.Match[str]) -> str:
+        word = m.group(0)
+        return f'<span class="nowrap">{word}</span>' if len(word) <= 24 else word
+
+    return Markup(_HYPHENATED.sub(keep, str(escape(text or ""))))
 
 
 def quoted(evidences: Iterable[str]) -> list[str]:
@@ -142,7 +161,8 @@ def _queue_words(card: dict[str, Any]) -> str:
 
 
 FILTERS = {"heat": heat, "pct": pct, "num": num, "marks": marks, "as_json": as_json,
-           "queue_words": _queue_words}
+           "queue_words": _queue_words, "unbroken": unbroken, "same_replies": same.same_replies,
+           "by_outcome": same.by_outcome, "same_evidence": same.same_evidence}
 
 
 def _rebalance_notes(a: dict[str, Any]) -> list[str]:

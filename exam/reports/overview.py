@@ -82,9 +82,14 @@ def build_agent(regraded: Regraded, agent: str, records: Sequence[Any] = ()) -> 
     for v in versions:
         runs = [r for r in regraded.runs if r.agent == agent and r.version == v]
         planned = sum(r.total_cells for r in runs)
+        cells = by_version.get(v, [])
+        # shown beside its verdict whatever it says (a ship is never green over these), on
+        # every page that shows the version: the runs page reads them from its change
+        critical = sorted({c.case_no for c in cells
+                           if c.verdict == "fail" and c.severity == "critical"})
         rows.append({"version": v, "run_ids": sorted(r.id for r in runs),
-                     **figures(by_version.get(v, []), planned),
-                     "change": _change(step_of.get(v)),
+                     **figures(cells, planned), "critical_failing": critical,
+                     "change": {**_change(step_of.get(v)), "critical_failing": critical},
                      "shipped": shipped is not None and shipped.version == v})
     return {"agent": agent, "versions": rows,
             "shipped": shipped.as_dict() if shipped else None}

@@ -137,9 +137,11 @@ def _register_blueprints(app: Flask) -> None:
 
 
 def forms_from_this_site():
-    """Every state-changing form: same origin (Origin, else Referer) and a CSRF token."""
+    """Every state-changing form: same origin (Origin, else Referer) and a CSRF token.
+    Not on a path no route takes (or not by this method): that is the 404 or 405 it is,
+    whatever the method, never a 400 "Form refused" for a form no page has."""
     if request.method not in current_app.config["WTF_CSRF_METHODS"] or \
-            request.blueprint in ("api", "line"):
+            request.blueprint in ("api", "line") or request.routing_exception is not None:
         return None
     if current_app.config.get("API_TOKEN") and _bearer_sent() and bearer_ok():
         return None  # a script with the token, not a browser riding a cookie

@@ -39,7 +39,7 @@ def check_body() -> None:
     """Every request (``before_request``): a JSON body too deep is a 400 before any route,
     whether the route reads JSON (the API), reads it through a library (the LINE webhook's
     SDK) or not at all (a form)."""
-    if request.is_json:
+    if request.is_json and request.routing_exception is None:  # no route: its 404 or 405
         refuse_deep(request)
 
 

@@ -50,6 +50,7 @@ bp = Blueprint("dashboard", __name__)
 bp.jinja_loader = FunctionLoader(lambda name: kinds.templates().get(name))
 OPEN = {"dashboard.login", "dashboard.static", "dashboard.share"}
 RUNS_SHOWN = 200  # the newest runs the runs page lists; it says so when there are more
+REFRESH_S = 10  # a page showing a run not done yet reloads itself this often (_refresh.html)
 MESSAGE_CHARS = 300  # the longest message a form leaves for the next page
 # the only state-changing routes a viewer may use: to sign in and out
 VIEWER_POSTS = {"dashboard.login", "dashboard.logout"}
@@ -281,6 +282,7 @@ def runs():
         row["done"] = sum(counts[row["run"].id].values())
         row["outcome"] = outcome(store(), row["run"], counts[row["run"].id])
     rows = _settle_grouped(rows, store().settle_rounds_of([row["run"].id for row in rows]))
+    following = _following(listed, counts)
     versions = _versions()
     choices = versions.get(agent, []) if agent else sorted({v for vs in versions.values()
                                                             for v in vs})
@@ -289,7 +291,23 @@ def runs():
                            version=version, more=more, shown=RUNS_SHOWN,
                            agents=_agent_names() if is_admin() else [],
                            max_repeats=current_app.config["MAX_REPEATS"],
-                           missing_banks=regraded.missing_banks)
+                           missing_banks=regraded.missing_banks, **following)
+
+
+def _following(runs: list[Run], counts: dict[int, dict[str, int]] | None = None) -> dict:
+    """What a page showing ``runs`` needs to reload itself until the runs not done yet
+    (queued, running) are done, or to say how to follow them (``?refresh=0`` stops it)."""
+    going = [r for r in runs if r.shown_status in ("queued", "running")
+             and not r.excluded_reason]
+    if counts is None:
+        counts = store().status_counts_of([r.id for r in going]) if going else {}
+    args = {k: v for k, v in request.args.items() if k != "refresh"}
+    here = {**(request.view_args or {}), **args}
+    return {"unfinished": [{"id": r.id, "outcome": r.shown_status, "total": r.total_cells,
+                            "stored": sum(counts.get(r.id, {}).values())} for r in going],
+            "refresh": request.args.get("refresh") != "0", "refresh_s": REFRESH_S,
+            "stop_url": url_for(request.endpoint, **here, refresh="0"),
+            "reload_url": url_for(request.endpoint, **here)}
 
 
 def _settle_grouped(rows: list[dict], rounds: dict[int, tuple[str, str]]) -> list[dict]:
@@ -441,7 +459,29 @@ def scorecard(agent: str, version: str):
                            charts=kinds.charts("scorecard", report), agent=agent,
                            version=version, missing_banks=report["missing_banks"],
                            share_link=link, share_days=days, revocations=revocations,
-                           excluded=gone, excluded_said=excluded_words(gone) if gone else "")
+                           excluded=gone, excluded_said=excluded_words(gone) if gone else "",
+                           version_verdict=_version_verdict(agent, version) if runs else None,
+                           **_following(runs))
+
+
+def _version_verdict(agent: str, version: str) -> dict:
+    """The version's verdict as the compare page gives it by default (against the last
+    version shipped before it), for the scorecard page: the same report, kept once for both
+    (the same key in exam.reports.answer_cache). ``{"error": why}`` when there is none to
+    give."""
+    from exam.reports.overview import change_verdict
+
+    try:
+        report = _kept_report(kinds.ask("compare", store(), SERVICE, agent=agent, old=None,
+                                        new=version))
+    except StoreError:  # the service's trouble: a 503 page
+        raise
+    except ExamError as exc:  # the first version, nothing shipped before it; not comparable
+        return {"error": str(exc)}
+    return {"verdict": change_verdict(report), "reason": report["decision"]["reason"],
+            "baseline": report.get("baseline"), "old": report["old"],
+            "still_failing": report.get("still_failing") or [],
+            "critical_failing": report.get("critical_failing") or []}
 
 
 @bp.get("/reply/<int:run_id>/<path:case_no>/<int:repeat>")  # a bank may write W2/07

@@ -128,7 +128,8 @@ def test_the_three_surfaces_score_and_discriminate_the_same_runs(stored, surface
     db, api, page = surfaces
     assert cli(db, "report", "scorecard", "--agent", "A", "--version", "v2").exit_code == 0
     assert page.get("/scorecard/A/v2").status_code == 200
-    assert read == [[ids["v2a"], ids["v2b"]]] * 2
+    # the page also says the version's verdict: the compare's runs, as the compare page reads
+    assert read == [[ids["v2a"], ids["v2b"]]] * 2 + [[ids["v1a"], ids["v2a"], ids["v2b"]]]
     read.clear()
     assert cli(db, "report", "discrimination", "--agent", "A").exit_code == 0
     assert api.get("/api/discrimination?agent=A",

@@ -74,7 +74,8 @@ def test_runs_page_lists_the_demo_runs(client):
 
 def test_scorecard_page(client):
     html = page(client, "/scorecard/W3/v2")
-    assert re.search(r'<div class="critical">\s*Critical failing: W3-10\s*</div>', html)
+    assert re.search(r'<div class="critical">\s*Critical failing: <span class="nowrap">W3-10</span>'
+                     r'\s*</div>', html)
     assert len(rows(html, "cost")) == 5  # header + attempts, model calls, tokens, latency
 
 
