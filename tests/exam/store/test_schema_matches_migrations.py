@@ -71,7 +71,7 @@ def drift(target: str) -> list:
     return found
 
 
-def test_a_new_store_has_the_declared_schema(store_target):
+def test_a_new_store_has_the_declared_schema(store_target, real_migrations):
     Store(store_target).close()
     assert drift(store_target) == []
 
