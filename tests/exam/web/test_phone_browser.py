@@ -13,9 +13,9 @@ import time
 from dataclasses import replace
 
 import pytest
-from exam.app import create_app
 from werkzeug.serving import make_server
 
+from exam.web.app import create_app
 from tests.conftest import BANK_DIR, ROOT
 from tests.exam.helpers import demo_copy
 from tests.exam.web.test_dashboard_browser import chromium
@@ -226,7 +226,7 @@ def test_thirty_identical_replies_are_one_reply_on_a_phone(phone, site):
 
 def test_a_share_link_opens_the_scorecard_readable_on_a_phone(browser, site):
     """What a LINE Scorecard button opens: no login; verdict first; nothing to scroll."""
-    from exam.web.share import make_link, secret_key
+    from exam.share import make_link, secret_key
 
     url, _ = site
     link = make_link(secret_key(None, TOKEN), url, "/scorecard/W3/v2", days=1)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from exam.app import create_app
+
+from exam.web.app import create_app
 
 AUTH = {"Authorization": "Bearer t"}
 CASES = [("Q-01", "c", "critical"), ("Q-02", "c", "major")]
