@@ -11,7 +11,8 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from exam.bank import json_schema, load_bank
+from exam.bank import load_bank
+from exam.bank.load import json_schema
 from exam.cli.main import main
 from exam.errors import BankError
 from exam.grading.keys import rules_key, rules_text
