@@ -438,12 +438,13 @@ def scorecard(agent: str, version: str):
     # excluded there, with its reason and how to count it again, never a 404
     gone = excluded_runs(store(), agent, version)
     try:
-        report = _kept_report(kinds.ask("scorecard", store(), SERVICE, agent=agent,
-                                        version=version))
+        asked = kinds.ask("scorecard", store(), SERVICE, agent=agent, version=version)
     except SelectionError:
         if not gone:
             abort(404)
-        report = {"scorecards": [], "missing_banks": []}
+        asked = None
+    runs = list(asked.runs) if asked else []
+    report = _kept_report(asked) if asked else {"scorecards": [], "missing_banks": []}
     link, revocations = None, []
     days = current_app.config["SHARE_LINK_DAYS"]
     if is_admin():

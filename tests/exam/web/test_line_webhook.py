@@ -93,7 +93,7 @@ def post(client, events: list[dict], signature: str | None = "auto", body: bytes
     return client.post("/line/webhook", data=raw, headers=headers)
 
 
-def replies(fake, n: int = 1, timeout: float = 5.0) -> list[dict]:
+def replies(fake, n: int = 1, timeout: float = 60.0) -> list[dict]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and len(fake.replies()) < n:
         time.sleep(0.02)
