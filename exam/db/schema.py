@@ -3,7 +3,7 @@
 The migrations under ``exam/db/migrations/versions`` are frozen snapshots of how each schema was
 reached; this module is the current shape they lead to, on both backends. SQLite's implicit
 ``rowid`` orders cells; PostgreSQL has no rowid, so its ``cells`` table carries a ``seq``
-identity column instead (not part of this metadata: see ``Store._cell_order``).
+identity column instead (not part of this metadata: see ``exam.store.cells._order``).
 """
 
 from __future__ import annotations
