@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from scipy import stats
 
 from exam.cli.main import main
 from exam.reports import compare, verdict
@@ -74,6 +73,7 @@ def test_a_guard_that_never_failed_is_tested_against_the_old_version_alone():
 
 
 def test_one_sided_fisher_and_its_bound_match_scipy():
+    from scipy import stats
     rng = random.Random(1)
     for _ in range(200):
         on, nn = rng.randint(1, 25), rng.randint(1, 25)
@@ -98,6 +98,7 @@ def test_bh_runs_only_over_questions_that_can_move():
 
 def test_repeats_needed_are_true_under_the_method():
     """Recompute every stated repeats-needed figure with scipy: the power it claims holds."""
+    from scipy import stats
     qs = [q("Q-01", (30, 30), (7, 10)), q("Q-02", (27, 30), (4, 6)), q("Q-03", (40, 40), (2, 3))]
     qs += [q(f"G-{i}", (10, 10), (10, 10)) for i in range(7)]
     d = V.decide(qs)
