@@ -20,9 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
 BANK_DIR = ROOT / "bank"
 
 # The fast tier (`make check`: `pytest -m "not slow"`) is what is left once every test that needs
-# a real part beyond SQLite and 127.0.0.1 HTTP is marked `slow` (long waits and kill -9 are
-# marked by hand, where they are). Marked here from what a test uses, so a new test lands in
-# the right tier without a list to keep:
+# a real part beyond SQLite and 127.0.0.1 HTTP is marked `slow` (long waits, kill -9, and
+# long computations — simulations of the statistics, a step timed at two sizes, hundreds of
+# generated examples — are marked by hand, where they are). Marked here from what a test uses,
+# so a new test lands in the right tier without a list to keep:
 SLOW_DIRS = ("tests/n8n/", "tests/reliability/")  # a real n8n; kill -9, load, faults, several hosts
 SLOW_FIXTURES = {
     "postgres_url", "pg_url",  # a PostgreSQL database (tests/backends.py)

@@ -38,6 +38,7 @@ def test_freeman_halton_three_groups_by_hand():
     assert exact_2xk([3, 0, 3], [3, 3, 3]) == pytest.approx(3 / 84)
 
 
+@pytest.mark.slow  # Monte Carlo draws (~1.5 s)
 def test_monte_carlo_fallback_is_close_and_deterministic():
     passes, totals = [9, 2, 5, 7, 1, 3], [10] * 6
     exact = exact_2xk(passes, totals)
@@ -58,6 +59,7 @@ def test_many_repeats_use_pearsons_chi_square():
                                        (100.0, 2)])
 def test_chi2_sf_matches_scipy(x, df):
     from scipy import stats as sp
+
     from exam.reports.stats import chi2_sf
 
     assert chi2_sf(x, df) == pytest.approx(sp.chi2.sf(x, df), rel=1e-8, abs=1e-300)
@@ -65,8 +67,9 @@ def test_chi2_sf_matches_scipy(x, df):
 
 def freeman_halton(fails: list[int], totals: list[int]) -> float:
     """The exact p-value the slow way: every table with these margins, weighed by scipy."""
-    from scipy import stats as sp
     import itertools
+
+    from scipy import stats as sp
 
     m = sum(fails)
     dist = sp.multivariate_hypergeom(m=totals, n=m)

@@ -118,6 +118,7 @@ def test_repeats_needed_are_true_under_the_method():
         assert power_worse(bp, bn, p_alt, n, level) == pytest.approx(power, abs=1e-9)
 
 
+@pytest.mark.slow  # simulated comparisons (~1.5 s)
 def test_identical_behaviour_rarely_holds():
     """20 questions at 70%, 3 repeats each side, no true change: false hold ≤ 5%."""
     rng = random.Random(20261130)
@@ -157,6 +158,7 @@ def _simulate_settle(seed, settings=None, *, questions=5, old_n=40, new_n=5, dro
                   step=3, max_repeats=30)
 
 
+@pytest.mark.slow  # simulated settles (~1 s)
 def test_settle_finds_a_real_drop():
     """A true 90% → 50% drop on one of 5 questions (old version 40 repeats, new 5), --settle
     step 3 up to 30 answered repeats: hold in ≥ 80% of simulations; calls saved reported."""
@@ -170,6 +172,7 @@ def test_settle_finds_a_real_drop():
     assert holds / sims >= 0.8
 
 
+@pytest.mark.slow  # simulated settles (~2 s)
 def test_settle_keeps_false_holds_rare():
     sims = 200
     false = sum(_simulate_settle(seed, drop=False).report["decision"]["word"] == "hold"
