@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import re
+import signal
 import sys
+import tempfile
 from pathlib import Path
 from types import ModuleType
 
@@ -17,9 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
 BANK_DIR = ROOT / "bank"
 
 # The fast tier (`make check`: `pytest -m "not slow"`) is what is left once every test that needs
-# a real part beyond SQLite and 127.0.0.1 HTTP is marked `slow` (long waits and kill -9 are
-# marked by hand, where they are). Marked here from what a test uses, so a new test lands in
-# the right tier without a list to keep:
+# a real part beyond SQLite and 127.0.0.1 HTTP is marked `slow` (long waits, kill -9, and
+# long computations — simulations of the statistics, a step timed at two sizes, hundreds of
+# generated examples — are marked by hand, where they are). Marked here from what a test uses,
+# so a new test lands in the right tier without a list to keep:
 SLOW_DIRS = ("tests/n8n/", "tests/reliability/")  # a real n8n; kill -9, load, faults, several hosts
 SLOW_FIXTURES = {
     "postgres_url", "pg_url",  # a PostgreSQL database (tests/backends.py)
@@ -41,9 +45,16 @@ def why_slow(item: pytest.Item) -> str | None:
                                     for v in callspec.params.values()):
         return "on PostgreSQL"
     module = getattr(item, "module", None)
-    if module is not None and any(_defined_in(v) in SLOW_MODULES for v in vars(module).values()):
+    if module is not None and _uses_slow_module(module):
         return "starts real service processes (tests/processes.py)"
     return None
+
+
+@functools.cache
+def _uses_slow_module(module: ModuleType) -> bool:
+    """Whether a test module uses one of SLOW_MODULES (looked at once per module, not once
+    per test: 3% of collecting the suite)."""
+    return any(_defined_in(v) in SLOW_MODULES for v in vars(module).values())
 
 
 def _defined_in(value: object) -> str | None:
@@ -51,6 +62,24 @@ def _defined_in(value: object) -> str | None:
     if isinstance(value, ModuleType):
         return value.__name__
     return getattr(value, "__module__", None) if callable(value) else None
+
+
+def pytest_configure(config):
+    """Two settings of the test process, made before any test or worker starts:
+
+    - Test folders in memory: a test's stores, logs and files go to /dev/shm (tmpfs) unless
+      TMPDIR says where. On this VM's disk a new SQLite store waits ~60 ms for fsync (the
+      switch to WAL, the checkpoint at close), on tmpfs ~6 ms; nothing a test checks needs
+      the disk (a process killed with -9 leaves its writes in the page cache either way).
+    - SIGINT as at a terminal: a shell starts background jobs (`make test &`) with SIGINT
+      ignored, which every child inherits across exec, so the tests that stop a process with
+      Ctrl-C (SIGINT) would wait for it in vain.
+    """
+    if "TMPDIR" not in os.environ and os.access("/dev/shm", os.W_OK | os.X_OK):
+        os.environ["TMPDIR"] = "/dev/shm"  # inherited by xdist's workers and every process
+        tempfile.tempdir = None  # read again by tempfile and pytest's tmp_path_factory
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from exam.decide.settle import settle
 from exam.reports import verdict as V
 from exam.reports.stats import wilson
+
+pytestmark = pytest.mark.slow  # 300 simulated settles a test (~3 s each)
 
 
 def simulate(seed, *, drop=True, both=True, questions=5, old_n=3, new_n=3, budget=300):

@@ -23,6 +23,7 @@ from tests.graders.hostile import ISSUE_PATTERNS, SHAPES, demo_questions, questi
 # loaded machine (caches, frequency) without letting n log n's bigger brothers through.
 MAX_RATIO = 30
 LONG = os.environ.get("EXAM_LONG_TESTS") == "1"
+pytestmark = pytest.mark.slow  # every demo question graded at two sizes, twice each (~15 s)
 
 
 def _forget() -> None:

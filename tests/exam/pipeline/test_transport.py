@@ -200,6 +200,7 @@ def _as_body(value) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=True)
 
 
+@pytest.mark.slow  # 300 generated bodies (~5 s)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(body=st.one_of(st.text(), JSON_ISH.map(_as_body), REPLY_SHAPED.map(_as_body), NESTED,
                       SURROGATE_ESCAPES, st.binary().map(lambda b: b.decode("latin-1"))),
@@ -217,6 +218,7 @@ def test_no_body_makes_the_reply_parser_raise(tmp_path_factory, body, fmt):
         result.read.text.encode("utf-8")  # storable: no lone surrogates
 
 
+@pytest.mark.slow  # 300 generated bodies
 @settings(max_examples=300, deadline=None)
 @given(raw=st.binary(max_size=200) | st.sampled_from([b"+2AA-", b"\\ud800", b"\\U99999999",
                                                       b"xn--", b"\xff\xfe\x00\xd8"]),

@@ -40,6 +40,7 @@ def _spans_of(marked: str) -> list[tuple[int, int]]:
     return spans
 
 
+@pytest.mark.slow  # times the marking at two sizes (tests/scaling.py)
 def test_a_reply_with_tens_of_thousands_of_hits_is_marked_in_linear_time():
     def make(n: int):
         text = "9 折 " * n
@@ -50,6 +51,7 @@ def test_a_reply_with_tens_of_thousands_of_hits_is_marked_in_linear_time():
         f"16x the hits took {ratio:.0f}x the time (linear: ~16, quadratic: ~256)")
 
 
+@pytest.mark.slow  # times the marking at two sizes (tests/scaling.py)
 def test_many_distinct_phrases_are_marked_in_linear_time():
     """A reply's own «» inside the evidence sentence make many phrases: still one pass."""
     def make(n: int):
@@ -61,6 +63,7 @@ def test_many_distinct_phrases_are_marked_in_linear_time():
     assert ratio < linear_bound(2_000, 32_000), f"16x the phrases took {ratio:.0f}x the time"
 
 
+@pytest.mark.slow  # times the reading at two sizes (tests/scaling.py)
 def test_evidence_with_many_unclosed_quote_marks_is_read_in_linear_time():
     def make(n: int):
         text = "«a " * n

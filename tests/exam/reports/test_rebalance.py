@@ -200,6 +200,7 @@ def test_stable_mid_difficulty_is_informative_and_run_disagreement_is_unstable(h
     assert any(m["class"] == "flaky" for m in mids)
 
 
+@pytest.mark.slow  # a simulation (~1 s)
 def test_stable_mid_difficulty_is_rarely_called_unstable_in_simulation():
     """10 items at 55% in 3 versions × 2 runs × 8 repeats, 200 seeds: the run-stability test
     (exact, BH) calls one of them unstable in at most 5% of simulations; an item whose runs

@@ -1,4 +1,7 @@
-"""The statistics against independent values: scipy, and tables computed by hand."""
+"""The statistics against independent values: scipy, and tables computed by hand.
+
+scipy is imported in the tests that use it: imported here, it cost every test worker ~2 s of
+collection."""
 
 from __future__ import annotations
 
@@ -6,7 +9,6 @@ import math
 import random
 
 import pytest
-from scipy import stats as sp
 
 from exam.reports.stats import (
     benjamini_hochberg,
@@ -23,6 +25,7 @@ from exam.reports.stats import (
 @pytest.mark.parametrize("table", [(3, 0, 0, 3), (7, 3, 2, 7), (1, 4, 5, 0), (10, 0, 6, 4),
                                    (2, 1, 2, 1), (0, 5, 5, 0)])
 def test_two_groups_is_fishers_exact_test(table):
+    from scipy import stats as sp
     a, b, c, d = table
     ours = exact_2xk([a, c], [a + b, c + d])
     assert ours == pytest.approx(sp.fisher_exact([[a, b], [c, d]]).pvalue, rel=1e-9)
@@ -35,6 +38,7 @@ def test_freeman_halton_three_groups_by_hand():
     assert exact_2xk([3, 0, 3], [3, 3, 3]) == pytest.approx(3 / 84)
 
 
+@pytest.mark.slow  # Monte Carlo draws (~1.5 s)
 def test_monte_carlo_fallback_is_close_and_deterministic():
     passes, totals = [9, 2, 5, 7, 1, 3], [10] * 6
     exact = exact_2xk(passes, totals)
@@ -44,6 +48,7 @@ def test_monte_carlo_fallback_is_close_and_deterministic():
 
 
 def test_many_repeats_use_pearsons_chi_square():
+    from scipy import stats as sp
     passes, totals = [150, 170, 120, 160], [200, 200, 200, 200]
     table = [passes, [t - a for a, t in zip(passes, totals, strict=True)]]
     expected = sp.chi2_contingency(table, correction=False).pvalue
@@ -53,6 +58,8 @@ def test_many_repeats_use_pearsons_chi_square():
 @pytest.mark.parametrize(("x", "df"), [(0.5, 1), (3.84, 1), (7.0, 3), (30.0, 7), (0.01, 5),
                                        (100.0, 2)])
 def test_chi2_sf_matches_scipy(x, df):
+    from scipy import stats as sp
+
     from exam.reports.stats import chi2_sf
 
     assert chi2_sf(x, df) == pytest.approx(sp.chi2.sf(x, df), rel=1e-8, abs=1e-300)
@@ -61,6 +68,8 @@ def test_chi2_sf_matches_scipy(x, df):
 def freeman_halton(fails: list[int], totals: list[int]) -> float:
     """The exact p-value the slow way: every table with these margins, weighed by scipy."""
     import itertools
+
+    from scipy import stats as sp
 
     m = sum(fails)
     dist = sp.multivariate_hypergeom(m=totals, n=m)
@@ -88,12 +97,14 @@ def test_no_variation_is_p_one():
 
 
 def test_benjamini_hochberg_matches_scipy():
+    from scipy import stats as sp
     p = [0.001, 0.2, 0.03, 0.04, 0.5, 0.01, 0.049]
     assert benjamini_hochberg(p) == pytest.approx(list(sp.false_discovery_control(p)))
 
 
 @pytest.mark.parametrize(("k", "n"), [(0, 5), (3, 3), (7, 10), (1, 20)])
 def test_wilson_matches_scipy(k, n):
+    from scipy import stats as sp
     ci = sp.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
     assert wilson(k, n) == pytest.approx((ci.low, ci.high), abs=1e-9)
 
@@ -106,6 +117,7 @@ def test_pass_hat_k_by_hand():
 
 
 def test_pearson_matches_scipy():
+    from scipy import stats as sp
     xs, ys = [1, 0, 1, 1, 0], [0.9, 0.2, 0.8, 0.6, 0.5]
     assert pearson(xs, ys) == pytest.approx(sp.pearsonr(xs, ys).statistic)
     assert pearson([1, 1, 1], [0.1, 0.2, 0.3]) is None
@@ -120,6 +132,7 @@ def test_percentile_matches_numpy_default():
 
 
 def test_repeats_to_settle():
+    from scipy import stats as sp
     assert repeats_to_settle(0.0, 1.0) == 4  # 4/4 vs 0/4: Fisher p = 0.029
     assert sp.fisher_exact([[4, 0], [0, 4]]).pvalue < 0.05 < sp.fisher_exact([[3, 0], [0, 3]]).pvalue
     assert math.isclose(exact_2xk([4, 0], [4, 4]), 2 / 70)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from scipy import stats
 
 from exam.cli.main import main
 from exam.decide.settle import settle
@@ -74,6 +73,7 @@ def test_a_guard_that_never_failed_is_tested_against_the_old_version_alone():
 
 
 def test_one_sided_fisher_and_its_bound_match_scipy():
+    from scipy import stats
     rng = random.Random(1)
     for _ in range(200):
         on, nn = rng.randint(1, 25), rng.randint(1, 25)
@@ -98,6 +98,7 @@ def test_bh_runs_only_over_questions_that_can_move():
 
 def test_repeats_needed_are_true_under_the_method():
     """Recompute every stated repeats-needed figure with scipy: the power it claims holds."""
+    from scipy import stats
     qs = [q("Q-01", (30, 30), (7, 10)), q("Q-02", (27, 30), (4, 6)), q("Q-03", (40, 40), (2, 3))]
     qs += [q(f"G-{i}", (10, 10), (10, 10)) for i in range(7)]
     d = V.decide(qs)
@@ -117,6 +118,7 @@ def test_repeats_needed_are_true_under_the_method():
         assert power_worse(bp, bn, p_alt, n, level) == pytest.approx(power, abs=1e-9)
 
 
+@pytest.mark.slow  # simulated comparisons (~1.5 s)
 def test_identical_behaviour_rarely_holds():
     """20 questions at 70%, 3 repeats each side, no true change: false hold ≤ 5%."""
     rng = random.Random(20261130)
@@ -156,6 +158,7 @@ def _simulate_settle(seed, settings=None, *, questions=5, old_n=40, new_n=5, dro
                   step=3, max_repeats=30)
 
 
+@pytest.mark.slow  # simulated settles (~1 s)
 def test_settle_finds_a_real_drop():
     """A true 90% → 50% drop on one of 5 questions (old version 40 repeats, new 5), --settle
     step 3 up to 30 answered repeats: hold in ≥ 80% of simulations; calls saved reported."""
@@ -169,6 +172,7 @@ def test_settle_finds_a_real_drop():
     assert holds / sims >= 0.8
 
 
+@pytest.mark.slow  # simulated settles (~2 s)
 def test_settle_keeps_false_holds_rare():
     sims = 200
     false = sum(_simulate_settle(seed, drop=False).report["decision"]["word"] == "hold"

@@ -39,6 +39,7 @@ def false_holds(versions, rate, repeats, sims, seed):
 
 
 # the worst case first: pooling a guard's history chosen because it never failed
+@pytest.mark.slow  # 600 simulated histories each (~1 s)
 @pytest.mark.parametrize("versions", [4, 3, 6])
 @pytest.mark.parametrize("rate", [0.9, 0.7])
 @pytest.mark.parametrize("repeats", [3, 10])

@@ -55,11 +55,9 @@ def test_a_host_whose_clock_runs_behind_refuses_an_expired_link(app, off_by):
 def test_a_link_signed_on_a_host_behind_lasts_its_days(tmp_path, off_by):
     """The scorecard's share link, made on an instance whose clock is 8 days behind, works on
     the others for SHARE_LINK_DAYS (it was dead on arrival)."""
-    from exam.demo.main import run_demo
-    from tests.conftest import BANK_DIR
+    from tests.exam.helpers import demo_copy
 
-    db = str(tmp_path / "demo.db")
-    run_demo(db, repeats=1, bank_dir=BANK_DIR, echo=lambda *_: None)
+    db = demo_copy(tmp_path)  # the demo's store (one repeat), made once per session
     app = create_app({"API_TOKEN": ADMIN, "DB": db, "TESTING": True,
                       "AGENTS": str(w1_registry(tmp_path))})
     off_by(-8 * DAY)
