@@ -440,7 +440,9 @@ def notify(store: Store, now: Look, env: Mapping[str, str]) -> list[dict[str, An
 
 def text(report: Mapping[str, Any], colour: bool = False) -> str:
     """The watch in a few lines, then the comparison as `exam compare` prints it."""
-    w = report["watch"]
+    from exam.textsafe import terminal_data
+
+    w = terminal_data(report["watch"])  # a ship decision's reason is a person's free text
     c = w["calls"]
     shipped = w["shipped"]
     lines = [f"watch {w['id']}: {w['agent']} {w['version']} (shipped: {shipped['why']}) asked "
