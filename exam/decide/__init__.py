@@ -1,1 +1,2 @@
-"""Commands that run agents and then decide: `--settle` and `exam watch`."""
+"""Commands that run agents and then decide: `--settle` spends extra repeats on the undecided
+questions (settle). Above both the pipeline (running) and the reports (deciding)."""
