@@ -26,16 +26,21 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from exam import notify as channels
 from exam.decide.settle import Design, can_get_worse
 from exam.errors import ExamError
+from exam.notify.summary import Summary, agent_summary
+from exam.pipeline.lease import renewed
 from exam.pipeline.registry import Agent, Registry
+from exam.pipeline.runner import agent_bank, create_run, execute, job_for, queue_run
 from exam.records import RunState
-from exam.reports import baseline, verdict
+from exam.reports import baseline, scorecard, verdict
 from exam.reports import compare as cmp
 from exam.reports.regrade import Regraded, regrade
 from exam.reports.selection import WATCH_KEY, select_runs
 from exam.reports.stats import fisher_worse
 from exam.store import Run, Store
+from exam.textsafe import terminal_data
 
 REPEATS = 1  # the first round: every question once
 BUDGET = 100  # calls the rounds after the first may spend
@@ -156,8 +161,6 @@ def start(store: Store, registry: Registry, agent_name: str,
     """The first round of a watch of ``agent_name``'s shipped version: every question its
     runs asked that today's bank still has, ``repeats`` times; its run id is the watch's id.
     ``queue``: for a worker (the API), else running for this process (the CLI)."""
-    from exam.pipeline.runner import agent_bank, create_run, queue_run
-
     settings = settings or verdict.Settings()
     for name, value, low in (("repeats", repeats, 1), ("budget", budget, 0), ("step", step, 1),
                              ("max_repeats", max_repeats, 2)):
@@ -185,8 +188,6 @@ def start(store: Store, registry: Registry, agent_name: str,
 
 def new_round(store: Store, registry: Registry, now: Look, *, queue: bool = False) -> int:
     """The round ``now`` asks for, as a run of the shipped version marked as this watch's."""
-    from exam.pipeline.runner import create_run, queue_run
-
     assert now.next_round is not None
     cases, repeats = now.next_round
     agent = registry.get(now.plan.agent)
@@ -365,9 +366,6 @@ def _annotated(report: dict[str, Any], plan: Plan, rounds: Sequence[Run], design
 
 def execute_round(store: Store, registry: Registry, run_id: int) -> str:
     """Execute one round in this process, held by a lease as `exam run`'s runs are."""
-    from exam.pipeline.lease import renewed
-    from exam.pipeline.runner import execute, job_for
-
     run = store.get_run(run_id)
     store.hold_run(run_id)
     with renewed(store, [run_id]):
@@ -404,12 +402,9 @@ def run_watch(store: Store, registry: Registry, agent_name: str,
 
 # -- telling ------------------------------------------------------------------------------
 
-def summary(now: Look) -> Any:
+def summary(now: Look) -> Summary:
     """The watch's verdict as a notification summary (exam/notify/summary.py): the rounds'
     scorecard, the verdict against the version's runs at ship time."""
-    from exam.notify.summary import agent_summary
-    from exam.reports import scorecard
-
     assert now.report is not None and now.view is not None
     ids = {r.id for r in now.rounds}
     mine = Regraded([c for c in now.view.cells if c.run_id in ids], now.view.banks,
@@ -427,8 +422,6 @@ def summary(now: Look) -> Any:
 def notify(store: Store, now: Look, env: Mapping[str, str]) -> list[dict[str, Any]]:
     """Push the verdict to the plan's channel, once per watch (its notifications' batch is
     ``watch-ID``: asked again, it says what was sent)."""
-    from exam import notify as channels
-
     if not now.notify_due:
         return []
     batch = f"watch-{now.watch_id}"
@@ -443,7 +436,7 @@ def notify(store: Store, now: Look, env: Mapping[str, str]) -> list[dict[str, An
 
 def text(report: Mapping[str, Any], colour: bool = False) -> str:
     """The watch in a few lines, then the comparison as `exam compare` prints it."""
-    w = report["watch"]
+    w = terminal_data(report["watch"])  # a ship decision's reason is a person's free text
     c = w["calls"]
     shipped = w["shipped"]
     lines = [f"watch {w['id']}: {w['agent']} {w['version']} (shipped: {shipped['why']}) asked "

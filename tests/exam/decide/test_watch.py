@@ -214,3 +214,16 @@ def test_what_cannot_be_watched_is_one_line(tmp_path, setup, message):
         assert "Traceback" not in r.output
     finally:
         agent.close()
+
+
+def test_a_ship_decisions_reason_reaches_the_terminal_escaped(tmp_path):
+    agent = Scripted()
+    try:
+        env = registry_env(tmp_path, agent.url, write_bank(tmp_path, ["ok"]))
+        assert exam(env, "run", "T", "-v", "v1").exit_code == 0
+        assert exam(env, "ship", "T", "v1", "--reason", "ok\x1b[2J\x1b]0;pwned\x07").exit_code == 0
+        r = exam(env, "watch", "T")
+        assert r.exit_code == 0 and "\x1b" not in r.stdout and "\x07" not in r.stdout
+        assert "shipped by hand" in r.stdout and "ok\\x1b[2J" in r.stdout
+    finally:
+        agent.close()
