@@ -84,6 +84,6 @@ def bank_schema() -> None:
     """
     import json
 
-    from exam.bank import json_schema
+    from exam.bank.load import json_schema
 
     click.echo(json.dumps(json_schema(), ensure_ascii=False, indent=2))
