@@ -48,6 +48,7 @@ from exam.db.engine import is_postgres, pg_text
 from exam.db.schema import SCHEMA_VERSION, TABLES, adjudications, cells
 from exam.errors import StoreError
 from exam.records import RunState
+from exam.review import reply_digest
 
 BATCH = 500  # rows per INSERT: bodies are up to 1 MB each, memory stays bounded
 SNAPSHOT_PREFIX = "exam-copy-"  # a source's snapshot folder in TMPDIR
@@ -118,8 +119,6 @@ class _Keeping:
                 values[k] = pg_text(v)
                 changed += 1
         if table.name in ("cells", "earlier_cells") and values["text"] != row.text:
-            from exam.review import reply_digest
-
             self.digests[reply_digest(row.text)] = reply_digest(values["text"])
         if table.name == "adjudications":
             values = _rekeyed(values, self.digests)
@@ -167,7 +166,6 @@ def decided_cells(conn: Connection) -> dict[int, frozenset[tuple[int, str, int]]
     """Each review decision's id → the cells whose reply text, as this store holds it, has the
     decision's reply digest (the cells the decision applies to, the question and rule being
     the bank's and the grader's, not the store's)."""
-    from exam.review import reply_digest
 
     decisions: dict[str, list[int]] = {}
     for did, rdigest in conn.execute(select(adjudications.c.id, adjudications.c.reply_digest)):

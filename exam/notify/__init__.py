@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from exam.errors import ExamError
+from exam.notify.summary import summaries_for
 from exam.store import Store
 
 # the shipped channels, imported on first use (their SDKs are heavy): name → "module:attribute"
@@ -148,7 +149,6 @@ def deliver(store: Store, channel: Channel, settings: Any, nids: Sequence[int],
 def notify_runs(store: Store, channel: Channel, settings: Any, run_ids: Sequence[int],
                 compare_to: str | None = None, sleep: Any = None) -> list[dict[str, Any]]:
     """Summarise these runs, record one notification per send, deliver them."""
-    from exam.notify.summary import summaries_for
 
     payloads = channel.payloads(summaries_for(store, run_ids, compare_to), settings)
     batch = uuid.uuid4().hex

@@ -11,8 +11,9 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from exam.errors import ExamError
+from exam.marks import paint
 from exam.records import RunState
-from exam.reports import bank_changes, kinds, rubric_drift, verdict
+from exam.reports import bank_changes, charts, kinds, rubric_drift, verdict
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import COST_KEYS, SEVERITY_ORDER, cost_summary
 from exam.reports.stats import fisher_worse, rate_of_cells
@@ -357,8 +358,6 @@ def junit_cases(report: dict[str, Any]) -> list[kinds.JunitCase]:
 
 
 def text(report: dict[str, Any], colour: bool = False) -> str:
-    from exam.marks import paint
-
     report = terminal_data(report)  # a reply's ESC must not reach the terminal raw
     lines = [f"grader {report['grader_version']}  ·  bank {kinds.digests(report)}  ·  "
              f"{report['agent']}: {report['old']} "
@@ -417,7 +416,6 @@ def text(report: dict[str, Any], colour: bool = False) -> str:
 
 def verdict_lines(report: dict[str, Any], colour: bool = False) -> list[str]:
     """The verdict word, why, and the evidence rule it was decided under."""
-    from exam.marks import paint
 
     d = report["decision"]
     tone = {"ship": "pass", "hold": "fail", "incomplete": "fail"}.get(d["word"], "needs_human")
@@ -454,8 +452,6 @@ def verdict_lines(report: dict[str, Any], colour: bool = False) -> list[str]:
 
 
 def _charts(report: dict[str, Any]) -> dict[str, Any]:
-    from exam.reports import charts
-
     return {"rates": charts.compare_rates(report)}
 
 

@@ -12,6 +12,9 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from exam.reports import kinds
+from exam.textsafe import page_text
+
 
 def heat(rate: float | None) -> str:
     """Pass rate → cell colour: red (0) through amber to green (1); grey for no data."""
@@ -166,11 +169,8 @@ def _no_link(*_args: Any, **_kwargs: Any) -> None:
 def environment():
     from jinja2 import ChoiceLoader, DictLoader, Environment, PackageLoader, select_autoescape
 
-    from exam.reports import kinds
-
     # the package's templates, then those a report kind keeps in code (ReportKind.templates)
     loader = ChoiceLoader([PackageLoader("exam", "templates"), DictLoader(kinds.templates())])
-    from exam.textsafe import page_text
 
     env = Environment(loader=loader, autoescape=select_autoescape(["html", "css"]),
                       finalize=page_text)
@@ -182,7 +182,6 @@ def environment():
 
 def render(kind: str, report: dict[str, Any]) -> str:
     """The report as one HTML file: report.html around the kind's body template."""
-    from exam.reports import kinds
 
     k = kinds.get(kind)
     made = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from exam import reports
 from exam.errors import ExamError
 
 Report = dict[str, Any]
@@ -72,7 +73,6 @@ def _load() -> None:
     global _loaded
     if not _loaded:
         _loaded = True
-        from exam import reports
 
         for module in pkgutil.iter_modules(reports.__path__):
             importlib.import_module(f"exam.reports.{module.name}")
