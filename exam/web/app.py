@@ -21,8 +21,10 @@ from flask.sessions import SecureCookieSessionInterface
 from werkzeug.exceptions import HTTPException
 
 from exam.errors import ExamError, NoSuchRun, StoreError
+from exam.share import secret_key
 from exam.store import DEFAULT_DB
-from exam.web import api, context, dashboard, line
+from exam.textsafe import page_text
+from exam.web import api, bodies, context, dashboard, line
 from exam.web.auth import STORE_AWAY, bearer_ok, is_admin
 
 log = logging.getLogger("exam.web.app")
@@ -91,8 +93,6 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         raise ExamError("EXAM_VIEWER_TOKEN is the same as EXAM_API_TOKEN: a viewer would be an "
                         "admin; choose a different viewer token")
     if not app.config.get("SECRET_KEY"):
-        from exam.share import secret_key
-
         app.config["SECRET_KEY"] = secret_key(None, token or "local-dev")
     if app.config["TRUSTED_PROXIES"]:
         from werkzeug.middleware.proxy_fix import ProxyFix
@@ -100,10 +100,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         n = app.config["TRUSTED_PROXIES"]
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n)  # type: ignore
     app.session_interface = _Sessions()
-    from exam.web import bodies
 
     bodies.init_app(app)  # a JSON body nested too deep: a 400 on every route, before it
-    from exam.textsafe import page_text
 
     app.jinja_env.finalize = page_text  # before any template is compiled
 

@@ -42,6 +42,9 @@ from urllib.parse import quote
 from flask import Blueprint, Flask, current_app, jsonify, request
 
 from exam.errors import ExamError
+from exam.reports.selection import excluded_runs, excluded_words, select_runs
+from exam.store import Store
+from exam.web.context import store
 
 bp = Blueprint("line", __name__, url_prefix="/line")
 log = logging.getLogger("exam.line")
@@ -116,7 +119,6 @@ def _event_id(event: Any) -> str | None:
 def _record(events: list[Any], body: str) -> dict[str, float]:
     """Record the events that have an id (``exam.store.Store.record_line_events``): {id
     recorded now: the end of this instance's hold on it (CLAIM_S)}."""
-    from exam.web.context import store
 
     raw = {e.get("webhookEventId"): e for e in json.loads(body).get("events", [])
            if isinstance(e, dict)}
@@ -265,7 +267,6 @@ def _handle_all(events: list[tuple[Any, float | None]], cfg: dict[str, Any]) -> 
     out before its turn (it waited behind others, or a slow handler) and that another
     instance claimed is left to that instance: handling it here too would answer it twice
     (and a run command would queue two runs)."""
-    from exam.store import Store
 
     store = Store(cfg["DB"])
     try:
@@ -304,7 +305,6 @@ def _sweep(cfg: dict[str, Any]) -> None:
 def _sweep_left(cfg: dict[str, Any]) -> None:
     """Handle the events another instance recorded and never finished (it died after the
     200); a store that cannot be reached raises."""
-    from exam.store import Store
 
     store = Store(cfg["DB"])
     try:
@@ -330,7 +330,6 @@ def _prune_if_due(cfg: dict[str, Any], now: float | None = None) -> int | None:
     if this process has not tried in the last ``PRUNE_EVERY_S``: how many, or None when not
     due, without the setting, or failed. Trouble is logged, and tried again an hour later, not
     at the next look."""
-    from exam.store import Store
 
     days = cfg.get("LINE_EVENTS_KEEP_DAYS")
     if days is None:
@@ -358,8 +357,6 @@ def _prune_if_due(cfg: dict[str, Any], now: float | None = None) -> int | None:
 
 
 def _mark_handled(db: str, event_id: str) -> None:
-    from exam.store import Store
-
     store = Store(db)
     try:
         store.line_event_handled(event_id)
@@ -432,12 +429,9 @@ def command(store, args: list[str], group_id: str | None, cfg: dict[str, Any],
         from exam.notify.summary import agent_summary, summary_text
         from exam.reports import scorecard
         from exam.reports.regrade import regrade
-        from exam.reports.selection import select_runs
 
         runs = select_runs(store, args[1])
         if not runs:
-            from exam.reports.selection import excluded_runs, excluded_words
-
             gone = excluded_runs(store, args[1])
             if gone:  # missing because excluded: said so, never "no runs"
                 return f"Every run of {args[1]} is excluded: {excluded_words(gone)}"
