@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from exam.cli.common import InputError, agents_option, open_registry
+from exam.textsafe import terminal
 
 _HEADER = re.compile(r"^\s*([A-Za-z0-9-]+)\s*:\s*(.+?)\s*$")
 
@@ -17,7 +18,6 @@ _HEADER = re.compile(r"^\s*([A-Za-z0-9-]+)\s*:\s*(.+?)\s*$")
 def _show(text: str, err: bool = False) -> None:
     """A line (or lines) holding what an agent sent: its control characters printed as
     escapes, as every report prints replies (exam.textsafe), its line breaks kept."""
-    from exam.textsafe import terminal
 
     click.echo("\n".join(terminal(line) for line in text.split("\n")), err=err)
 

@@ -8,6 +8,9 @@ from typing import Any
 
 import click
 
+from exam.errors import RegistryError
+from exam.textsafe import terminal
+
 
 def _registry_view() -> tuple[dict[str, list[str]], dict[str, tuple[Any, str]]]:
     """(bank file's real path → the registry's agents that use it, agent → its reply mapping
@@ -15,7 +18,6 @@ def _registry_view() -> tuple[dict[str, list[str]], dict[str, tuple[Any, str]]]:
     files are then checked alone, their examples read with the default mapping. A registry
     that is there (or named) and cannot be read is said on stderr: the checks that need it
     were not made."""
-    from exam.errors import RegistryError
     from exam.pipeline.registry import DEFAULT_PATH, load_registry
 
     if not os.environ.get("EXAM_AGENTS") and not os.path.exists(DEFAULT_PATH):
@@ -53,7 +55,6 @@ def bank_check(paths: tuple[str, ...], quiet: bool) -> None:
       2  a file unreadable, or no bank files found
     """
     from exam.bank.check import check_paths
-    from exam.textsafe import terminal
 
     attached, readers = _registry_view()
     report = check_paths(paths or ("bank",), attached, readers)

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from exam.cli.common import InputError, agents_option, open_registry
+from exam.textsafe import terminal
 
 
 def _json_arg(text: str, what: str):
@@ -71,7 +72,6 @@ def capture_cmd(agent_name: str, execution: str | None, list_: bool, since: str,
          n8n's API could not be read
     """
     from exam.pipeline import capture as cap
-    from exam.textsafe import terminal
 
     agent = open_registry(agents).get(agent_name)
     if list_:

@@ -8,6 +8,7 @@ import sys
 import click
 
 from exam.cli.common import InputError, agents_option, open_bank, open_registry
+from exam.textsafe import terminal
 
 
 @click.command("grade")
@@ -36,7 +37,6 @@ def grade_cmd(paths: tuple[str, ...], agent_name: str | None, agents: str | None
     from exam.grading.recorded import grade_file
     from exam.marks import grade_lines, use_colour
     from exam.reading import DEFAULT_MAPPING
-    from exam.textsafe import terminal
     from graders import GRADER_VERSION
 
     mapping = DEFAULT_MAPPING

@@ -14,6 +14,7 @@ from exam.cli.common import (
     version_filter,
     warn_missing_banks,
 )
+from exam.textsafe import terminal
 
 
 @click.command("review")
@@ -97,8 +98,6 @@ def review_cmd(agent, label, blind, sample, reviewer, export_path, import_path, 
 
 def _show_item(item, n: int, total: int, blind: bool, colour: bool) -> None:
     import re
-
-    from exam.textsafe import terminal
 
     where = "" if blind else f" · versions {terminal(', '.join(item.versions))}"
     same = f" · same reply in {len(item.cells)} cells" if len(item.cells) > 1 else ""

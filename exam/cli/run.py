@@ -23,7 +23,10 @@ from exam.cli.common import (
     verdict_options,
     verdict_settings,
 )
-from exam.records import RunState
+from exam.cli.notify import channel_settings, notify_channel_runs
+from exam.errors import ExamError, RunBusy
+from exam.records import RETRY_STATUSES, RunState
+from exam.textsafe import terminal_data
 
 
 def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
@@ -144,7 +147,6 @@ def run_cmd(agent_names, label, repeats, only, category, notify, against, fmt, a
     With --against VERSION, the verdict's code: 0 ship · 1 hold · 3 incomplete ·
     4 undecided · 5 pending (2 stays bad input).
     """
-    from exam.errors import ExamError
     from exam.pipeline.runner import create_run, job_for
 
     settings = verdict_settings(**rule)
@@ -152,7 +154,6 @@ def run_cmd(agent_names, label, repeats, only, category, notify, against, fmt, a
     registry = open_registry(agents)
     if notify:
         from exam import notify as notifications
-        from exam.cli.notify import channel_settings, notify_channel_runs
 
         told = channel_settings(notifications.get(notify))  # fail before any agent is called
     store = open_store(db)
@@ -200,8 +201,6 @@ def _hint_unanswered(report: dict) -> None:
     for card in report["scorecards"]:
         counts = {k: n for k, n in card["run_status"].items() if n}
         if counts and not counts.get("ok") and not counts.get("truncated"):
-            from exam.records import RETRY_STATUSES
-
             runs = " ".join(str(i) for i in card["run_ids"])
             if set(counts) == {"blocked"}:  # the warning before the run said why
                 click.echo(f"next: nothing was sent to {card['agent']}: fix what the warning "
@@ -238,9 +237,7 @@ def resume_cmd(run_ids, retry_failed, fmt, agents, db) -> None:
       5  needs_human verdicts wait for `exam review`
       130  interrupted (what arrived is kept)
     """
-    from exam.errors import RunBusy
     from exam.pipeline.runner import job_for, missing_cells
-    from exam.records import RETRY_STATUSES
     from exam.store import LEASE_S, held_elsewhere
 
     store = open_store(db)
@@ -322,7 +319,6 @@ def runs_cmd(ctx, agent, limit, fmt, db) -> None:
     if not rows:
         click.echo("no runs yet: start one with exam run AGENT --version LABEL")
         return
-    from exam.textsafe import terminal_data
 
     click.echo(f"{'id':>4}  {'agent':<8} {'version':<14} {'status':<12} {'cells':>9}  created")
     grouped = settle_groups(rows)

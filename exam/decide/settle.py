@@ -26,6 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from exam.errors import ExamError
+from exam.pipeline.lease import renewed
+from exam.pipeline.runner import create_run, execute, job_for
+from exam.reports.selection import select_runs
+from exam.reports.stats import power_worse
 from exam.reports.verdict import SETTLE_INTERIM, Settings, Tally, drop_upper
 
 # the share of a question's alpha each interim look spends (Haybittle–Peto); the verdict's
@@ -153,7 +158,6 @@ def old_power(report: dict[str, Any], design: Design, chosen: list[str], setting
     """What OLD's repeats, held as they are, let settle show for each chosen question: the
     highest pass rate of NEW its last look holds with 80% power at ``max_repeats`` answered
     repeats (None: not even a fall to 0%)."""
-    from exam.reports.stats import power_worse
 
     out = []
     for t in report["decision"]["tests"]:
@@ -201,12 +205,8 @@ def settle_cli(store, registry, agent: str, old: str, new: str, settings: Settin
     questions. Without OLD, the power its repeats allow is said before any call is spent."""
     from dataclasses import replace
 
-    from exam.errors import ExamError
-    from exam.pipeline.lease import renewed
-    from exam.pipeline.runner import create_run, execute, job_for
     from exam.reports import kinds
     from exam.reports.inputs import LOCAL
-    from exam.reports.selection import select_runs
 
     agent_obj = registry.get(agent)
     old_obj = None

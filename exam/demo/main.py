@@ -16,6 +16,8 @@ from exam.bank import load_bank
 from exam.demo.agents import Specialist, create_app
 from exam.pipeline.registry import Agent
 from exam.pipeline.runner import create_run, execute, job_for
+from exam.reports import compare, discrimination, scorecard
+from exam.reports.selection import select_runs
 from exam.store import Store
 
 AGENTS = ("W1", "W2", "W3")
@@ -110,9 +112,8 @@ def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.ec
              serve: Callable[[DemoServer, str], None] | None = None) -> int:
     """Run the demo exam and print its reports; with ``serve``, hand the running demo agents
     and the store to it before they stop (``exam demo --serve``)."""
-    from exam.reports import kinds, scorecard
+    from exam.reports import kinds
     from exam.reports.inputs import LOCAL, Inputs
-    from exam.reports.selection import select_runs
 
     for agent in AGENTS:
         load_bank(bank_dir / f"{agent}.json")  # a broken bank stops here, before any call
@@ -151,7 +152,7 @@ def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.ec
 
 def _echo_reports(graded, echo) -> None:
     """The whole story: what changed between the versions, and which questions earn their place."""
-    from exam.reports import compare, discrimination, kinds
+    from exam.reports import kinds
 
     for agent in AGENTS:
         echo("")

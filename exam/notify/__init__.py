@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from exam.channels import BUILT_IN
 from exam.errors import ExamError
+from exam.notify.summary import summaries_for
 from exam.store import Store
 
 # the shipped channels (exam/channels.py: where each is, its secrets) are imported on first
@@ -151,7 +152,6 @@ def deliver(store: Store, channel: Channel, settings: Any, nids: Sequence[int],
 def notify_runs(store: Store, channel: Channel, settings: Any, run_ids: Sequence[int],
                 compare_to: str | None = None, sleep: Any = None) -> list[dict[str, Any]]:
     """Summarise these runs, record one notification per send, deliver them."""
-    from exam.notify.summary import summaries_for
 
     return notify_summaries(store, channel, settings, summaries_for(store, run_ids, compare_to),
                             run_ids, sleep=sleep)

@@ -35,6 +35,7 @@ from exam.personal import scrub, scrub_text
 from exam.pipeline.n8n_usage import UsageError, fetch_executions
 from exam.pipeline.registry import Agent, N8nUsage
 from exam.reading import DEFAULT_MAPPING, MISSING, ReplyMapping, lookup
+from exam.redact import Redactor
 
 WEBHOOK = "n8n-nodes-base.webhook"
 TODO_FACTS = f"{PLACEHOLDER}: write what must appear (alternatives: a|b)"
@@ -514,7 +515,6 @@ def _bank_lock(path: Path):
 def redactor_of(agent: Agent):
     """Every secret the registry knows (the agent's redactor holds every agent's and the
     service's), and n8n's API key even when the registry writes it out."""
-    from exam.redact import Redactor
 
     known = list(agent.redactor.secrets)
     if agent.n8n is not None:

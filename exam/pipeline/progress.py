@@ -8,6 +8,7 @@ import time
 from collections import Counter
 
 from exam.records import CellRow
+from exam.textsafe import terminal
 
 
 class Progress:
@@ -15,7 +16,6 @@ class Progress:
         """``totals``: run id → (label, cells already done, cells in the run)."""
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
-        from exam.textsafe import terminal
 
         self.totals = {rid: (terminal(label), d, t) for rid, (label, d, t) in totals.items()}
         self.done = {rid: d for rid, (_, d, _) in totals.items()}

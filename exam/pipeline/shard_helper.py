@@ -13,8 +13,12 @@ import signal
 import sys
 import threading
 
+from exam.errors import ExamError, LeaseLost, StoreUnavailable
+from exam.pipeline.lease import beat_every, renewed
+from exam.pipeline.runner import TAKEN_OVER, execute
 from exam.pipeline.shard import FAILED, OK, STORE_LOST, TAKEN
 from exam.records import RunState
+from exam.store import Store
 
 
 def _die_with_parent(parent: int) -> None:
@@ -32,10 +36,6 @@ def _die_with_parent(parent: int) -> None:
 
 def main() -> int:
     """Run this process's share of the run's missing cells, then exit (``shard`` statuses)."""
-    from exam.errors import ExamError, LeaseLost, StoreUnavailable
-    from exam.pipeline.lease import beat_every, renewed
-    from exam.pipeline.runner import TAKEN_OVER, execute
-    from exam.store import Store
 
     config = pickle.load(sys.stdin.buffer)  # from the main process only (a pipe of its own)
     stop = threading.Event()

@@ -34,7 +34,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from exam.grading.keys import questions_key, rules_key
 from exam.reports.graded_runs import NOT_KEPT
+from exam.reports.regrade import load_banks
 from exam.store import Run, Store
 
 KEPT = 64  # answers per process
@@ -48,8 +50,6 @@ _making: dict[str, _Making] = {}  # keys being made now
 def key(store: Store, runs: Sequence[Run], *parts: Any) -> str | None:
     """The key of a report of ``runs`` (and ``parts``: which report, its arguments); None
     when a run may still change."""
-    from exam.grading.keys import questions_key, rules_key
-    from exam.reports.regrade import load_banks
 
     if not runs or any(r.shown_status in NOT_KEPT for r in runs):
         return None

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from exam import names
 from exam.errors import ExamError
 from exam.reports import compare, kinds, verdict
 from exam.reports.regrade import Regraded
@@ -207,7 +208,6 @@ def record_ship(store: Any, agent: str, version: str, shipped_by: str, reason: s
     """Record a person's decision that ``version`` shipped: the CLI, the API, the dashboard
     and the n8n workflow all come through here. A version with no counted run cannot ship
     (nothing of it to compare a later one with): the one message, excluded runs said so."""
-    from exam import names
 
     names.check("agent name", agent)
     names.check("version label", version)

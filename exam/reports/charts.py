@@ -19,6 +19,8 @@ from typing import Any
 
 from markupsafe import Markup
 
+from exam.reports.stats import wilson
+
 _SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.S | re.I)
 CHARTS_KEPT = 256  # SVGs of 10–30 KB: a few MB per process at most
 PASS, FAIL, HUMAN, MUTED, INK = "#2e7d32", "#c62828", "#b26a00", "#90a4ae", "#37474f"
@@ -184,7 +186,6 @@ def _verdict_counts(labels: tuple[str, ...], rows: tuple[tuple[int, int, int, in
 
 def compare_rates(report: dict[str, Any], title: str = "pass rate, old → new") -> Markup:
     """Compare: the share of graded replies passing, before and after, with intervals."""
-    from exam.reports.stats import wilson
 
     rows = []
     for side in ("old", "new"):

@@ -11,6 +11,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from exam.errors import ExamError
+from exam.marks import paint
 from exam.records import RunState
 from exam.reports import bank_changes, kinds, rubric_drift, verdict
 from exam.reports.regrade import GradedCell, Regraded
@@ -405,8 +406,6 @@ def junit_cases(report: dict[str, Any]) -> list[kinds.JunitCase]:
 
 
 def text(report: dict[str, Any], colour: bool = False) -> str:
-    from exam.marks import paint
-
     report = terminal_data(report)  # a reply's ESC must not reach the terminal raw
     lines = [f"grader {report['grader_version']}  ·  bank {kinds.digests(report)}  ·  "
              f"{report['agent']}: {report['old']} "
@@ -465,7 +464,6 @@ def text(report: dict[str, Any], colour: bool = False) -> str:
 
 def verdict_lines(report: dict[str, Any], colour: bool = False) -> list[str]:
     """The verdict word, why, and the evidence rule it was decided under."""
-    from exam.marks import paint
 
     d = report["decision"]
     tone = {"ship": "pass", "hold": "fail", "incomplete": "fail"}.get(d["word"], "needs_human")
@@ -503,6 +501,6 @@ def verdict_lines(report: dict[str, Any], colour: bool = False) -> list[str]:
 
 def charts(report: dict[str, Any]) -> dict[str, Any]:
     """The compare's charts (its kind is registered in exam/reports/baseline.py)."""
-    from exam.reports import charts as draw
+    from exam.reports import charts as draw  # this function's own name is charts
 
     return {"rates": draw.compare_rates(report)}

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from exam.reports import kinds, tallies
+from exam.reports import charts, kinds, tallies
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.stats import (
     benjamini_hochberg,
@@ -357,8 +357,6 @@ def text(report: dict[str, Any], colour: bool = False,
 
 
 def _charts(report: dict[str, Any]) -> dict[str, Any]:
-    from exam.reports import charts
-
     return {a["agent"]: charts.discrimination(a) for a in report["agents"]}
 
 

@@ -13,7 +13,7 @@ import json
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from exam.reports import kinds
+from exam.reports import html, kinds
 from exam.reports.kinds import digests, missing_notes
 from exam.textsafe import csv_cell, markdown_data, xml_text
 
@@ -95,7 +95,6 @@ def render(kind: str, report: dict[str, Any], fmt: str, colour: bool = False) ->
     if fmt == "junit":
         return to_junit(kind, report)
     if fmt == "html":  # one self-contained file: the dashboard's templates, CSS and charts
-        from exam.reports import html
 
         return html.render(kind, report)
     return k.text(report, colour)

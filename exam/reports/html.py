@@ -13,7 +13,8 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from exam.reports import same
+from exam.reports import kinds, same
+from exam.textsafe import page_text
 
 
 def heat(rate: float | None) -> str:
@@ -186,11 +187,8 @@ def _no_link(*_args: Any, **_kwargs: Any) -> None:
 def environment():
     from jinja2 import ChoiceLoader, DictLoader, Environment, PackageLoader, select_autoescape
 
-    from exam.reports import kinds
-
     # the package's templates, then those a report kind keeps in code (ReportKind.templates)
     loader = ChoiceLoader([PackageLoader("exam", "templates"), DictLoader(kinds.templates())])
-    from exam.textsafe import page_text
 
     env = Environment(loader=loader, autoescape=select_autoescape(["html", "css"]),
                       finalize=page_text)
@@ -202,7 +200,6 @@ def environment():
 
 def render(kind: str, report: dict[str, Any]) -> str:
     """The report as one HTML file: report.html around the kind's body template."""
-    from exam.reports import kinds
 
     k = kinds.get(kind)
     made = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")

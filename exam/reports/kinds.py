@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from exam import reports
 from exam.errors import ExamError
 from exam.reports.inputs import GradeSource, Inputs
 from exam.reports.selection import report_runs
@@ -163,7 +164,6 @@ def _load() -> None:
     global _loaded
     if not _loaded:
         _loaded = True
-        from exam import reports
 
         for module in pkgutil.iter_modules(reports.__path__):
             importlib.import_module(f"exam.reports.{module.name}")

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from exam.reports import baseline, kinds
+from exam.reports import charts as draw
 from exam.reports.discrimination import version_order
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import cost_summary
@@ -116,7 +117,6 @@ def run_rows(regraded: Regraded, runs: Sequence[Any], overview: dict[str, Any]) 
 
 def charts(report: dict[str, Any]) -> dict[str, Any]:
     """The overview page's charts, per agent: pass rate, coverage, latency, tokens."""
-    from exam.reports import charts as draw
 
     out = {}
     for a in report["agents"]:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from exam.reports import kinds, rebalance
+from exam.marks import paint
+from exam.reports import charts, kinds, rebalance
 from exam.reports.selection import report_runs
 from exam.textsafe import terminal_data
 
@@ -101,8 +102,6 @@ def table(report: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
 
 
 def text(report: dict[str, Any], colour: bool = False) -> str:
-    from exam.marks import paint
-
     report = terminal_data(report)  # a reply's ESC must not reach the terminal raw
     lines = [f"grader {report['grader_version']}  ·  bank {kinds.digests(report)}"
              + (f"  ·  since {report['since']}" if report["since"] else ""),
@@ -175,8 +174,6 @@ def junit_cases(report: dict[str, Any]) -> list[kinds.JunitCase]:
 
 
 def _charts(report: dict[str, Any]) -> dict[str, Any]:
-    from exam.reports import charts
-
     return {a["agent"]: charts.roles(a) for a in report["agents"] if a["questions"]}
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 
+from exam import review
 from exam.bank import Bank, Item, load_bank
 from exam.errors import BankError
 from exam.grading.keys import checks_json, question_key, questions_key, reply_key, rules_key
@@ -22,6 +23,7 @@ from exam.grading.stored import replies_of
 from exam.records import CellRow, RunState
 from exam.reports import graded_runs
 from exam.reports.graded_runs import LazyChecks
+from exam.review import reply_digest
 from exam.store import Run, Store
 from graders import CheckResult, Question, Reply, grade
 
@@ -146,7 +148,6 @@ def _graded(store: Store, by_id: dict[int, Run], items: dict[str, dict[str, Item
     A reply that arrived as ok is graded once per (rules, question, reply): the grade is read
     from the store's grade cache when there, else graded and added to it.
     """
-    from exam.review import reply_digest
 
     out: list[GradedCell] = []
     removed: dict[int, list[str]] = {}
@@ -393,7 +394,6 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
     its cells' texts (needs_human replies keep theirs). ``cache=False`` grades every reply
     afresh and leaves the grade cache alone (the tests compare the two).
     """
-    from exam import review
 
     keep_text = not parallel if texts is None else texts
 

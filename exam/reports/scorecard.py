@@ -6,11 +6,13 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from exam.reports import kinds
+from exam.marks import check_lines, paint
+from exam.reports import charts, kinds
 from exam.reports.graded_runs import LazyChecks
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.selection import report_runs
 from exam.reports.stats import median, percentile, rate_of_cells
+from exam.textsafe import terminal_data
 from graders import GRADER_VERSION, CheckResult
 from graders.model import RUN_STATUSES
 from graders.trajectory import NO_STEPS
@@ -212,7 +214,6 @@ def _grouped_lines(cells: list[dict[str, Any]], colour: bool) -> list[str]:
     """A question with many repeats: its failing repeats grouped by which checks failed (each
     group's first repeat shows the evidence), its unanswered ones by what went wrong. Every
     repeat is still in the JSON, CSV and HTML scorecards."""
-    from exam.marks import check_lines, paint
 
     failing: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     unanswered: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -236,9 +237,6 @@ def _grouped_lines(cells: list[dict[str, Any]], colour: bool) -> list[str]:
 
 
 def render_text(report: dict[str, Any], colour: bool = False, details: bool = True) -> str:
-    from exam.marks import check_lines, paint
-    from exam.textsafe import terminal_data
-
     # a reply's ESC must not reach the terminal raw: every string shown is escaped, and only
     # what is shown (escaping all 10,000 cells of a large run took longer than the run's end)
     report = terminal_data({**report, "scorecards": [
@@ -397,8 +395,6 @@ def html_title(report: dict[str, Any]) -> str:
 
 
 def _charts(report: dict[str, Any]) -> dict[str, Any]:
-    from exam.reports import charts
-
     return {"verdicts": charts.verdict_counts(report["scorecards"])} if report["scorecards"] else {}
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from exam import review
 from exam.bank import Bank, Item
 from exam.grading.keys import questions_key, rules_key
 from exam.reports import graded_runs
@@ -102,7 +103,6 @@ def from_regraded(regraded: Regraded) -> Tallied:
 def tallied(store: Store, runs: Sequence[Run], *, parallel: bool = False) -> Tallied:
     """The counts of ``runs`` with today's bank, grader and decisions: read from the kept
     runs' heads where they hold, else from a re-grade (``regrade``) of the other runs."""
-    from exam import review
 
     banks, missing = load_banks(store, runs)
     runs = [r for r in runs if r.bank_path in banks]

@@ -47,8 +47,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from exam.bank.rubric import describe
 from exam.records import RunState
-from exam.reports.stats import discrete_bh, fisher_worse, fisher_worse_min, repeats_for_power
+from exam.reports.stats import (
+    _binom_pmf,
+    discrete_bh,
+    fisher_worse,
+    fisher_worse_min,
+    power_worse,
+    repeats_for_power,
+    wilson,
+)
 
 VERDICTS = ("ship", "hold", "incomplete", "undecided", "pending")
 EXIT_CODES = {"ship": 0, "hold": 1, "incomplete": 3, "undecided": 4, "pending": 5}
@@ -229,7 +238,6 @@ def settle_repeats(old_pass: int, old_n: int, p_new: float, new_n: int, share: f
         return need, interim
     looks = 1 + -(-max(0, SETTLE_MAX_REPEATS - new_n) // SETTLE_STEP)
     final = share * (1 - SETTLE_INTERIM * looks)
-    from exam.reports.stats import power_worse
 
     if power_worse(old_pass, old_n, p_new, SETTLE_MAX_REPEATS, final) >= power - 1e-12:
         return SETTLE_MAX_REPEATS, final
@@ -254,7 +262,6 @@ def could_miss(questions: Sequence[Compared], settings: Settings) -> dict[str, A
     that could get worse, the highest true pass rate of NEW that its repeats still catch (keep
     from a ship) with ``settings.power``, its baseline held as observed; the question where
     that fall is largest. Said with every ship: a ship is not a proof that nothing fell."""
-    from exam.reports.stats import _binom_pmf
 
     worst = None
     for q in questions:
@@ -298,7 +305,6 @@ def miss_text(m: Mapping[str, Any]) -> str:
 def drop_upper(b: Tally, n: Tally, z: float = 1.6448536269514722) -> float:
     """One-sided 95% upper bound of (baseline rate − new rate): Newcombe's hybrid score
     interval (method 10). A drop the data cannot rule out keeps a question ``undecided``."""
-    from exam.reports.stats import wilson
 
     pb, pn = b.passes / b.answered, n.passes / n.answered
     _, ub = wilson(b.passes, b.answered, z)
@@ -597,8 +603,6 @@ def summary_line(v: dict[str, Any]) -> str:
         line += f"; also {_removed_text(v)}"
     drift = v.get("rubric_changed") or []
     if drift:
-        from exam.bank.rubric import describe
-
         old = (v.get("labels") or {}).get("old", "the old version")
         # one change to many questions (the agent's budget, a bank-wide option) said once
         said: dict[str, list[str]] = {}

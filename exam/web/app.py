@@ -23,6 +23,7 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from exam.errors import ExamError, NoSuchRun, StoreError
+from exam.share import secret_key
 from exam.store import DEFAULT_DB
 from exam.textsafe import page_text
 from exam.web import api, bodies, context, dashboard, line
@@ -119,8 +120,6 @@ def _check_tokens(app: Flask) -> None:
         raise ExamError("EXAM_VIEWER_TOKEN is the same as EXAM_API_TOKEN: a viewer would be an "
                         "admin; choose a different viewer token")
     if not app.config.get("SECRET_KEY"):
-        from exam.share import secret_key
-
         app.config["SECRET_KEY"] = secret_key(None, token or "local-dev")
 
 

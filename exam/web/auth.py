@@ -23,6 +23,10 @@ from typing import TYPE_CHECKING
 
 from flask import current_app, g, request, session
 
+from exam.db.engine import shown
+from exam.share import granted, revoked
+from exam.web.context import store, store_time
+
 if TYPE_CHECKING:
     from exam.share import Grant
 
@@ -68,7 +72,6 @@ def open_session(role: str) -> None:
     """Log this browser in as ``admin`` or ``viewer``: a fresh session (nothing kept from
     before, a share link's pages included) marked with the role's current token, and kept in
     the store for ``SESSION_HOURS``."""
-    from exam.web.context import store
 
     session.clear()
     session_id = secrets.token_urlsafe(32)
@@ -86,7 +89,6 @@ def close_session() -> None:
     """Log this browser out: its session deleted from the store (every instance refuses the
     cookie from its next request, a copy of it too), then the cookie emptied. The cookie is
     emptied even when the store cannot be written (the error is raised after)."""
-    from exam.web.context import store
 
     session_id = session.get("sid")
     session.clear()
@@ -99,7 +101,6 @@ def _live_role() -> str | None:
     """The role of this browser's session as the store has it (logged out or past its end:
     None); read once per request. A read that fails raises (the store's 503 page), and the
     request counts as signed out after it."""
-    from exam.web.context import store
 
     if "session_role" in g:
         return g.session_role
@@ -161,8 +162,6 @@ def shared_access() -> SharedAccess:
     read per request (``Store.share_revocations``), kept for the request; none for a browser
     that holds no link. A revocation made on any instance holds here from the next request.
     A read that fails raises (the store's 503 page) and the request holds no link after it."""
-    from exam.share import granted, revoked
-    from exam.web.context import store, store_time
 
     found = g.get("shared_access")
     if found is not None:
@@ -199,8 +198,6 @@ def shown_error(message: str | None) -> str | None:
     503 page already hides it."""
     if not message:
         return message
-    from exam.db.engine import shown
-    from exam.web.context import store
 
     s = store()
     message = s.said(message.replace(s.target, s.path))

@@ -21,6 +21,10 @@ from dataclasses import dataclass, field
 from flask import Flask, current_app, g
 from sqlalchemy import Engine
 
+from exam.db.engine import is_postgres, pooled_engine
+from exam.errors import StoreError
+from exam.store import Store
+
 RECHECK_S = 1.0  # how often a process reads its store's schema again (migrated underneath?)
 _handles_lock = threading.Lock()
 _frozen_in: tuple[int, int] | None = None  # (pid, modules loaded) when last frozen
@@ -46,8 +50,6 @@ class StoreHandle:
     def open(cls, target: str) -> StoreHandle:
         """Open the store as the CLI does (same errors: a folder that cannot be made, a
         damaged file, a schema newer than this agent-exam), then keep a pooled engine."""
-        from exam.db.engine import is_postgres, pooled_engine
-        from exam.store import Store
 
         Store(target).close()
         engine = pooled_engine(target)
@@ -61,8 +63,6 @@ class StoreHandle:
     def request_store(self):
         """A Store on one pooled connection; the schema is read again once RECHECK_S has
         passed since it last was (one request does it, the others go on)."""
-        from exam.errors import StoreError
-        from exam.store import Store
 
         s = Store(self.target, engine=self.engine, checked=True)
         if time.monotonic() - self.checked_at > RECHECK_S and self.lock.acquire(blocking=False):
@@ -117,7 +117,6 @@ def handle(app: Flask) -> StoreHandle:
 def store():
     """The request's store: one connection from the process's pool (SQLite or PostgreSQL),
     given back when the request ends."""
-    from exam.store import Store
 
     if "store" not in g:
         target = str(current_app.config["DB"])

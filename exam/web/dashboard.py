@@ -43,6 +43,8 @@ from exam.web.auth import (
 
 if TYPE_CHECKING:
     from exam.store import Run
+from exam.reports.selection import excluded_runs, excluded_words, never_started
+from exam.share import ShareError, grant, link_to_revoke, make_link, read_token, revoked, scorecard_page, when
 from exam.web.context import registry, store, store_time
 
 bp = Blueprint("dashboard", __name__)
@@ -64,8 +66,6 @@ bp.add_app_template_filter(shown_error, "run_error")
 
 @bp.app_template_filter("when")
 def _when(epoch: float | None) -> str:
-    from exam.share import when
-
     return "—" if epoch is None else when(epoch)
 
 
@@ -107,7 +107,6 @@ def require_login():
 def _reads(pages: set[str]) -> bool:
     """This request reads one of these pages (a browser's share links opened them): the page
     itself, or a reply of a shared scorecard's agent and version."""
-    from exam.share import scorecard_page
 
     if not pages or request.method not in ("GET", "HEAD"):
         return False
@@ -138,7 +137,6 @@ def login():
 def share(token: str):
     """A signed, expiring share link: its page (and a scorecard's replies) may be read in
     this browser until it expires or is revoked; then the page."""
-    from exam.share import ShareError, grant, read_token, revoked
 
     try:  # expired by the store's clock, as it was signed (exam.web.context.store_time)
         link = read_token(current_app.config["SECRET_KEY"], token, store_time())
@@ -166,7 +164,6 @@ def revoked_page():
 def revoke_share():
     """Admins revoke a share link someone pasted, or every link to a page made until now:
     refused from the next request on every instance, by browsers that opened it too."""
-    from exam.share import ShareError, link_to_revoke, when
 
     back = local_path(request.form.get("back")) or url_for("dashboard.overview")
     reason = request.form.get("reason", "").strip()[:500]
@@ -247,7 +244,6 @@ def overview():
 def _excluded_versions(agent: str | None) -> dict[str, list[tuple[str, str]]]:
     """agent → (version, what excluded it) for the versions every run of which is excluded:
     the overview says they are missing, and why, rather than leaving them out unsaid."""
-    from exam.reports.selection import excluded_words, never_started
 
     by: dict[tuple[str, str], list] = {}
     counted: set[tuple[str, str]] = set()
@@ -432,7 +428,7 @@ def _kept_report(asked: kinds.Asked) -> dict:
 
 @bp.get("/scorecard/<agent>/<version>")
 def scorecard(agent: str, version: str):
-    from exam.reports.selection import excluded_runs, excluded_words
+    from exam.reports.selection import excluded_words
 
     # a run's link on the runs page opens its version: an excluded run is said to be
     # excluded there, with its reason and how to count it again, never a 404
@@ -448,8 +444,6 @@ def scorecard(agent: str, version: str):
     link, revocations = None, []
     days = current_app.config["SHARE_LINK_DAYS"]
     if is_admin():
-        from exam.share import make_link
-
         base = current_app.config.get("PUBLIC_URL") or request.host_url
         # signed by the store's clock, as every instance judges it
         link = make_link(current_app.config["SECRET_KEY"], base, request.path, days,

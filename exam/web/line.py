@@ -46,6 +46,8 @@ from flask import Blueprint, Flask, current_app, jsonify, request
 from exam.notify import line_chat
 from exam.notify.line_chat import NOT_KEPT
 from exam.notify.line_chat import event_id as _event_id
+from exam.store import Store
+from exam.web.context import store
 
 bp = Blueprint("line", __name__, url_prefix="/line")
 log = logging.getLogger("exam.line")
@@ -106,7 +108,6 @@ def webhook():
 def _record(events: list[Any], body: str) -> dict[str, float]:
     """Record the events that have an id (``exam.store.Store.record_line_events``): {id
     recorded now: the end of this instance's hold on it (CLAIM_S)}."""
-    from exam.web.context import store
 
     raw = {e.get("webhookEventId"): e for e in json.loads(body).get("events", [])
            if isinstance(e, dict)}
@@ -249,7 +250,6 @@ def _handle_all(events: list[tuple[Any, float | None]], cfg: dict[str, Any]) -> 
     out before its turn (it waited behind others, or a slow handler) and that another
     instance claimed is left to that instance: handling it here too would answer it twice
     (and a run command would queue two runs)."""
-    from exam.store import Store
 
     store = Store(cfg["DB"])
     try:
@@ -288,7 +288,6 @@ def _sweep(cfg: dict[str, Any]) -> None:
 def _sweep_left(cfg: dict[str, Any]) -> None:
     """Handle the events another instance recorded and never finished (it died after the
     200); a store that cannot be reached raises."""
-    from exam.store import Store
 
     store = Store(cfg["DB"])
     try:
@@ -314,7 +313,6 @@ def _prune_if_due(cfg: dict[str, Any], now: float | None = None) -> int | None:
     if this process has not tried in the last ``PRUNE_EVERY_S``: how many, or None when not
     due, without the setting, or failed. Trouble is logged, and tried again an hour later, not
     at the next look."""
-    from exam.store import Store
 
     days = cfg.get("LINE_EVENTS_KEEP_DAYS")
     if days is None:
@@ -342,8 +340,6 @@ def _prune_if_due(cfg: dict[str, Any], now: float | None = None) -> int | None:
 
 
 def _mark_handled(db: str, event_id: str) -> None:
-    from exam.store import Store
-
     store = Store(db)
     try:
         store.line_event_handled(event_id)

@@ -184,8 +184,8 @@ def test_the_api_and_the_dashboard_build_every_report_through_the_registry(store
 
 
 def test_notifications_and_line_build_their_reports_through_the_registry(stored, built):
-    from exam.notify.summary import summaries_for
     from exam.notify.line_chat import command
+    from exam.notify.summary import summaries_for
 
     assert [s.version for s in summaries_for(stored.store, [2])] == ["v2"]
     assert "B v1" in command(stored.store, ["scorecard", "B"], None, {})
