@@ -110,10 +110,12 @@ def queue(regraded, agent: str | None = None, version: str | None = None, sample
             continue
         if c.verdict not in ("needs_human", "pass", "fail") or c.text is None:
             continue
+        # passes and fails are only ever a sample's pool: without one, not looked at at all
+        # (100,000 cells: their checks decoded and digested for nothing, ~80% of /review)
+        if c.verdict != "needs_human" and (c.reviewed or not sample):
+            continue
         item = by_case[bank_of[c.run_id]][c.case_no]
         target = items if c.verdict == "needs_human" else spot
-        if c.verdict != "needs_human" and c.reviewed:
-            continue
         rd = reply_digest(c.text)
         key = f"{c.agent}:{c.case_no}:{item.digest}:{rd}"
         if key not in target:

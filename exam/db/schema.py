@@ -23,7 +23,7 @@ from sqlalchemy import (
     text,
 )
 
-SCHEMA_VERSION = 15  # the newest Alembic revision's number; SQLite also keeps it in user_version
+SCHEMA_VERSION = 16  # the newest Alembic revision's number; SQLite also keeps it in user_version
 
 metadata = MetaData()
 
@@ -265,8 +265,18 @@ settle_rounds = Table(
     Column("new", Text, nullable=False),
 )
 
+# schema 16: the change verdict of each version of an agent as the overview shows it (the
+# baseline walk, exam/reports/changes.py), kept under the key of everything it is made of;
+# one row per agent, replaced when its key no longer holds
+kept_changes = Table(
+    "kept_changes", metadata,
+    Column("agent", Text, primary_key=True),
+    Column("key", Text, nullable=False),
+    Column("changes", Text, nullable=False),
+)
+
 # every table, parents first (the order a copy writes them in)
 TABLES: tuple[Table, ...] = (runs, cells, attempts, grades, notifications, line_events,
                              line_groups, adjudications, rebalance_snapshots, earlier_cells,
                              earlier_attempts, grade_cache, graded_runs, run_banks,
-                             share_revocations, shipped, settle_rounds, sessions)
+                             share_revocations, shipped, settle_rounds, sessions, kept_changes)

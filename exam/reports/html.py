@@ -173,7 +173,7 @@ def _rebalance_notes(a: dict[str, Any]) -> list[str]:
 
 
 def _globals() -> dict[str, Any]:
-    from exam.reports.overview import change_verdict
+    from exam.reports.changes import change_verdict
     from exam.reports.rebalance_views import category_table, rules
 
     return {"verdict_of": change_verdict, "rebalance_rules": rules,

@@ -12,8 +12,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from exam.reports import baseline, kinds
+from exam.reports import changes, kinds
 from exam.reports import charts as draw
+from exam.reports.changes import VERDICT_WORDS, change_verdict  # noqa: F401 — the pages' one word
 from exam.reports.discrimination import version_order
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.scorecard import cost_summary
@@ -21,19 +22,7 @@ from exam.reports.selection import select_runs
 from exam.reports.stats import rate_of_cells
 from graders.model import GRADED
 
-VERDICT_WORDS = ("ship", "hold", "incomplete", "undecided", "pending")
 COST = ("model_calls", "tokens", "latency_ms")
-
-
-def change_verdict(report: dict[str, Any] | None) -> str:
-    """The one verdict word of a change: compare's ``verdict`` (exam/reports/verdict.py);
-    "pending" when there is none. The one place the pages read it from a compare report."""
-    if not report:
-        return "pending"
-    v = report.get("verdict")
-    if isinstance(v, dict):
-        v = v.get("word")
-    return v if v in VERDICT_WORDS else "pending"
 
 
 def figures(cells: Sequence[GradedCell], planned: int) -> dict[str, Any]:
@@ -54,31 +43,14 @@ def figures(cells: Sequence[GradedCell], planned: int) -> dict[str, Any]:
             "coverage": answered / planned if planned else None, "cost": cost}
 
 
-def _change(step: baseline.Step | None) -> dict[str, Any]:
-    """A version's change as the walk decided it: against the last version shipped before it."""
-    if step is None or step.baseline is None:
-        return {"previous": None, "verdict": "—", "regressions": 0, "fixes": 0}
-    base = step.baseline.as_dict()
-    if step.report is None:
-        # not comparable (two rubrics, a version's runs removed…): no verdict at all, never
-        # "pending", which sends a reviewer to an empty `exam review` queue
-        return {"previous": base["version"], "baseline": base, "verdict": "—",
-                "error": step.error, "regressions": 0, "fixes": 0}
-    report = step.report
-    return {"previous": base["version"], "baseline": base, "verdict": change_verdict(report),
-            "reason": report["decision"]["reason"],
-            "still_failing": report.get("still_failing", []),
-            "regressions": len(report["regressions"]), "fixes": len(report["fixes"])}
-
-
 def build_agent(regraded: Regraded, agent: str, records: Sequence[Any] = ()) -> dict[str, Any]:
     versions = version_order(regraded, agent)
     by_version: dict[str, list[GradedCell]] = defaultdict(list)
     for c in regraded.cells:
         if c.agent == agent:
             by_version[c.version].append(c)
-    steps, shipped = baseline.walk(regraded, agent, records)
-    step_of = {s.version: s for s in steps}
+    # the walk over every version, kept in the store while nothing it read changes
+    change_of, shipped = changes.walked(regraded, agent, records)
     rows = []
     for v in versions:
         runs = [r for r in regraded.runs if r.agent == agent and r.version == v]
@@ -90,10 +62,10 @@ def build_agent(regraded: Regraded, agent: str, records: Sequence[Any] = ()) -> 
                            if c.verdict == "fail" and c.severity == "critical"})
         rows.append({"version": v, "run_ids": sorted(r.id for r in runs),
                      **figures(cells, planned), "critical_failing": critical,
-                     "change": {**_change(step_of.get(v)), "critical_failing": critical},
-                     "shipped": shipped is not None and shipped.version == v})
-    return {"agent": agent, "versions": rows,
-            "shipped": shipped.as_dict() if shipped else None}
+                     "change": {**(change_of.get(v) or changes.summary(None)),
+                                "critical_failing": critical},
+                     "shipped": shipped is not None and shipped["version"] == v})
+    return {"agent": agent, "versions": rows, "shipped": shipped}
 
 
 def build(regraded: Regraded, records: Sequence[Any] = ()) -> dict[str, Any]:

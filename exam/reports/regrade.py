@@ -92,6 +92,11 @@ class Regraded:
     # the store they were read from, open while the report is built: a compare re-reads the
     # replies of a question whose rubric changed since the old version ran (rubric_drift)
     store: Store | None = field(default=None, repr=False, compare=False)
+    # read before anything else: each run's cells mark and the review decisions' mark, which
+    # what a report keeps is keyed by (exam/reports/changes.py). Read first, a change made
+    # while the cells were read gives a later reader another key, never this one
+    marks: dict[int, tuple[int, int]] | None = field(default=None, repr=False, compare=False)
+    decisions_mark: tuple | None = field(default=None, repr=False, compare=False)
 
     def bank_digests(self) -> dict[str, str]:
         return {b.agent: b.digest for b in self.banks.values()}
@@ -396,6 +401,7 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
     """
 
     keep_text = not parallel if texts is None else texts
+    marks, decisions_mark = store.cell_marks([r.id for r in runs]), store.adjudications_mark()
 
     banks, missing = load_banks(store, runs)
     runs = [r for r in runs if r.bank_path in banks]
@@ -440,7 +446,7 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
             if reviewed:
                 cells[n] = replace(c, checks=checks, verdict=verdict, reviewed=True)
     return Regraded(cells, banks, list(runs), removed, missing,
-                    store.run_banks([r.id for r in runs]), store)
+                    store.run_banks([r.id for r in runs]), store, marks, decisions_mark)
 
 
 def _todays_bank(path: str) -> Bank:

@@ -310,14 +310,23 @@ def pass_at_k(successes: int, n: int, k: int) -> float | None:
 def bootstrap_mean_interval(values: Sequence[float], *, resamples: int = 2000, seed: int = 0,
                             level: float = 0.95) -> tuple[float, float] | None:
     """Percentile bootstrap interval of a mean, resampling the units (questions), seeded."""
-    import random
-    from itertools import islice, repeat, starmap
-
-    data = list(values)
+    data = tuple(values)
     if not data:
         return None
     if len(data) == 1:
         return (data[0], data[0])
+    return _bootstrap(data, resamples, seed, level)
+
+
+@functools.lru_cache(maxsize=4096)
+def _bootstrap(data: tuple[float, ...], resamples: int, seed: int, level: float
+               ) -> tuple[float, float]:
+    """``bootstrap_mean_interval`` of two values or more, kept per process: seeded, so the
+    same rates give the same interval, and the overview and runs page draw one per version
+    and per run on every view (2,000 resamples each: most of a warm runs page's CPU)."""
+    import random
+    from itertools import islice, repeat, starmap
+
     rng = random.Random(seed)
     n = len(data)
     # rng.choices(data, k=n) draws data[floor(random() * n)] n times: the same draws, in the

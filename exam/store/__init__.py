@@ -11,7 +11,7 @@ One module per concept, each owning its tables' SQL and its methods:
 - ``base``: the connection and transactions every concept runs on (``StoreBase``);
 - ``runs``: runs made, read, counted; ``leases``: which process may write a run;
 - ``commit``: the group commit of finished cells; ``cells``: cells, attempts, bodies read;
-- ``grades``: the grade cache and kept graded runs;
+- ``grades``: the grade cache and kept graded runs; ``changes``: kept change verdicts;
 - ``review``: people's decisions; ``shipped``: versions shipped by hand;
 - ``notifications``: pushes and LINE events; ``access``: sessions and share revocations;
 - ``snapshots``: rebalance snapshots; ``failures``: what a database error means.
@@ -29,6 +29,7 @@ from exam.records import AttemptRow, CellRow
 from exam.store.access import REVOCATION_AFTER_EXPIRY_S, Access, Revocation
 from exam.store.base import DEFAULT_DB, StoreBase
 from exam.store.cells import Cells
+from exam.store.changes import Changes
 from exam.store.commit import CELL_BATCH, CellCommit
 from exam.store.failures import away_at_open, damage_message, damaged, named_damage, unavailable
 from exam.store.grades import GRADE_CACHE_CHUNK, HEAD_PROBE, Grades
@@ -47,8 +48,8 @@ __all__ = [
 ]
 
 
-class Store(CellCommit, Leases, Runs, Cells, Grades, Review, Shipped, Notifications, Access,
-            Snapshots, StoreBase):
+class Store(CellCommit, Leases, Runs, Cells, Grades, Changes, Review, Shipped, Notifications,
+            Access, Snapshots, StoreBase):
     """One opened store: every concept's methods on one connection (``StoreBase``)."""
 
 

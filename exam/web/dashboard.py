@@ -638,7 +638,9 @@ def _queue(agent: str | None, blind: bool):
     runs = select_runs(store(), agent)
     if not runs:
         return [], []
-    regraded = regrade(store(), runs)
+    # the queue is needs_human replies, whose texts are kept with their grades: no other
+    # reply's text is read (a year of history: 100,000 texts read and digested for nothing)
+    regraded = regrade(store(), runs, texts=False)
     items = review.queue(regraded, agent)
     if blind:
         random.Random(session.get("blind_seed", 0)).shuffle(items)

@@ -1,0 +1,121 @@
+"""The change verdict of each version of an agent, as the overview and the runs page show it,
+kept in the store (``Store.kept_changes``) under the key of everything it is made of.
+
+The baseline walk (exam/reports/baseline.py) compares every version with the last one shipped
+before it: 21 full compares for 3 agents × 8 versions, ~80% of a warm overview's CPU at
+100,000 replies, made again on every view though nothing changed. The walk of one agent is a
+function of:
+
+- the agent's counted runs (``repr(Run)``: status, exclusion, settings, plan, times) and each
+  one's cells mark (``Store.cell_marks``: it changes whenever a cell arrives or is retried,
+  and never comes back), read before the cells (``Regraded.marks``);
+  the runs of the agent left out for a bank that will not load;
+- today's bank of each run (the digest of its whole text, its questions' keys);
+- the rules (``rules_key``), the review decisions' mark (``Store.adjudications_mark``, read
+  before the decisions), the
+  agent's ship decisions (``Store.ship_records``), the verdict's settings, the store's
+  backend;
+- the code that grades, reviews and decides (a digest of every module of ``exam`` and
+  ``graders``: an upgrade walks again once).
+
+A walk with a run still queued or running is never kept (its cells change with every reply).
+The text kept is the one shown: the first view reads it back as every later one does.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import exam
+import graders
+from exam.reports import baseline, verdict
+from exam.reports.graded_runs import NOT_KEPT
+from exam.reports.regrade import Regraded, questions_key, rules_key
+
+LAYOUT = 1  # bump when what is kept (``walked``'s text) changes shape
+VERDICT_WORDS = ("ship", "hold", "incomplete", "undecided", "pending")
+
+
+def change_verdict(report: dict[str, Any] | None) -> str:
+    """The one verdict word of a change: compare's ``verdict`` (exam/reports/verdict.py);
+    "pending" when there is none. The one place the pages read it from a compare report."""
+    if not report:
+        return "pending"
+    v = report.get("verdict")
+    if isinstance(v, dict):
+        v = v.get("word")
+    return v if v in VERDICT_WORDS else "pending"
+
+
+@functools.cache
+def code_digest() -> str:
+    """A digest of every module of ``exam`` and ``graders``, read once per process."""
+    h = hashlib.blake2b(digest_size=16)
+    for package in (exam, graders):
+        root = Path(package.__file__).parent
+        for path in sorted(root.rglob("*.py")):
+            h.update(path.relative_to(root).as_posix().encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def key(regraded: Regraded, agent: str, records: Sequence[Any]) -> str | None:
+    """The key of ``agent``'s walk over ``regraded``, from what ``regraded`` was read from
+    (its marks were read before its cells: ``Regraded.marks``); None when a run of it may
+    still change, or the report was not read from a store."""
+    store, marks = regraded.store, regraded.marks
+    runs = sorted((r for r in regraded.runs if r.agent == agent), key=lambda r: r.id)
+    if store is None or marks is None or regraded.decisions_mark is None or not runs or \
+            any(r.shown_status in NOT_KEPT for r in runs):
+        return None
+    banks = {p: regraded.banks[p] for p in dict.fromkeys(r.bank_path for r in runs)}
+    every = (
+        LAYOUT, code_digest(), rules_key(), store.backend, agent,
+        [repr(r) for r in runs], [marks[r.id] for r in runs],
+        sorted((p, b.content_digest or repr([i.raw for i in b.items]), b.digest,
+                questions_key(b)) for p, b in banks.items()),
+        [m["message"] for m in regraded.missing_banks if m["agent"] == agent],
+        [repr(r) for r in records if r.agent == agent],
+        regraded.decisions_mark, verdict.Settings().as_dict(),
+    )
+    return hashlib.blake2b(repr(every).encode(), digest_size=20).hexdigest()
+
+
+def summary(step: baseline.Step | None) -> dict[str, Any]:
+    """A version's change as the walk decided it: against the last version shipped before it."""
+    if step is None or step.baseline is None:
+        return {"previous": None, "verdict": "—", "regressions": 0, "fixes": 0}
+    base = step.baseline.as_dict()
+    if step.report is None:
+        # not comparable (two rubrics, a version's runs removed…): no verdict at all, never
+        # "pending", which sends a reviewer to an empty `exam review` queue
+        return {"previous": base["version"], "baseline": base, "verdict": "—",
+                "error": step.error, "regressions": 0, "fixes": 0}
+    report = step.report
+    return {"previous": base["version"], "baseline": base, "verdict": change_verdict(report),
+            "reason": report["decision"]["reason"],
+            "still_failing": report.get("still_failing", []),
+            "regressions": len(report["regressions"]), "fixes": len(report["fixes"])}
+
+
+def walked(regraded: Regraded, agent: str, records: Sequence[Any]
+           ) -> tuple[dict[str, dict[str, Any]], dict[str, Any] | None]:
+    """({version: its change}, the shipped version's baseline dict or None) of ``agent``:
+    kept under its key, or walked and kept."""
+    k = key(regraded, agent, records)
+    store = regraded.store
+    text = store.kept_changes(agent, k) if k is not None and store is not None else None
+    if text is None:
+        steps, shipped = baseline.walk(regraded, agent, records)
+        text = json.dumps({"changes": {s.version: summary(s) for s in steps},
+                           "shipped": shipped.as_dict() if shipped else None},
+                          ensure_ascii=False, allow_nan=False)
+        if k is not None and store is not None:
+            store.keep_changes(agent, k, text)
+    kept = json.loads(text)
+    return kept["changes"], kept["shipped"]
