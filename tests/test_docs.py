@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 import click
@@ -47,6 +48,7 @@ ENV_ACCESSED = re.compile(ENV_ACCESS)  # only a read by the name itself, not a m
 NOT_SETTINGS = {"WERKZEUG_RUN_MAIN"}  # set by werkzeug's reloader for its child, not by people
 
 
+@functools.cache  # the code does not change during a session: read once, not once a test
 def env_vars_read(pattern: re.Pattern[str] = ENV_READ) -> list[str]:
     found = {f"EXAM_{key}" for key in DEFAULTS} | {"EXAM_CONFIG"}  # from_prefixed_env("EXAM")
     for path in [*(ROOT / "exam").rglob("*.py"), *(ROOT / "graders").rglob("*.py")]:

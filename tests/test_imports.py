@@ -26,6 +26,7 @@ def module_name(path: Path, root: Path = ROOT) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@functools.cache  # the code does not change during a session: parsed once, not once a test
 def import_graph(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> dict[str, set[str]]:
     """module → the modules of ``packages`` it imports (anywhere in its body)."""
     files = {module_name(p, root): p for pkg in packages for p in sorted((root / pkg).rglob("*.py"))}

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -9,7 +11,10 @@ from tests.conftest import ROOT
 
 
 def test_ruff_is_clean():
-    ruff = shutil.which("ruff", path=str(ROOT / ".venv" / "bin")) or shutil.which("ruff")
+    # the ruff installed with this Python (a venv's bin/, wherever it is: a git worktree runs
+    # the main checkout's), else the checkout's .venv, else PATH
+    ruff = (shutil.which("ruff", path=str(Path(sys.executable).parent))
+            or shutil.which("ruff", path=str(ROOT / ".venv" / "bin")) or shutil.which("ruff"))
     if ruff is None:  # a missing part fails, never skips: the suite would pass unlinted
         pytest.fail("ruff is not installed: pip install -e '.[test]' (make test does)")
     paths = [p for p in ("exam", "graders", "tests", "bench") if (ROOT / p).is_dir()]
