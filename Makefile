@@ -33,17 +33,19 @@ n8n:
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 CHECK_WORKERS ?= auto
 
-# Everything: the fast tier on every core as `make check` runs it, then the slow tier in one
-# process (real servers, ports, kill -9, the reliability table, one n8n); both always run.
+# Everything: the fast tier as `make check` runs it, then the slow tier (real n8n, PostgreSQL,
+# Chromium, service processes, kill -9, the long computations) on every core too, a test file
+# to a worker and tests/n8n/ to one (`--dist loadgroup`, tests/conftest.py); both always run.
 test: $(TEST_STAMP) n8n
 	$(PYTEST) -m "not slow" -n $(CHECK_WORKERS) --dist loadfile; fast=$$?; \
-	$(PYTEST) -m slow; slow=$$?; \
+	$(PYTEST) -m slow -n $(CHECK_WORKERS) --dist loadgroup; slow=$$?; \
 	[ $$fast -eq 0 ] && [ $$slow -eq 0 ]
 
-# The fast tier (140 s here, the 60 s aim missed: docs/performance.md): graders, stores on SQLite, reports, CLI, web without a
-# browser. tests/conftest.py marks `slow` what needs PostgreSQL, n8n, Chromium or real
-# service processes (tests/processes.py), and what lives in tests/reliability.
-# On every core (pytest-xdist), a test file to a worker so module fixtures are made once.
+# The fast tier: graders, stores on SQLite, reports, CLI, web without a browser
+# (docs/performance.md has its time). tests/conftest.py marks `slow` what needs PostgreSQL,
+# n8n, Chromium or real service processes (tests/processes.py), and what lives in
+# tests/reliability. On every core (pytest-xdist), a test file to a worker so module fixtures
+# are made once.
 check: $(TEST_STAMP)
 	$(PYTEST) -m "not slow" -n $(CHECK_WORKERS) --dist loadfile
 

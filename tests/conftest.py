@@ -14,6 +14,7 @@ import pytest
 
 from tests import templates
 from tests.backends import DROPPER, STORE_BACKENDS, store_at
+from tests.reliability import table as reliability
 from tests.templates import new_stores_copied
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,15 +84,37 @@ def pytest_configure(config):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """The test databases given back during the session are dropped before it ends."""
+    """The test databases given back during the session are dropped before it ends; the
+    reliability table is written (by the controller, when pytest-xdist runs the tests)."""
     for failed in DROPPER.wait(kept_too=True):
         print(f"\ntests/backends.py: a test database was not dropped: {failed}", file=sys.stderr)
+    if hasattr(session.config, "workeroutput"):  # an xdist worker: its controller writes
+        session.config.workeroutput["reliability"] = reliability.ROWS
+    elif reliability.ROWS:
+        reliability.write(reliability.ROWS, ROOT / "tests" / "artifacts")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """An xdist worker finished: its rows of the reliability table join the controller's."""
+    reliability.ROWS.extend(getattr(node, "workeroutput", {}).get("reliability", []))
 
 
 def pytest_collection_modifyitems(config, items):
+    grouped = config.getoption("dist", None) == "loadgroup"
     for item in items:
         if item.get_closest_marker("slow") is None and why_slow(item):
             item.add_marker(pytest.mark.slow)
+        if grouped:  # the slow tier (make test): a file to a worker, tests/n8n/ to one
+            item.add_marker(pytest.mark.xdist_group(_group(item)))
+
+
+def _group(item: pytest.Item) -> str:
+    """The pytest-xdist group of a test under ``--dist loadgroup``: its file, as ``--dist
+    loadfile`` would (module fixtures made once), except that every test of tests/n8n/ goes
+    to one worker, so one n8n is started for the session, not one per worker."""
+    path = item.path.as_posix().removeprefix(f"{ROOT.as_posix()}/")
+    return "tests/n8n" if path.startswith("tests/n8n/") else path
 
 
 @pytest.fixture(scope="session", autouse=True)
