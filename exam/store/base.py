@@ -19,7 +19,7 @@ from typing import Any, Self
 from sqlalchemy import Connection, Engine, Row, func, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from exam.db.clock import store_now
 from exam.db.engine import WRITE, engine_for, is_postgres, migrate, schema_version, shown, url_of
@@ -142,6 +142,19 @@ class StoreBase:
     def _value(self, stmt: Any, params: dict[str, Any] | None = None) -> Any:
         with self._begin() as conn:
             return conn.execute(stmt, params).scalar()
+
+    def _keep(self, stmt: Any) -> bool:
+        """Write something kept only to save work later (a graded run, a walk of verdicts);
+        False when the store cannot be written (read-only, busy): what was built is still
+        right, only not kept. A damaged store still raises."""
+        try:
+            with self.tx() as db:
+                db.execute(stmt)
+        except OperationalError as exc:
+            if damaged(exc):
+                raise
+            return False
+        return True
 
     def _migrate(self) -> None:
         with self._begin() as conn:

@@ -9,11 +9,9 @@ banks, rules, decisions, ship records or code is never shown: it is replaced by 
 from __future__ import annotations
 
 from sqlalchemy import select
-from sqlalchemy.exc import OperationalError
 
 from exam.db.schema import kept_changes
 from exam.store.base import StoreBase
-from exam.store.failures import damaged
 
 
 class Changes(StoreBase):
@@ -28,13 +26,5 @@ class Changes(StoreBase):
         """Keep (or replace) ``agent``'s walk; False when the store cannot be written
         (read-only, busy): the verdicts shown are still right, only not kept."""
         stmt = self._insert(kept_changes).values(agent=agent, key=key, changes=changes)
-        stmt = stmt.on_conflict_do_update(index_elements=[kept_changes.c.agent],
-                                          set_={"key": key, "changes": changes})
-        try:
-            with self.tx() as db:
-                db.execute(stmt)
-        except OperationalError as exc:
-            if damaged(exc):
-                raise
-            return False
-        return True
+        return self._keep(stmt.on_conflict_do_update(index_elements=[kept_changes.c.agent],
+                                                     set_={"key": key, "changes": changes}))

@@ -142,16 +142,9 @@ class Grades(StoreBase):
         """Keep (or replace) a run's graded cells; False when the store cannot be written."""
         stmt = self._insert(graded_runs).values(run_id=run_id, rules=rules, key=key,
                                                 cells=cells_json)
-        stmt = stmt.on_conflict_do_update(index_elements=[graded_runs.c.run_id],
-                                          set_={"rules": rules, "key": key, "cells": cells_json})
-        try:
-            with self.tx() as db:
-                db.execute(stmt)
-        except OperationalError as exc:
-            if damaged(exc):
-                raise
-            return False
-        return True
+        return self._keep(stmt.on_conflict_do_update(
+            index_elements=[graded_runs.c.run_id],
+            set_={"rules": rules, "key": key, "cells": cells_json}))
 
     def grade_cache_counts(self) -> dict[str, int]:
         return {r[0]: r[1] for r in self._rows(
