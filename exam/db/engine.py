@@ -60,9 +60,9 @@ def is_postgres(target: str | Path) -> bool:
     return str(target).startswith(PG_SCHEMES)
 
 
-def pg_text(value: str) -> str:
+def pg_text(value: str | None) -> str | None:
     """PostgreSQL text cannot hold NUL: there (and only there) a NUL is stored as U+FFFD."""
-    return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    return value.replace("\x00", "\ufffd") if value and "\x00" in value else value
 
 
 def url_of(target: str | Path) -> URL:

@@ -22,6 +22,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError
 
 from exam.db.clock import store_now
+from exam.db.engine import pg_text
 from exam.db.schema import attempts as _attempts
 from exam.db.schema import cells, grade_cache, grades, runs
 from exam.errors import LeaseLost, StoreError
@@ -30,10 +31,6 @@ from exam.store.leases import LEASE_S, Leases
 
 CELL_BATCH = 64  # cells written per transaction at most (group commit in record_cell)
 
-
-def _no_nul(value: str | None) -> str | None:
-    """PostgreSQL text cannot hold NUL; a reply's NUL is stored as U+FFFD there (and only there)."""
-    return value.replace("\x00", "\ufffd") if value and "\x00" in value else value
 
 
 def _same(value: str | None) -> str | None:
@@ -231,7 +228,7 @@ class CellCommit(Leases):
         """One transaction: the lease check of each run in ``batch``, then its cells (a cell
         already there is left as it was: False)."""
         sql = _cell_sql(self.backend)
-        text_of = _no_nul if self.backend == "postgresql" else _same
+        text_of = pg_text if self.backend == "postgresql" else _same
         added: list[bool] = []
         with self.tx() as db:
             for run_id in dict.fromkeys(e.cell.run_id for e in batch):

@@ -18,6 +18,7 @@ from sqlalchemy import and_, func, or_, select, update
 from exam.db.clock import store_now
 from exam.db.schema import runs
 from exam.errors import LeaseLost, RunBusy
+from exam.records import RunState
 from exam.store.runs import Run, Runs, owner_id, read_runs, run_of
 
 LEASE_S = 30.0  # how long a worker's claim holds a run without a heartbeat
@@ -27,7 +28,7 @@ def held_elsewhere(run: Run) -> str | None:
     """Why another process holds ``run`` now, or None: it reads ``running`` (``shown_status``:
     a live lease; for a run written by a version without leases, its owner alive) and is not
     this process's own."""
-    if run.owner == owner_id() or run.shown_status != "running":
+    if run.owner == owner_id() or run.shown_status != RunState.RUNNING:
         return None
     holder = f"process {run.owner}" if run.owner else "another process"
     if run.lease_until is None:
@@ -62,13 +63,13 @@ class Leases(Runs):
         now = time.time()
         held = run_id in self._leases
         stmt = self._fenced(update(runs).where(runs.c.id == run_id), run_id)
-        if status == "running":
+        if status == RunState.RUNNING:
             values: dict[str, Any] = dict(status=status, heartbeat_at=store_now(), error=None,
                                           started_at=func.coalesce(runs.c.started_at, now),
                                           finished_at=None)
             if not held:
                 values["owner"] = owner_id()
-        elif status in ("done", "failed", "interrupted"):
+        elif status in RunState.FINISHED:
             values = dict(status=status, finished_at=now, error=error, lease_until=None)
         else:
             values = dict(status=status, error=error)
@@ -76,7 +77,7 @@ class Leases(Runs):
             changed = db.execute(stmt.values(**values)).rowcount
         if held and not changed:
             raise self._lost(run_id)
-        if status in ("done", "failed", "interrupted"):
+        if status in RunState.FINISHED:
             self._leases.pop(run_id, None)
 
     def claim_run(self, worker: str, stale_after_s: float = LEASE_S) -> Run | None:
@@ -91,8 +92,8 @@ class Leases(Runs):
         # a run started from the CLI belongs to its user (`exam resume`), not to workers; a
         # lease is judged by the store's clock, never this host's (exam/db/clock.py)
         stmt = select(runs.c.id).where(or_(
-            runs.c.status == "queued",
-            and_(runs.c.status == "running", runs.c.source != "cli",
+            runs.c.status == RunState.QUEUED,
+            and_(runs.c.status == RunState.RUNNING, runs.c.source != "cli",
                  or_(runs.c.lease_until.is_(None), runs.c.lease_until <= store_now())),
         )).order_by(runs.c.id).limit(1)
         if self.backend == "postgresql":
@@ -102,7 +103,7 @@ class Leases(Runs):
             if run_id is None:
                 return None
             db.execute(update(runs).where(runs.c.id == run_id).values(
-                status="running", owner=worker, heartbeat_at=store_now(),
+                status=RunState.RUNNING, owner=worker, heartbeat_at=store_now(),
                 lease_until=store_now() + stale_after_s, lease_token=runs.c.lease_token + 1,
                 started_at=func.coalesce(runs.c.started_at, now), finished_at=None))
             run = run_of(db.execute(read_runs().where(runs.c.id == run_id)).one())
@@ -128,7 +129,7 @@ class Leases(Runs):
         with self.tx() as db:
             changed = db.execute(update(runs).where(
                 runs.c.id == run_id, runs.c.lease_token == run.lease_token).values(
-                status="running", owner=owner_id(), heartbeat_at=store_now(),
+                status=RunState.RUNNING, owner=owner_id(), heartbeat_at=store_now(),
                 lease_until=store_now() + lease_s, lease_token=runs.c.lease_token + 1, error=None,
                 started_at=func.coalesce(runs.c.started_at, now), finished_at=None)).rowcount
         if not changed:  # taken between the read and the update
@@ -169,8 +170,8 @@ class Leases(Runs):
         with self.tx() as db:
             changed = db.execute(update(runs).where(
                 runs.c.id == run.id, runs.c.lease_token == run.lease_token,
-                runs.c.status.in_(("running", "interrupted")))
-                .values(status="queued", owner=None, lease_until=None, error=None,
+                runs.c.status.in_((RunState.RUNNING, RunState.INTERRUPTED)))
+                .values(status=RunState.QUEUED, owner=None, lease_until=None, error=None,
                         finished_at=None)).rowcount
         self._leases.pop(run.id, None)
         return changed == 1

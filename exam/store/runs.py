@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Row, bindparam, func, insert, select, update
 from exam.db.clock import store_now
 from exam.db.schema import cells, run_banks, runs, settle_rounds
 from exam.errors import NoSuchRun
+from exam.records import RunState
 from exam.store.base import StoreBase
 
 MAX_ID = 2**63 - 1  # the largest integer SQLite and PostgreSQL (BIGINT) store: a run id
@@ -96,13 +97,13 @@ class Run:
         reads 'interrupted' at once when its process is gone from this host. (Only the CLI's:
         workers on one machine may share a host id from separate containers, whose process
         ids this process cannot see.)"""
-        if self.status != "running":
+        if self.status != RunState.RUNNING:
             return self.status
         if self.source == "cli" and owner_gone(self.owner):
-            return "interrupted"
+            return RunState.INTERRUPTED
         if self.lease_until is not None:
-            return "running" if self.lease_until > self.now else "interrupted"
-        return "running" if owner_alive(self.owner) else "interrupted"
+            return RunState.RUNNING if self.lease_until > self.now else RunState.INTERRUPTED
+        return RunState.RUNNING if owner_alive(self.owner) else RunState.INTERRUPTED
 
     @property
     def now(self) -> float:
@@ -162,12 +163,12 @@ class Runs(StoreBase):
 
     def create_run(self, *, agent: str, version: str, bank_path: str, bank_digest: str,
                    repeats: int, plan: Sequence[tuple[str, str]], settings: dict[str, Any],
-                   status: str = "running", source: str = "cli",
+                   status: str = RunState.RUNNING, source: str = "cli",
                    bank: Mapping[str, Any] | None = None) -> int:
         """``bank``: the rubric of every question in the bank as the run is made (the
         reports read what changed since, and what the run left out: ``run_banks``)."""
         now = time.time()
-        running = status == "running"
+        running = status == RunState.RUNNING
         with self.tx() as db:
             run_id = int(db.execute(insert(runs).values(
                 agent=agent, version=version, bank_path=bank_path, bank_digest=bank_digest,

@@ -25,6 +25,7 @@ from flask import (
 from jinja2 import FunctionLoader
 
 from exam.errors import ExamError, NoSuchRun, StoreError
+from exam.records import RunState
 from exam.reports import kinds
 from exam.reports.html import FILTERS, _globals
 from exam.reports.inputs import SERVICE
@@ -293,7 +294,7 @@ def runs():
 def _following(runs: list[Run], counts: dict[int, dict[str, int]] | None = None) -> dict:
     """What a page showing ``runs`` needs to reload itself until the runs not done yet
     (queued, running) are done, or to say how to follow them (``?refresh=0`` stops it)."""
-    going = [r for r in runs if r.shown_status in ("queued", "running")
+    going = [r for r in runs if r.shown_status in RunState.LIVE
              and not r.excluded_reason]
     if counts is None:
         counts = store().status_counts_of([r.id for r in going]) if going else {}
