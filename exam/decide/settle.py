@@ -29,6 +29,8 @@ from typing import Any
 from exam.errors import ExamError
 from exam.pipeline.lease import renewed
 from exam.pipeline.runner import create_run, execute, job_for
+from exam.reports import kinds
+from exam.reports.inputs import LOCAL
 from exam.reports.selection import select_runs
 from exam.reports.stats import power_worse
 from exam.reports.verdict import SETTLE_INTERIM, Settings, Tally, drop_upper
@@ -204,9 +206,6 @@ def settle_cli(store, registry, agent: str, old: str, new: str, settings: Settin
     asked (``old_url``, or ``old_agent``: a registry entry answering as OLD), only the open
     questions. Without OLD, the power its repeats allow is said before any call is spent."""
     from dataclasses import replace
-
-    from exam.reports import kinds
-    from exam.reports.inputs import LOCAL
 
     agent_obj = registry.get(agent)
     old_obj = None

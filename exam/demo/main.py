@@ -16,7 +16,8 @@ from exam.bank import load_bank
 from exam.demo.agents import Specialist, create_app
 from exam.pipeline.registry import Agent
 from exam.pipeline.runner import create_run, execute, job_for
-from exam.reports import compare, discrimination, scorecard
+from exam.reports import compare, discrimination, kinds, scorecard
+from exam.reports.inputs import LOCAL, Inputs
 from exam.reports.selection import select_runs
 from exam.store import Store
 
@@ -112,8 +113,6 @@ def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.ec
              serve: Callable[[DemoServer, str], None] | None = None) -> int:
     """Run the demo exam and print its reports; with ``serve``, hand the running demo agents
     and the store to it before they stop (``exam demo --serve``)."""
-    from exam.reports import kinds
-    from exam.reports.inputs import LOCAL, Inputs
 
     for agent in AGENTS:
         load_bank(bank_dir / f"{agent}.json")  # a broken bank stops here, before any call
@@ -152,7 +151,6 @@ def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.ec
 
 def _echo_reports(graded, echo) -> None:
     """The whole story: what changed between the versions, and which questions earn their place."""
-    from exam.reports import kinds
 
     for agent in AGENTS:
         echo("")

@@ -19,6 +19,10 @@ from typing import Any
 from urllib.parse import quote
 
 from exam.errors import ExamError
+from exam.notify.summary import agent_summary, summary_text
+from exam.reports import kinds
+from exam.reports.inputs import SERVICE
+from exam.reports.selection import excluded_runs, excluded_words, select_runs
 
 # The web app imports this module when it starts: what answers a command (the LINE SDK, the
 # reports, the runner, requests) is imported when one comes. Imported here, they took
@@ -128,11 +132,6 @@ def _status(store) -> str:
 
 
 def _scorecard(store, agent: str, cfg: dict[str, Any]) -> str:
-    from exam.notify.summary import agent_summary, summary_text
-    from exam.reports import kinds
-    from exam.reports.inputs import SERVICE
-    from exam.reports.selection import excluded_runs, excluded_words, select_runs
-
     runs = select_runs(store, agent)
     if not runs:
         gone = excluded_runs(store, agent)

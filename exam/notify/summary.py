@@ -19,7 +19,8 @@ from typing import Any
 from urllib.parse import quote
 
 from exam.errors import ExamError
-from exam.reports import baseline
+from exam.reports import baseline, kinds
+from exam.reports.inputs import LOCAL, Inputs
 from exam.reports.scorecard import queue_words
 from exam.reports.selection import compare_runs, excluded_words, select_runs
 from exam.share import SHARE_PATH, longest_link, make_link
@@ -296,8 +297,6 @@ def summaries_for(store: Store, run_ids: Sequence[int],
     counted run of it (the same word as exam compare), against ``compare_to`` or, by
     default, the last version shipped before it (exam/reports/baseline.py). An excluded run
     asked for is said to be excluded, with its reason, and gets no verdict."""
-    from exam.reports import kinds
-    from exam.reports.inputs import LOCAL, Inputs
 
     runs = [store.get_run(i) for i in run_ids]
     report = kinds.build("scorecard", store, LOCAL, runs)

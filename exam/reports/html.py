@@ -14,6 +14,9 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from exam.reports import kinds, same
+from exam.reports.changes import change_verdict
+from exam.reports.rebalance_views import category_table, notes, rules
+from exam.reports.scorecard import queue_words
 from exam.textsafe import page_text
 
 
@@ -156,8 +159,6 @@ def as_json(value: Any) -> str:
 
 
 def _queue_words(card: dict[str, Any]) -> str:
-    from exam.reports.scorecard import queue_words
-
     return queue_words(card)
 
 
@@ -167,15 +168,10 @@ FILTERS = {"heat": heat, "pct": pct, "num": num, "marks": marks, "as_json": as_j
 
 
 def _rebalance_notes(a: dict[str, Any]) -> list[str]:
-    from exam.reports.rebalance_views import notes
-
     return notes(a, "")
 
 
 def _globals() -> dict[str, Any]:
-    from exam.reports.changes import change_verdict
-    from exam.reports.rebalance_views import category_table, rules
-
     return {"verdict_of": change_verdict, "rebalance_rules": rules,
             "rebalance_notes": _rebalance_notes, "rebalance_categories": category_table}
 

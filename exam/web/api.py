@@ -15,9 +15,11 @@ from flask import Blueprint, abort, current_app, jsonify, request
 
 from exam import names
 from exam.errors import ExamError, NoSuchRun, StoreError
+from exam.notify import names as channels
 from exam.records import RunState
-from exam.reports import kinds
+from exam.reports import answer_cache, baseline, kinds
 from exam.reports.inputs import SERVICE
+from exam.reports.regrade import outcome
 from exam.reports.selection import SelectionError, report_runs, watch_of
 from exam.web.auth import STORE_AWAY, bearer_ok, shown_error, viewer_bearer_ok
 from exam.web.context import registry, store
@@ -67,7 +69,6 @@ def run_json(run, counts: dict[str, int] | None = None,
              rounds: dict[int, tuple[str, str]] | None = None) -> dict[str, Any]:
     """``counts``: the run's ``status_counts``, ``rounds``: the settle rounds among the runs
     (``settle_rounds_of``), when read with other runs' in one query."""
-    from exam.reports.regrade import outcome
 
     if counts is None:
         counts = store().status_counts(run.id)
@@ -219,7 +220,6 @@ def report(name: str, **path: Any):
 def _kept_json(asked):
     """The report as ``jsonify`` writes it; kept per process while none of its inputs change
     (exam.reports.answer_cache), so asking again does not build it again."""
-    from exam.reports import answer_cache
 
     provider = current_app.json
     text = answer_cache.answer(asked.inputs.store, asked.runs,
@@ -228,8 +228,6 @@ def _kept_json(asked):
 
 
 def _shipped_json(agent: str, status: int = 200):
-    from exam.reports import baseline
-
     try:
         runs = report_runs(store(), agent)
     except SelectionError as exc:
@@ -248,7 +246,6 @@ def shipped(agent: str):
 @bp.post("/agents/<agent>/ship")
 def ship(agent: str):
     """Record a decision by hand that a version shipped (the API token is the admin's)."""
-    from exam.reports import baseline
 
     body = request.get_json(silent=True)
     if not isinstance(body, dict):
@@ -345,7 +342,6 @@ def watch():
     import os
 
     from exam.decide import watch as w
-    from exam.notify import names as channels
 
     body = _json_object(WATCH_KEYS, '{"agent", "repeats"?, "budget"?, "max_repeats"?, '
                                     '"notify"?, "notify_on"?} or {"watch": ID}')

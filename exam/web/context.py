@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from flask import Flask, current_app, g
 from sqlalchemy import Engine
 
+from exam.bank import load
 from exam.db.engine import is_postgres, pooled_engine
 from exam.errors import StoreError
+from exam.reports import kinds
 from exam.store import Store
 
 RECHECK_S = 1.0  # how often a process reads its store's schema again (migrated underneath?)
@@ -161,8 +163,6 @@ def warm() -> None:
     validators) while the worker starts, not in its first report request: 57 ms of CPU on
     the demo store, with the worker's other requests waiting on its interpreter lock, after
     every start of every worker."""
-    from exam.bank import load
-    from exam.reports import kinds
 
     kinds.names()  # imports every module of exam.reports: the registry's list, not one kept here
     load._validators()

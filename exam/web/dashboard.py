@@ -44,6 +44,11 @@ from exam.web.auth import (
 
 if TYPE_CHECKING:
     from exam.store import Run
+from exam.reports import answer_cache, baseline, reply_view
+from exam.reports import compare as cmp
+from exam.reports import overview as ov
+from exam.reports.overview import change_verdict
+from exam.reports.regrade import outcome, regrade
 from exam.reports.selection import excluded_runs, excluded_words, never_started
 from exam.share import ShareError, grant, link_to_revoke, make_link, read_token, revoked, scorecard_page, when
 from exam.web.context import registry, store, store_time
@@ -264,9 +269,6 @@ def _excluded_versions(agent: str | None) -> dict[str, list[tuple[str, str]]]:
 
 @bp.get("/runs")
 def runs():
-    from exam.reports import overview as ov
-    from exam.reports.regrade import outcome
-
     agent = request.args.get("agent") or None
     version = request.args.get("version") or None
     listed = store().list_runs(agent, version, limit=RUNS_SHOWN + 1)
@@ -375,7 +377,6 @@ def start_run():
 def ship(agent: str):
     """Admins record that a version shipped (the same as `exam ship` and the API's): the
     baseline of the agent's next change from now on."""
-    from exam.reports import baseline
 
     version = request.form.get("version", "").strip()
     reason = request.form.get("reason", "").strip()
@@ -419,8 +420,6 @@ def _kept_report(asked: kinds.Asked) -> dict:
     built (the API's answer sorts its keys: a page shows them as made)."""
     import json
 
-    from exam.reports import answer_cache
-
     text = answer_cache.answer(store(), asked.runs,
                                lambda: current_app.json.dumps(asked.report(), sort_keys=False),
                                "page", *asked.key())
@@ -429,8 +428,6 @@ def _kept_report(asked: kinds.Asked) -> dict:
 
 @bp.get("/scorecard/<agent>/<version>")
 def scorecard(agent: str, version: str):
-    from exam.reports.selection import excluded_words
-
     # a run's link on the runs page opens its version: an excluded run is said to be
     # excluded there, with its reason and how to count it again, never a 404
     gone = excluded_runs(store(), agent, version)
@@ -465,7 +462,6 @@ def _version_verdict(agent: str, version: str) -> dict:
     version shipped before it), for the scorecard page: the same report, kept once for both
     (the same key in exam.reports.answer_cache). ``{"error": why}`` when there is none to
     give."""
-    from exam.reports.overview import change_verdict
 
     try:
         report = _kept_report(kinds.ask("compare", store(), SERVICE, agent=agent, old=None,
@@ -490,7 +486,6 @@ def reply(run_id: int, case_no: str, repeat: int):
 def _cell_view(run_id: int, case_no: str, repeat: int) -> tuple[Run, dict]:
     """A stored cell's run and the reply viewer's view of it, or a 404 (no such run, question
     or repeat)."""
-    from exam.reports import reply_view
 
     try:
         run = store().get_run(run_id)
@@ -541,7 +536,6 @@ def capture_reply(run_id: int, case_no: str, repeat: int):
 @bp.get("/question/<agent>/<path:case_no>")
 def question(agent: str, case_no: str):
     """Every reply to one question; with old= and new=, the two versions side by side."""
-    from exam.reports import reply_view
 
     versions = [v for v in (request.args.get("old"), request.args.get("new")) if v]
     view = reply_view.question(store(), agent, case_no, versions)
@@ -554,7 +548,6 @@ def question(agent: str, case_no: str):
 def compare():
     """A change's verdict; by default the agent's latest version against the last version
     shipped before it (exam/reports/baseline.py), and the page says which."""
-    from exam.reports import compare as cmp
 
     versions = _versions()
     agent = request.args.get("agent") or next(iter(versions), None)
@@ -634,7 +627,6 @@ def _queue(agent: str | None, blind: bool):
     import random
 
     from exam import review
-    from exam.reports.regrade import regrade
 
     runs = select_runs(store(), agent)
     if not runs:
