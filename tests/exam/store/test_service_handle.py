@@ -233,4 +233,6 @@ def test_a_serving_app_loads_what_reports_need_before_its_first_request(tmp_path
     done = subprocess.run([sys.executable, "-c", WARM, str(tmp_path / "exam.db"), mode],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == ([True, True] if mode == "serving" else [False, False])
+    # a testing app skips the warm-up (the bank's validators stay unloaded), but every app
+    # loads the report modules: the API's routes are made from the report registry
+    assert json.loads(done.stdout) == ([True, True] if mode == "serving" else [False, True])
