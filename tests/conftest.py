@@ -147,12 +147,18 @@ def tmp_path(request, tmp_path_factory) -> Path:
 
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch, tmp_path):
-    """No test reads the developer's real store, registry or LINE credentials."""
+    """No test reads the developer's real store, registry or LINE credentials, nor the
+    reports an earlier test kept."""
     for key in list(os.environ):
         if key.startswith(("EXAM_", "LINE_")):
             monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("EXAM_DB", str(tmp_path / "exam.db"))
     monkeypatch.setenv("NO_COLOR", "1")
+    # reports kept by the process under a key of their content (exam/reports/memo.py), not of
+    # the store: another test's copy of the same demo store would be answered from them
+    memo = sys.modules.get("exam.reports.memo")
+    if memo is not None:
+        memo.clear()
 
 
 @pytest.fixture(params=STORE_BACKENDS)

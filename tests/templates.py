@@ -51,14 +51,15 @@ def read_template(path: str | Path) -> Template:
 
 def replay(conn, template: Template) -> None:
     """Give the empty store behind ``conn`` (a SQLAlchemy connection in a transaction) the
-    template's schema, rows and header numbers."""
+    template's schema, rows and header numbers, on its sqlite3 connection (inside the same
+    transaction; SQLAlchemy's own statement machinery took half the time)."""
+    db = conn.connection.dbapi_connection
     for sql in template.statements:
-        conn.exec_driver_sql(sql)
+        db.execute(sql)
     for table, rows in template.rows:
-        marks = ", ".join("?" * len(rows[0]))
-        conn.exec_driver_sql(f'INSERT INTO "{table}" VALUES ({marks})', list(rows))
+        db.executemany(f'INSERT INTO "{table}" VALUES ({", ".join("?" * len(rows[0]))})', rows)
     for name, value in template.pragmas:
-        conn.exec_driver_sql(f"PRAGMA {name}={int(value)}")
+        db.execute(f"PRAGMA {name}={int(value)}")
 
 
 class _Copier:
