@@ -154,11 +154,11 @@ def _isolated_env(monkeypatch, tmp_path):
             monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("EXAM_DB", str(tmp_path / "exam.db"))
     monkeypatch.setenv("NO_COLOR", "1")
-    # reports kept by the process under a key of their content (exam/reports/memo.py), not of
-    # the store: another test's copy of the same demo store would be answered from them
-    memo = sys.modules.get("exam.reports.memo")
-    if memo is not None:
-        memo.clear()
+    # reports kept by the process under a key of their content (exam/reports/answer_cache.py),
+    # not of the store: another test's copy of the same demo store would be answered from them
+    kept = sys.modules.get("exam.reports.answer_cache")
+    if kept is not None:
+        kept.clear()
 
 
 @pytest.fixture(params=STORE_BACKENDS)
