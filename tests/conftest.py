@@ -119,7 +119,10 @@ def _group(item: pytest.Item) -> str:
 
 @pytest.fixture(scope="session", autouse=True)
 def _store_template(tmp_path_factory):
-    """New SQLite stores are copies of one migrated once per session (tests/templates.py)."""
+    """New SQLite stores are copies of one migrated once per session (tests/templates.py);
+    ``templates.run_folder()`` is the folder the session's xdist workers share."""
+    base = tmp_path_factory.getbasetemp()
+    templates.RUN_FOLDER[:] = [base.parent if "PYTEST_XDIST_WORKER" in os.environ else base]
     with new_stores_copied(tmp_path_factory.mktemp("store-template")) as copier:
         yield copier
 
