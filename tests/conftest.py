@@ -119,9 +119,49 @@ def _group(item: pytest.Item) -> str:
 
 @pytest.fixture(scope="session", autouse=True)
 def _store_template(tmp_path_factory):
-    """New SQLite stores are copies of one migrated once per session (tests/templates.py)."""
+    """New SQLite stores are copies of one migrated once per session (tests/templates.py);
+    ``templates.run_folder()`` is the folder the session's xdist workers share."""
+    base = tmp_path_factory.getbasetemp()
+    templates.RUN_FOLDER[:] = [base.parent if "PYTEST_XDIST_WORKER" in os.environ else base]
     with new_stores_copied(tmp_path_factory.mktemp("store-template")) as copier:
         yield copier
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _pages_compiled_once():
+    """Every app a test builds compiles the same Jinja templates again (a third of a page's
+    time in the web tests); a service process compiles each once. The apps of the session
+    share one in-memory bytecode cache: each template is compiled once, from its text (a
+    changed text is compiled again), and rendered by each app as before."""
+    flask = sys.modules.get("flask")
+    if flask is None:  # no test of this session builds an app
+        yield
+        return
+    import jinja2
+
+    class Kept(jinja2.BytecodeCache):
+        def __init__(self) -> None:
+            self.code: dict[str, bytes] = {}
+
+        def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            if (code := self.code.get(bucket.key)) is not None:
+                bucket.bytecode_from_string(code)
+
+        def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            self.code[bucket.key] = bucket.bytecode_to_string()
+
+    kept, made = Kept(), flask.Flask.create_jinja_environment
+
+    def create_jinja_environment(app):
+        env = made(app)
+        env.bytecode_cache = kept
+        return env
+
+    flask.Flask.create_jinja_environment = create_jinja_environment
+    try:
+        yield
+    finally:
+        flask.Flask.create_jinja_environment = made
 
 
 @pytest.fixture

@@ -83,6 +83,14 @@ class _Copier:
 
 
 COPIER = _Copier()
+RUN_FOLDER: list[Path] = []  # set by tests/conftest.py when the session starts
+
+
+def run_folder() -> Path:
+    """A folder every pytest-xdist worker of this test run shares (pytest's base folder of the
+    run; a worker's own is inside it), for what the run makes once (tests/exam/helpers.py:
+    the demo's store)."""
+    return RUN_FOLDER[0]
 
 
 @contextmanager

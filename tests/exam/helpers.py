@@ -4,7 +4,6 @@ import base64
 import binascii
 import json
 import re
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -91,14 +90,14 @@ def run_status(db: Path, run_id: int = 1) -> str | None:
     return row[0] if row else None
 
 
-# The demo's stores, made once per test session (the demo takes seconds) and copied for each
-# caller: the SQLite file, the PostgreSQL database used as a template.
+# The demo's stores, made once per test run and copied for each caller: the SQLite file (made
+# by the first pytest-xdist worker that needs it, read by the others), the PostgreSQL database
+# used as a template (one per worker: a template is copied only with no one connected).
 _DEMO: dict[str, str] = {}
-_DEMO_DIR: list[tempfile.TemporaryDirectory] = []
 
 
 def _demo_made(backend: str) -> str:
-    """The session's demo store on ``backend`` (made the first time): a path or a database
+    """The test run's demo store on ``backend`` (made the first time): a path or a database
     name. Never handed out itself: callers get copies."""
     from exam.db import engine as db_engine
     from exam.demo.main import run_demo
@@ -107,17 +106,48 @@ def _demo_made(backend: str) -> str:
 
     if backend not in _DEMO:
         if backend == "sqlite":
-            _DEMO_DIR.append(tempfile.TemporaryDirectory(prefix="exam-demo-"))
-            db = str(Path(_DEMO_DIR[0].name) / "demo.db")
-            run_demo(db, repeats=1, bank_dir=BANK_DIR, echo=lambda *_: None)
-            db_engine.dispose(db)
-            _DEMO[backend] = db
+            _DEMO[backend] = str(_sqlite_demo()[0])
         else:
             url = session_database()
             run_demo(url, repeats=1, bank_dir=BANK_DIR, echo=lambda *_: None)
             db_engine.dispose(url)  # a template is copied only with no one connected
             _DEMO[backend] = url.rsplit("/", 1)[1]
     return _DEMO[backend]
+
+
+def _sqlite_demo() -> tuple[Path, Path]:
+    """The demo's SQLite store of this test run, and what the demo printed making it (JSON:
+    its exit status and lines): made by the first worker to ask, under a lock the others wait
+    on (the demo takes seconds of CPU), in the folder every worker of the run shares."""
+    import fcntl
+    import json
+
+    from exam.db import engine as db_engine
+    from exam.demo.main import run_demo
+    from tests.conftest import BANK_DIR
+    from tests.templates import run_folder
+
+    home = run_folder() / "demo"
+    home.mkdir(exist_ok=True)
+    db, said = home / "demo.db", home / "demo.json"
+    with open(home / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        if not said.exists():
+            lines: list[str] = []
+            status = run_demo(str(db), repeats=1, bank_dir=BANK_DIR, echo=lines.append)
+            db_engine.dispose(str(db))  # its last connection closed: the WAL checkpointed
+            said.write_text(json.dumps({"status": status, "lines": lines}, ensure_ascii=False),
+                            encoding="utf-8")
+    return db, said
+
+
+def demo_said() -> tuple[int, list[str]]:
+    """What ``exam demo``'s run made for the test run printed (one repeat): its exit status and
+    its lines (test_demo reads them rather than running the demo again)."""
+    import json
+
+    said = json.loads(_sqlite_demo()[1].read_text(encoding="utf-8"))
+    return said["status"], said["lines"]
 
 
 def demo_copy(folder: Path) -> str:

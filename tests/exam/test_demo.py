@@ -8,12 +8,12 @@ from pathlib import Path
 
 from exam.demo.main import path_hint, run_demo
 from tests.conftest import BANK_DIR
+from tests.exam.helpers import demo_said
 
 
-def test_demo_prints_scorecards_for_every_agent_and_version(tmp_path):
-    lines: list[str] = []
-    assert run_demo(str(tmp_path / "demo.db"), repeats=1, bank_dir=BANK_DIR,
-                    echo=lines.append) == 0
+def test_demo_prints_scorecards_for_every_agent_and_version():
+    status, lines = demo_said()  # the test run's `run_demo(…, repeats=1)`, made once
+    assert status == 0
     out = "\n".join(lines)
     for agent in ("W1", "W2", "W3"):
         for version in ("v1", "v2"):
