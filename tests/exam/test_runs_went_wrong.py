@@ -22,7 +22,7 @@ def setup(tmp_path, url, behaviours):
     bank = write_bank(tmp_path, behaviours)
     registry = tmp_path / "agents.yaml"
     registry.write_text(yaml.safe_dump({"agents": {"T": {
-        "url": url, "bank": str(bank), "timeout_s": 2,
+        "url": url, "bank": str(bank), "timeout_s": 30,
         "headers": {"X-Key": "${EXAM_TEST_SECRET_KEY}"}}}}))
     env = {k: v for k, v in os.environ.items() if k != "EXAM_TEST_SECRET_KEY"}
     return {**env, "EXAM_AGENTS": str(registry), "EXAM_DB": str(tmp_path / "exam.db")}
