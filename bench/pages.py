@@ -40,7 +40,7 @@ def cpu() -> float:
 
 
 def logged_in(db: str, registry: Path):
-    from exam.app import create_app
+    from exam.web.app import create_app
 
     app = create_app({"API_TOKEN": TOKEN, "DB": db, "TESTING": True, "AGENTS": str(registry)})
     client = app.test_client()

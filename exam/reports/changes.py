@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ import graders
 from exam.reports import baseline, verdict
 from exam.reports.graded_runs import NOT_KEPT
 from exam.reports.regrade import Regraded, questions_key, rules_key
+from exam.reports.tallies import Tallied
 
 LAYOUT = 1  # bump when what is kept (``walked``'s text) changes shape
 VERDICT_WORDS = ("ship", "hold", "incomplete", "undecided", "pending")
@@ -64,7 +65,7 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-def key(regraded: Regraded, agent: str, records: Sequence[Any]) -> str | None:
+def key(regraded: Regraded | Tallied, agent: str, records: Sequence[Any]) -> str | None:
     """The key of ``agent``'s walk over ``regraded``, from what ``regraded`` was read from
     (its marks were read before its cells: ``Regraded.marks``); None when a run of it may
     still change, or the report was not read from a store."""
@@ -103,14 +104,20 @@ def summary(step: baseline.Step | None) -> dict[str, Any]:
             "regressions": len(report["regressions"]), "fixes": len(report["fixes"])}
 
 
-def walked(regraded: Regraded, agent: str, records: Sequence[Any]
+def walked(source: Regraded | Tallied, agent: str, records: Sequence[Any],
+           cells: Callable[[], Regraded] | None = None
            ) -> tuple[dict[str, dict[str, Any]], dict[str, Any] | None]:
     """({version: its change}, the shipped version's baseline dict or None) of ``agent``:
-    kept under its key, or walked and kept."""
-    k = key(regraded, agent, records)
-    store = regraded.store
+    kept under its key, or walked and kept. ``source``: what the key is read from (counts
+    will do); ``cells``: the graded cells a walk not kept is made from (else ``source``).
+    A walk made is kept under the key of the cells it was made from."""
+    k = key(source, agent, records)
+    store = source.store
     text = store.kept_changes(agent, k) if k is not None and store is not None else None
     if text is None:
+        regraded = cells() if cells is not None else source
+        if regraded is not source:
+            k = key(regraded, agent, records)
         steps, shipped = baseline.walk(regraded, agent, records)
         text = json.dumps({"changes": {s.version: summary(s) for s in steps},
                            "shipped": shipped.as_dict() if shipped else None},

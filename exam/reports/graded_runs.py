@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +38,8 @@ from exam.store import Run, Store
 from graders import CheckResult
 from graders.model import GRADED
 
-LAYOUT = 2  # bump when the row layout below changes
+LAYOUT = 3  # bump when the row layout below changes
+COST = ("model_calls", "tokens", "latency_ms")  # the cost figures kept per run (the overview's)
 _read_json = json.JSONDecoder().raw_decode  # our own compact JSON: no white space to skip
 NOT_KEPT = frozenset(RunState.LIVE)  # their cells change with every reply
 
@@ -112,12 +114,16 @@ FAILED = ("fail", "needs_human")  # a check's outcomes counted as failing
 
 
 def encode(cells: Sequence[Any], removed: Sequence[str]) -> str:
-    """One run's graded cells as text: a head line, then a block of lines per question.
+    """One run's graded cells as text: a head line, a cost line, then a block of lines per
+    question.
 
     The head (JSON) holds what was removed and, per question in order, its counts — cells,
-    graded, passes, whether any changed since run —, where its block lies after the head
-    (start and length, in characters) and its failing checks (name, times, the first one):
-    discrimination reads the head alone. A block is a line of JSON for the
+    graded, passes, whether any changed since run —, where its block lies after the cost line
+    (start and length, in characters), its failing checks (name, times, the first one), then
+    its fails and the cells that arrived as ok; and the run's cost (``COST``: p50, p95 and how
+    many cells report it). Discrimination, the overview and the runs page read the head alone.
+    The cost line holds each ``COST`` figure's values, sorted: a version of several runs takes
+    its percentiles from them. A block is a line of JSON for the
     question's cells, then one line for each distinct list of checks (JSON never holds a raw
     newline, so the lines split without being parsed and each list is decoded only when
     read). Reply texts are kept only where a person must read them (needs_human), as the
@@ -133,7 +139,7 @@ def encode(cells: Sequence[Any], removed: Sequence[str]) -> str:
     for case_no, part in by_case.items():
         groups: dict[str, int] = {}
         rows = []
-        graded = passes = 0
+        graded = passes = fails = answered = 0
         changed = False
         times: dict[str, int] = {}  # failing check → cells, in the order first seen
         first: dict[str, dict] = {}
@@ -156,13 +162,38 @@ def encode(cells: Sequence[Any], removed: Sequence[str]) -> str:
             if c.verdict in GRADED:
                 graded += 1
                 passes += c.verdict == "pass"
+                fails += c.verdict == "fail"
+            answered += c.run_status == "ok"
             changed = changed or c.changed
         block = "\n".join([_dumps(rows), *groups])
         questions.append((case_no, len(part), graded, passes, changed, start, len(block),
-                          [(name, n, first[name]) for name, n in times.items()]))
+                          [(name, n, first[name]) for name, n in times.items()], fails,
+                          answered))
         blocks.append(block)
         start += len(block) + 1
-    return "\n".join([_dumps({"removed": list(removed), "questions": questions}), *blocks])
+    values = cost_values(cells)
+    head = {"removed": list(removed), "questions": questions,
+            "cost": {k: cost_of(v) for k, v in values.items()}}
+    return "\n".join([_dumps(head), _dumps(values), *blocks])
+
+
+def cost_values(cells: Sequence[Any]) -> dict[str, list]:
+    """Each ``COST`` figure's values over the cells that report it, sorted."""
+    return {k: sorted(v for c in cells if (v := getattr(c, k)) is not None) for k in COST}
+
+
+def cost_of(values: Sequence[float]) -> list:
+    """[p50, p95, how many] of sorted values (``stats.percentile``'s interpolation)."""
+    return [_percentile(values, 50), _percentile(values, 95), len(values)]
+
+
+def _percentile(data: Sequence[float], q: float) -> float | None:
+    """``exam.reports.stats.percentile`` of data already sorted (that module sits above this one)."""
+    if not data:
+        return None
+    pos = (len(data) - 1) * q / 100
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
 
 
 def _dumps(value: Any) -> str:
@@ -199,23 +230,35 @@ def decode_block(block: str, run: Run, case_no: str, item: Item,
 
 
 def decode(raw: str, run: Run, items: Mapping[str, Item],
-           texts: Mapping[tuple[int, str, int], str | None] | None = None
-           ) -> tuple[list[tuple], list[str]]:
+           texts: Mapping[tuple[int, str, int], str | None] | None = None,
+           wanted: Callable[[list], bool] | None = None) -> tuple[list[tuple], list[str]]:
     """The run's graded cells, each as the fields of a ``GradedCell`` in order (regrade makes
-    them); with ``texts``, every reply's text (else needs_human ones)."""
-    head, _, body = raw.partition("\n")
+    them); with ``texts``, every reply's text (else needs_human ones); with ``wanted``, the
+    cells of the questions whose head row it accepts alone."""
+    head, _, rest = raw.partition("\n")
+    body = rest.partition("\n")[2]  # past the cost line
     data = json.loads(head)
     cells = []
-    for case_no, _n, _graded, _passes, _changed, start, length, _failing in data["questions"]:
-        cells += decode_block(body[start:start + length], run, case_no, items[case_no], texts)
+    for q in data["questions"]:
+        case_no, start, length = q[0], q[5], q[6]
+        if wanted is None or wanted(q):
+            cells += decode_block(body[start:start + length], run, case_no, items[case_no],
+                                  texts)
     return cells, data["removed"]
 
 
+def open_questions(q: list) -> bool:
+    """Whether a head's question row has a cell that needs a person (graded − passes − fails)."""
+    return q[2] - q[3] - q[8] > 0
+
+
 def read(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, str],
-         items: Mapping[str, Mapping[str, Item]], rules: str, keep_text: bool
+         items: Mapping[str, Mapping[str, Item]], rules: str, keep_text: bool,
+         wanted: Callable[[list], bool] | None = None
          ) -> tuple[dict[int, tuple[list[tuple], list[str]]], dict[int, str]]:
-    """The runs whose kept cells are current, decoded; and the key each other run's cells
-    are to be kept under once graded (made from the mark read before they are loaded)."""
+    """The runs whose kept cells are current, decoded (with ``wanted``, only the questions
+    whose head row it accepts); and the key each other run's cells are to be kept under once
+    graded (made from the mark read before they are loaded)."""
     marks = store.cell_marks(list(by_id))
     keys = run_keys(store, by_id, questions, rules, marks)
     raw = store.graded_runs(keys)
@@ -228,7 +271,7 @@ def read(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, str],
         if after[i] != marks[i]:
             continue
         served[i] = decode(data, by_id[i], items[by_id[i].bank_path],
-                           texts if keep_text else None)
+                           texts if keep_text else None, wanted)
     rest = run_keys(store, {i: r for i, r in by_id.items() if i not in served}, questions,
                     rules, after)
     return served, rest
@@ -239,18 +282,21 @@ class Head:
     """A kept run's head: its counts per question, and where each question's cells lie."""
 
     key: str
-    body: int  # where the blocks start in the kept text (the head's length and its newline)
     removed: list[str]
-    # case → (cells, graded, passes, changed, start, length, failing), in the run's order;
-    # failing: [name, times, the first one as a dict] of each check that failed or needs a
-    # person, in the order first seen
-    questions: dict[str, tuple[int, int, int, bool, int, int, list]]
+    # case → (cells, graded, passes, changed, start, length, failing, fails, answered), in the
+    # run's order; failing: [name, times, the first one as a dict] of each check that failed
+    # or needs a person, in the order first seen; answered: cells that arrived as ok
+    questions: dict[str, tuple[int, int, int, bool, int, int, list, int, int]]
+    cost: dict[str, list]  # COST figure → [p50, p95, how many cells report it]
 
 
 def read_heads(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, str],
-               rules: str) -> dict[int, Head]:
-    """The heads of the runs whose kept cells are current (the rest are not kept, or stale)."""
-    marks = store.cell_marks(list(by_id))
+               rules: str, marks: Mapping[int, tuple[int, int]] | None = None
+               ) -> dict[int, Head]:
+    """The heads of the runs whose kept cells are current (the rest are not kept, or stale);
+    ``marks``: the runs' cells marks, if already read."""
+    if marks is None:
+        marks = store.cell_marks(list(by_id))
     keys = run_keys(store, by_id, questions, rules, marks)
     heads = store.graded_run_heads(keys)
     after = store.cell_marks(list(by_id))  # as in read(): cells that moved meanwhile
@@ -260,7 +306,16 @@ def read_heads(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, s
 
 def parse_head(key: str, head: str) -> Head:
     data = json.loads(head)
-    return Head(key, len(head) + 1, data["removed"], {q[0]: tuple(q[1:]) for q in data["questions"]})
+    return Head(key, data["removed"], {q[0]: tuple(q[1:]) for q in data["questions"]},
+                data["cost"])
+
+
+def read_costs(store: Store, keys: Mapping[int, str]) -> dict[int, dict[str, list]]:
+    """{run id: each COST figure's sorted values} of the runs kept under exactly these keys:
+    the cost line after each head (a version of several runs takes its percentiles from all
+    of their values)."""
+    return {i: json.loads(text.partition("\n")[2].partition("\n")[0])
+            for i, text in store.graded_runs(dict(keys)).items()}
 
 
 def keep(store: Store, runs: Mapping[int, Run], keys: Mapping[int, str], rules: str,

@@ -45,7 +45,7 @@ class GradeSource:
 
 
 CLI = GradeSource("cli", parallel=True, heads=True)
-SERVICE = GradeSource("service", parallel=False, heads=False)
+SERVICE = GradeSource("service", parallel=False, heads=True)
 LOCAL = GradeSource("local", parallel=False, heads=False)  # one process, one thread: in place
 
 
@@ -53,12 +53,23 @@ class Inputs:
     """A report's runs, graded by ``grades`` on first use and kept: reports made from one
     ``Inputs`` (the demo's scorecard, compares and discrimination) grade once."""
 
-    __slots__ = ("_cells", "_counts", "grades", "runs", "store")
+    __slots__ = ("_cells", "_counts", "_tallied", "grades", "runs", "store")
 
     def __init__(self, store: Store, runs: Sequence[Run], grades: GradeSource) -> None:
         self.store, self.runs, self.grades = store, list(runs), grades
         self._cells: Regraded | None = None
         self._counts: Regraded | Tallied | None = None
+        self._tallied: Tallied | None = None
+
+    def tallies(self) -> Tallied:
+        """Per run and question counts and each run's cost, from the kept runs' heads on every
+        surface (the overview and the runs page: nothing per cell is decoded to draw a list);
+        from the cells when they are already graded."""
+        if self._cells is not None:
+            return tallies.from_regraded(self._cells)
+        if self._tallied is None:
+            self._tallied = tallies.tallied(self.store, self.runs, parallel=self.grades.parallel)
+        return self._tallied
 
     def cells(self) -> Regraded:
         if self._cells is None:

@@ -389,7 +389,8 @@ def _cached_share(store: Store, by_id: dict[int, Run], items: dict[str, dict[str
 
 
 def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
-            cache: bool = True, texts: bool | None = None) -> Regraded:
+            cache: bool = True, texts: bool | None = None, open_only: bool = False
+            ) -> Regraded:
     """Re-grade every stored cell of ``runs`` with today's bank and grader.
 
     ``parallel`` grades large stores on every core, each process loading its own share of
@@ -397,7 +398,9 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
     reply texts of passing cells are needed (review spot checks). ``texts``: keep every
     reply's text (default: unless ``parallel``); without them, a kept run is read without
     its cells' texts (needs_human replies keep theirs). ``cache=False`` grades every reply
-    afresh and leaves the grade cache alone (the tests compare the two).
+    afresh and leaves the grade cache alone (the tests compare the two). ``open_only``: of a
+    kept run, only the questions with a cell that needs a person (the review queue: a year of
+    history has few, and no other cell is decoded); other runs are graded whole.
     """
 
     keep_text = not parallel if texts is None else texts
@@ -413,7 +416,8 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
     if cache and by_id:
         # finished runs whose graded cells are kept under today's key: one row each
         kept, keys = graded_runs.read(store, by_id, {p: questions_key(b) for p, b in banks.items()},
-                                      items, rules, keep_text=keep_text)
+                                      items, rules, keep_text=keep_text,
+                                      wanted=graded_runs.open_questions if open_only else None)
         served = {i: ([GradedCell(*t) for t in rows], gone) for i, (rows, gone) in kept.items()}
     rest = {i: r for i, r in by_id.items() if i not in served}
     done = None

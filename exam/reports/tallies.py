@@ -36,9 +36,15 @@ class CellCount:
     graded: int  # pass, fail or needs_human
     passes: int
     changed: bool  # any cell's question changed since it was run
+    fails: int
+    answered: int  # cells whose reply arrived as ok
     # each check that failed or needs a person, in the order first seen; None: not counted
     # (from a re-grade, whose cells are at hand)
     failing: Failing | None = None
+
+    @property
+    def needs_human(self) -> int:
+        return self.graded - self.passes - self.fails
 
 
 @dataclass
@@ -52,9 +58,32 @@ class Tallied:
     tallies: dict[int, dict[str, CellCount]]
     items: dict[str, dict[str, Item]]  # bank path → case → today's question
     cells: dict[tuple[int, str], list[GradedCell]] = field(default_factory=dict)  # re-graded
+    # run id → COST figure → [p50, p95, how many cells report it]
+    cost: dict[int, dict[str, list]] = field(default_factory=dict)
+    # what the counts were read from, as ``Regraded`` says it (kept reports' keys read them:
+    # exam/reports/changes.py)
+    store: Store | None = field(default=None, repr=False, compare=False)
+    marks: dict[int, tuple[int, int]] | None = field(default=None, repr=False, compare=False)
+    decisions_mark: tuple | None = field(default=None, repr=False, compare=False)
+    # run id → COST figure → its values, sorted: from the cells at hand or the kept cost lines
+    _values: dict[int, dict[str, list]] = field(default_factory=dict, repr=False)
+    keys: dict[int, str] = field(default_factory=dict, repr=False)  # kept runs' keys
 
     def bank_digests(self) -> dict[str, str]:
         return {b.agent: b.digest for b in self.banks.values()}
+
+    def cost_values(self, run_ids: Sequence[int]) -> dict[int, dict[str, list]]:
+        """Each run's COST values, sorted (read from the store for kept runs not read yet)."""
+        wanted = {i: self.keys[i] for i in run_ids if i not in self._values and i in self.keys}
+        if wanted and self.store is not None:
+            self._values.update(graded_runs.read_costs(self.store, wanted))
+        # a run not kept under the key read (its cells moved since): graded again for them
+        rest = [r for r in self.runs if r.id in run_ids and r.id not in self._values
+                and r.id in self.tallies]
+        if rest and self.store is not None:
+            self._values.update(_costs(regrading.regrade(self.store, rest, texts=False).cells))
+        empty = {k: [] for k in graded_runs.COST}
+        return {i: self._values.get(i, empty) for i in run_ids}
 
     def failing(self, run_id: int, case_no: str) -> Failing:
         """The failing checks of one run's cells of one question."""
@@ -81,13 +110,23 @@ def tally(cells: Iterable[GradedCell]) -> dict[int, dict[str, CellCount]]:
     for c in cells:
         t = raw.setdefault(c.run_id, {}).get(c.case_no)
         if t is None:
-            t = raw[c.run_id][c.case_no] = [0, 0, 0, False]
+            t = raw[c.run_id][c.case_no] = [0, 0, 0, False, 0, 0]
         t[0] += 1
         if c.verdict in GRADED:
             t[1] += 1
             t[2] += c.verdict == "pass"
+            t[4] += c.verdict == "fail"
         t[3] = t[3] or c.changed
+        t[5] += c.run_status == "ok"
     return {i: {case: CellCount(*t) for case, t in by_case.items()} for i, by_case in raw.items()}
+
+
+def _costs(cells: Iterable[GradedCell]) -> dict[int, dict[str, list]]:
+    """Each run's COST values, sorted, from its cells."""
+    by_run: dict[int, list[GradedCell]] = {}
+    for c in cells:
+        by_run.setdefault(c.run_id, []).append(c)
+    return {i: graded_runs.cost_values(part) for i, part in by_run.items()}
 
 
 def from_regraded(regraded: Regraded) -> Tallied:
@@ -95,21 +134,28 @@ def from_regraded(regraded: Regraded) -> Tallied:
     cells: dict[tuple[int, str], list[GradedCell]] = {}
     for c in regraded.cells:
         cells.setdefault((c.run_id, c.case_no), []).append(c)
+    values = _costs(regraded.cells)
     return Tallied(regraded.runs, regraded.banks, regraded.missing_banks,
                    tally(regraded.cells),
-                   {path: bank.by_case() for path, bank in regraded.banks.items()}, cells)
+                   {path: bank.by_case() for path, bank in regraded.banks.items()}, cells,
+                   {i: {k: graded_runs.cost_of(v) for k, v in vs.items()}
+                    for i, vs in values.items()},
+                   regraded.store, regraded.marks, regraded.decisions_mark, values)
 
 
 def tallied(store: Store, runs: Sequence[Run], *, parallel: bool = False) -> Tallied:
     """The counts of ``runs`` with today's bank, grader and decisions: read from the kept
     runs' heads where they hold, else from a re-grade (``regrade``) of the other runs."""
 
+    # read before anything else, as regrade reads them (a kept report's key is made of them)
+    marks, decisions_mark = store.cell_marks([r.id for r in runs]), store.adjudications_mark()
     banks, missing = load_banks(store, runs)
     runs = [r for r in runs if r.bank_path in banks]
     by_id = {r.id: r for r in runs}
     items = {path: bank.by_case() for path, bank in banks.items()}
-    heads = graded_runs.read_heads(store, by_id, {p: questions_key(b) for p, b in banks.items()},
-                                   rules_key()) if by_id else {}
+    questions = {p: questions_key(b) for p, b in banks.items()}
+    rules = rules_key()
+    heads = graded_runs.read_heads(store, by_id, questions, rules, marks) if by_id else {}
     rest = [r for r in runs if r.id not in heads]
     if rest:  # graded (each process keeping the finished runs), only their heads brought back
         heads.update({i: graded_runs.parse_head("", head) for i, head in
@@ -121,16 +167,23 @@ def tallied(store: Store, runs: Sequence[Run], *, parallel: bool = False) -> Tal
         items[r.bank_path][case].digest in decided for case in heads[r.id].questions)]
     full = regrading.regrade(store, reviewed, parallel=parallel) if reviewed else None
     fresh = tally(full.cells) if full else {}
+    values = _costs(full.cells) if full else {}
     reviewed_ids = {r.id for r in reviewed}
     tallies: dict[int, dict[str, CellCount]] = {}
+    cost: dict[int, dict[str, list]] = {}
     for i in sorted(by_id):  # cells come in run order, as regrade's do
         if i in reviewed_ids:
             if i in fresh:
                 tallies[i] = fresh[i]
+                cost[i] = {k: graded_runs.cost_of(v) for k, v in values[i].items()}
         elif heads[i].questions:
-            tallies[i] = {case: CellCount(*q[:4], tuple(map(tuple, q[6])))
+            tallies[i] = {case: CellCount(*q[:4], q[7], q[8], tuple(map(tuple, q[6])))
                           for case, q in heads[i].questions.items()}
+            cost[i] = heads[i].cost
     cells: dict[tuple[int, str], list[GradedCell]] = {}
     for c in full.cells if full else ():
         cells.setdefault((c.run_id, c.case_no), []).append(c)
-    return Tallied(runs, banks, missing, tallies, items, cells)
+    keys = graded_runs.run_keys(store, {i: r for i, r in by_id.items() if i not in values},
+                                questions, rules, marks)
+    return Tallied(runs, banks, missing, tallies, items, cells, cost, store, marks,
+                   decisions_mark, values, keys)

@@ -274,8 +274,8 @@ def runs():
     listed = store().list_runs(agent, version, limit=RUNS_SHOWN + 1)
     more, listed = len(listed) > RUNS_SHOWN, listed[:RUNS_SHOWN]
     asked = kinds.ask("overview", store(), SERVICE, agent=agent)
-    regraded = asked.inputs.cells()  # each run's own figures, beside its version's verdict
-    rows = ov.run_rows(regraded, listed, asked.report())
+    tallied = asked.inputs.tallies()  # each run's own figures, beside its version's verdict
+    rows = ov.run_rows(tallied, listed, asked.report())
     counts = store().status_counts_of([row["run"].id for row in rows])
     for row in rows:
         row["done"] = sum(counts[row["run"].id].values())
@@ -290,7 +290,7 @@ def runs():
                            version=version, more=more, shown=RUNS_SHOWN,
                            agents=_agent_names() if is_admin() else [],
                            max_repeats=current_app.config["MAX_REPEATS"],
-                           missing_banks=regraded.missing_banks, **following)
+                           missing_banks=tallied.missing_banks, **following)
 
 
 def _following(runs: list[Run], counts: dict[int, dict[str, int]] | None = None) -> dict:
@@ -632,8 +632,9 @@ def _queue(agent: str | None, blind: bool):
     if not runs:
         return [], []
     # the queue is needs_human replies, whose texts are kept with their grades: no other
-    # reply's text is read (a year of history: 100,000 texts read and digested for nothing)
-    regraded = regrade(store(), runs, texts=False)
+    # reply's text is read (a year of history: 100,000 texts read and digested for nothing),
+    # and of a kept run only the questions whose head counts a needs_human cell are decoded
+    regraded = regrade(store(), runs, texts=False, open_only=True)
     items = review.queue(regraded, agent)
     if blind:
         random.Random(session.get("blind_seed", 0)).shuffle(items)
