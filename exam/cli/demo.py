@@ -40,6 +40,7 @@ def _serve_demo(port: int):
 
         from exam.demo.main import write_registry
         from exam.pipeline.worker import start_in_thread
+        from exam.reports.kept import keep_finished
         from exam.web.app import create_app
         from exam.web.server import ListenError
         from exam.web.server import serve as serve_app
@@ -66,7 +67,8 @@ def _serve_demo(port: int):
             f"  exam runs\n"
             f"  exam run W1 W2 W3 --version v3 --repeats 3")
         try:
-            serve_app(app, "127.0.0.1", port, after_fork=lambda: start_in_thread(db, str(registry)))
+            serve_app(app, "127.0.0.1", port, after_fork=lambda: start_in_thread(
+                db, str(registry), after=keep_finished))
         except ListenError as exc:
             raise InputError(str(exc)) from None
         click.echo("demo stopped", err=True)  # the server returns only on Ctrl-C

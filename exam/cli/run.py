@@ -35,6 +35,7 @@ def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
     from exam.pipeline.progress import Progress
     from exam.pipeline.runner import TAKEN_OVER, execute
     from exam.pipeline.runner import Interrupted as RunInterrupted
+    from exam.reports.kept import keep_finished
 
     totals = {}
     for job in jobs:
@@ -53,6 +54,8 @@ def _execute(store, jobs, quiet: bool = False) -> dict[int, str]:
         with renewed(store, [job.run.id for job in jobs]):
             final = execute(store, jobs, progress)
         for run_id, status in final.items():
+            if status == RunState.DONE:  # what its pages read, made now, not on a first view
+                keep_finished(store, run_id)
             if status == TAKEN_OVER:
                 click.echo(f"run {run_id}: taken over by another process (`exam resume` or a "
                            f"worker), which runs the rest; this one stopped", err=True)

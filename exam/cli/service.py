@@ -30,6 +30,7 @@ def worker_cmd(once, host_id, lease_s, agents, db) -> None:
     import signal
 
     from exam.pipeline.worker import work_forever, work_once
+    from exam.reports.kept import keep_finished
     from exam.store import LEASE_S
 
     lease_s = lease_s or LEASE_S
@@ -38,12 +39,12 @@ def worker_cmd(once, host_id, lease_s, agents, db) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     if once:
         store = open_store(db)
-        run_id = work_once(store, agents, lease_s)
+        run_id = work_once(store, agents, lease_s, after=keep_finished)
         click.echo(f"run {run_id} finished" if run_id else "nothing queued")
         return
     signal.signal(signal.SIGTERM, _stop)  # systemd's stop, a deploy: like Ctrl-C
     try:
-        work_forever(db, agents, stale_after_s=lease_s)
+        work_forever(db, agents, stale_after_s=lease_s, after=keep_finished)
     except KeyboardInterrupt:  # a run it held is handed back and logged as such ("given back")
         click.echo("worker stopped", err=True)
 
@@ -73,12 +74,13 @@ def serve_cmd(host, port, no_worker, dev, agents, db) -> None:
     Exit status: 0 stopped · 2 bad input (a missing token, a bad setting, the store).
     """
     from exam.pipeline.worker import start_in_thread
+    from exam.reports.kept import keep_finished
     from exam.web.app import create_app
     from exam.web.server import serve
 
     overrides = {k: v for k, v in (("DB", db), ("AGENTS", agents)) if v}
     app = create_app(overrides)
     queue_worker = None if no_worker else (
-        lambda: start_in_thread(app.config["DB"], app.config["AGENTS"]))
+        lambda: start_in_thread(app.config["DB"], app.config["AGENTS"], after=keep_finished))
     click.echo(f"serving on http://{host}:{port}/ (Ctrl-C stops)", err=True)
     serve(app, host, port, dev=dev, after_fork=queue_worker)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from exam.errors import (
     ExamError,
@@ -32,9 +33,15 @@ STALE_AFTER_S = LEASE_S  # the lease: a run not renewed for this long is taken o
 RETRY_S, RETRY_MAX_S = 5.0, 60.0  # a store lost while working: tried again, doubling
 
 
+AfterRun = Callable[[Store, int], object]  # called with each run finished as done
+
+
 def work_once(store: Store, agents_path: str | None = None,
-              stale_after_s: float = STALE_AFTER_S) -> int | None:
-    """Claim and finish one run; returns its id, or None when there was nothing to do."""
+              stale_after_s: float = STALE_AFTER_S, after: AfterRun | None = None
+              ) -> int | None:
+    """Claim and finish one run; returns its id, or None when there was nothing to do.
+    ``after``: called once the run is done (``exam serve`` and ``exam worker`` keep what its
+    pages read: exam/reports/kept.py, which this layer does not import)."""
     run = store.claim_run(owner_id(), stale_after_s)
     if run is None:
         return None
@@ -46,11 +53,14 @@ def work_once(store: Store, agents_path: str | None = None,
         log.info("run %s: %s %s claimed", run.id, run.agent, run.version)
     every_s = beat_every(stale_after_s)
     with renewed(store, [run.id], every_s):
-        _work_on(store, run, agents_path)
+        final = _work_on(store, run, agents_path)
+    if after is not None and final == RunState.DONE:  # the lease given up: others may go on
+        after(store, run.id)
     return run.id
 
 
-def _work_on(store: Store, run: Run, agents_path: str | None) -> None:
+def _work_on(store: Store, run: Run, agents_path: str | None) -> str | None:
+    """The run's final state (None when it did not get one here)."""
     try:
         job = job_for(store, run.id, load_registry(agents_path).get(run.agent))
         for warning in job.agent.warnings:
@@ -63,6 +73,7 @@ def _work_on(store: Store, run: Run, agents_path: str | None) -> None:
             if store.release_run(run):
                 log.warning("run %s: %s; given back to the queue, the next worker finishes it",
                             run.id, why)
+        return final.get(run.id)
     except (KeyboardInterrupt, Interrupted):  # told to stop (Ctrl-C, SIGTERM): hand it back
         if store.release_run(run):
             log.warning("run %s: given back to the queue; the next worker finishes it", run.id)
@@ -81,11 +92,12 @@ def _work_on(store: Store, run: Run, agents_path: str | None) -> None:
                                                    f"{' '.join(str(exc).split())[:300]}")
         except Exception:
             log.exception("run %s: could not record the failure", run.id)
+    return None
 
 
 def work_forever(db: str | None, agents_path: str | None, poll_s: float = 1.0,
                  stop: threading.Event | None = None,
-                 stale_after_s: float = STALE_AFTER_S) -> None:
+                 stale_after_s: float = STALE_AFTER_S, after: AfterRun | None = None) -> None:
     """Claim and finish runs until ``stop`` is set. A store that cannot be opened at the start
     for good (a wrong ``EXAM_DB``) raises at once, one that cannot be reached yet is waited for
     (``_opened``); one lost later (PostgreSQL restarting, a failover,
@@ -107,7 +119,7 @@ def work_forever(db: str | None, agents_path: str | None, poll_s: float = 1.0,
                 # through an upgrade) is refused here, as at the start: nothing is claimed
                 # with old code
                 store.check_schema()
-                did = work_once(store, agents_path, stale_after_s)
+                did = work_once(store, agents_path, stale_after_s, after)
                 # given back because the store went away mid-run: wait as for a lost store
                 # before claiming it again (each claim sends cells to the agent)
                 if did is not None and store.get_run(did).status == RunState.QUEUED:
@@ -162,13 +174,14 @@ class _Outage:
             self.on, self.wait_s = False, RETRY_S
 
 
-def start_in_thread(db: str | None, agents_path: str | None) -> threading.Event:
+def start_in_thread(db: str | None, agents_path: str | None,
+                    after: AfterRun | None = None) -> threading.Event:
     """For ``exam serve``: a worker in this process; set the returned event to stop it."""
     stop = threading.Event()
 
     def work() -> None:
         try:
-            work_forever(db, agents_path, 1.0, stop)
+            work_forever(db, agents_path, 1.0, stop, after=after)
         except ExamError as exc:  # a damaged store: one line in the log, not a traceback
             log.error("worker stopped: %s", exc)
 

@@ -68,7 +68,7 @@ def test_a_worker_that_loses_the_store_tries_again_and_goes_on(tmp_path, caplog,
             raise StoreError(f"{db}: {outage.pop()}")
         return real_check(self)
 
-    def work_once(store, agents_path, stale_after_s):
+    def work_once(store, agents_path, stale_after_s, after=None):
         back.set()
         return None
 
@@ -141,7 +141,7 @@ def test_a_run_given_back_is_not_claimed_again_at_once(tmp_path, caplog, monkeyp
     claims: list[float] = []
     waits: list[float] = []
 
-    def work_once(store, agents_path, stale_after_s):
+    def work_once(store, agents_path, stale_after_s, after=None):
         claims.append(time.monotonic())
         return 7
 

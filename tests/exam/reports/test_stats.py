@@ -187,11 +187,10 @@ def test_a_versions_headline_rate_weighs_each_question_once_and_sits_in_its_inte
     from exam.reports.overview import figures
     from exam.reports.stats import rate_of_cells
 
-    cells = [Cell(run_id=1, changed=False, case_no=f"Q{i}", verdict="pass", run_status="ok", model_calls=None,
-                  tokens=None, latency_ms=None, attempts=1)
-             for i in range(19) for _ in range(3)]
-    cells += [Cell(run_id=1, changed=False, case_no="Q19", verdict="pass" if r < 10 else "fail", run_status="ok",
-                   model_calls=None, tokens=None, latency_ms=None, attempts=1)
+    same = dict(run_id=1, changed=False, run_status="ok", model_calls=None, tokens=None,
+                latency_ms=None, attempts=1)
+    cells = [Cell(case_no=f"Q{i}", verdict="pass", **same) for i in range(19) for _ in range(3)]
+    cells += [Cell(case_no="Q19", verdict="pass" if r < 10 else "fail", **same)
               for r in range(30)]  # a settled question: 10 of 30
     rate = rate_of_cells(cells)
     assert rate["rate"] == (19 + 10 / 30) / 20  # not 67/87, the pooled cells

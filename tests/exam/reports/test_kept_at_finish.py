@@ -1,0 +1,70 @@
+"""What a run leaves kept when it finishes (exam/reports/kept.py): its graded cells with their
+head and its agent's walk, so the overview's and the runs page's first view after it reads
+what is kept and no cell; a failure there never costs the run."""
+
+from __future__ import annotations
+
+import logging
+
+from exam.pipeline.runner import queue_run
+from exam.pipeline.worker import work_once
+from exam.reports import kinds
+from exam.reports.inputs import SERVICE
+from exam.reports.kept import keep_finished
+from exam.reports.regrade import regrade
+from exam.store import Store
+from tests.exam.helpers import agent_for, registry_env, write_bank
+from tests.exam.reports.test_grade_cache import select_runs
+from tests.exam.reports.test_graded_runs import kept, small_history
+from tests.exam.reports.test_overview_counts import no_cells
+from tests.fakes.agent import FakeAgent
+
+
+def test_a_run_kept_at_its_end_gives_a_first_view_that_reads_no_cell(tmp_path, monkeypatch):
+    history = small_history(tmp_path)
+    store = history.store
+    run_id = history.run("A", "v3", {"A-01": "ppp", "A-02": "fh", "A-03": "pp"})
+    assert keep_finished(store, run_id)
+    assert set(kept(store)) == {r.id for r in select_runs(store)}
+    with monkeypatch.context() as m:
+        whole = no_cells(m)
+        m.setattr(Store, "keep_changes", lambda *a: (_ for _ in ()).throw(
+            AssertionError("the walk was made again")))
+        first = kinds.build("overview", store, SERVICE)
+        assert whole == []
+    assert first == kinds.build("overview", store, SERVICE)
+    # what is kept is what a fresh re-grade shows
+    from exam.reports import overview as ov
+    assert first == ov.build(regrade(store, select_runs(store), cache=False),
+                             store.ship_records())
+
+
+def test_a_worker_keeps_what_the_pages_read_when_a_run_is_done(tmp_path):
+    store = Store(tmp_path / "exam.db")
+    seen = []
+    try:
+        with FakeAgent() as fake:
+            bank = write_bank(tmp_path, ["ok", "ok", "ok"])
+            registry = registry_env(tmp_path, fake.url, bank, concurrency=1)["EXAM_AGENTS"]
+            run_id = queue_run(store, agent_for(fake.url, bank), "v1")
+            assert work_once(store, registry, after=lambda s, i: seen.append(
+                (i, s.get_run(i).status, keep_finished(s, i)))) == run_id
+        assert seen == [(run_id, "done", True)]
+        assert set(kept(store)) == {run_id}
+    finally:
+        store.close()
+
+
+def test_trouble_keeping_never_costs_the_run(tmp_path, monkeypatch, caplog):
+    history = small_history(tmp_path)
+    store = history.store
+    run_id = max(r.id for r in select_runs(store))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(kinds, "build", broken)
+    with caplog.at_level(logging.ERROR):
+        assert keep_finished(store, run_id) is False
+    assert "could not be kept; the first view makes it" in caplog.text
+    assert store.get_run(run_id).status == "done"
