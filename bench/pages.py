@@ -1,17 +1,19 @@
-"""What the dashboard's list pages cost at a year of history: first view and warm, per page.
+"""What the dashboard's pages and the API's routes cost as history grows: first view and warm.
 
-A store of N replies is built with bench/data.py (3 agents × 8 versions × 20 questions), then
-each page is asked for through Flask's test client, logged in: once cold (nothing kept: the
-replies graded, the runs and walks kept) and three times warm. Each view's CPU (this process's
-user + system time) and wall time are printed and written to bench/pages.json; CPU is the
-figure to compare on a shared machine. ``--profile`` writes a cProfile of the second view of
-each page beside it.
+For each size, a store of N replies is built with bench/data.py (3 agents × 8 versions ×
+20 questions), then each run is finished as the worker finishes one (exam/reports/kept.py:
+its graded cells and its agent's walk kept; the time this takes per run is printed). A fresh
+process then asks for each page through Flask's test client, logged in: the first view, and
+``--views`` warm views whose p50 and p95 are printed with the page's weight. CPU (this
+process's user + system time) is the figure to compare on a shared machine; wall is printed
+beside it. Results go to bench/pages.json; ``--profile`` writes a cProfile of the first warm
+view of each page.
 
-    python bench/pages.py                      # 100,000 replies, /, /runs, /review
-    python bench/pages.py --replies 10000 --paths / /runs /review /discrimination
+    python bench/pages.py                          # 10,000 and 100,000 replies, SQLite
+    python bench/pages.py --replies 1000000        # a decade of history (minutes to build)
     python bench/pages.py --db postgresql://postgres@127.0.0.1:5432/bench_pages
 
-A store already built in ``--dir`` is used again (its first views are then warm).
+A store already built in ``--dir`` is used again.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +35,16 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 TOKEN = "bench-token-3d91"
+TARGETS = {"warm_p95_s": 0.2, "first_s": 1.0, "kb": 300}
+
+
+def paths(last_run: int) -> list[str]:
+    """Every dashboard page and API route that reads history (B1's last version is v8)."""
+    return ["/", "/runs", "/review", "/discrimination", "/compare?agent=B1&old=v7&new=v8",
+            "/scorecard/B1/v8", "/question/B1/B1-001", f"/reply/{last_run}/B1-001/1",
+            "/api/runs", f"/api/runs/{last_run}", f"/api/runs/{last_run}/scorecard",
+            "/api/compare?agent=B1&old=v7&new=v8", "/api/discrimination",
+            "/api/agents/B1/shipped"]
 
 
 def cpu() -> float:
@@ -59,54 +72,110 @@ def view(client, path: str, profile: Path | None = None) -> dict:
     c0, t0 = cpu(), time.perf_counter()
     if prof:
         prof.enable()
-    resp = client.get(path)
+    resp = client.get(path, headers={"Authorization": f"Bearer {TOKEN}"}
+                      if path.startswith("/api/") else {})
     if prof:
         prof.disable()
         prof.dump_stats(profile)
     return {"status": resp.status_code, "kb": round(len(resp.data) / 1024, 1),
-            "cpu_s": round(cpu() - c0, 3), "wall_s": round(time.perf_counter() - t0, 3)}
+            "cpu_s": cpu() - c0, "wall_s": time.perf_counter() - t0}
+
+
+def p95(values: list[float]) -> float:
+    data = sorted(values)
+    return data[min(len(data) - 1, round(0.95 * (len(data) - 1)))]
+
+
+def views(db: str, folder: Path, n: int, profile: bool) -> dict:
+    """In this (fresh) process: each page's first view, then ``n`` warm ones."""
+    from exam.store import Store
+
+    store = Store.open(db)
+    last = max(r.id for r in store.list_runs("B1"))
+    store.close()
+    client = logged_in(db, folder / "agents.yaml")
+    out = {}
+    for path in paths(last):
+        name = re.sub(r"\W+", "_", path).strip("_") or "overview"
+        first = view(client, path)
+        warm = [view(client, path, folder / f"{name}.prof" if profile and i == 0 else None)
+                for i in range(n)]
+        out[path] = {"status": first["status"], "kb": first["kb"],
+                     "first_cpu_s": round(first["cpu_s"], 3),
+                     "first_wall_s": round(first["wall_s"], 3),
+                     "warm_cpu_p50_s": round(statistics.median(w["cpu_s"] for w in warm), 3),
+                     "warm_cpu_p95_s": round(p95([w["cpu_s"] for w in warm]), 3),
+                     "warm_wall_p95_s": round(p95([w["wall_s"] for w in warm]), 3)}
+    return out
+
+
+def prepared(replies: int, folder: Path, db_url: str | None) -> tuple[str, dict]:
+    """The store of ``replies`` replies (built once per folder), every run finished as the
+    worker finishes one; and what that cost."""
+    from data import build_store
+
+    from exam.reports.kept import keep_finished
+    from exam.store import Store
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "agents.yaml").write_text("agents: {}\n", encoding="utf-8")
+    db = folder / "regrade.db"
+    built = None
+    if not db.exists():
+        c0 = cpu()
+        build_store(folder, replies=replies)
+        built = round(cpu() - c0, 1)
+    target = str(db)
+    if db_url:
+        from exam.store.copy import copy_store
+
+        copy_store(str(db), db_url, replace=True)  # a bench database: emptied first
+        target = db_url
+    store = Store.open(target)
+    c0 = cpu()
+    runs = sorted(store.list_runs(), key=lambda r: r.id)
+    for r in runs:  # as the worker does at each run's end (the grade cache filled already)
+        keep_finished(store, r.id)
+    kept = cpu() - c0
+    store.close()
+    return target, {"built_cpu_s": built, "kept_cpu_s_per_run": round(kept / len(runs), 2)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--replies", type=int, default=100_000)
-    parser.add_argument("--paths", nargs="*", default=["/", "/runs", "/review"])
-    parser.add_argument("--dir", type=Path, default=None, help="where the store is built")
-    parser.add_argument("--db", default=None, help="a postgresql:// URL to copy the store to")
+    parser.add_argument("--replies", type=int, nargs="*", default=[10_000, 100_000])
+    parser.add_argument("--views", type=int, default=20, help="warm views per page")
+    parser.add_argument("--dir", type=Path, default=None, help="where the stores are built")
+    parser.add_argument("--db", default=None, help="a postgresql:// URL to copy each store to")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--child", nargs=2, metavar=("DB", "FOLDER"), help=argparse.SUPPRESS)
     args = parser.parse_args()
 
-    from data import build_store
-
-    folder = args.dir or Path(tempfile.mkdtemp(prefix="bench-pages-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    db = folder / "regrade.db"
-    if not db.exists():
-        c0 = cpu()
-        build_store(folder, replies=args.replies)
-        print(f"built {args.replies} replies in {folder} ({cpu() - c0:.1f} s CPU)")
-    target = str(db)
-    if args.db:
-        from exam.store.copy import copy_store
-
-        copy_store(str(db), args.db, replace=True)  # a bench database: emptied first
-        target = args.db
-    registry = folder / "agents.yaml"
-    registry.write_text("agents: {}\n", encoding="utf-8")
-    client = logged_in(target, registry)
-    out = {"replies": args.replies, "backend": "postgresql" if args.db else "sqlite",
-           "load": os.getloadavg()[0], "pages": {}}
-    for path in args.paths:
-        name = path.strip("/").replace("/", "_").replace("?", "_") or "overview"
-        first = view(client, path)
-        warm = [view(client, path, folder / f"{name}.prof" if args.profile and i == 0
-                     else None) for i in range(3)]
-        out["pages"][path] = {"first": first, "warm": warm,
-                              "warm_cpu_median_s": statistics.median(w["cpu_s"] for w in warm)}
-        print(f"{path:16} {first['status']}  {first['kb']:7.1f} KB  first {first['cpu_s']:6.2f} s "
-              f"CPU ({first['wall_s']:6.2f} s wall)  warm {out['pages'][path]['warm_cpu_median_s']:6.2f}"
-              f" s CPU (median of 3)", flush=True)
-    (ROOT / "bench" / "pages.json").write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    if args.child:  # the views, in a process of their own: nothing warm from the build
+        print(json.dumps(views(args.child[0], Path(args.child[1]), args.views, args.profile)))
+        return
+    base = args.dir or Path(tempfile.mkdtemp(prefix="bench-pages-"))
+    out = {"backend": "postgresql" if args.db else "sqlite", "targets": TARGETS, "sizes": {}}
+    for n in args.replies:
+        folder = base / str(n)
+        target, cost = prepared(n, folder, args.db)
+        child = [sys.executable, __file__, "--views", str(args.views), "--child", target,
+                 str(folder)] + (["--profile"] if args.profile else [])
+        pages = json.loads(subprocess.run(child, check=True, capture_output=True,
+                                          text=True).stdout)
+        out["sizes"][n] = {**cost, "load": round(os.getloadavg()[0], 1), "pages": pages}
+        print(f"\n{n:,} replies ({out['backend']}): each run kept at its end in "
+              f"{cost['kept_cpu_s_per_run']} s CPU; load {out['sizes'][n]['load']}")
+        print(f"{'page':44} {'KB':>7} {'first':>7} {'warm p50':>9} {'warm p95':>9}  (CPU s)")
+        for path, p in pages.items():
+            miss = (p["kb"] > TARGETS["kb"] or p["first_cpu_s"] > TARGETS["first_s"]
+                    or p["warm_cpu_p95_s"] > TARGETS["warm_p95_s"] or p["status"] != 200)
+            status = "" if p["status"] == 200 else f" (HTTP {p['status']})"
+            print(f"{path[:44]:44} {p['kb']:7.1f} {p['first_cpu_s']:7.3f} "
+                  f"{p['warm_cpu_p50_s']:9.3f} {p['warm_cpu_p95_s']:9.3f}"
+                  f"{'  ✗' if miss else ''}{status}", flush=True)
+    name = "pages.json" if not args.db else "pages-postgresql.json"
+    (ROOT / "bench" / name).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from sqlalchemy import (
     text,
 )
 
-SCHEMA_VERSION = 16  # the newest Alembic revision's number; SQLite also keeps it in user_version
+SCHEMA_VERSION = 17  # the newest Alembic revision's number; SQLite also keeps it in user_version
 
 metadata = MetaData()
 
@@ -275,8 +275,16 @@ kept_changes = Table(
     Column("changes", Text, nullable=False),
 )
 
+kept_answers = Table(
+    "kept_answers", metadata,
+    Column("slot", Text, primary_key=True),  # a digest of the report and its arguments
+    Column("key", Text, nullable=False),
+    Column("answer", Text, nullable=False),
+)
+
 # every table, parents first (the order a copy writes them in)
 TABLES: tuple[Table, ...] = (runs, cells, attempts, grades, notifications, line_events,
                              line_groups, adjudications, rebalance_snapshots, earlier_cells,
                              earlier_attempts, grade_cache, graded_runs, run_banks,
-                             share_revocations, shipped, settle_rounds, sessions, kept_changes)
+                             share_revocations, shipped, settle_rounds, sessions, kept_changes,
+                             kept_answers)

@@ -24,17 +24,26 @@ What is kept is bounded: ``KEPT`` answers per process, none over ``KEPT_CHARS``,
 ``KEPT_TOTAL_CHARS`` in all (the oldest used go first). Every
 instance keeps its own; one that has not seen the store change reads the same key as one
 that has, because the key is read from the store, not remembered.
+
+Below the process's answers, the store keeps the latest answer of each report and arguments
+(``Store.kept_answer``, one row per slot, under the key above with the code's digest and the
+store's backend added: an upgrade, or a copy to PostgreSQL, makes them again): the first view
+in a new process, on another instance, or after the worker finished a run
+(exam/reports/kept.py makes that run's answers) reads it instead of building it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from exam.grading.keys import questions_key, rules_key
+from exam.reports import changes
 from exam.reports.graded_runs import NOT_KEPT
 from exam.reports.regrade import load_banks
 from exam.store import Run, Store
@@ -42,6 +51,7 @@ from exam.store import Run, Store
 KEPT = 64  # answers per process
 KEPT_CHARS = 2_000_000  # a larger answer (a scorecard of 10,000 cells) is built each time
 KEPT_TOTAL_CHARS = 16_000_000  # all answers kept by a process (~16–48 MB: JSON of CJK text)
+KEPT_STORE_CHARS = 4_000_000  # a larger answer is not kept in the store either
 _kept: OrderedDict[str, str] = OrderedDict()
 _lock = threading.Lock()
 _making: dict[str, _Making] = {}  # keys being made now
@@ -66,6 +76,35 @@ def key(store: Store, runs: Sequence[Run], *parts: Any) -> str | None:
     return hashlib.blake2b(repr(every).encode(), digest_size=20).hexdigest()
 
 
+def _default(value: Any) -> Any:
+    """What JSON cannot say by itself, as Flask's provider says it (a dataclass as a dict)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def api_text(report: Any) -> str:
+    """A report as the API answers it: UTF-8 (Chinese as text), keys sorted, one line."""
+    return json.dumps(report, ensure_ascii=False, sort_keys=True, default=_default) + "\n"
+
+
+def page_text(report: Any) -> str:
+    """A report as a page keeps it: its keys in the order it was built (a page shows them so)."""
+    return json.dumps(report, ensure_ascii=False, default=_default)
+
+
+def api_answer(asked: Any) -> str:
+    """The API's answer of a report asked (``kinds.Asked``), kept."""
+    return answer(asked.inputs.store, asked.runs, lambda: api_text(asked.report()),
+                  *asked.key())
+
+
+def page_answer(asked: Any) -> str:
+    """A page's answer of a report asked (``kinds.Asked``), kept."""
+    return answer(asked.inputs.store, asked.runs, lambda: page_text(asked.report()),
+                  "page", *asked.key())
+
+
 def answer(store: Store, runs: Sequence[Run], make: Callable[[], str], *parts: Any) -> str:
     """The report's text as ``make()`` writes it, kept under its key, or made and kept. Threads
     asking for the same key at once (a dashboard's first view, eight clients starting
@@ -82,13 +121,20 @@ def answer(store: Store, runs: Sequence[Run], make: Callable[[], str], *parts: A
     with making.lock:
         if making.text is not None:  # made while this thread waited
             return making.text
-        try:  # the first to come (or the one before it failed): make it
+        try:  # the first to come (or the one before it failed): read it kept, or make it
+            slot, stored = _stored(store, k, parts)
+            text = store.kept_answer(slot, stored)
+            if text is not None:
+                making.text = text
+                return text
             text = make()
             # make() read its inputs again: one that changed after the key was read (a bank
             # edited, later put back) would leave this answer under a key it was not made
             # from. Kept (and shared) only if the key still holds; else waiters make their own.
             if key(store, runs, *parts) == k:
                 making.text = text
+                if len(text) <= KEPT_STORE_CHARS:
+                    store.keep_answer(slot, stored, text)
         finally:
             with _lock:
                 if making.text is not None and len(making.text) <= KEPT_CHARS:
@@ -99,6 +145,13 @@ def answer(store: Store, runs: Sequence[Run], make: Callable[[], str], *parts: A
                 if _making.get(k) is making:
                     del _making[k]
         return text
+
+
+def _stored(store: Store, k: str, parts: Sequence[Any]) -> tuple[str, str]:
+    """(slot, key) of an answer kept in the store: one slot per report and arguments; the key
+    adds the code and the backend to the process's key (kept across upgrades and copies)."""
+    slot = hashlib.blake2b(repr(parts).encode(), digest_size=20).hexdigest()
+    return slot, f"{k}|code={changes.code_digest()}|db={store.backend}"
 
 
 class _Making:

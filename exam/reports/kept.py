@@ -2,23 +2,38 @@
 view after it (issue 35: a page's first view at a year of history in ≤ 1 s).
 
 A finished run's graded cells are kept whole with their counts and cost in its head
-(exam/reports/graded_runs.py), and its agent's walk over every version is kept
-(exam/reports/changes.py). Both are made lazily by the first report that needs them; the
-worker and ``exam run`` make them here as each run ends, so the overview, the runs page and
-discrimination read what is kept. Never fatal: the run is stored and done whatever happens
-here, and a report makes whatever is missing on its own.
+(exam/reports/graded_runs.py), its agent's walk over every version is kept
+(exam/reports/changes.py), and the answers its LINE links and the dashboard open first are
+kept in the store (exam/reports/answer_cache.py): its version's scorecard and that version's
+verdict against the last version shipped before it, as a page and as the API gives them, and
+discrimination. Each is made lazily by the first view that needs it; the worker and
+``exam run`` make them here as each run ends, so those first views read what is kept. Never
+fatal: the run is stored and done whatever happens here, and a view makes whatever is missing
+on its own.
 """
 
 from __future__ import annotations
 
 import logging
 
-from exam.errors import StoreError
-from exam.reports import kinds
+from exam.errors import ExamError, StoreError
+from exam.reports import answer_cache, kinds
 from exam.reports.inputs import LOCAL
 from exam.store import Store
 
 log = logging.getLogger("exam.reports.kept")
+
+
+def _asked_first(agent: str, version: str) -> list[tuple[str, dict]]:
+    """The reports a finished run's pages ask for first, with the arguments they ask with
+    (kinds.parse of what their query holds, so the keys are the views' own)."""
+    def parsed(name: str, **query: str) -> dict:
+        return kinds.parse(kinds.get(name), lambda n: [query[n]] if n in query else [])
+
+    return [("scorecard", parsed("scorecard") | {"agent": agent, "version": version}),
+            ("compare", parsed("compare", agent=agent, new=version) | {"old": None}),
+            ("discrimination", parsed("discrimination")),
+            ("discrimination", parsed("discrimination", agent=agent))]
 
 
 def keep_finished(store: Store, run_id: int) -> bool:
@@ -27,6 +42,16 @@ def keep_finished(store: Store, run_id: int) -> bool:
     try:
         run = store.get_run(run_id)
         kinds.build("overview", store, LOCAL, agent=run.agent)
+        for name, args in _asked_first(run.agent, run.version):
+            try:
+                asked = kinds.ask(name, store, LOCAL, **args)
+                answer_cache.page_answer(asked)
+                if kinds.get(name).api_path is not None:
+                    answer_cache.api_answer(asked)
+            except StoreError:
+                raise
+            except ExamError:  # nothing to compare with yet (the first version), and the like
+                continue
         return True
     except StoreError as exc:  # the store went away meanwhile: the worker's own loop says so
         log.warning("run %s: what its pages read is not kept yet (%s); the first view makes it",

@@ -8,7 +8,7 @@ Grouping is one pass over the cells (a dict keyed by what a reader would see twi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 # the order a scorecard row lists its outcomes in: what needs someone first
@@ -70,3 +70,12 @@ def same_evidence(cells: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                    tuple(check.get("missing") or ()), tuple(check.get("unexpected") or ()))
             lines.setdefault(key, {"cells": [], "check": check})["cells"].append(c)
     return list(lines.values())
+
+
+def most_first(lines: Sequence[Mapping[str, Any]], shown: int | None = None
+               ) -> list[Mapping[str, Any]]:
+    """Evidence lines (``same_evidence``), the ones that hold for the most cells first (ties in
+    first-seen order); with ``shown``, that many: a page over a year of varied replies shows
+    what most of them say, and links to the rest, instead of every distinct line."""
+    ordered = sorted(lines, key=lambda line: -len(line["cells"]))
+    return ordered if shown is None else ordered[:shown]

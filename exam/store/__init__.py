@@ -12,6 +12,7 @@ One module per concept, each owning its tables' SQL and its methods:
 - ``runs``: runs made, read, counted; ``leases``: which process may write a run;
 - ``commit``: the group commit of finished cells; ``cells``: cells, attempts, bodies read;
 - ``grades``: the grade cache and kept graded runs; ``changes``: kept change verdicts;
+  ``answers``: kept report answers;
 - ``review``: people's decisions; ``shipped``: versions shipped by hand;
 - ``notifications``: pushes and LINE events; ``access``: sessions and share revocations;
 - ``snapshots``: rebalance snapshots; ``failures``: what a database error means.
@@ -27,6 +28,7 @@ import inspect
 
 from exam.records import AttemptRow, CellRow
 from exam.store.access import REVOCATION_AFTER_EXPIRY_S, Access, Revocation
+from exam.store.answers import Answers
 from exam.store.base import DEFAULT_DB, StoreBase
 from exam.store.cells import Cells
 from exam.store.changes import Changes
@@ -48,8 +50,8 @@ __all__ = [
 ]
 
 
-class Store(CellCommit, Leases, Runs, Cells, Grades, Changes, Review, Shipped, Notifications,
-            Access, Snapshots, StoreBase):
+class Store(CellCommit, Leases, Runs, Cells, Grades, Changes, Answers, Review, Shipped,
+            Notifications, Access, Snapshots, StoreBase):
     """One opened store: every concept's methods on one connection (``StoreBase``)."""
 
 

@@ -17,8 +17,8 @@ from exam import names
 from exam.errors import ExamError, NoSuchRun, StoreError
 from exam.notify import names as channels
 from exam.records import RunState
-from exam.reports import answer_cache, baseline, kinds
-from exam.reports.inputs import SERVICE
+from exam.reports import answer_cache, baseline, changes, kinds
+from exam.reports.inputs import SERVICE, Inputs
 from exam.reports.regrade import outcome
 from exam.reports.selection import SelectionError, report_runs, watch_of
 from exam.web.auth import STORE_AWAY, bearer_ok, shown_error, viewer_bearer_ok
@@ -221,10 +221,8 @@ def _kept_json(asked):
     """The report as ``jsonify`` writes it; kept per process while none of its inputs change
     (exam.reports.answer_cache), so asking again does not build it again."""
 
-    provider = current_app.json
-    text = answer_cache.answer(asked.inputs.store, asked.runs,
-                       lambda: provider.dumps(asked.report()) + "\n", *asked.key())
-    return current_app.response_class(text, mimetype=provider.mimetype)
+    return current_app.response_class(answer_cache.api_answer(asked),
+                                      mimetype=current_app.json.mimetype)
 
 
 def _shipped_json(agent: str, status: int = 200):
@@ -233,8 +231,10 @@ def _shipped_json(agent: str, status: int = 200):
     except SelectionError as exc:
         return jsonify(error=str(exc)), 404
     records = store().ship_records(agent)
-    shipped = baseline.shipped_version(SERVICE.cells(store(), runs), agent, records)
-    return jsonify(agent=agent, shipped=shipped.as_dict() if shipped else None,
+    # the agent's walk as the overview keeps it: read under its key, made only when not kept
+    inputs = Inputs(store(), runs, SERVICE)
+    _, shipped = changes.walked(inputs.tallies(), agent, records, inputs.cells)
+    return jsonify(agent=agent, shipped=shipped,
                    decisions=[r.as_dict() for r in records]), status
 
 

@@ -420,10 +420,7 @@ def _kept_report(asked: kinds.Asked) -> dict:
     built (the API's answer sorts its keys: a page shows them as made)."""
     import json
 
-    text = answer_cache.answer(store(), asked.runs,
-                               lambda: current_app.json.dumps(asked.report(), sort_keys=False),
-                               "page", *asked.key())
-    return json.loads(text)
+    return json.loads(answer_cache.page_answer(asked))
 
 
 @bp.get("/scorecard/<agent>/<version>")

@@ -68,3 +68,34 @@ def test_trouble_keeping_never_costs_the_run(tmp_path, monkeypatch, caplog):
         assert keep_finished(store, run_id) is False
     assert "could not be kept; the first view makes it" in caplog.text
     assert store.get_run(run_id).status == "done"
+
+
+def test_the_pages_a_finished_runs_links_open_first_are_kept_for_every_process(tmp_path,
+                                                                               monkeypatch):
+    """Its version's scorecard (with its verdict) and the default compare, as pages and as the
+    API answers them, and discrimination: a process that never built them shows them."""
+    from exam.reports import answer_cache, compare, discrimination, scorecard
+    from exam.web.app import create_app
+
+    history = small_history(tmp_path)
+    run_id = history.run("A", "v3", {"A-01": "ppp", "A-02": "fh", "A-03": "pp"})
+    assert keep_finished(history.store, run_id)
+    answer_cache.clear()  # a new process: only the store's answers
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("built on the first view")
+
+    for module in (scorecard, compare, discrimination):
+        monkeypatch.setattr(module, "build", refuse)
+    app = create_app({"API_TOKEN": "t-3e1f9", "DB": str(tmp_path / "exam.db"), "TESTING": True})
+    client = app.test_client()
+    auth = {"Authorization": "Bearer t-3e1f9"}
+    try:
+        for path in ("/scorecard/A/v3", "/compare?agent=A&new=v3", "/discrimination",
+                     "/discrimination?agent=A", "/api/compare?agent=A&new=v3",
+                     "/api/discrimination", "/api/agents/A/shipped"):
+            resp = client.get(path, headers=auth)
+            assert resp.status_code == 200, (path, resp.text[:300])
+        assert "hold" in client.get("/scorecard/A/v3", headers=auth).text
+    finally:
+        answer_cache.clear()

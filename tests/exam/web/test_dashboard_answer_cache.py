@@ -116,3 +116,37 @@ def test_a_kept_page_is_the_page_built_afresh_after_every_change(site):
     add_cell(history.store, first, "A-02", 2, HUMAN)
     later = views()
     assert later == afresh() and later["/scorecard/A/v1"] != now["/scorecard/A/v1"]
+
+
+def test_a_new_process_reads_the_answer_the_store_keeps_and_never_one_made_from_else(site,
+                                                                                  monkeypatch):
+    """Below each process's answers the store keeps the latest one per report and arguments:
+    a process that never built it (another instance, a restart) shows it without building; a
+    cell that arrives, or another code digest, gives a key nothing is kept under."""
+    from exam.reports import changes, scorecard
+
+    history, app = site
+    path = "/scorecard/A/v1"
+    client = app.test_client()
+    first = _page(client, path)
+    answer_cache.clear()  # a new process
+    real = scorecard.build
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("built again")
+
+    monkeypatch.setattr(scorecard, "build", refuse)
+    assert _page(client, path) == first
+    answer_cache.clear()
+    monkeypatch.setattr(changes, "code_digest", lambda: "an upgrade")
+    with pytest.raises(AssertionError, match="built again"):
+        client.get(path, headers=AUTH)
+    monkeypatch.setattr(scorecard, "build", real)
+    upgraded = _page(client, path)
+    assert upgraded == first
+    answer_cache.clear()
+    monkeypatch.setattr(scorecard, "build", refuse)
+    add_cell(history.store, min(r.id for r in history.store.list_runs("A", "v1")), "A-02", 9,
+             HUMAN)
+    with pytest.raises(AssertionError, match="built again"):
+        client.get(path, headers=AUTH)
