@@ -254,15 +254,18 @@ def open_questions(q: list) -> bool:
 
 def read(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, str],
          items: Mapping[str, Mapping[str, Item]], rules: str, keep_text: bool,
-         wanted: Callable[[list], bool] | None = None
+         wanted: Callable[[list], bool] | None = None, case_no: str | None = None
          ) -> tuple[dict[int, tuple[list[tuple], list[str]]], dict[int, str]]:
     """The runs whose kept cells are current, decoded (with ``wanted``, only the questions
-    whose head row it accepts); and the key each other run's cells are to be kept under once
-    graded (made from the mark read before they are loaded)."""
+    whose head row it accepts; with ``case_no``, that question's alone, and only its replies'
+    texts read); and the key each other run's cells are to be kept under once graded (made
+    from the mark read before they are loaded)."""
+    if case_no is not None:
+        wanted = lambda q: q[0] == case_no  # noqa: E731 — the head row's case
     marks = store.cell_marks(list(by_id))
     keys = run_keys(store, by_id, questions, rules, marks)
     raw = store.graded_runs(keys)
-    texts = store.cell_texts(list(raw)) if keep_text and raw else {}
+    texts = store.cell_texts(list(raw), case_no) if keep_text and raw else {}
     # read again: a cell that arrived or was retried while these were read is not in them
     # (without texts, a row kept under the first mark is that moment's cells, whole)
     after = store.cell_marks(list(by_id)) if keep_text and raw else marks

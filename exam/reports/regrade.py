@@ -389,8 +389,8 @@ def _cached_share(store: Store, by_id: dict[int, Run], items: dict[str, dict[str
 
 
 def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
-            cache: bool = True, texts: bool | None = None, open_only: bool = False
-            ) -> Regraded:
+            cache: bool = True, texts: bool | None = None, open_only: bool = False,
+            case_no: str | None = None) -> Regraded:
     """Re-grade every stored cell of ``runs`` with today's bank and grader.
 
     ``parallel`` grades large stores on every core, each process loading its own share of
@@ -400,7 +400,8 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
     its cells' texts (needs_human replies keep theirs). ``cache=False`` grades every reply
     afresh and leaves the grade cache alone (the tests compare the two). ``open_only``: of a
     kept run, only the questions with a cell that needs a person (the review queue: a year of
-    history has few, and no other cell is decoded); other runs are graded whole.
+    history has few, and no other cell is decoded); other runs are graded whole. ``case_no``:
+    of a kept run, that question's cells alone (the question page); others hold every cell.
     """
 
     keep_text = not parallel if texts is None else texts
@@ -417,7 +418,8 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
         # finished runs whose graded cells are kept under today's key: one row each
         kept, keys = graded_runs.read(store, by_id, {p: questions_key(b) for p, b in banks.items()},
                                       items, rules, keep_text=keep_text,
-                                      wanted=graded_runs.open_questions if open_only else None)
+                                      wanted=graded_runs.open_questions if open_only else None,
+                                      case_no=case_no)
         served = {i: ([GradedCell(*t) for t in rows], gone) for i, (rows, gone) in kept.items()}
     rest = {i: r for i, r in by_id.items() if i not in served}
     done = None

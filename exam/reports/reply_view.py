@@ -55,7 +55,7 @@ def question(store: Store, agent: str, case_no: str, versions: Sequence[str] = (
     """Every stored reply of ``agent`` to ``case_no``, grouped by version (these versions, in
     the order given; or every version, oldest first)."""
     runs = [r for r in select_runs(store, agent) if not versions or r.version in versions]
-    regraded = regrade(store, runs)
+    regraded = regrade(store, runs, case_no=case_no)  # that question's cells and texts alone
     by_version: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for c in regraded.cells:
         if c.case_no == case_no:

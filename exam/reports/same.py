@@ -79,3 +79,8 @@ def most_first(lines: Sequence[Mapping[str, Any]], shown: int | None = None
     what most of them say, and links to the rest, instead of every distinct line."""
     ordered = sorted(lines, key=lambda line: -len(line["cells"]))
     return ordered if shown is None else ordered[:shown]
+
+
+def biggest_first(groups: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Groups of the same reply (``same_replies``), the biggest first (ties in first-seen order)."""
+    return sorted(groups, key=lambda g: -len(g["others"]))

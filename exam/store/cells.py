@@ -136,13 +136,16 @@ class Cells(StoreBase):
         return {i: (a, b) for i, (a, b) in out.items()}
 
 
-    def cell_texts(self, run_ids: Sequence[int]) -> dict[tuple[int, str, int], str | None]:
-        """{(run id, case, repeat): reply text} of these runs' cells."""
+    def cell_texts(self, run_ids: Sequence[int], case_no: str | None = None
+                   ) -> dict[tuple[int, str, int], str | None]:
+        """{(run id, case, repeat): reply text} of these runs' cells (of one question)."""
         if not run_ids:
             return {}
         c = cells.c
-        return {(r[0], r[1], r[2]): r[3] for r in self._rows(
-            select(c.run_id, c.case_no, c.repeat, c.text).where(c.run_id.in_(list(run_ids))))}
+        stmt = select(c.run_id, c.case_no, c.repeat, c.text).where(c.run_id.in_(list(run_ids)))
+        if case_no is not None:
+            stmt = stmt.where(c.case_no == case_no)
+        return {(r[0], r[1], r[2]): r[3] for r in self._rows(stmt)}
 
 
     def attempts(self, run_id: int, case_no: str, repeat: int) -> list[AttemptRow]:

@@ -58,6 +58,8 @@ bp = Blueprint("dashboard", __name__)
 bp.jinja_loader = FunctionLoader(lambda name: kinds.templates().get(name))
 OPEN = {"dashboard.login", "dashboard.static", "dashboard.share"}
 RUNS_SHOWN = 200  # the newest runs the runs page lists; it says so when there are more
+REPLY_GROUPS_SHOWN = 10  # different replies per version on the question page, a page at a time
+OTHERS_SHOWN = 50  # the same reply's other cells listed under it (the rest counted)
 REFRESH_S = 10  # a page showing a run not done yet reloads itself this often (_refresh.html)
 MESSAGE_CHARS = 300  # the longest message a form leaves for the next page
 # the only state-changing routes a viewer may use: to sign in and out
@@ -535,10 +537,14 @@ def question(agent: str, case_no: str):
     """Every reply to one question; with old= and new=, the two versions side by side."""
 
     versions = [v for v in (request.args.get("old"), request.args.get("new")) if v]
+    raw = request.args.get("start", "0")
+    start = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 9 else 0
     view = reply_view.question(store(), agent, case_no, versions)
     if not any(col["cells"] for col in view["columns"]):
         abort(404)
-    return render_template("question.html", q=view, missing_banks=view["missing_banks"])
+    # a year of varied replies: each version's most common ones, the rest a page at a time
+    return render_template("question.html", q=view, missing_banks=view["missing_banks"],
+                           start=start, shown=REPLY_GROUPS_SHOWN, others_shown=OTHERS_SHOWN)
 
 
 @bp.get("/compare")

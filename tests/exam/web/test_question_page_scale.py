@@ -1,0 +1,66 @@
+"""The question page over a long history: only that question's cells and reply texts are
+read, each version's most common replies come first, ten different ones at a time with a link
+to the next, and a reply given hundreds of times lists fifty of its cells and counts the rest."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from exam.reports import reply_view
+from exam.store import Store
+from exam.web.app import create_app
+from tests.exam.conftest import FAIL, PASS
+from tests.exam.reports.test_graded_runs import add_cell, small_history
+
+TOKEN = "question-page-token-71ac"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def site(tmp_path):
+    history = small_history(tmp_path)
+    store = history.store
+    v2 = max(r.id for r in store.list_runs("A", "v2"))
+    for repeat in range(4, 29):  # 25 different failing replies, each once
+        add_cell(store, v2, "A-01", repeat, f"{FAIL}（第 {repeat} 次）")
+    for repeat in range(29, 129):  # one passing reply given 100 times
+        add_cell(store, v2, "A-01", repeat, PASS)
+    store.set_run_status(v2, "done")
+    app = create_app({"API_TOKEN": TOKEN, "DB": str(tmp_path / "exam.db"), "TESTING": True})
+    yield history, app.test_client(), v2
+    store.close()
+
+
+def test_the_question_page_reads_that_questions_cells_and_texts_alone(site, monkeypatch):
+    history, _, _ = site
+    store = history.store
+    whole = reply_view.question(store, "A", "A-01")  # keeps the runs
+    asked = []
+    real = Store.cell_texts
+
+    def texts(self, run_ids, case_no=None):
+        asked.append(case_no)
+        return real(self, run_ids, case_no)
+
+    monkeypatch.setattr(Store, "cell_texts", texts)
+    assert reply_view.question(store, "A", "A-01") == whole
+    assert asked == ["A-01"]
+    assert sum(len(col["cells"]) for col in whole["columns"]) == 3 + 128
+
+
+def test_ten_different_replies_at_a_time_the_most_common_first(site):
+    _, client, v2 = site
+    page = client.get("/question/A/A-01?new=v2", headers=AUTH).text
+    groups = re.findall(r'class="card reply-group" data-same="(\d+)"', page)
+    assert len(groups) == 10 and groups[0] == "103"  # 3 earlier passes + 100, the same reply
+    assert "×103, same reply" in page and "and 52 more, the same" in page
+    more = re.search(r'id="more-v2">(\d+) more different replies: <a href="([^"]+)"', page)
+    assert more and more.group(1) == "16"
+    following = client.get(more.group(2).replace("&amp;", "&"), headers=AUTH).text
+    assert len(re.findall(r'class="card reply-group"', following)) == 10
+    last = client.get("/question/A/A-01?new=v2&start=20", headers=AUTH).text
+    assert len(re.findall(r'class="card reply-group"', last)) == 6
+    assert 'id="more-v2"' not in last
+    assert client.get("/question/A/A-01?new=v2&start=x", headers=AUTH).status_code == 200
