@@ -100,9 +100,13 @@ def api_answer(asked: Any) -> str:
 
 
 def page_answer(asked: Any) -> str:
-    """A page's answer of a report asked (``kinds.Asked``), kept."""
-    return answer(asked.inputs.store, asked.runs, lambda: page_text(asked.report()),
-                  "page", *asked.key())
+    """A page's answer of a report asked (``kinds.Asked``), kept: what its template shows of
+    it (``ReportKind.shown``, capped), so a view renders what was made once."""
+    def make() -> str:
+        report = asked.report()
+        return page_text(asked.kind.shown(report, True) if asked.kind.shown else report)
+
+    return answer(asked.inputs.store, asked.runs, make, "page", *asked.key())
 
 
 def answer(store: Store, runs: Sequence[Run], make: Callable[[], str], *parts: Any) -> str:

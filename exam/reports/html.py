@@ -164,8 +164,7 @@ def _queue_words(card: dict[str, Any]) -> str:
 
 FILTERS = {"heat": heat, "pct": pct, "num": num, "marks": marks, "as_json": as_json,
            "queue_words": _queue_words, "unbroken": unbroken, "same_replies": same.same_replies,
-           "by_outcome": same.by_outcome, "same_evidence": same.same_evidence,
-           "most_first": same.most_first, "biggest_first": same.biggest_first}
+           "by_outcome": same.by_outcome, "biggest_first": same.biggest_first}
 
 
 def _rebalance_notes(a: dict[str, Any]) -> list[str]:
@@ -200,8 +199,9 @@ def render(kind: str, report: dict[str, Any]) -> str:
 
     k = kinds.get(kind)
     made = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    shown = k.shown(report, False) if k.shown else report  # a file: nothing cut
     return environment().get_template("report.html").render(
-        kind=kind, body=k.html_template, heading=k.html_heading, report=report,
+        kind=kind, body=k.html_template, heading=k.html_heading, report=shown,
         charts=kinds.charts(kind, report),
         title=k.html_title(report) if k.html_title else kind.capitalize(),
         made=made, missing_banks=report.get("missing_banks", []))

@@ -94,6 +94,10 @@ class ReportKind:
     html_heading: bool = True  # report.html shows the title as <h1> (False: the body has one)
     charts: Callable[[Report], dict[str, Any]] | None = None
     templates: dict[str, str] = field(default_factory=dict)  # template sources kept in code
+    # what its template shows of it, made once (kept with a page's answer, not at every view):
+    # (report, capped) → the view; ``capped`` for a dashboard page (lists cut, the rest a
+    # link away), not for an HTML file (kept, no dashboard to link to). None: the report
+    shown: Callable[[Report, bool], Report] | None = None
     # -- how it is assembled: the one place, for every surface --
     build: Callable[[Inputs, Args], Report] | None = None  # (graded runs, arguments) → report
     runs: Callable[[Store, Args], list[Run]] = _report_runs  # which runs: SelectionError if none

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from exam.marks import check_lines, paint
-from exam.reports import charts, kinds
+from exam.reports import charts, kinds, same
 from exam.reports.graded_runs import LazyChecks
 from exam.reports.regrade import GradedCell, Regraded
 from exam.reports.selection import report_runs
@@ -394,6 +394,47 @@ def html_title(report: dict[str, Any]) -> str:
     return "Scorecard"
 
 
+LINKS = 12  # replies linked per outcome or piece of evidence (the rest counted)
+EVIDENCE_SHOWN = 5  # pieces of evidence per question on a page (the rest a link away)
+OUTLIERS_SHOWN = 20  # cost outliers listed on a page
+LINK_FIELDS = ("run_id", "repeat", "verdict", "run_status", "attempts", "model_calls", "tokens",
+               "tokens_estimated", "latency_ms")
+
+
+def _linked(cells: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first LINKS cells, with what a link to each says of it."""
+    return [{k: c.get(k) for k in LINK_FIELDS} for c in cells[:LINKS]]
+
+
+def shown(report: dict[str, Any], capped: bool) -> dict[str, Any]:
+    """What _scorecard.html shows of a scorecard: per question its outcomes and its evidence,
+    each line once with how many cells it holds for and the first LINKS of them; ``capped``
+    (a page), each question's EVIDENCE_SHOWN most common pieces of evidence and
+    OUTLIERS_SHOWN cost outliers. A year of history gives a question thousands of cells and
+    hundreds of different failures: a page made of all of them weighed megabytes and cost a
+    second to render on every view; this is made once and kept with the page's answer."""
+    cards = []
+    for card in report["scorecards"]:
+        cases = []
+        for case in card["cases"]:
+            cells = case["cells"]
+            lines = same.same_evidence(cells)
+            kept = same.most_first(lines, EVIDENCE_SHOWN if capped else None)
+            cases.append({**{k: v for k, v in case.items() if k != "cells"}, "n": len(cells),
+                          "outcomes": [{"word": g["word"], "n": len(g["cells"]),
+                                        "cells": _linked(g["cells"])}
+                                       for g in same.by_outcome(cells)],
+                          "evidence": [{**{k: v for k, v in line.items() if k != "cells"},
+                                        "n": len(line["cells"]), "cells": _linked(line["cells"])}
+                                       for line in kept],
+                          "evidence_more": len(lines) - len(kept)})
+        outliers = card["outliers"]
+        shown_outliers = outliers[:OUTLIERS_SHOWN] if capped else outliers
+        cards.append({**card, "cases": cases, "outliers": shown_outliers,
+                      "outliers_more": len(outliers) - len(shown_outliers)})
+    return {**report, "scorecards": cards}
+
+
 def _charts(report: dict[str, Any]) -> dict[str, Any]:
     return {"verdicts": charts.verdict_counts(report["scorecards"])} if report["scorecards"] else {}
 
@@ -412,6 +453,7 @@ def _assembled(inputs: kinds.Inputs, args: kinds.Args) -> dict[str, Any]:
 KIND = kinds.register(kinds.ReportKind(
     name="scorecard", text=render_text, table=table, markdown=markdown, junit_cases=junit_cases,
     html_heading=False, html_template="_scorecard.html", html_title=html_title, charts=_charts,
+    shown=shown,
     build=_assembled, runs=_runs,
     params=(kinds.Param("run_id", "The run.", "int", many=True, default=()),),
     summary="The run's scorecard, re-graded with today's grader and bank",

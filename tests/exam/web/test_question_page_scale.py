@@ -64,3 +64,25 @@ def test_ten_different_replies_at_a_time_the_most_common_first(site):
     assert len(re.findall(r'class="card reply-group"', last)) == 6
     assert 'id="more-v2"' not in last
     assert client.get("/question/A/A-01?new=v2&start=x", headers=AUTH).status_code == 200
+
+
+def test_the_scorecard_page_shows_each_questions_most_common_evidence_and_links_the_rest(site):
+    """A page (a phone, from LINE) lists five pieces of evidence per question, the most common
+    first, and links to the question page for the rest; the HTML file, kept for reading
+    later, lists every one."""
+    from exam.reports import html, kinds
+    from exam.reports.inputs import LOCAL
+
+    history, client, _ = site
+    page = client.get("/scorecard/A/v2", headers=AUTH).text
+    row = page[page.index('<td class="lead">A-01'):]
+    row = row[:row.index("</tr>")]
+    assert row.count(" fail: ") == 5
+    more = re.search(r'id="more-A-01">and (\d+) other pieces of evidence: <a href="([^"]+)"',
+                     row)
+    assert more and more.group(2) == "/question/A/A-01"
+    report = kinds.build("scorecard", history.store, LOCAL, agent="A", version="v2")
+    whole = html.render("scorecard", report)
+    row = whole[whole.index('<td class="lead">A-01'):]
+    row = row[:row.index("</tr>")]
+    assert row.count(" fail: ") == 5 + int(more.group(1)) and 'id="more-A-01"' not in row
