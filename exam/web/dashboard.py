@@ -478,8 +478,22 @@ def _version_verdict(agent: str, version: str) -> dict:
 @bp.get("/reply/<int:run_id>/<path:case_no>/<int:repeat>")  # a bank may write W2/07
 def reply(run_id: int, case_no: str, repeat: int):
     """One cell: the reply with its deciding words marked, checks, attempts, cost."""
-    _, view = _cell_view(run_id, case_no, repeat)
-    return render_template("reply.html", v=view, missing_banks=view["missing_banks"])
+    run, view = _cell_view(run_id, case_no, repeat)
+    return render_template("reply.html", v=view, missing_banks=view["missing_banks"],
+                           change=_changes_of(run.agent).get(run.version))
+
+
+def _changes_of(agent: str) -> dict[str, dict]:
+    """Each counted version's change as the overview says it (its verdict against the last
+    version shipped before it, its critical failures): the pages that show a version say it
+    too. Read from the overview's kept answer; none for a version with no counted run."""
+    try:
+        report = _kept_report(kinds.ask("overview", store(), SERVICE, agent=agent))
+    except StoreError:
+        raise
+    except ExamError:  # nothing counted for the agent
+        return {}
+    return {v["version"]: v["change"] for a in report["agents"] for v in a["versions"]}
 
 
 def _cell_view(run_id: int, case_no: str, repeat: int) -> tuple[Run, dict]:
@@ -544,7 +558,8 @@ def question(agent: str, case_no: str):
         abort(404)
     # a year of varied replies: each version's most common ones, the rest a page at a time
     return render_template("question.html", q=view, missing_banks=view["missing_banks"],
-                           start=start, shown=REPLY_GROUPS_SHOWN, others_shown=OTHERS_SHOWN)
+                           start=start, shown=REPLY_GROUPS_SHOWN, others_shown=OTHERS_SHOWN,
+                           changes=_changes_of(agent))
 
 
 @bp.get("/compare")

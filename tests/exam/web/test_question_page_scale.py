@@ -86,3 +86,22 @@ def test_the_scorecard_page_shows_each_questions_most_common_evidence_and_links_
     row = whole[whole.index('<td class="lead">A-01'):]
     row = row[:row.index("</tr>")]
     assert row.count(" fail: ") == 5 + int(more.group(1)) and 'id="more-A-01"' not in row
+
+
+def test_the_question_and_reply_pages_say_each_versions_verdict(site):
+    """Every page that shows a version says its verdict, as the overview does."""
+    from exam.reports import kinds
+    from exam.reports.inputs import LOCAL
+
+    history, client, v2 = site
+    report = kinds.build("overview", history.store, LOCAL, agent="A")
+    verdict = {v["version"]: v["change"]["verdict"] for v in report["agents"][0]["versions"]}
+    assert verdict["v1"] == "—" and verdict["v2"] in ("ship", "hold", "incomplete", "undecided")
+    page = client.get("/question/A/A-01", headers=AUTH).text
+    column = page[page.index('id="version-v2"'):]
+    assert f'data-verdict="{verdict["v2"]}"' in column[:column.index("</h2>")]
+    first = page[page.index('id="version-v1"'):page.index('id="version-v2"')]
+    assert "data-verdict" not in first  # the first version: nothing to compare it with
+    reply = client.get(f"/reply/{v2}/A-01/1", headers=AUTH).text
+    said = re.search(r'<p id="version-verdict">.*?</p>', reply, re.S)
+    assert said and f'data-verdict="{verdict["v2"]}"' in said.group(0) and "vs v1" in said.group(0)
