@@ -23,7 +23,7 @@ from sqlalchemy import (
     text,
 )
 
-SCHEMA_VERSION = 17  # the newest Alembic revision's number; SQLite also keeps it in user_version
+SCHEMA_VERSION = 18  # the newest Alembic revision's number; SQLite also keeps it in user_version
 
 metadata = MetaData()
 
@@ -97,7 +97,9 @@ runs = Table(
 cells = Table("cells", metadata,
               *[c if c.name != "run_id" else Column("run_id", Integer, ForeignKey("runs.id"),
                                                     nullable=False) for c in _cell_columns()],
-              PrimaryKeyConstraint("run_id", "case_no", "repeat"))
+              PrimaryKeyConstraint("run_id", "case_no", "repeat"),
+              # each run's cells counted by status without reading them (the runs page)
+              Index("cells_run_status", "run_id", "run_status"))
 
 attempts = Table("attempts", metadata, *_attempt_columns(),
                  PrimaryKeyConstraint("run_id", "case_no", "repeat", "n"))

@@ -38,7 +38,7 @@ from exam.store import Run, Store
 from graders import CheckResult
 from graders.model import GRADED
 
-LAYOUT = 3  # bump when the row layout below changes
+LAYOUT = 4  # bump when the row layout below changes
 COST = ("model_calls", "tokens", "latency_ms")  # the cost figures kept per run (the overview's)
 _read_json = json.JSONDecoder().raw_decode  # our own compact JSON: no white space to skip
 NOT_KEPT = frozenset(RunState.LIVE)  # their cells change with every reply
@@ -114,16 +114,17 @@ FAILED = ("fail", "needs_human")  # a check's outcomes counted as failing
 
 
 def encode(cells: Sequence[Any], removed: Sequence[str]) -> str:
-    """One run's graded cells as text: a head line, a cost line, then a block of lines per
-    question.
+    """One run's graded cells as text: a head line, a block of lines per question, then a
+    cost line.
 
     The head (JSON) holds what was removed and, per question in order, its counts — cells,
-    graded, passes, whether any changed since run —, where its block lies after the cost line
+    graded, passes, whether any changed since run —, where its block lies after the head
     (start and length, in characters), its failing checks (name, times, the first one), then
-    its fails and the cells that arrived as ok; and the run's cost (``COST``: p50, p95 and how
-    many cells report it). Discrimination, the overview and the runs page read the head alone.
-    The cost line holds each ``COST`` figure's values, sorted: a version of several runs takes
-    its percentiles from them. A block is a line of JSON for the
+    its fails and the cells that arrived as ok; the run's cost (``COST``: p50, p95 and how
+    many cells report it) and the cost line's length. Discrimination, the overview and the
+    runs page read the head alone; a page of one question reads its block alone (the
+    database cuts it out). The cost line holds each ``COST`` figure's values, sorted: a
+    version of several runs takes its percentiles from them. A block is a line of JSON for the
     question's cells, then one line for each distinct list of checks (JSON never holds a raw
     newline, so the lines split without being parsed and each list is decoded only when
     read). Reply texts are kept only where a person must read them (needs_human), as the
@@ -172,9 +173,10 @@ def encode(cells: Sequence[Any], removed: Sequence[str]) -> str:
         blocks.append(block)
         start += len(block) + 1
     values = cost_values(cells)
+    cost_line = _dumps(values)
     head = {"removed": list(removed), "questions": questions,
-            "cost": {k: cost_of(v) for k, v in values.items()}}
-    return "\n".join([_dumps(head), _dumps(values), *blocks])
+            "cost": {k: cost_of(v) for k, v in values.items()}, "cost_chars": len(cost_line)}
+    return "\n".join([_dumps(head), *blocks, cost_line])
 
 
 def cost_values(cells: Sequence[Any]) -> dict[str, list]:
@@ -235,14 +237,19 @@ def decode(raw: str, run: Run, items: Mapping[str, Item],
     """The run's graded cells, each as the fields of a ``GradedCell`` in order (regrade makes
     them); with ``texts``, every reply's text (else needs_human ones); with ``wanted``, the
     cells of the questions whose head row it accepts alone."""
-    head, _, rest = raw.partition("\n")
-    body = rest.partition("\n")[2]  # past the cost line
-    data = json.loads(head)
+    head, _, body = raw.partition("\n")
+    return decode_part(json.loads(head), body, 0, run, items, texts, wanted)
+
+
+def decode_part(data: dict, part: str, offset: int, run: Run, items: Mapping[str, Item],
+                texts: Mapping[tuple[int, str, int], str | None] | None = None,
+                wanted: Callable[[list], bool] | None = None) -> tuple[list[tuple], list[str]]:
+    """``decode`` of a head (``data``) and the part of the blocks from ``offset`` on."""
     cells = []
     for q in data["questions"]:
-        case_no, start, length = q[0], q[5], q[6]
+        case_no, start, length = q[0], q[5] - offset, q[6]
         if wanted is None or wanted(q):
-            cells += decode_block(body[start:start + length], run, case_no, items[case_no],
+            cells += decode_block(part[start:start + length], run, case_no, items[case_no],
                                   texts)
     return cells, data["removed"]
 
@@ -256,28 +263,55 @@ def read(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, str],
          items: Mapping[str, Mapping[str, Item]], rules: str, keep_text: bool,
          wanted: Callable[[list], bool] | None = None, case_no: str | None = None
          ) -> tuple[dict[int, tuple[list[tuple], list[str]]], dict[int, str]]:
-    """The runs whose kept cells are current, decoded (with ``wanted``, only the questions
-    whose head row it accepts; with ``case_no``, that question's alone, and only its replies'
-    texts read); and the key each other run's cells are to be kept under once graded (made
-    from the mark read before they are loaded)."""
+    """The runs whose kept cells are current, decoded; and the key each other run's cells
+    are to be kept under once graded (made from the mark read before they are loaded).
+    With ``wanted``, only the questions whose head row it accepts, and only the part of each
+    kept text that holds them is read; with ``case_no``, that question's alone, and only its
+    replies' texts."""
     if case_no is not None:
         wanted = lambda q: q[0] == case_no  # noqa: E731 — the head row's case
     marks = store.cell_marks(list(by_id))
     keys = run_keys(store, by_id, questions, rules, marks)
-    raw = store.graded_runs(keys)
-    texts = store.cell_texts(list(raw), case_no) if keep_text and raw else {}
+    if wanted is None:
+        parts = {i: (None, text, 0) for i, text in store.graded_runs(keys).items()}
+    else:
+        parts = _parts(store, keys, wanted)
+    texts = store.cell_texts(list(parts), case_no) if keep_text and parts else {}
     # read again: a cell that arrived or was retried while these were read is not in them
     # (without texts, a row kept under the first mark is that moment's cells, whole)
-    after = store.cell_marks(list(by_id)) if keep_text and raw else marks
+    after = store.cell_marks(list(by_id)) if keep_text and parts else marks
     served = {}
-    for i, data in raw.items():
+    for i, (data, part, offset) in parts.items():
         if after[i] != marks[i]:
             continue
-        served[i] = decode(data, by_id[i], items[by_id[i].bank_path],
-                           texts if keep_text else None, wanted)
+        if data is None:
+            head, _, part = part.partition("\n")
+            data = json.loads(head)
+        served[i] = decode_part(data, part, offset, by_id[i], items[by_id[i].bank_path],
+                                texts if keep_text else None, wanted)
     rest = run_keys(store, {i: r for i, r in by_id.items() if i not in served}, questions,
                     rules, after)
     return served, rest
+
+
+def _parts(store: Store, keys: Mapping[int, str], wanted: Callable[[list], bool]
+           ) -> dict[int, tuple[dict, str, int]]:
+    """{run id: (its head, the part of its blocks that holds the wanted questions, where that
+    part starts among the blocks)} of the runs kept under these keys; a run with no wanted
+    question reads nothing more than its head."""
+    spans, heads = {}, {}
+    for i, head in store.graded_run_heads(dict(keys)).items():
+        if not head.startswith("{"):
+            continue
+        data = heads[i] = json.loads(head)
+        rows = [q for q in data["questions"] if wanted(q)]
+        if rows:
+            lo = min(q[5] for q in rows)
+            hi = max(q[5] + q[6] for q in rows)
+            spans[i] = (len(head) + 1 + lo, hi - lo, lo)
+    got = store.graded_run_parts(dict(keys), {i: (a, n) for i, (a, n, _) in spans.items()})
+    return {i: (data, got.get(i, ""), spans[i][2] if i in spans else 0)
+            for i, data in heads.items() if i not in spans or i in got}
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,8 +351,7 @@ def read_costs(store: Store, keys: Mapping[int, str]) -> dict[int, dict[str, lis
     """{run id: each COST figure's sorted values} of the runs kept under exactly these keys:
     the cost line after each head (a version of several runs takes its percentiles from all
     of their values)."""
-    return {i: json.loads(text.partition("\n")[2].partition("\n")[0])
-            for i, text in store.graded_runs(dict(keys)).items()}
+    return {i: json.loads(line) for i, line in store.graded_run_tails(dict(keys)).items()}
 
 
 def keep(store: Store, runs: Mapping[int, Run], keys: Mapping[int, str], rules: str,

@@ -163,8 +163,7 @@ def _queue_words(card: dict[str, Any]) -> str:
 
 
 FILTERS = {"heat": heat, "pct": pct, "num": num, "marks": marks, "as_json": as_json,
-           "queue_words": _queue_words, "unbroken": unbroken, "same_replies": same.same_replies,
-           "by_outcome": same.by_outcome, "biggest_first": same.biggest_first}
+           "queue_words": _queue_words, "unbroken": unbroken, "by_outcome": same.by_outcome}
 
 
 def _rebalance_notes(a: dict[str, Any]) -> list[str]:

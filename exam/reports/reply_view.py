@@ -14,19 +14,26 @@ from exam.reports.selection import select_runs
 from exam.store import Run, Store
 
 
-def _cell_dict(c: GradedCell) -> dict[str, Any]:
-    phrases = quoted(ch.evidence for ch in c.checks)
-    return {**c.as_dict(), "case_no": c.case_no, "version": c.version, "agent": c.agent,
-            "text": c.text, "marked": mark_text(c.text, phrases)}
+def _cell_dict(c: GradedCell, marked: bool = True) -> dict[str, Any]:
+    out = {**c.as_dict(), "case_no": c.case_no, "version": c.version, "agent": c.agent,
+           "text": c.text}
+    return mark(out) if marked else out
+
+
+def mark(cell: dict[str, Any]) -> dict[str, Any]:
+    """The cell (a viewer's dict) with its reply's deciding words marked (``marked``): it reads
+    the whole reply, so a page marks only the replies it shows."""
+    cell["marked"] = mark_text(cell["text"], quoted(ch["evidence"] for ch in cell["checks"]))
+    return cell
 
 
 def cell(store: Store, run: Run, case_no: str, repeat: int) -> dict[str, Any] | None:
     """One cell of one run, re-graded with today's bank; None when the run has no such cell."""
-    rows = [r for r in store.cells([run.id]) if r.case_no == case_no and r.repeat == repeat]
+    rows = store.cells([run.id], case_no=case_no, repeat=repeat)
     if not rows:
         return None
     row = rows[0]
-    regraded = regrade(store, [run])
+    regraded = regrade(store, [run], case_no=case_no)  # that question's cells alone
     graded = next((c for c in regraded.cells if c.case_no == case_no and c.repeat == repeat),
                   None)
     bank = regraded.banks.get(run.bank_path)
@@ -53,13 +60,13 @@ def cell(store: Store, run: Run, case_no: str, repeat: int) -> dict[str, Any] | 
 def question(store: Store, agent: str, case_no: str, versions: Sequence[str] = ()
              ) -> dict[str, Any]:
     """Every stored reply of ``agent`` to ``case_no``, grouped by version (these versions, in
-    the order given; or every version, oldest first)."""
+    the order given; or every version, oldest first); none marked yet (``mark``)."""
     runs = [r for r in select_runs(store, agent) if not versions or r.version in versions]
     regraded = regrade(store, runs, case_no=case_no)  # that question's cells and texts alone
     by_version: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for c in regraded.cells:
         if c.case_no == case_no:
-            by_version[c.version].append(_cell_dict(c))
+            by_version[c.version].append(_cell_dict(c, marked=False))
     order = list(versions) or sorted(by_version, key=lambda v: min(
         r.id for r in runs if r.version == v))
     item = None

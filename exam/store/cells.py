@@ -99,12 +99,17 @@ class Cells(StoreBase):
             cells.c.run_id.in_(list(run_ids))))[0]
         return n, lo or 0, hi or 0
 
-    def cells(self, run_ids: Sequence[int], rowids: tuple[int, int] | None = None
-              ) -> list[CellRow]:
-        """Cells of these runs (optionally only rowids in [lo, hi)), by run, case and repeat."""
+    def cells(self, run_ids: Sequence[int], rowids: tuple[int, int] | None = None,
+              case_no: str | None = None, repeat: int | None = None) -> list[CellRow]:
+        """Cells of these runs (optionally only rowids in [lo, hi), or one question's, or one
+        repeat's), by run, case and repeat."""
         if not run_ids:
             return []
         stmt = select(cells).where(cells.c.run_id.in_(list(run_ids)))
+        if case_no is not None:
+            stmt = stmt.where(cells.c.case_no == case_no)
+        if repeat is not None:
+            stmt = stmt.where(cells.c.repeat == repeat)
         if rowids is not None:
             stmt = stmt.where(_order(self.backend) >= rowids[0], _order(self.backend) < rowids[1])
         stmt = stmt.order_by(cells.c.run_id, self._by_code_point(cells.c.case_no), cells.c.repeat)

@@ -44,7 +44,7 @@ from exam.web.auth import (
 
 if TYPE_CHECKING:
     from exam.store import Run
-from exam.reports import answer_cache, baseline, reply_view
+from exam.reports import answer_cache, baseline, reply_view, same
 from exam.reports import compare as cmp
 from exam.reports import overview as ov
 from exam.reports.overview import change_verdict
@@ -556,6 +556,11 @@ def question(agent: str, case_no: str):
     view = reply_view.question(store(), agent, case_no, versions)
     if not any(col["cells"] for col in view["columns"]):
         abort(404)
+    for col in view["columns"]:  # grouped, and only the replies shown are marked
+        groups = same.biggest_first(same.same_replies(col["cells"]))
+        col["groups"], col["shown"] = len(groups), groups[start:start + REPLY_GROUPS_SHOWN]
+        for g in col["shown"]:
+            reply_view.mark(g["cell"])
     # a year of varied replies: each version's most common ones, the rest a page at a time
     return render_template("question.html", q=view, missing_banks=view["missing_banks"],
                            start=start, shown=REPLY_GROUPS_SHOWN, others_shown=OTHERS_SHOWN,

@@ -52,21 +52,23 @@ def same(store: Store, runs) -> None:
 
 
 def no_cells(monkeypatch) -> list[int]:
-    """Fail if any cell or reply text is read; count the whole kept rows read."""
-    whole: list[int] = []
-    real = Store.graded_runs
+    """Fail if any cell, reply text or whole kept row is read; the runs whose cost line (the
+    end of a kept row, cut out by the database) was read."""
+    tails: list[int] = []
+    real = Store.graded_run_tails
 
     def refuse(*args, **kwargs):
-        raise AssertionError("cells were read")
+        raise AssertionError("cells or whole kept rows were read")
 
     def counting(self, keys):
-        whole.extend(keys)
+        tails.extend(keys)
         return real(self, keys)
 
     monkeypatch.setattr(Store, "cells", refuse)
     monkeypatch.setattr(Store, "cell_texts", refuse)
-    monkeypatch.setattr(Store, "graded_runs", counting)
-    return whole
+    monkeypatch.setattr(Store, "graded_runs", refuse)
+    monkeypatch.setattr(Store, "graded_run_tails", counting)
+    return tails
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
@@ -163,7 +165,10 @@ def test_the_review_queue_from_the_open_questions_alone_is_the_whole_queue(tmp_p
     store, runs = history.store, select_runs(history.store)
     want = queue(store, runs, cache=False)
     assert want and queue(store, runs, open_only=True) == want  # keeps the rows
-    assert queue(store, runs, open_only=True) == want  # from the kept rows
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(Store, "graded_runs", lambda *a: (_ for _ in ()).throw(
+            AssertionError("a whole kept row was read")))
+        assert queue(store, runs, open_only=True) == want  # the open questions' blocks
     first = review.queue(regrade(store, runs))[0]
     review.decide(store, first, "pass", "Mei", "read it")
     want = queue(store, runs, cache=False)

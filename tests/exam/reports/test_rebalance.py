@@ -404,6 +404,7 @@ def test_a_store_from_before_snapshots_migrates_and_keeps_its_runs(history):
     db.execute("DROP TABLE sessions")  # schema 15 (Alembic)
     db.execute("DROP TABLE kept_changes")  # schema 16 (Alembic)
     db.execute("DROP TABLE kept_answers")  # schema 17 (Alembic)
+    db.execute("DROP INDEX cells_run_status")  # schema 18 (Alembic)
     db.execute("DROP TABLE shipped")  # schema 14 (Alembic)
     db.execute("DROP TABLE settle_rounds")  # schema 14 (Alembic)
     for column in ("lease_until", "lease_token"):

@@ -44,9 +44,16 @@ def test_the_question_page_reads_that_questions_cells_and_texts_alone(site, monk
         asked.append(case_no)
         return real(self, run_ids, case_no)
 
+    def refuse(*args, **kwargs):
+        raise AssertionError("a whole kept row was read")
+
     monkeypatch.setattr(Store, "cell_texts", texts)
+    monkeypatch.setattr(Store, "graded_runs", refuse)  # the question's block alone
     assert reply_view.question(store, "A", "A-01") == whole
     assert asked == ["A-01"]
+    v2 = max(r.id for r in store.list_runs("A", "v2"))
+    one = reply_view.cell(store, store.get_run(v2), "A-01", 40)
+    assert one["graded"]["verdict"] == "pass" and asked == ["A-01", "A-01"]
     assert sum(len(col["cells"]) for col in whole["columns"]) == 3 + 128
 
 
