@@ -11,7 +11,7 @@ view of each page.
 
     python bench/pages.py                          # 10,000 and 100,000 replies, SQLite
     python bench/pages.py --replies 1000000        # a decade of history (minutes to build)
-    python bench/pages.py --db postgresql://postgres@127.0.0.1:5432/bench_pages
+    python bench/pages.py --db postgresql://postgres@127.0.0.1:5432/postgres  # bench_pages_N
 
 A store already built in ``--dir`` is used again.
 """
@@ -126,11 +126,13 @@ def prepared(replies: int, folder: Path, db_url: str | None) -> tuple[str, dict]
         build_store(folder, replies=replies)
         built = round(cpu() - c0, 1)
     target = str(db)
-    if db_url:
+    if db_url:  # a database of its own on that server, made afresh (as bench/run.py does)
+        from run import Stores
+
         from exam.store.copy import copy_store
 
-        copy_store(str(db), db_url, replace=True)  # a bench database: emptied first
-        target = db_url
+        target = Stores(db_url)._database(f"pages_{replies}")
+        copy_store(str(db), target)
     store = Store.open(target)
     c0 = cpu()
     runs = sorted(store.list_runs(), key=lambda r: r.id)
@@ -146,7 +148,8 @@ def main() -> None:
     parser.add_argument("--replies", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--views", type=int, default=20, help="warm views per page")
     parser.add_argument("--dir", type=Path, default=None, help="where the stores are built")
-    parser.add_argument("--db", default=None, help="a postgresql:// URL to copy each store to")
+    parser.add_argument("--db", default=None, help="a PostgreSQL server's URL: each store is "
+                        "copied to a database of its own there (bench_pages_N, made afresh)")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--child", nargs=2, metavar=("DB", "FOLDER"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -174,8 +177,12 @@ def main() -> None:
             print(f"{path[:44]:44} {p['kb']:7.1f} {p['first_cpu_s']:7.3f} "
                   f"{p['warm_cpu_p50_s']:9.3f} {p['warm_cpu_p95_s']:9.3f}"
                   f"{'  ✗' if miss else ''}{status}", flush=True)
-    name = "pages.json" if not args.db else "pages-postgresql.json"
-    (ROOT / "bench" / name).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    # each size measured replaces its own figures; the other sizes' stay (a 1M store takes
+    # minutes to build, so the curve is measured a size at a time)
+    path = ROOT / "bench" / ("pages.json" if not args.db else "pages-postgresql.json")
+    before = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    out["sizes"] = {**before.get("sizes", {}), **{str(n): v for n, v in out["sizes"].items()}}
+    path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
