@@ -1,4 +1,5 @@
-"""`exam store`: look after the store (prune the grade cache, copy between backends)."""
+"""`exam store`: look after the store (prune the grade cache, keep what the pages read, copy
+between backends, migrate)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,40 @@ def store_prune(db) -> None:
     gone = store.prune_grade_cache(rules)
     kept = store.grade_cache_counts().get(rules, 0)
     click.echo(f"dropped {gone} cached grade(s) of older grader rules; kept {kept} of today's")
+
+
+@store_cmd.command("keep")
+@db_option
+def store_keep(db) -> None:
+    """Make what the pages read, for every agent's versions: after an upgrade.
+
+    What a page shows of finished runs is kept under a key that holds the code's digest, so
+    the first view of each page after an upgrade makes it again (seconds at a year of
+    history). The worker makes it as each run ends; this makes it for every counted version
+    at once, right after `exam store migrate` (docs/deployment.md, "Upgrades").
+
+    \b
+    Exit status: 0 kept (or nothing to keep) · 2 bad input (an unreadable store).
+    """
+    import time
+
+    from exam.records import RunState
+    from exam.reports.kept import keep_finished
+    from exam.reports.selection import select_runs
+
+    store = open_store(db)
+    latest: dict[tuple[str, str], int] = {}
+    for r in select_runs(store):
+        if r.shown_status == RunState.DONE:
+            latest[(r.agent, r.version)] = max(r.id, latest.get((r.agent, r.version), 0))
+    t0, failed = time.monotonic(), 0
+    for _, run_id in sorted(latest.items()):  # agent by agent, versions in label order
+        failed += not keep_finished(store, run_id)
+    agents = len({a for a, _ in latest})
+    click.echo(f"kept what the pages read for {len(latest)} version(s) of {agents} agent(s) "
+               f"in {time.monotonic() - t0:.1f} s"
+               + (f"; {failed} could not be kept (the log says why), their first views make "
+                  "them" if failed else ""))
 
 
 @store_cmd.command("copy")

@@ -59,7 +59,7 @@ bp.jinja_loader = FunctionLoader(lambda name: kinds.templates().get(name))
 OPEN = {"dashboard.login", "dashboard.static", "dashboard.share"}
 RUNS_SHOWN = 200  # the newest runs the runs page lists; it says so when there are more
 REPLY_GROUPS_SHOWN = 10  # different replies per version on the question page, a page at a time
-OTHERS_SHOWN = 20  # the same reply's other cells listed under it (the rest counted)
+OTHERS_SHOWN = 50  # the same reply's other cells listed under it (the rest counted)
 REFRESH_S = 10  # a page showing a run not done yet reloads itself this often (_refresh.html)
 MESSAGE_CHARS = 300  # the longest message a form leaves for the next page
 # the only state-changing routes a viewer may use: to sign in and out

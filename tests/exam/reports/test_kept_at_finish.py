@@ -99,3 +99,39 @@ def test_the_pages_a_finished_runs_links_open_first_are_kept_for_every_process(t
         assert "hold" in client.get("/scorecard/A/v3", headers=auth).text
     finally:
         answer_cache.clear()
+
+
+def test_exam_store_keep_makes_what_the_pages_read_after_an_upgrade(tmp_path, monkeypatch):
+    """An upgrade changes the code's digest: nothing kept holds. `exam store keep` makes it
+    all again, so the first views after it build nothing."""
+    from click.testing import CliRunner
+
+    from exam.cli.main import main as cli
+    from exam.reports import answer_cache, changes, compare, discrimination, scorecard
+
+    history = small_history(tmp_path)
+    db = str(tmp_path / "exam.db")
+    history.store.close()
+    monkeypatch.setattr(changes, "code_digest", lambda: "the new version")
+    result = CliRunner().invoke(cli, ["store", "keep", "--db", db])
+    assert result.exit_code == 0, result.output
+    assert "kept what the pages read for 2 version(s) of 1 agent(s)" in result.output
+    answer_cache.clear()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("built on the first view")
+
+    for module in (scorecard, compare, discrimination):
+        monkeypatch.setattr(module, "build", refuse)
+    store = Store(db)
+    try:
+        report = kinds.build("overview", store, SERVICE)  # the walk is kept: no compare built
+        assert [v["change"]["verdict"] for v in report["agents"][0]["versions"]][0] == "—"
+        for version in ("v1", "v2"):
+            answer_cache.page_answer(kinds.ask("scorecard", store, SERVICE, agent="A",
+                                               version=version))
+        answer_cache.page_answer(kinds.ask("compare", store, SERVICE, agent="A", old=None,
+                                           new="v2"))
+    finally:
+        store.close()
+        answer_cache.clear()
