@@ -26,7 +26,7 @@ from typing import Any
 
 from exam import names
 from exam.errors import ExamError
-from exam.reports import compare, kinds, verdict
+from exam.reports import compare, verdict
 from exam.reports.regrade import Regraded
 from exam.reports.selection import compare_runs
 from exam.store import ShipRecord
@@ -185,6 +185,10 @@ def annotate(report: dict[str, Any], base: Baseline) -> dict[str, Any]:
     return report
 
 
+FIRST_VERSION = ("{agent} {new} is the first version: nothing shipped before it to compare "
+                 "with (give OLD: exam compare AGENT OLD NEW)")
+
+
 def compare_against(regraded: Regraded, agent: str, old: str | None, new: str,
                     records: Sequence[ShipRecord], settings: verdict.Settings | None = None,
                     levels: dict[str, float] | None = None) -> dict[str, Any]:
@@ -193,9 +197,7 @@ def compare_against(regraded: Regraded, agent: str, old: str | None, new: str,
     if old is None:
         base = baseline_of(regraded, agent, new, records, settings)
         if base is None:
-            raise compare.CompareError(
-                f"{agent} {new} is the first version: nothing shipped before it to compare "
-                "with (give OLD: exam compare AGENT OLD NEW)")
+            raise compare.CompareError(FIRST_VERSION.format(agent=agent, new=new))
     else:
         base = asked(old, baseline_of(regraded, agent, new, records, settings)
                      if new in {v for _, _, v in _entries(regraded, agent)} else None)
@@ -216,43 +218,3 @@ def record_ship(store: Any, agent: str, version: str, shipped_by: str, reason: s
         raise ExamError(f"reason: at most 500 characters, found {len(reason)}")
     return store.add_ship_record(agent, version, shipped_by.strip()[:100], reason.strip(),
                                  source)
-
-
-# -- the compare report, as every surface asks for it (exam/reports/kinds.py) ---------------
-# registered here, not in compare.py (its renderings), because it reads the baseline walk
-
-def _runs(store: Any, args: kinds.Args) -> list:
-    """Every counted run of the agent (history is evidence), OLD and NEW checked stored."""
-    return compare_runs(store, args["agent"], args.get("old"), args["new"])
-
-
-def _ship_records(store: Any, args: kinds.Args) -> kinds.Args:
-    return {"records": store.ship_records(args["agent"])}
-
-
-def _assembled(inputs: kinds.Inputs, args: kinds.Args) -> dict[str, Any]:
-    """NEW against OLD, or against the last version shipped before it, saying which; with
-    ``baseline=False`` the two versions alone, decided at ``levels`` (a settle look, the
-    demo's story)."""
-    agent, old, new = args["agent"], args.get("old"), args["new"]
-    if not args.get("baseline", True):
-        return compare.build(inputs.cells(), agent, old, new, args.get("settings"),
-                             args.get("levels") or None)
-    return compare_against(inputs.cells(), agent, old, new, args["records"],
-                           args.get("settings"))
-
-
-KIND = kinds.register(kinds.ReportKind(
-    name="compare", text=kinds.with_notes(compare.text), table=compare.table,
-    markdown=compare.markdown, junit_cases=compare.junit_cases, html_template="_compare.html",
-    html_title=lambda r: f"{r['agent']}: {r['old']} → {r['new']}", charts=compare.charts,
-    build=_assembled, runs=_runs, stored=_ship_records, refusal=(compare.CompareError, "new"),
-    params=(kinds.Param("agent", "The agent.", required=True),
-            kinds.Param("old", "The version before the change (default: the last version "
-                               "shipped before NEW)."),
-            kinds.Param("new", "The changed version.", required=True)),
-    summary="Before/after of two versions of an agent, with the verdict of the change: "
-            "verdict (ship | hold | incomplete | undecided | pending), exit_code, decision "
-            "(evidence and settings), baseline (which version it was compared with, and why), "
-            "still_failing. Without old: the last version shipped before new",
-    cli=False, api="/compare", page=None))

@@ -33,9 +33,10 @@ from typing import Any
 
 import exam
 import graders
-from exam.reports import baseline, verdict
+from exam.reports import baseline, compare, kinds, verdict
 from exam.reports.graded_runs import NOT_KEPT
 from exam.reports.regrade import Regraded, questions_key, rules_key
+from exam.reports.selection import compare_runs
 from exam.reports.tallies import Tallied
 
 LAYOUT = 1  # bump when what is kept (``walked``'s text) changes shape
@@ -126,3 +127,68 @@ def walked(source: Regraded | Tallied, agent: str, records: Sequence[Any],
             store.keep_changes(agent, k, text)
     kept = json.loads(text)
     return kept["changes"], kept["shipped"]
+
+
+# -- the compare report, as every surface asks for it (exam/reports/kinds.py) ---------------
+# registered here, above the walk it reads: a change's baseline (what had shipped when NEW
+# was first run) is the kept walk's, so a compare asked for builds one compare, not the walk
+
+def _runs(store: Any, args: kinds.Args) -> list:
+    """Every counted run of the agent (history is evidence), OLD and NEW checked stored."""
+    return compare_runs(store, args["agent"], args.get("old"), args["new"])
+
+
+def _ship_records(store: Any, args: kinds.Args) -> kinds.Args:
+    return {"records": store.ship_records(args["agent"])}
+
+
+def against_kept(regraded: Regraded, agent: str, old: str | None, new: str,
+                 records: Sequence[Any]) -> dict[str, Any]:
+    """``baseline.compare_against`` at the default settings, its baseline read from the
+    agent's kept walk (walked and kept first when it is not): the same report, one compare
+    built instead of one per version before NEW."""
+    change_of, _ = walked(regraded, agent, records)
+    base = (change_of.get(new) or {}).get("baseline")  # None: nothing shipped before NEW
+    if old is None:
+        if base is None:
+            raise compare.CompareError(baseline.FIRST_VERSION.format(agent=agent, new=new))
+        old, shown = base["version"], base
+    elif base is not None and base["version"] == old:
+        shown = base
+    else:
+        shown = baseline.Baseline(old, "asked", shipped=base["version"] if base else None
+                                  ).as_dict()
+    report = compare.build(regraded, agent, old, new)
+    report["baseline"] = shown
+    report["still_failing"] = baseline.still_failing(report)
+    return report
+
+
+def _assembled(inputs: kinds.Inputs, args: kinds.Args) -> dict[str, Any]:
+    """NEW against OLD, or against the last version shipped before it, saying which; with
+    ``baseline=False`` the two versions alone, decided at ``levels`` (a settle look, the
+    demo's story); at other settings than the default, the walk made afresh for them."""
+    agent, old, new = args["agent"], args.get("old"), args["new"]
+    if not args.get("baseline", True):
+        return compare.build(inputs.cells(), agent, old, new, args.get("settings"),
+                             args.get("levels") or None)
+    if args.get("settings") is not None:
+        return baseline.compare_against(inputs.cells(), agent, old, new, args["records"],
+                                        args.get("settings"))
+    return against_kept(inputs.cells(), agent, old, new, args["records"])
+
+
+KIND = kinds.register(kinds.ReportKind(
+    name="compare", text=kinds.with_notes(compare.text), table=compare.table,
+    markdown=compare.markdown, junit_cases=compare.junit_cases, html_template="_compare.html",
+    html_title=lambda r: f"{r['agent']}: {r['old']} → {r['new']}", charts=compare.charts,
+    build=_assembled, runs=_runs, stored=_ship_records, refusal=(compare.CompareError, "new"),
+    params=(kinds.Param("agent", "The agent.", required=True),
+            kinds.Param("old", "The version before the change (default: the last version "
+                               "shipped before NEW)."),
+            kinds.Param("new", "The changed version.", required=True)),
+    summary="Before/after of two versions of an agent, with the verdict of the change: "
+            "verdict (ship | hold | incomplete | undecided | pending), exit_code, decision "
+            "(evidence and settings), baseline (which version it was compared with, and why), "
+            "still_failing. Without old: the last version shipped before new",
+    cli=False, api="/compare", page=None))

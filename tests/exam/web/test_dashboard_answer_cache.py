@@ -19,8 +19,8 @@ from tests.exam.reports.test_graded_runs import add_cell, small_history
 TOKEN = "page-memo-token-3d1e"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 PAGES = {"/scorecard/A/v1": "exam.reports.scorecard.build",
-         # the compare page builds its pair against the baseline walk (several builds, once)
-         "/compare?agent=A&old=v1&new=v2": "exam.reports.baseline.compare_against",
+         # the compare page builds its pair against the kept baseline walk (once)
+         "/compare?agent=A&old=v1&new=v2": "exam.reports.changes.against_kept",
          "/discrimination?agent=A": "exam.reports.discrimination.build"}
 
 
