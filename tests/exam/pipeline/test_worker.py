@@ -167,6 +167,7 @@ def test_a_run_given_back_is_not_claimed_again_at_once(tmp_path, caplog, monkeyp
     assert caplog.text.count("run 7 was given back to the queue") == 1
 
 
+@pytest.mark.slow  # `exam worker` as a real process (tests/processes.py)
 def test_the_worker_log_names_the_level_of_each_line(tmp_path):
     """An operator looks for a worker's trouble by level (journalctl, a log shipper), as in the
     service's gunicorn log: a failed run was an ERROR printed like every INFO line."""
