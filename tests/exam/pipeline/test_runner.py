@@ -38,7 +38,8 @@ def started(store, run_id, agent):
     ("behaviour", "run_status", "error_part"),
     [
         ("ok", "ok", ""),
-        ("slow", "timeout", "no reply within 1 s"),
+        # waiting out a real 1 s deadline: the slow tier
+        pytest.param("slow", "timeout", "no reply within 1 s", marks=pytest.mark.slow),
         ("status-500", "http_error", "HTTP 500: upstream said 500"),
         ("html", "bad_reply", "not JSON: an HTML page"),
         ("html-500", "http_error", "HTTP 500: an HTML error page"),
@@ -50,7 +51,7 @@ def started(store, run_id, agent):
         ("answer-object", "bad_reply", "no text at answer: an object (keys: text), not text"),
         ("reset", "http_error", "connection"),
         ("reset-mid-body", "http_error", "connection"),
-        ("drip", "timeout", "not complete within 1 s"),
+        pytest.param("drip", "timeout", "not complete within 1 s", marks=pytest.mark.slow),
         ("n8n-404", "http_error", "is not registered. — hint: The workflow must be active"),
         ("text-plain-json", "ok", ""),
     ],
@@ -90,6 +91,7 @@ def test_no_retry_without_retries(store, tmp_path):
     assert len(fake.requests) == 1
 
 
+@pytest.mark.slow  # waits out a real 1 s Retry-After
 def test_429_honours_retry_after(store, tmp_path):
     run_id, _, cells, fake = run_one(store, tmp_path, {"retries": 2}, ["429-retry-after"])
     assert cells["T-01"].run_status == "ok" and cells["T-01"].attempts == 2
@@ -270,6 +272,7 @@ def test_a_cell_whose_reply_cannot_be_stored_keeps_its_attempt_figures(store, tm
     assert (attempt.http_status, attempt.body) == (200, None)
 
 
+@pytest.mark.slow  # waits out a real 1 s deadline, twice a cell
 def test_a_worker_is_never_held_by_an_agent_that_never_finishes_its_headers(store, tmp_path,
                                                                            pauses):
     import threading

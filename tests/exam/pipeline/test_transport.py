@@ -83,6 +83,7 @@ def test_a_decompression_bomb_stops_at_the_body_cap_without_filling_memory(tmp_p
 
 # -- 2. every deadline holds ---------------------------------------------------------------
 
+@pytest.mark.slow  # waits out a real 1 s deadline, twice a test
 @pytest.mark.parametrize(("behaviour", "error"), [
     ("slow-headers", "no reply within 1 s"),            # a header line every 0.2 s, forever
     ("trickle", "reply not complete within 1 s"),       # a byte every 0.95 s (Content-Length)
