@@ -194,6 +194,39 @@ def _url_builders_compiled_once():
         rules.Rule._compile_builder = made
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _sql_compiled_once():
+    """Each test's SQLite store is a file of its own, so an engine of its own, and SQLAlchemy
+    keeps the SQL it compiled per engine (its cache is keyed by the engine's dialect): every
+    store compiled the same few hundred statements again (a tenth of a web test's time); a
+    service's store is opened once. The session's SQLite engines share the first one's dialect
+    and compiled-statement cache: the same driver, the same arguments (exam/db/engine.py
+    makes every SQLite engine alike), so the same SQL."""
+    engines = sys.modules.get("exam.db.engine")
+    if engines is None:  # no test of this session opens a store
+        yield
+        return
+    made = engines.create_engine
+    first: list = []
+
+    def create_engine(url, **kwargs):
+        engine = made(url, **kwargs)
+        if engine.dialect.name != "sqlite":
+            return engine
+        if not first:
+            first.append(engine)
+        else:  # (its own dialect is left to its pool, which only opens and closes with it)
+            engine.dialect = first[0].dialect
+            engine._compiled_cache = first[0]._compiled_cache
+        return engine
+
+    engines.create_engine = create_engine
+    try:
+        yield
+    finally:
+        engines.create_engine = made
+
+
 @pytest.fixture
 def real_migrations():
     """Every new store of the test is migrated by Alembic, not copied (tests of migrations)."""
