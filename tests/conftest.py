@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BANK_DIR = ROOT / "bank"
 
 # The fast tier (`make check`: `pytest -m "not slow"`) is what is left once every test that needs
-# a real part beyond SQLite and 127.0.0.1 HTTP is marked `slow` (long waits, kill -9, and
+# a real part beyond SQLite and 127.0.0.1 HTTP is marked `slow` (real deadlines waited out,
+# Python processes started or stopped by a real signal or kill -9, checks against scipy, and
 # long computations — simulations of the statistics, a step timed at two sizes, hundreds of
 # generated examples — are marked by hand, where they are). Marked here from what a test uses,
 # so a new test lands in the right tier without a list to keep:
