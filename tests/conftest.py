@@ -102,19 +102,31 @@ def pytest_testnodedown(node, error):
 
 
 def pytest_collection_modifyitems(config, items):
-    grouped = config.getoption("dist", None) == "loadgroup"
     for item in items:
         if item.get_closest_marker("slow") is None and why_slow(item):
             item.add_marker(pytest.mark.slow)
-        if grouped:  # the slow tier (make test): a file to a worker, tests/n8n/ to one
-            item.add_marker(pytest.mark.xdist_group(_group(item)))
 
 
-def _group(item: pytest.Item) -> str:
-    """The pytest-xdist group of a test under ``--dist loadgroup``: its file, as ``--dist
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` (the slow tier, make test): a test file to a worker, as ``--dist
     loadfile`` would (module fixtures made once), except that every test of tests/n8n/ goes
-    to one worker, so one n8n is started for the session, not one per worker."""
-    path = item.path.as_posix().removeprefix(f"{ROOT.as_posix()}/")
+    to one worker, so one n8n is started for the session, not one per worker. Done as a
+    scheduler of its own: xdist's loadgroup renames each test with its ``xdist_group``, which
+    pytest 9's node ids no longer allow (the tests of a file were spread over the workers)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid.split("::", 1)[0])
+
+    return ByGroup(config, log)
+
+
+def _group(path: str) -> str:
+    """A test file's group under ``--dist loadgroup``: the file, or tests/n8n for its files."""
     return "tests/n8n" if path.startswith("tests/n8n/") else path
 
 
