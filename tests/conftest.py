@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BANK_DIR = ROOT / "bank"
 
 # The fast tier (`make check`: `pytest -m "not slow"`) is what is left once every test that needs
-# a real part beyond SQLite and 127.0.0.1 HTTP is marked `slow` (long waits, kill -9, and
+# a real part beyond SQLite and 127.0.0.1 HTTP is marked `slow` (real deadlines waited out,
+# Python processes started or stopped by a real signal or kill -9, checks against scipy, and
 # long computations — simulations of the statistics, a step timed at two sizes, hundreds of
 # generated examples — are marked by hand, where they are). Marked here from what a test uses,
 # so a new test lands in the right tier without a list to keep:
@@ -101,19 +102,31 @@ def pytest_testnodedown(node, error):
 
 
 def pytest_collection_modifyitems(config, items):
-    grouped = config.getoption("dist", None) == "loadgroup"
     for item in items:
         if item.get_closest_marker("slow") is None and why_slow(item):
             item.add_marker(pytest.mark.slow)
-        if grouped:  # the slow tier (make test): a file to a worker, tests/n8n/ to one
-            item.add_marker(pytest.mark.xdist_group(_group(item)))
 
 
-def _group(item: pytest.Item) -> str:
-    """The pytest-xdist group of a test under ``--dist loadgroup``: its file, as ``--dist
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` (the slow tier, make test): a test file to a worker, as ``--dist
     loadfile`` would (module fixtures made once), except that every test of tests/n8n/ goes
-    to one worker, so one n8n is started for the session, not one per worker."""
-    path = item.path.as_posix().removeprefix(f"{ROOT.as_posix()}/")
+    to one worker, so one n8n is started for the session, not one per worker. Done as a
+    scheduler of its own: xdist's loadgroup renames each test with its ``xdist_group``, which
+    pytest 9's node ids no longer allow (the tests of a file were spread over the workers)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid.split("::", 1)[0])
+
+    return ByGroup(config, log)
+
+
+def _group(path: str) -> str:
+    """A test file's group under ``--dist loadgroup``: the file, or tests/n8n for its files."""
     return "tests/n8n" if path.startswith("tests/n8n/") else path
 
 
@@ -162,6 +175,69 @@ def _pages_compiled_once():
         yield
     finally:
         flask.Flask.create_jinja_environment = made
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _url_builders_compiled_once():
+    """Every app a test builds compiles two URL builders per route again (Python code made
+    from an AST: ~18 ms of the 23 ms an app takes to make); a service process makes its app
+    once. The apps of the session share them: a builder is made from the rule's text and
+    parts alone, and reads the rule's converters through the rule it is bound to, so the one
+    compiled for an equal rule is the same function. (A rule with defaults has one resolved
+    into its code by its converter: compiled for itself, as before.)"""
+    rules = sys.modules.get("werkzeug.routing.rules")
+    if rules is None:  # no test of this session builds an app
+        yield
+        return
+    made = rules.Rule._compile_builder
+    kept: dict[tuple, object] = {}
+
+    def _compile_builder(rule, append_unknown: bool = True):
+        if rule.defaults:
+            return made(rule, append_unknown)
+        key = (rule.rule, tuple(rule._trace), append_unknown)
+        if (builder := kept.get(key)) is None:
+            builder = kept[key] = made(rule, append_unknown)
+        return builder
+
+    rules.Rule._compile_builder = _compile_builder
+    try:
+        yield
+    finally:
+        rules.Rule._compile_builder = made
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sql_compiled_once():
+    """Each test's SQLite store is a file of its own, so an engine of its own, and SQLAlchemy
+    keeps the SQL it compiled per engine (its cache is keyed by the engine's dialect): every
+    store compiled the same few hundred statements again (a tenth of a web test's time); a
+    service's store is opened once. The session's SQLite engines share the first one's dialect
+    and compiled-statement cache: the same driver, the same arguments (exam/db/engine.py
+    makes every SQLite engine alike), so the same SQL."""
+    engines = sys.modules.get("exam.db.engine")
+    if engines is None:  # no test of this session opens a store
+        yield
+        return
+    made = engines.create_engine
+    first: list = []
+
+    def create_engine(url, **kwargs):
+        engine = made(url, **kwargs)
+        if engine.dialect.name != "sqlite":
+            return engine
+        if not first:
+            first.append(engine)
+        else:  # (its own dialect is left to its pool, which only opens and closes with it)
+            engine.dialect = first[0].dialect
+            engine._compiled_cache = first[0]._compiled_cache
+        return engine
+
+    engines.create_engine = create_engine
+    try:
+        yield
+    finally:
+        engines.create_engine = made
 
 
 @pytest.fixture

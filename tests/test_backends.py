@@ -18,6 +18,7 @@ def databases() -> set[str]:
     return set(done.stdout.split())
 
 
+@pytest.mark.slow  # a PostgreSQL database (tests/backends.py)
 def test_a_database_is_made_for_the_test_and_dropped_after():
     with postgres_database() as url:
         name = url.rsplit("/", 1)[1]
@@ -29,6 +30,7 @@ def test_a_database_is_made_for_the_test_and_dropped_after():
     assert name not in databases()
 
 
+@pytest.mark.slow  # a PostgreSQL database (tests/backends.py)
 def test_a_database_given_back_for_later_is_dropped_by_the_end_of_the_session():
     with postgres_database(drop="later") as url:
         name = url.rsplit("/", 1)[1]
@@ -43,6 +45,7 @@ def test_an_unreachable_server_fails_the_test():
             pass
 
 
+@pytest.mark.slow  # a PostgreSQL database (tests/backends.py)
 def test_a_postgresql_store_url_is_a_new_store_with_the_schema_a_migration_makes(tmp_path):
     """store_url's PostgreSQL database is copied from one migrated this session: the tables
     and columns of a database Alembic migrates, no rows, today's schema version."""

@@ -96,3 +96,21 @@ def fake_line():
     """A fake LINE Messaging API on 127.0.0.1 (the real SDK is pointed at it)."""
     with FakeLineApi() as fake:
         yield fake
+
+
+@pytest.fixture(scope="module")
+def notifications_made_together():
+    """Every notification the module's tests add is made at one moment (its ``created_at``;
+    delivered_at too), the module's first use of it, so that a send's share links, made as of
+    the notification, are the same in every test of the module. A send redacts its links from
+    a failure's message, and the pattern for a new link costs a second of CPU to compile
+    (exam/redact.py keeps it for the same secrets): the same links, compiled once a module.
+    Nothing these tests check depends on two notifications being made at different times."""
+    from types import SimpleNamespace
+
+    import exam.store.notifications as kept
+
+    moment = time.time()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(kept, "time", SimpleNamespace(time=lambda: moment))
+        yield moment

@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from exam.demo.main import path_hint, run_demo
+from exam.demo.main import path_hint
 from tests.conftest import BANK_DIR
 from tests.exam.helpers import demo_said
 
@@ -88,11 +88,14 @@ def test_demo_w3_v3_is_compared_with_v1_the_last_shipped_and_the_overview_says_w
     from exam.web.app import create_app
 
     db = str(tmp_path / "demo.db")
-    run_demo(db, repeats=3, bank_dir=BANK_DIR, echo=lambda *_: None)
     store = Store(db)
-    with DemoServer() as server:
-        agent = server.agent("W3", "v2", BANK_DIR)  # the tour's v3: the v2 agent again
-        execute(store, [job_for(store, create_run(store, agent, "v3", repeats=3), agent)])
+    # the demo's W3, three repeats of each version as `exam demo` runs them, without the
+    # simulated think time (nothing here reads latency) and without W1 and W2 (nothing here
+    # reads them): a tenth of the demo's cells, none waited for
+    with DemoServer(latency_scale=0.0) as server:
+        for version, as_agent in (("v1", "v1"), ("v2", "v2"), ("v3", "v2")):
+            agent = server.agent("W3", as_agent, BANK_DIR)  # the tour's v3: the v2 agent again
+            execute(store, [job_for(store, create_run(store, agent, version, repeats=3), agent)])
     store.close()
     held = json.loads(CliRunner().invoke(main, ["compare", "W3", "v1", "v2", "--format", "json",
                                                 "--db", db]).stdout)

@@ -41,6 +41,7 @@ PUBLIC_URL = "https://exam.example.com"
 ENV = {"LINE_CHANNEL_ACCESS_TOKEN": "line-token-5ecret", "LINE_GROUP_ID": "Cgroup123",
        "EXAM_PUBLIC_URL": PUBLIC_URL, "EXAM_API_TOKEN": ADMIN}
 KEY = secret_key(None, ADMIN)
+pytestmark = pytest.mark.usefixtures("notifications_made_together")  # tests/exam/conftest.py
 
 
 DAY = 86400

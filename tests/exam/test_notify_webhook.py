@@ -22,6 +22,7 @@ TOKEN = "q-token-5e6f7a8b"  # in the URL's query
 PASSWORD = "pw-1a2b3c4d5e"  # in the URL's userinfo
 AUTH = "Bearer auth-9f8e7d6c5b"  # EXAM_WEBHOOK_AUTH
 SECRETS = (TOKEN, PASSWORD, "auth-9f8e7d6c5b")
+pytestmark = pytest.mark.usefixtures("notifications_made_together")  # tests/exam/conftest.py
 
 
 class Receiver:
@@ -70,7 +71,6 @@ def receiver():
 def env(receiver):
     return {"EXAM_WEBHOOK_URL": receiver.url, "EXAM_WEBHOOK_AUTH": AUTH,
             "EXAM_PUBLIC_URL": "https://exam.example.com", "EXAM_SECRET_KEY": "k" * 32}
-
 
 def exam(*args, env=None):
     return CliRunner().invoke(main, list(args), env=env)

@@ -50,12 +50,12 @@ def run(store, tmp_path, behaviours, **agent_kw):
     ("answer-and-error", "ok", ""),  # it answered: graded on what it said
 ])
 def test_an_agents_own_failure_report_is_told_apart(store, tmp_path, behaviour, run_status,
-                                                     error):
+                                                     error, pauses):
     cells, _ = run(store, tmp_path, [behaviour], retries=2)
     assert (cells[0].run_status, cells[0].error) == (run_status, error)
 
 
-def test_an_agent_that_reported_its_failure_is_not_retried(store, tmp_path):
+def test_an_agent_that_reported_its_failure_is_not_retried(store, tmp_path, pauses):
     cells, fake = run(store, tmp_path, ["agent-error-500", "error-field-500"], retries=2)
     assert fake.calls["agent-error-500"] == 1 and cells[0].attempts == 1
     assert fake.calls["error-field-500"] == 3  # transport trouble is still retried

@@ -38,7 +38,8 @@ def started(store, run_id, agent):
     ("behaviour", "run_status", "error_part"),
     [
         ("ok", "ok", ""),
-        ("slow", "timeout", "no reply within 1 s"),
+        # waiting out a real 1 s deadline: the slow tier
+        pytest.param("slow", "timeout", "no reply within 1 s", marks=pytest.mark.slow),
         ("status-500", "http_error", "HTTP 500: upstream said 500"),
         ("html", "bad_reply", "not JSON: an HTML page"),
         ("html-500", "http_error", "HTTP 500: an HTML error page"),
@@ -50,7 +51,7 @@ def started(store, run_id, agent):
         ("answer-object", "bad_reply", "no text at answer: an object (keys: text), not text"),
         ("reset", "http_error", "connection"),
         ("reset-mid-body", "http_error", "connection"),
-        ("drip", "timeout", "not complete within 1 s"),
+        pytest.param("drip", "timeout", "not complete within 1 s", marks=pytest.mark.slow),
         ("n8n-404", "http_error", "is not registered. — hint: The workflow must be active"),
         ("text-plain-json", "ok", ""),
     ],
@@ -72,8 +73,9 @@ def test_work_order_is_posted_verbatim(store, tmp_path):
     assert fake.requests[0]["headers"]["Content-Type"] == "application/json"
 
 
-def test_500_then_ok_is_retried_and_every_attempt_recorded(store, tmp_path):
+def test_500_then_ok_is_retried_and_every_attempt_recorded(store, tmp_path, pauses):
     run_id, _, cells, _ = run_one(store, tmp_path, {"retries": 1}, ["500-then-ok"])
+    assert pauses == [0.5]
     cell = cells["T-01"]
     assert (cell.run_status, cell.attempts) == ("ok", 2)
     # a first attempt that failed after 6 model calls still cost them: 6 + 2 model calls
@@ -89,6 +91,7 @@ def test_no_retry_without_retries(store, tmp_path):
     assert len(fake.requests) == 1
 
 
+@pytest.mark.slow  # waits out a real 1 s Retry-After
 def test_429_honours_retry_after(store, tmp_path):
     run_id, _, cells, fake = run_one(store, tmp_path, {"retries": 2}, ["429-retry-after"])
     assert cells["T-01"].run_status == "ok" and cells["T-01"].attempts == 2
@@ -101,8 +104,9 @@ def test_a_wrong_answer_is_never_retried(store, tmp_path):
     assert cells["T-01"].attempts == 1 and len(fake.requests) == 1
 
 
-def test_retries_stop_at_the_limit(store, tmp_path):
+def test_retries_stop_at_the_limit(store, tmp_path, pauses):
     _, _, cells, fake = run_one(store, tmp_path, {"retries": 2}, ["status-503"])
+    assert pauses == [0.5, 1.0]  # doubling
     assert cells["T-01"].run_status == "http_error"
     assert cells["T-01"].attempts == 3 and len(fake.requests) == 3
 
@@ -268,7 +272,9 @@ def test_a_cell_whose_reply_cannot_be_stored_keeps_its_attempt_figures(store, tm
     assert (attempt.http_status, attempt.body) == (200, None)
 
 
-def test_a_worker_is_never_held_by_an_agent_that_never_finishes_its_headers(store, tmp_path):
+@pytest.mark.slow  # waits out a real 1 s deadline, twice a cell
+def test_a_worker_is_never_held_by_an_agent_that_never_finishes_its_headers(store, tmp_path,
+                                                                           pauses):
     import threading
 
     from exam.pipeline.runner import queue_run
@@ -555,7 +561,8 @@ def test_a_cell_waiting_to_retry_when_the_run_is_told_to_stop_stops_waiting(stor
     assert "1 cell(s) not run" in store.get_run(run_id).error
 
 
-def test_every_slot_is_given_back_whatever_a_cell_ran_into(store, tmp_path, monkeypatch):
+def test_every_slot_is_given_back_whatever_a_cell_ran_into(store, tmp_path, monkeypatch,
+                                                           pauses):
     """Replies, retries, agent errors, harness errors raised with the slot held, a stop while
     threads wait: afterwards the gate holds exactly ``concurrency`` free slots (one leaked
     would slow every later request; one given back twice would let a fourth in flight)."""
@@ -579,20 +586,22 @@ def test_every_slot_is_given_back_whatever_a_cell_ran_into(store, tmp_path, monk
     monkeypatch.setattr(exam.pipeline.runner, "RequestGate", recording_gate)
     monkeypatch.setattr(transport, "post_once", post_or_raise)
     # one harness error: a slot it leaked leaves the run going on fewer, not hanging
-    kinds = ["ok", "status-503", "500-then-ok", "status-400", "html", "slow"] * 4 + ["reset"]
+    # each kind twice: more cells than the 3 slots, two of them held to the deadline twice
+    kinds = ["ok", "status-503", "500-then-ok", "status-400", "html", "slow"] * 2 + ["reset"]
     with FakeAgent() as fake:
         bank = write_bank(tmp_path, kinds)
         agent = agent_for(fake.url, bank, concurrency=3, retries=1, timeout_s=1)
         run_id = create_run(store, agent, "v1")
         final = execute(store, [job_for(store, run_id, agent)])
+        first = len(fake.requests)
         stop = threading.Event()
         stopped = {}
         rerun = create_run(store, agent, "v2", repeats=2)
         runner = threading.Thread(target=lambda: stopped.update(
             execute(store, [job_for(store, rerun, agent)], stop=stop)))
         runner.start()
-        waited = threading.Event()
-        while len(fake.requests) < len(kinds) + 30 and not waited.wait(0.01):
+        waited = threading.Event()  # stopped part-way: a third of the rerun's cells asked
+        while len(fake.requests) < first + len(kinds) * 2 // 3 and not waited.wait(0.01):
             pass
         stop.set()
         runner.join(timeout=120)

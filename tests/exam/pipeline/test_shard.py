@@ -291,6 +291,7 @@ def test_a_helper_keeps_the_run_held_while_it_waits_for_its_replies(pg_url, tmp_
             store.close()
 
 
+@pytest.mark.slow  # real parent and helper processes, the parent killed
 def test_a_helper_is_told_to_stop_when_its_parent_dies(tmp_path):
     """The parent-death signal (Linux), or the watch for a changed parent: a kill -9 of the
     main process gives the helper its SIGTERM, which is its stop."""
@@ -373,6 +374,7 @@ def test_a_stopped_helper_is_given_the_agent_s_timeout_to_store_what_it_sent(
         store.close()
 
 
+@pytest.mark.slow  # `exam run` and its helper as real processes
 def test_a_helper_that_cannot_reach_the_store_says_so_and_the_run_stays_resumable(tmp_path):
     """The store away when the helper starts (PostgreSQL restarting, out of connections) is a
     lost store (the run reads interrupted, a worker gives it back), not a failed run; and the

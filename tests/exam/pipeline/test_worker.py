@@ -12,11 +12,28 @@ from exam.store import Store
 from tests.backends import marked_newer
 
 
-def test_a_worker_left_running_through_an_upgrade_claims_nothing_from_the_newer_store(tmp_path,
-                                                                                     caplog):
+def test_a_worker_left_running_through_an_upgrade_claims_nothing_from_the_newer_store(
+        tmp_path, caplog, monkeypatch):
     """A worker not stopped before ``exam store migrate`` (docs/deployment.md, section 8) stops
     before its next claim, as it would refuse that store when starting: it never runs with old
     code what a new instance queued."""
+    import threading
+
+    import exam.pipeline.worker as worker
+
+    # the migration lands while the worker is between two looks at the queue (held there
+    # until it has), as `exam store migrate` run beside an idle worker: not between its check
+    # of the schema and its claim, a moment no test can aim at
+    looked, migrated = threading.Event(), threading.Event()
+    work_once = worker.work_once
+
+    def held_after_looking(*args, **kwargs):
+        did = work_once(*args, **kwargs)
+        looked.set()
+        migrated.wait(60)
+        return did
+
+    monkeypatch.setattr(worker, "work_once", held_after_looking)
     db = str(tmp_path / "exam.db")
     store = Store(db)  # opened before the migration: it reads the schema no more
     try:
@@ -24,17 +41,18 @@ def test_a_worker_left_running_through_an_upgrade_claims_nothing_from_the_newer_
             stop = start_in_thread(db, None)
             try:
                 deadline = time.monotonic() + 30
-                while "watching" not in caplog.text and time.monotonic() < deadline:
-                    time.sleep(0.02)
+                assert looked.wait(30), "the worker never looked at the queue"
                 with marked_newer(db):
                     run_id = store.create_run(agent="A", version="v2", bank_path="A.json",
                                               bank_digest="d", repeats=1, plan=[("A-01", "q")],
                                               settings={}, status="queued")
+                    migrated.set()
                     while not any(w in caplog.text for w in ("worker stopped", "claimed")) \
                             and time.monotonic() < deadline:
                         time.sleep(0.02)
                     assert store.get_run(run_id).status == "queued"
             finally:
+                migrated.set()
                 stop.set()
         assert "newer than this agent-exam understands" in caplog.text
     finally:
@@ -167,6 +185,7 @@ def test_a_run_given_back_is_not_claimed_again_at_once(tmp_path, caplog, monkeyp
     assert caplog.text.count("run 7 was given back to the queue") == 1
 
 
+@pytest.mark.slow  # `exam worker` as a real process (tests/processes.py)
 def test_the_worker_log_names_the_level_of_each_line(tmp_path):
     """An operator looks for a worker's trouble by level (journalctl, a log shipper), as in the
     service's gunicorn log: a failed run was an ERROR printed like every INFO line."""

@@ -1,7 +1,7 @@
 """The statistics against independent values: scipy, and tables computed by hand.
 
-scipy is imported in the tests that use it: imported here, it cost every test worker ~2 s of
-collection."""
+scipy is imported in the tests that use it, all in the slow tier: imported here, it cost every
+test worker ~2 s of collection, and in a test the fast tier's worker ~1.5 s."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from exam.reports.stats import (
 )
 
 
+@pytest.mark.slow  # against scipy: importing scipy.stats costs a worker ~1.5 s
 @pytest.mark.parametrize("table", [(3, 0, 0, 3), (7, 3, 2, 7), (1, 4, 5, 0), (10, 0, 6, 4),
                                    (2, 1, 2, 1), (0, 5, 5, 0)])
 def test_two_groups_is_fishers_exact_test(table):
@@ -47,6 +48,7 @@ def test_monte_carlo_fallback_is_close_and_deterministic():
     assert approx == pytest.approx(exact, abs=0.01)
 
 
+@pytest.mark.slow  # against scipy: importing scipy.stats costs a worker ~1.5 s
 def test_many_repeats_use_pearsons_chi_square():
     from scipy import stats as sp
     passes, totals = [150, 170, 120, 160], [200, 200, 200, 200]
@@ -55,6 +57,7 @@ def test_many_repeats_use_pearsons_chi_square():
     assert exact_2xk(passes, totals, max_tables=10) == pytest.approx(expected, rel=1e-6)
 
 
+@pytest.mark.slow  # against scipy: importing scipy.stats costs a worker ~1.5 s
 @pytest.mark.parametrize(("x", "df"), [(0.5, 1), (3.84, 1), (7.0, 3), (30.0, 7), (0.01, 5),
                                        (100.0, 2)])
 def test_chi2_sf_matches_scipy(x, df):
@@ -83,6 +86,7 @@ def freeman_halton(fails: list[int], totals: list[int]) -> float:
     return total
 
 
+@pytest.mark.slow  # against scipy: importing scipy.stats costs a worker ~1.5 s
 def test_the_smaller_margin_is_enumerated():
     # 1660 of 1664 pass across 8 versions: 330 tables by the failing margin, so exact (by the
     # passing margin there would be millions, and the answer would be an estimate)
@@ -96,12 +100,14 @@ def test_no_variation_is_p_one():
     assert exact_2xk([0, 0], [3, 3]) == 1.0
 
 
+@pytest.mark.slow  # against scipy: importing scipy.stats costs a worker ~1.5 s
 def test_benjamini_hochberg_matches_scipy():
     from scipy import stats as sp
     p = [0.001, 0.2, 0.03, 0.04, 0.5, 0.01, 0.049]
     assert benjamini_hochberg(p) == pytest.approx(list(sp.false_discovery_control(p)))
 
 
+@pytest.mark.slow  # against scipy: importing scipy.stats costs a worker ~1.5 s
 @pytest.mark.parametrize(("k", "n"), [(0, 5), (3, 3), (7, 10), (1, 20)])
 def test_wilson_matches_scipy(k, n):
     from scipy import stats as sp
@@ -116,6 +122,7 @@ def test_pass_hat_k_by_hand():
     assert pass_hat_k(3, 3, 3) == 1
 
 
+@pytest.mark.slow  # against scipy: importing scipy.stats costs a worker ~1.5 s
 def test_pearson_matches_scipy():
     from scipy import stats as sp
     xs, ys = [1, 0, 1, 1, 0], [0.9, 0.2, 0.8, 0.6, 0.5]
@@ -131,6 +138,7 @@ def test_percentile_matches_numpy_default():
         assert percentile(values, q) == pytest.approx(float(np.percentile(values, q)))
 
 
+@pytest.mark.slow  # against scipy: importing scipy.stats costs a worker ~1.5 s
 def test_repeats_to_settle():
     from scipy import stats as sp
     assert repeats_to_settle(0.0, 1.0) == 4  # 4/4 vs 0/4: Fisher p = 0.029

@@ -72,6 +72,7 @@ def test_a_guard_that_never_failed_is_tested_against_the_old_version_alone():
     assert (base.passes, base.answered, used) == (3, 3, ("v3",))
 
 
+@pytest.mark.slow  # against scipy: importing scipy.stats costs a worker ~1.5 s
 def test_one_sided_fisher_and_its_bound_match_scipy():
     from scipy import stats
     rng = random.Random(1)
@@ -96,6 +97,7 @@ def test_bh_runs_only_over_questions_that_can_move():
     assert all(x is None for x in qv[1:])
 
 
+@pytest.mark.slow  # against scipy: importing scipy.stats costs a worker ~1.5 s
 def test_repeats_needed_are_true_under_the_method():
     """Recompute every stated repeats-needed figure with scipy: the power it claims holds."""
     from scipy import stats

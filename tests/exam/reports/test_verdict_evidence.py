@@ -186,6 +186,7 @@ def test_a_p_value_on_the_level_is_read_as_on_it():
     assert power_worse(11, 11, 10 / 11, 11, 0.5) > 0.6
 
 
+@pytest.mark.slow  # against scipy: importing scipy.stats costs a worker ~1.5 s
 def test_repeats_needed_is_what_settle_spends():
     """The figure is computed at --settle's own levels (alpha/m × 1% at each interim look),
     checked with scipy: the stated repeats reach 80% power there and one fewer does not."""
@@ -239,6 +240,7 @@ def test_a_version_pass_rate_is_the_mean_of_its_questions_inside_its_interval():
     assert lo <= v["rate"] <= hi and hi - lo > 0
 
 
+@pytest.mark.slow  # against scipy: importing scipy.stats costs a worker ~1.5 s
 @pytest.mark.parametrize("counts", [[(2, 3)], [(3, 3)] * 5, [(0, 3)] * 4, [(2, 3), (2, 3)]])
 def test_a_version_interval_never_collapses_to_a_point(counts):
     """One question, or every question at one rate: the bootstrap alone gives "67%–67%"."""
@@ -267,6 +269,7 @@ def test_a_ship_says_the_fall_its_repeats_could_miss():
     assert "could fall from 100% to 58% unseen" in V.summary_line(d)
 
 
+@pytest.mark.slow  # against scipy: importing scipy.stats costs a worker ~1.5 s
 def test_more_repeats_shrink_what_a_ship_could_miss():
     few = V.decide([q("Q-01", (3, 3), (3, 3))])["could_miss"]
     many = V.decide([q("Q-01", (20, 20), (20, 20))])["could_miss"]

@@ -246,6 +246,7 @@ copy_mod.copy_store(sys.argv[1], sys.argv[2])
 """
 
 
+@pytest.mark.slow  # an `exam` Python process each, stopped by a real signal
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP", "SIGINT"])
 def test_a_copy_stopped_by_a_signal_leaves_no_snapshot(tmp_path, signame):
     """A source's snapshot (as big as the store) is deleted however the copy is stopped."""
@@ -276,6 +277,7 @@ def test_a_copy_stopped_by_a_signal_leaves_no_snapshot(tmp_path, signame):
     assert list(tmpdir.iterdir()) == []
 
 
+@pytest.mark.slow  # a Python process killed with -9
 def test_a_snapshot_left_by_a_copy_killed_with_kill_9_is_deleted_by_the_next(tmp_path,
                                                                            monkeypatch):
     import os
