@@ -131,6 +131,9 @@ def table(r: dict) -> str:
                              f"{x['p99_ms']:.0f} ms, {x['errors']} errors{_load(x)}",
                              f"p99 ≤ {target} ms" if target else "recorded",
                              None if target is None else x["p99_ms"] <= target))
+    for key, backend in (("pages", "SQLite"), ("pages_postgresql", "PostgreSQL")):
+        for n, x in sorted((r.get(key) or {}).get("sizes", {}).items(), key=lambda kv: int(kv[0])):
+            rows += _pages_rows(backend, int(n), x)
     m = r["machine"]
     head = (f"Measured {m['date']} on {m['cpus']} cores ({m['processor']}), Python {m['python']}, "
             f"{m['platform']}" + (" — quick mode" if r.get("quick") else "") + "."
@@ -138,6 +141,30 @@ def table(r: dict) -> str:
                "Python loop (best of 5; lower is faster)." if m.get("loop_s") else "")
             + _sections_machines(r))
     return head + "\n\n" + "\n".join(rows)
+
+
+PAGE_TARGETS = {"warm_p95_s": 0.2, "first_s": 1.0, "kb": 300}
+
+
+def _pages_rows(backend: str, n: int, x: dict) -> list[str]:
+    """Three rows per size: the slowest warm page, the slowest first view, the heaviest page
+    (bench/pages.py; every page's figures are in bench/pages*.json)."""
+    pages = x["pages"]
+    warm = max(pages, key=lambda p: pages[p]["warm_cpu_p95_s"])
+    first = max(pages, key=lambda p: pages[p]["first_cpu_s"])
+    heavy = max(pages, key=lambda p: pages[p]["kb"])
+    at = f"{backend}, {n:,} stored replies"
+    return [
+        _row(f"{at}: slowest page or API route, warm (CPU p95 of {len(pages)})",
+             f"{pages[warm]['warm_cpu_p95_s'] * 1000:.0f} ms `{warm}`; each run kept at its end in "
+             f"{x['kept_cpu_s_per_run']} s{_load(x)}", "≤ 200 ms",
+             pages[warm]["warm_cpu_p95_s"] <= PAGE_TARGETS["warm_p95_s"]),
+        _row(f"{at}: slowest first view (a fresh process)",
+             f"{pages[first]['first_cpu_s']:.2f} s `{first}`", "≤ 1 s",
+             pages[first]["first_cpu_s"] <= PAGE_TARGETS["first_s"]),
+        _row(f"{at}: heaviest answer", f"{pages[heavy]['kb']:.0f} KB `{heavy}`", "≤ 300 KB",
+             pages[heavy]["kb"] <= PAGE_TARGETS["kb"]),
+    ]
 
 
 def write_performance_md(results: dict) -> None:

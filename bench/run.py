@@ -8,6 +8,7 @@ to 127.0.0.1 only.
     python bench/run.py --quick     # fewer repetitions, no concurrency-1 runs at 200/500 ms
     python bench/run.py --only regrade startup
     python bench/run.py --db postgresql://127.0.0.1:5432/postgres --only run10k regrade service
+    python bench/run.py --only pages --quick   # the pages at 10k and 100k replies (1M: minutes)
 
 ``--db`` says where the stores live: SQLite files in a temporary folder (the default), or
 databases on one PostgreSQL server (each section creates its own, ``bench_<name>``, dropped
@@ -424,8 +425,23 @@ def _run10k(quick: bool, stores: Stores, processes: int) -> dict:
             "second_half_peak_mb": round(max(h[1] for h in halves), 1)}
 
 
+def pages(quick: bool, stores: Stores) -> dict:
+    """Every dashboard page and API route over history at 10,000, 100,000 and (not --quick)
+    1,000,000 stored replies: bench/pages.py, its figures as it writes them."""
+    sizes = ["10000", "100000"] + ([] if quick else ["1000000"])
+    cmd = [PY, str(BENCH / "pages.py"), "--replies", *sizes, "--views", "10" if quick else "20",
+           "--dir", str(stores.tmp / "pages")]
+    if stores.backend != "sqlite":
+        cmd += ["--db", stores.url]
+    subprocess.run(cmd, check=True)
+    name = "pages.json" if stores.backend == "sqlite" else f"pages-{stores.backend}.json"
+    got = json.loads((BENCH / name).read_text(encoding="utf-8"))
+    return {"backend": stores.backend,
+            "sizes": {n: v for n, v in got["sizes"].items() if n in sizes}}
+
+
 SECTIONS = {"overhead": overhead, "pacing": pacing, "regrade": regrade, "startup": startup,
-            "service": service, "run10k": run10k}
+            "service": service, "run10k": run10k, "pages": pages}
 
 
 def speed() -> float:
