@@ -4,8 +4,6 @@ text; the store only keeps them). A row is read only under exactly the key asked
 
 from __future__ import annotations
 
-from sqlalchemy import select
-
 from exam.db.schema import kept_answers
 from exam.store.base import StoreBase
 
@@ -15,12 +13,9 @@ class Answers(StoreBase):
 
     def kept_answer(self, slot: str, key: str) -> str | None:
         """The answer kept in ``slot`` under exactly ``key``, or None."""
-        k = kept_answers.c
-        return self._value(select(k.answer).where(k.slot == slot, k.key == key))
+        return self._kept_text(kept_answers, slot, key)
 
     def keep_answer(self, slot: str, key: str, answer: str) -> bool:
         """Keep (or replace) the answer in ``slot``; False when the store cannot be written
         (read-only, busy): the answer given is still right, only not kept."""
-        stmt = self._insert(kept_answers).values(slot=slot, key=key, answer=answer)
-        return self._keep(stmt.on_conflict_do_update(index_elements=[kept_answers.c.slot],
-                                                     set_={"key": key, "answer": answer}))
+        return self._keep_text(kept_answers, slot, key, answer)

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
 
-from sqlalchemy import Connection, Engine, Row, func, select, text
+from sqlalchemy import Connection, Engine, Row, Table, func, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -142,6 +142,21 @@ class StoreBase:
     def _value(self, stmt: Any, params: dict[str, Any] | None = None) -> Any:
         with self._begin() as conn:
             return conn.execute(stmt, params).scalar()
+
+    def _kept_text(self, table: Table, name: str, key: str) -> str | None:
+        """The text a kept-text table (a name, a key, the text: ``kept_changes``,
+        ``kept_answers``) holds for ``name`` under exactly ``key``, or None."""
+        named, keyed, text = table.c
+        return self._value(select(text).where(named == name, keyed == key))
+
+    def _keep_text(self, table: Table, name: str, key: str, text: str) -> bool:
+        """Keep (or replace) ``name``'s text in a kept-text table under ``key``; False when
+        the store cannot be written (``_keep``)."""
+        named, keyed, column = table.c
+        stmt = self._insert(table).values({named.name: name, keyed.name: key,
+                                           column.name: text})
+        return self._keep(stmt.on_conflict_do_update(
+            index_elements=[named], set_={keyed.name: key, column.name: text}))
 
     def _keep(self, stmt: Any) -> bool:
         """Write something kept only to save work later (a graded run, a walk of verdicts);

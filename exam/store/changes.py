@@ -8,8 +8,6 @@ banks, rules, decisions, ship records or code is never shown: it is replaced by 
 
 from __future__ import annotations
 
-from sqlalchemy import select
-
 from exam.db.schema import kept_changes
 from exam.store.base import StoreBase
 
@@ -19,12 +17,9 @@ class Changes(StoreBase):
 
     def kept_changes(self, agent: str, key: str) -> str | None:
         """The text kept for ``agent`` under exactly ``key``, or None."""
-        k = kept_changes.c
-        return self._value(select(k.changes).where(k.agent == agent, k.key == key))
+        return self._kept_text(kept_changes, agent, key)
 
     def keep_changes(self, agent: str, key: str, changes: str) -> bool:
         """Keep (or replace) ``agent``'s walk; False when the store cannot be written
         (read-only, busy): the verdicts shown are still right, only not kept."""
-        stmt = self._insert(kept_changes).values(agent=agent, key=key, changes=changes)
-        return self._keep(stmt.on_conflict_do_update(index_elements=[kept_changes.c.agent],
-                                                     set_={"key": key, "changes": changes}))
+        return self._keep_text(kept_changes, agent, key, changes)
