@@ -15,7 +15,10 @@ import operator
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import fields
+from pathlib import Path
 
+import exam
+import graders
 from exam.bank import Bank, Item
 from graders import GRADER_VERSION, RULE_VERSIONS, CheckResult, Reply
 
@@ -43,6 +46,20 @@ def rules_text() -> str:
     rules = ",".join(f"{k}={v}" for k, v in sorted(RULE_VERSIONS.items()))
     return (f"{GRADER_VERSION};{rules};unicode={unicodedata.unidata_version};"
             f"{_fold_tables()};keys={CACHE_KEYS}")
+
+
+@functools.cache
+def code_digest() -> str:
+    """A digest of every module of ``exam`` and ``graders``, read once per process: what is
+    kept of a report (a walk of verdicts, an answer) is keyed by it, so an upgrade makes it
+    again."""
+    h = hashlib.blake2b(digest_size=16)
+    for package in (exam, graders):
+        root = Path(package.__file__).parent
+        for path in sorted(root.rglob("*.py")):
+            h.update(path.relative_to(root).as_posix().encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
 
 
 def rules_key() -> str:

@@ -42,8 +42,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from exam.grading import keys
 from exam.grading.keys import questions_key, rules_key
-from exam.reports import changes
 from exam.reports.graded_runs import NOT_KEPT
 from exam.reports.regrade import load_banks
 from exam.store import Run, Store
@@ -155,7 +155,7 @@ def _stored(store: Store, k: str, parts: Sequence[Any]) -> tuple[str, str]:
     """(slot, key) of an answer kept in the store: one slot per report and arguments; the key
     adds the code and the backend to the process's key (kept across upgrades and copies)."""
     slot = hashlib.blake2b(repr(parts).encode(), digest_size=20).hexdigest()
-    return slot, f"{k}|code={changes.code_digest()}|db={store.backend}"
+    return slot, f"{k}|code={keys.code_digest()}|db={store.backend}"
 
 
 class _Making:

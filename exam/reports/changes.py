@@ -24,15 +24,12 @@ The text kept is the one shown: the first view reads it back as every later one 
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
-import exam
-import graders
+from exam.grading import keys
 from exam.reports import baseline, compare, kinds, verdict
 from exam.reports.graded_runs import NOT_KEPT
 from exam.reports.regrade import Regraded, questions_key, rules_key
@@ -54,18 +51,6 @@ def change_verdict(report: dict[str, Any] | None) -> str:
     return v if v in VERDICT_WORDS else "pending"
 
 
-@functools.cache
-def code_digest() -> str:
-    """A digest of every module of ``exam`` and ``graders``, read once per process."""
-    h = hashlib.blake2b(digest_size=16)
-    for package in (exam, graders):
-        root = Path(package.__file__).parent
-        for path in sorted(root.rglob("*.py")):
-            h.update(path.relative_to(root).as_posix().encode())
-            h.update(path.read_bytes())
-    return h.hexdigest()
-
-
 def key(regraded: Regraded | Tallied, agent: str, records: Sequence[Any]) -> str | None:
     """The key of ``agent``'s walk over ``regraded``, from what ``regraded`` was read from
     (its marks were read before its cells: ``Regraded.marks``); None when a run of it may
@@ -77,7 +62,7 @@ def key(regraded: Regraded | Tallied, agent: str, records: Sequence[Any]) -> str
         return None
     banks = {p: regraded.banks[p] for p in dict.fromkeys(r.bank_path for r in runs)}
     every = (
-        LAYOUT, code_digest(), rules_key(), store.backend, agent,
+        LAYOUT, keys.code_digest(), rules_key(), store.backend, agent,
         [repr(r) for r in runs], [marks[r.id] for r in runs],
         sorted((p, b.content_digest or repr([i.raw for i in b.items]), b.digest,
                 questions_key(b)) for p, b in banks.items()),

@@ -107,12 +107,13 @@ def test_exam_store_keep_makes_what_the_pages_read_after_an_upgrade(tmp_path, mo
     from click.testing import CliRunner
 
     from exam.cli.main import main as cli
-    from exam.reports import answer_cache, changes, compare, discrimination, scorecard
+    from exam.grading import keys
+    from exam.reports import answer_cache, compare, discrimination, scorecard
 
     history = small_history(tmp_path)
     db = str(tmp_path / "exam.db")
     history.store.close()
-    monkeypatch.setattr(changes, "code_digest", lambda: "the new version")
+    monkeypatch.setattr(keys, "code_digest", lambda: "the new version")
     result = CliRunner().invoke(cli, ["store", "keep", "--db", db])
     assert result.exit_code == 0, result.output
     assert "kept what the pages read for 2 version(s) of 1 agent(s)" in result.output

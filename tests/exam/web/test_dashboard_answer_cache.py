@@ -123,7 +123,8 @@ def test_a_new_process_reads_the_answer_the_store_keeps_and_never_one_made_from_
     """Below each process's answers the store keeps the latest one per report and arguments:
     a process that never built it (another instance, a restart) shows it without building; a
     cell that arrives, or another code digest, gives a key nothing is kept under."""
-    from exam.reports import changes, scorecard
+    from exam.grading import keys
+    from exam.reports import scorecard
 
     history, app = site
     path = "/scorecard/A/v1"
@@ -138,7 +139,7 @@ def test_a_new_process_reads_the_answer_the_store_keeps_and_never_one_made_from_
     monkeypatch.setattr(scorecard, "build", refuse)
     assert _page(client, path) == first
     answer_cache.clear()
-    monkeypatch.setattr(changes, "code_digest", lambda: "an upgrade")
+    monkeypatch.setattr(keys, "code_digest", lambda: "an upgrade")
     with pytest.raises(AssertionError, match="built again"):
         client.get(path, headers=AUTH)
     monkeypatch.setattr(scorecard, "build", real)
