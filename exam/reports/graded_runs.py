@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from exam.bank import Item
 from exam.records import RunState
+from exam.reports.stats import percentile
 from exam.store import Run, Store
 from graders import CheckResult
 from graders.model import GRADED
@@ -185,17 +185,8 @@ def cost_values(cells: Sequence[Any]) -> dict[str, list]:
 
 
 def cost_of(values: Sequence[float]) -> list:
-    """[p50, p95, how many] of sorted values (``stats.percentile``'s interpolation)."""
-    return [_percentile(values, 50), _percentile(values, 95), len(values)]
-
-
-def _percentile(data: Sequence[float], q: float) -> float | None:
-    """``exam.reports.stats.percentile`` of data already sorted (that module sits above this one)."""
-    if not data:
-        return None
-    pos = (len(data) - 1) * q / 100
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
+    """[p50, p95, how many] of some values."""
+    return [percentile(values, 50), percentile(values, 95), len(values)]
 
 
 def _dumps(value: Any) -> str:
@@ -232,19 +223,20 @@ def decode_block(block: str, run: Run, case_no: str, item: Item,
 
 
 def decode(raw: str, run: Run, items: Mapping[str, Item],
-           texts: Mapping[tuple[int, str, int], str | None] | None = None,
-           wanted: Callable[[list], bool] | None = None) -> tuple[list[tuple], list[str]]:
-    """The run's graded cells, each as the fields of a ``GradedCell`` in order (regrade makes
-    them); with ``texts``, every reply's text (else needs_human ones); with ``wanted``, the
-    cells of the questions whose head row it accepts alone."""
+           texts: Mapping[tuple[int, str, int], str | None] | None = None
+           ) -> tuple[list[tuple], list[str]]:
+    """``decode_part`` of a whole kept text."""
     head, _, body = raw.partition("\n")
-    return decode_part(json.loads(head), body, 0, run, items, texts, wanted)
+    return decode_part(json.loads(head), body, 0, run, items, texts)
 
 
 def decode_part(data: dict, part: str, offset: int, run: Run, items: Mapping[str, Item],
                 texts: Mapping[tuple[int, str, int], str | None] | None = None,
                 wanted: Callable[[list], bool] | None = None) -> tuple[list[tuple], list[str]]:
-    """``decode`` of a head (``data``) and the part of the blocks from ``offset`` on."""
+    """A run's graded cells, each as the fields of a ``GradedCell`` in order (regrade makes
+    them), from its head (``data``) and the part of its blocks from ``offset`` on; with
+    ``texts``, every reply's text (else needs_human ones); with ``wanted``, the cells of the
+    questions whose head row it accepts alone."""
     cells = []
     for q in data["questions"]:
         case_no, start, length = q[0], q[5] - offset, q[6]
@@ -325,6 +317,7 @@ class Head:
     # or needs a person, in the order first seen; answered: cells that arrived as ok
     questions: dict[str, tuple[int, int, int, bool, int, int, list, int, int]]
     cost: dict[str, list]  # COST figure → [p50, p95, how many cells report it]
+    tail: tuple[int, int]  # where the cost line lies in the kept text (start, length)
 
 
 def read_heads(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, str],
@@ -343,15 +336,19 @@ def read_heads(store: Store, by_id: Mapping[int, Run], questions: Mapping[str, s
 
 def parse_head(key: str, head: str) -> Head:
     data = json.loads(head)
+    # the blocks follow the head and its newline; the cost line follows them and its newline
+    blocks = max((q[5] + q[6] + 1 for q in data["questions"]), default=0)
     return Head(key, data["removed"], {q[0]: tuple(q[1:]) for q in data["questions"]},
-                data["cost"])
+                data["cost"], (len(head) + 1 + blocks, data["cost_chars"]))
 
 
-def read_costs(store: Store, keys: Mapping[int, str]) -> dict[int, dict[str, list]]:
+def read_costs(store: Store, keys: Mapping[int, str], tails: Mapping[int, tuple[int, int]]
+               ) -> dict[int, dict[str, list]]:
     """{run id: each COST figure's sorted values} of the runs kept under exactly these keys:
-    the cost line after each head (a version of several runs takes its percentiles from all
-    of their values)."""
-    return {i: json.loads(line) for i, line in store.graded_run_tails(dict(keys)).items()}
+    the cost line each head says where to find (``Head.tail``), cut out by the database (a
+    version of several runs takes its percentiles from all of their values)."""
+    return {i: json.loads(line) for i, line in
+            store.graded_run_parts(dict(keys), {i: tails[i] for i in keys}).items()}
 
 
 def keep(store: Store, runs: Mapping[int, Run], keys: Mapping[int, str], rules: str,

@@ -67,16 +67,19 @@ class Tallied:
     decisions_mark: tuple | None = field(default=None, repr=False, compare=False)
     # run id → COST figure → its values, sorted: from the cells at hand or the kept cost lines
     _values: dict[int, dict[str, list]] = field(default_factory=dict, repr=False)
-    keys: dict[int, str] = field(default_factory=dict, repr=False)  # kept runs' keys
+    # kept runs: their key and where their cost line lies (``graded_runs.Head.tail``)
+    kept: dict[int, tuple[str, tuple[int, int]]] = field(default_factory=dict, repr=False)
 
     def bank_digests(self) -> dict[str, str]:
         return {b.agent: b.digest for b in self.banks.values()}
 
     def cost_values(self, run_ids: Sequence[int]) -> dict[int, dict[str, list]]:
         """Each run's COST values, sorted (read from the store for kept runs not read yet)."""
-        wanted = {i: self.keys[i] for i in run_ids if i not in self._values and i in self.keys}
+        wanted = [i for i in run_ids if i not in self._values and i in self.kept]
         if wanted and self.store is not None:
-            self._values.update(graded_runs.read_costs(self.store, wanted))
+            self._values.update(graded_runs.read_costs(
+                self.store, {i: self.kept[i][0] for i in wanted},
+                {i: self.kept[i][1] for i in wanted}))
         # a run not kept under the key read (its cells moved since): graded again for them
         rest = [r for r in self.runs if r.id in run_ids and r.id not in self._values
                 and r.id in self.tallies]
@@ -185,5 +188,6 @@ def tallied(store: Store, runs: Sequence[Run], *, parallel: bool = False) -> Tal
         cells.setdefault((c.run_id, c.case_no), []).append(c)
     keys = graded_runs.run_keys(store, {i: r for i, r in by_id.items() if i not in values},
                                 questions, rules, marks)
+    kept = {i: (k, heads[i].tail) for i, k in keys.items() if i in heads}
     return Tallied(runs, banks, missing, tallies, items, cells, cost, store, marks,
-                   decisions_mark, values, keys)
+                   decisions_mark, values, kept)

@@ -9,7 +9,6 @@ key, so a report of finished runs reads one row per run. A grader change makes n
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from sqlalchemy import Connection, bindparam, delete, func, select
@@ -137,22 +136,6 @@ class Grades(StoreBase):
                                              .where(g.run_id.in_(longer))) if longer else ():
             if keys[run_id] == key:
                 out[run_id] = whole.partition("\n")[0]
-        return out
-
-    def graded_run_tails(self, keys: dict[int, str]) -> dict[int, str]:
-        """{run id: the last line of its kept text} under exactly these keys (its cost line,
-        whose length its head says: the database cuts it)."""
-        heads = self.graded_run_heads(keys)
-        out = {}
-        for run_id, head in heads.items():
-            n = json.loads(head).get("cost_chars")
-            if n is None:
-                continue
-            g = graded_runs.c
-            row = self._rows(select(func.substr(g.cells, func.length(g.cells) - n + 1))
-                             .where(g.run_id == run_id, g.key == keys[run_id]))
-            if row:
-                out[run_id] = row[0][0]
         return out
 
     def graded_run_parts(self, keys: dict[int, str], spans: dict[int, tuple[int, int]]

@@ -55,19 +55,19 @@ def no_cells(monkeypatch) -> list[int]:
     """Fail if any cell, reply text or whole kept row is read; the runs whose cost line (the
     end of a kept row, cut out by the database) was read."""
     tails: list[int] = []
-    real = Store.graded_run_tails
+    real = Store.graded_run_parts
 
     def refuse(*args, **kwargs):
         raise AssertionError("cells or whole kept rows were read")
 
-    def counting(self, keys):
-        tails.extend(keys)
-        return real(self, keys)
+    def counting(self, keys, spans):
+        tails.extend(spans)
+        return real(self, keys, spans)
 
     monkeypatch.setattr(Store, "cells", refuse)
     monkeypatch.setattr(Store, "cell_texts", refuse)
     monkeypatch.setattr(Store, "graded_runs", refuse)
-    monkeypatch.setattr(Store, "graded_run_tails", counting)
+    monkeypatch.setattr(Store, "graded_run_parts", counting)
     return tails
 
 
