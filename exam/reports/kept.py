@@ -37,10 +37,12 @@ def _asked_first(agent: str, version: str) -> list[tuple[str, dict]]:
 
 
 def keep_finished(store: Store, run_id: int) -> bool:
-    """Keep the graded cells of ``run_id`` and its agent's walk; False when they could not be
-    made (said in the log: a report makes them on its first view instead)."""
+    """Keep the graded cells of ``run_id``, its agent's walk and the answers its pages ask for
+    first (``_asked_first``); False when they could not be made (said in the log: a view
+    makes them instead)."""
     try:
         run = store.get_run(run_id)
+        # the overview grades and keeps what is not kept yet, and keeps the agent's walk
         kinds.build("overview", store, LOCAL, agent=run.agent)
         for name, args in _asked_first(run.agent, run.version):
             try:

@@ -8,7 +8,6 @@ may have been held), why, what still fails since then, which version is shipped 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -23,6 +22,7 @@ from exam.reports.tallies import CellCount, Tallied, tally
 
 COST = graded_runs.COST  # kept per run in its head (exam/reports/graded_runs.py)
 Source = Regraded | Tallied
+_NO_COST = {k: [None, None, 0] for k in COST}  # a run with no cell stored yet
 
 
 def figures(cells: Sequence[GradedCell], planned: int) -> dict[str, Any]:
@@ -109,7 +109,8 @@ def build(source: Source, records: Sequence[Any] = (),
     """``cells``: the cells of the runs, graded, for a walk that is not kept (from the counts
     alone nothing is compared); without it, ``source`` itself (a re-grade)."""
     if cells is None and isinstance(source, Regraded):
-        cells = functools.partial(lambda graded: graded, source)
+        graded = source
+        cells = lambda: graded  # noqa: E731 — the re-grade at hand is what a walk reads
     source = counted(source)
     agents = sorted({r.agent for r in source.runs})
     return {"agents": [build_agent(source, a, records, cells) for a in agents],
@@ -131,8 +132,6 @@ def run_rows(source: Source, runs: Sequence[Any], overview: dict[str, Any]) -> l
                                           {"previous": None, "verdict": "—"})})
     return rows
 
-
-_NO_COST = {k: [None, None, 0] for k in COST}
 
 
 def charts(report: dict[str, Any]) -> dict[str, Any]:
