@@ -24,16 +24,24 @@ from exam.store import Store
 log = logging.getLogger("exam.reports.kept")
 
 
-def _asked_first(agent: str, version: str) -> list[tuple[str, dict]]:
-    """The reports a finished run's pages ask for first, with the arguments they ask with
-    (kinds.parse of what their query holds, so the keys are the views' own)."""
+PAGE, API = "page", "api"
+
+
+def _asked_first(run_id: int, agent: str, version: str) -> list[tuple[str, dict, tuple]]:
+    """The reports a finished run's links ask for first, with the arguments they ask with
+    (kinds.parse of what their query holds, and the API's own, so the keys are the views'
+    own), and on which surfaces."""
     def parsed(name: str, **query: str) -> dict:
         return kinds.parse(kinds.get(name), lambda n: [query[n]] if n in query else [])
 
-    return [("scorecard", parsed("scorecard") | {"agent": agent, "version": version}),
-            ("compare", parsed("compare", agent=agent, new=version) | {"old": None}),
-            ("discrimination", parsed("discrimination")),
-            ("discrimination", parsed("discrimination", agent=agent))]
+    def api(name: str, **fixed) -> dict:
+        return kinds.get(name).api_args | parsed(name) | fixed
+
+    return [("scorecard", parsed("scorecard") | {"agent": agent, "version": version}, (PAGE,)),
+            ("scorecard", api("scorecard", run_id=(run_id,)), (API,)),
+            ("compare", parsed("compare", agent=agent, new=version) | {"old": None}, (PAGE, API)),
+            ("discrimination", parsed("discrimination"), (PAGE, API)),
+            ("discrimination", parsed("discrimination", agent=agent), (PAGE, API))]
 
 
 def keep_finished(store: Store, run_id: int) -> bool:
@@ -44,11 +52,12 @@ def keep_finished(store: Store, run_id: int) -> bool:
         run = store.get_run(run_id)
         # the overview grades and keeps what is not kept yet, and keeps the agent's walk
         kinds.build("overview", store, LOCAL, agent=run.agent)
-        for name, args in _asked_first(run.agent, run.version):
+        for name, args, surfaces in _asked_first(run.id, run.agent, run.version):
             try:
                 asked = kinds.ask(name, store, LOCAL, **args)
-                answer_cache.page_answer(asked)
-                if kinds.get(name).api_path is not None:
+                if PAGE in surfaces:
+                    answer_cache.page_answer(asked)
+                if API in surfaces and kinds.get(name).api_path is not None:
                     answer_cache.api_answer(asked)
             except StoreError:
                 raise

@@ -113,6 +113,8 @@ class ReportKind:
     label: str = ""  # its name as people read it (the menu, the page's heading)
     cli: bool = True  # `exam report NAME` (False: a command of its own elsewhere, `exam compare`)
     api: str | None = OWN  # its route under /api; None: not on the API
+    # arguments the API asks with unless its query gives them (a page, not every cell)
+    api_args: Args = field(default_factory=dict)
     page: str | None = OWN  # its dashboard page; None: none, or a page of its own
 
     @property

@@ -89,10 +89,17 @@ def _held_no_steps(checks: Sequence[CheckResult]) -> bool:
     return any(c.name == "tools" and c.evidence == NO_STEPS for c in checks)
 
 
-def build(regraded: Regraded, every_cell: bool = True) -> dict[str, Any]:
+def build(regraded: Regraded, every_cell: bool = True,
+          page: tuple[int, int | None] = (0, None)) -> dict[str, Any]:
     """The scorecards of ``regraded``. ``every_cell=False`` (the text scorecard) leaves out the
     cells of questions that passed every repeat with every reply ok (``"cells": []``): the
-    text shows none of them, and 10,000 cells as dicts were most of its memory."""
+    text shows none of them, and 10,000 cells as dicts were most of its memory.
+
+    ``page`` (start, limit): only the cells from the start-th to list, at most ``limit`` of
+    them (None: all), counted over the scorecards and their questions in the order they are
+    listed; every count is still of every cell. A limit adds each question's ``cells_total``
+    and the report's ``cells_page`` (where the next page starts). A year of history gives a
+    run thousands of cells: the API lists a page of them (docs/service.md)."""
     groups: dict[tuple[str, str], list[GradedCell]] = defaultdict(list)
     for c in regraded.cells:
         groups[(c.agent, c.version)].append(c)
@@ -101,6 +108,8 @@ def build(regraded: Regraded, every_cell: bool = True) -> dict[str, Any]:
         runs_by_group[(r.agent, r.version)].append(r)
     cards = []
     shared: dict[str, list[dict]] = {}  # checks by their stored JSON: see GradedCell.as_dict
+    start, limit = page
+    listed = 0  # cells to list met so far, over every card and question in their order
     for key in sorted(runs_by_group):
         agent, version = key
         cells = groups.get(key, [])
@@ -112,7 +121,7 @@ def build(regraded: Regraded, every_cell: bool = True) -> dict[str, Any]:
         by_case: dict[str, list[GradedCell]] = defaultdict(list)
         for c in cells:
             by_case[c.case_no].append(c)
-        cases = []
+        cases, of_case = [], {}
         for case_no, cs in by_case.items():
             cs.sort(key=lambda c: (c.run_id, c.repeat))
             v = Counter(c.verdict for c in cs if c.verdict)
@@ -122,10 +131,18 @@ def build(regraded: Regraded, every_cell: bool = True) -> dict[str, Any]:
                 "verdicts": dict(v), "pass_rate": v["pass"] / graded if graded else None,
                 "pass_all": graded > 0 and v["pass"] == len(cs),
                 "changed_since_run": any(c.changed for c in cs),
-                "cells": [c.as_dict(shared) for c in cs] if every_cell or not all(
-                    c.verdict == "pass" and c.run_status == "ok" for c in cs) else [],
             })
+            of_case[case_no] = cs if every_cell or not all(
+                c.verdict == "pass" and c.run_status == "ok" for c in cs) else []
         cases.sort(key=case_order)
+        for case in cases:  # listed in the order the questions are: a page is a slice of it
+            cs = of_case[case["case_no"]]
+            lo = min(max(start - listed, 0), len(cs))
+            hi = len(cs) if limit is None else min(max(start + limit - listed, 0), len(cs))
+            case["cells"] = [c.as_dict(shared) for c in cs[lo:hi]]
+            if limit is not None:
+                case["cells_total"] = len(cs)
+            listed += len(cs)
         categories: dict[str, Counter] = defaultdict(Counter)
         for c in cells:
             categories[c.category][c.verdict or "not_run"] += 1
@@ -168,8 +185,14 @@ def build(regraded: Regraded, every_cell: bool = True) -> dict[str, Any]:
             "outliers": outliers(cells),
             "cases": cases,
         })
-    return {"grader_version": GRADER_VERSION, "scorecards": cards,
-            "missing_banks": regraded.missing_banks}
+    report = {"grader_version": GRADER_VERSION, "scorecards": cards,
+              "missing_banks": regraded.missing_banks}
+    if limit is not None:
+        shown = max(min(start + limit, listed) - start, 0)
+        report["cells_page"] = {"start": start, "limit": limit, "listed": shown,
+                                "total": listed,
+                                "next": start + limit if start + limit < listed else None}
+    return report
 
 
 def queue_words(card: dict[str, Any]) -> str:
@@ -447,14 +470,23 @@ def _runs(store: Any, args: kinds.Args) -> list:
 
 
 def _assembled(inputs: kinds.Inputs, args: kinds.Args) -> dict[str, Any]:
-    return build(inputs.cells(), every_cell=args.get("every_cell", True))
+    return build(inputs.cells(), every_cell=args.get("every_cell", True),
+                 page=(args.get("start") or 0, args.get("limit")))
 
+
+API_CELLS = 100  # cells on a page of the API's scorecard, unless asked (~1 KB each)
 
 KIND = kinds.register(kinds.ReportKind(
     name="scorecard", text=render_text, table=table, markdown=markdown, junit_cases=junit_cases,
     html_heading=False, html_template="_scorecard.html", html_title=html_title, charts=_charts,
     shown=shown,
     build=_assembled, runs=_runs,
-    params=(kinds.Param("run_id", "The run.", "int", many=True, default=()),),
+    params=(kinds.Param("run_id", "The run.", "int", many=True, default=()),
+            kinds.Param("start", "The first cell to list, counted from 0 over the questions in "
+                        "their order (the answer's cells_page.next is the next page's).",
+                        "int", default=0, minimum=0),
+            kinds.Param("limit", f"Cells to list at most (the API lists {API_CELLS} unless "
+                        "asked; every count is of every cell).", "int", minimum=1)),
+    api_args={"limit": API_CELLS},
     summary="The run's scorecard, re-graded with today's grader and bank",
     api="/runs/<int:run_id>/scorecard", page=None))

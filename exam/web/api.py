@@ -201,7 +201,7 @@ def report(name: str, **path: Any):
     through the registry (the service's grade source) and kept while its inputs hold."""
     kind = kinds.get(name)
     try:
-        args = kinds.parse(kind, request.args.getlist, path)
+        args = {**kind.api_args, **kinds.parse(kind, request.args.getlist, path)}
     except kinds.ArgError as exc:
         raise BadRequest(exc.field, str(exc)) from None
     try:

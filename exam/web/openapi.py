@@ -192,6 +192,9 @@ def _report(kind: kinds.ReportKind) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": "integer" if p.type == "int" else "string"}
         if p.minimum is not None:
             schema["minimum"] = p.minimum
+        default = kind.api_args.get(p.name, p.default)
+        if default not in (None, ()):
+            schema["default"] = default
         where = "path" if p.name in in_path else "query"
         if p.many and where == "query":
             schema = {"type": "array", "items": schema}

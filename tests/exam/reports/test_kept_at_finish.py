@@ -93,7 +93,8 @@ def test_the_pages_a_finished_runs_links_open_first_are_kept_for_every_process(t
     try:
         for path in ("/scorecard/A/v3", "/compare?agent=A&new=v3", "/discrimination",
                      "/discrimination?agent=A", "/api/compare?agent=A&new=v3",
-                     "/api/discrimination", "/api/agents/A/shipped"):
+                     "/api/discrimination", "/api/agents/A/shipped",
+                     f"/api/runs/{run_id}/scorecard"):
             resp = client.get(path, headers=auth)
             assert resp.status_code == 200, (path, resp.text[:300])
         assert "hold" in client.get("/scorecard/A/v3", headers=auth).text

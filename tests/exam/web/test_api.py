@@ -115,6 +115,39 @@ def test_run_lifecycle(client, auth, app, fake_agent):
     assert [r["version"] for r in listed] == ["v2", "v1"]
 
 
+def test_scorecard_lists_its_cells_a_page_at_a_time(client, auth, app):
+    """A year of history gives a run thousands of cells: the API lists a page of them, every
+    count still of every cell, and the pages, followed by ``next``, are every cell once."""
+    from exam.reports.scorecard import API_CELLS
+
+    client.post("/api/runs", json={"agent": "T", "version": "v1", "repeats": 3}, headers=auth)
+    run_id = work_once(Store(app.config["DB"]), app.config["AGENTS"])
+    url = f"/api/runs/{run_id}/scorecard"
+    first = client.get(url, headers=auth).json
+    assert first["cells_page"] == {"start": 0, "limit": API_CELLS, "listed": 9, "total": 9,
+                                   "next": None}
+    whole = [(case["case_no"], c["repeat"]) for case in first["scorecards"][0]["cases"]
+             for c in case["cells"]]
+    assert len(whole) == 9 and len(set(whole)) == 9
+
+    seen, start, pages = [], 0, 0
+    while start is not None:
+        page = client.get(f"{url}?limit=2&start={start}", headers=auth).json
+        card = page["scorecards"][0]
+        assert card["verdicts"] == first["scorecards"][0]["verdicts"]  # counts: every cell
+        assert all(case["cells_total"] == 3 for case in card["cases"])
+        seen += [(case["case_no"], c["repeat"]) for case in card["cases"] for c in case["cells"]]
+        assert page["cells_page"]["listed"] == len(seen) - 2 * pages
+        start, pages = page["cells_page"]["next"], pages + 1
+    assert seen == whole and pages == 5
+
+    beyond = client.get(f"{url}?start=50", headers=auth).json
+    assert beyond["cells_page"]["listed"] == 0 and beyond["cells_page"]["next"] is None
+    for bad in ("start=-1", "limit=0", "limit=x"):
+        resp = client.get(f"{url}?{bad}", headers=auth)
+        assert resp.status_code == 400 and resp.json["field"] == bad.split("=")[0]
+
+
 def test_compare_missing_parameter_names_it(client, auth):
     resp = client.get("/api/compare?agent=T&old=v1", headers=auth)
     assert resp.status_code == 400 and resp.json["field"] == "new"
