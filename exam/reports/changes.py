@@ -119,7 +119,7 @@ def walked(source: Regraded | Tallied, agent: str, records: Sequence[Any],
 # was first run) is the kept walk's, so a compare asked for builds one compare, not the walk
 
 def _runs(store: Any, args: kinds.Args) -> list:
-    """Every counted run of the agent (history is evidence), OLD and NEW checked stored."""
+    """Every counted run of the agent (the walk to the shipped one), OLD and NEW checked stored."""
     return compare_runs(store, args["agent"], args.get("old"), args["new"])
 
 
@@ -127,12 +127,16 @@ def _ship_records(store: Any, args: kinds.Args) -> kinds.Args:
     return {"records": store.ship_records(args["agent"])}
 
 
-def against_kept(regraded: Regraded, agent: str, old: str | None, new: str,
-                 records: Sequence[Any]) -> dict[str, Any]:
+def against_kept(regraded: Regraded | Tallied, agent: str, old: str | None, new: str,
+                 records: Sequence[Any], *, cells: Callable[[], Regraded] | None = None,
+                 pair: Callable[[str, str], Regraded] | None = None) -> dict[str, Any]:
     """``baseline.compare_against`` at the default settings, its baseline read from the
     agent's kept walk (walked and kept first when it is not): the same report, one compare
-    built instead of one per version before NEW."""
-    change_of, _ = walked(regraded, agent, records)
+    built instead of one per version before NEW. ``regraded`` is what the walk's key is read
+    from (counts will do); ``cells`` the graded cells a walk not kept is made from, and
+    ``pair(old, new)`` the two versions' graded cells the compare reads (both default to
+    ``regraded``): a compare asked for reads two versions' cells, not every version's."""
+    change_of, _ = walked(regraded, agent, records, cells)
     base = (change_of.get(new) or {}).get("baseline")  # None: nothing shipped before NEW
     if old is None:
         if base is None:
@@ -143,7 +147,7 @@ def against_kept(regraded: Regraded, agent: str, old: str | None, new: str,
     else:
         shown = baseline.Baseline(old, "asked", shipped=base["version"] if base else None
                                   ).as_dict()
-    report = compare.build(regraded, agent, old, new)
+    report = compare.build(regraded if pair is None else pair(old, new), agent, old, new)
     report["baseline"] = shown
     report["still_failing"] = baseline.still_failing(report)
     return report
@@ -160,7 +164,8 @@ def _assembled(inputs: kinds.Inputs, args: kinds.Args) -> dict[str, Any]:
     if args.get("settings") is not None:
         return baseline.compare_against(inputs.cells(), agent, old, new, args["records"],
                                         args.get("settings"))
-    return against_kept(inputs.cells(), agent, old, new, args["records"])
+    return against_kept(inputs.tallies(), agent, old, new, args["records"], cells=inputs.cells,
+                        pair=lambda o, n: inputs.cells_of((o, n)))
 
 
 KIND = kinds.register(kinds.ReportKind(

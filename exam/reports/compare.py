@@ -92,7 +92,13 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
     cells = [c for c in regraded.cells if c.agent == agent]
     runs = [r for r in regraded.runs if r.agent == agent]
     _comparable(regraded, cells, runs, agent, old, new)
+    # OLD's and NEW's runs alone: what the agent's other versions answered (or which of
+    # their questions today's bank dropped) decides nothing here, and a page asking for one
+    # compare reads those two versions' cells, not a year of them
+    cells = [c for c in cells if c.version in (old, new)]
+    runs = [r for r in runs if r.version in (old, new)]
     every, by, meta = _by_question(cells, old, new)
+    _planned_meta(regraded, runs, meta)
     skipped, decision = _decided(regraded, runs, cells, every, by, meta, agent, old, new,
                                  settings, levels)
     tests = {t["case_no"]: t for t in decision["tests"]}
@@ -132,23 +138,40 @@ def _comparable(regraded: Regraded, cells: list[GradedCell], runs: list[Run], ag
 ByQuestion = dict[str, dict[str, list[GradedCell]]]  # case_no → version → cells
 
 
+Meta = dict[str, tuple[str, str]]  # case_no → (severity, category)
+
+
 def _by_question(cells: list[GradedCell], old: str, new: str
-                 ) -> tuple[ByQuestion, ByQuestion, dict[str, GradedCell]]:
-    """The cells by question and version: every version's (history), OLD's and NEW's alone,
-    and each question's first cell (its severity and category)."""
+                 ) -> tuple[ByQuestion, ByQuestion, Meta]:
+    """The cells by question and version: every version's given, OLD's and NEW's alone, and
+    each question's severity and category (its first cell's)."""
     every: ByQuestion = defaultdict(lambda: defaultdict(list))
     by: ByQuestion = defaultdict(lambda: defaultdict(list))
-    meta: dict[str, GradedCell] = {}
+    meta: Meta = {}
     for c in cells:
         every[c.case_no][c.version].append(c)
-        meta.setdefault(c.case_no, c)
+        if c.case_no not in meta:
+            meta[c.case_no] = (c.severity, c.category)
         if c.version in (old, new):
             by[c.case_no][c.version].append(c)
     return every, by, meta
 
 
+def _planned_meta(regraded: Regraded, runs: list[Run], meta: Meta) -> None:
+    """Add to ``meta`` every question the runs planned that none of their cells answers (a
+    finished run whose cells for it never arrived), from today's bank: a question asked and
+    never answered is missing data, decided as such, never left out of the verdict."""
+    for r in runs:
+        bank = regraded.banks.get(r.bank_path)
+        items = bank.by_case() if bank is not None else {}
+        for case_no, _ in r.plan:
+            item = items.get(case_no)
+            if case_no not in meta and item is not None:
+                meta[case_no] = (item.question.severity, item.category)
+
+
 def _decided(regraded: Regraded, runs: list[Run], cells: list[GradedCell], every: ByQuestion,
-             by: ByQuestion, meta: dict[str, GradedCell], agent: str, old: str, new: str,
+             by: ByQuestion, meta: Meta, agent: str, old: str, new: str,
              settings: verdict.Settings, levels: dict[str, float] | None
              ) -> tuple[set[str], dict[str, Any]]:
     """(the questions OLD's runs left out, the verdict's decision): decided per question,
@@ -158,7 +181,7 @@ def _decided(regraded: Regraded, runs: list[Run], cells: list[GradedCell], every
     planned = {k: v for k, v in planned.items() if k not in removed}
     skipped = skipped_by(regraded, runs, planned, old, new)
     questions = verdict.questions_from(
-        every, planned, {k: (m.severity, m.category) for k, m in meta.items()}, old, new,
+        every, planned, meta, old, new,
         skipped)
     decision = verdict.decide(questions, settings, levels,
                               unfinished=unfinished_runs(runs, cells, regraded.removed, old, new),
@@ -170,12 +193,12 @@ def _decided(regraded: Regraded, runs: list[Run], cells: list[GradedCell], every
     return skipped, decision
 
 
-def _row(case_no: str, meta: GradedCell, o: list[GradedCell], n: list[GradedCell],
+def _row(case_no: str, meta: tuple[str, str], o: list[GradedCell], n: list[GradedCell],
          t: dict[str, Any] | None) -> dict[str, Any]:
     """One question's line: each side's state and counts, the checks that moved, its test."""
     so, po, go = state(o)
     sn, pn, gn = state(n)
-    return {"case_no": case_no, "category": meta.category, "severity": meta.severity,
+    return {"case_no": case_no, "category": meta[1], "severity": meta[0],
             "old": {"state": so, "passes": po, "graded": go, "rate": po / go if go else None},
             "new": {"state": sn, "passes": pn, "graded": gn, "rate": pn / gn if gn else None},
             "changed_since_run": any(c.changed for c in o + n),
@@ -230,7 +253,10 @@ def _report(regraded: Regraded, runs: list[Run], cells: list[GradedCell], agent:
         return dict(v)
 
     return {
-        "grader_version": GRADER_VERSION, "bank_digests": regraded.bank_digests(),
+        "grader_version": GRADER_VERSION,
+        # the banks OLD's and NEW's runs are graded by (one rubric: _one_rubric), the latest's
+        "bank_digests": {b.agent: b.digest for b in (
+            regraded.banks.get(r.bank_path) for r in sorted(runs, key=lambda r: r.id)) if b},
         "agent": agent, "old": old, "new": new,
         "verdict": decision["word"], "exit_code": decision["exit_code"], "decision": decision,
         "old_run_ids": sorted({r.id for r in runs if r.version == old}),
@@ -242,7 +268,9 @@ def _report(regraded: Regraded, runs: list[Run], cells: list[GradedCell], agent:
         # each side's pass rate: the mean of per-question rates with its interval
         "rates": {"old": rate_of_cells(old_cells), "new": rate_of_cells(new_cells)},
         "cost": cost_delta,
-        "missing_banks": regraded.missing_banks,
+        # OLD's and NEW's runs left out (a compare with one is refused: _comparable), none
+        "missing_banks": [m for m in regraded.missing_banks
+                          if m["agent"] == agent and m["version"] in (old, new)],
     }
 
 

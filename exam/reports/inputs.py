@@ -76,6 +76,13 @@ class Inputs:
             self._cells = self.grades.cells(self.store, self.runs)
         return self._cells
 
+    def cells_of(self, versions: Sequence[str]) -> Regraded:
+        """The cells of these versions' runs alone (a compare's two), graded; every version's
+        when they are graded already."""
+        if self._cells is not None:
+            return self._cells
+        return self.grades.cells(self.store, [r for r in self.runs if r.version in versions])
+
     def counts(self) -> Regraded | Tallied:
         """Counts; the cells themselves when already graded (the same figures, no second read)."""
         if self._cells is not None:

@@ -4,9 +4,10 @@ A report never reads runs still waiting for their first start (nothing arrived y
 excluded ones (a person left them out); a run given back to the queue after it started (its
 worker stopped, the store went away for a moment) is read with what arrived, as unfinished;
 a run asked for by id is read as asked. A version label may cover several runs: every one of
-them counts. A compare reads every version of the agent, not only the two compared: a guard's
-history is evidence. Asking for what is not stored raises one ``SelectionError`` whose message
-every surface shows as it is (CLI exit 2, API 404, a line on the page).
+them counts. A compare selects every version of the agent, not only the two compared: which one had
+shipped before NEW is found by walking them; its verdict reads OLD's and NEW's cells alone.
+Asking for what is not stored raises one ``SelectionError`` whose message every surface shows
+as it is (CLI exit 2, API 404, a line on the page).
 """
 
 from __future__ import annotations
@@ -88,8 +89,8 @@ def versions(runs: Iterable[Run]) -> list[str]:
 
 
 def compare_runs(store: Store, agent: str, old: str | None, new: str) -> list[Run]:
-    """Every counted run of ``agent`` (each version: history is evidence), after checking that
-    ``old`` (None: the shipped version, found later) and ``new`` both have one."""
+    """Every counted run of ``agent`` (each version: the walk to the shipped one), after
+    checking that ``old`` (None: the shipped version, found later) and ``new`` both have one."""
     every = report_runs(store, agent)
     known = versions(every)
     for label in (old, new):
