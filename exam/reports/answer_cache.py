@@ -109,10 +109,12 @@ def page_answer(asked: Any) -> str:
     return answer(asked.inputs.store, asked.runs, make, "page", *asked.key())
 
 
-def answer(store: Store, runs: Sequence[Run], make: Callable[[], str], *parts: Any) -> str:
+def answer(store: Store, runs: Sequence[Run], make: Callable[[], str], *parts: Any,
+           in_store: bool = True) -> str:
     """The report's text as ``make()`` writes it, kept under its key, or made and kept. Threads
     asking for the same key at once (a dashboard's first view, eight clients starting
-    together) wait for the one that makes it, rather than each making it."""
+    together) wait for the one that makes it, rather than each making it. ``in_store=False``:
+    kept by this process alone (a page past the first, whose slots a visitor could multiply)."""
     k = key(store, runs, *parts)
     if k is None:
         return make()
@@ -127,7 +129,7 @@ def answer(store: Store, runs: Sequence[Run], make: Callable[[], str], *parts: A
             return making.text
         try:  # the first to come (or the one before it failed): read it kept, or make it
             slot, stored = _stored(store, k, parts)
-            text = store.kept_answer(slot, stored)
+            text = store.kept_answer(slot, stored) if in_store else None
             if text is not None:
                 making.text = text
                 return text
@@ -137,7 +139,7 @@ def answer(store: Store, runs: Sequence[Run], make: Callable[[], str], *parts: A
             # from. Kept (and shared) only if the key still holds; else waiters make their own.
             if key(store, runs, *parts) == k:
                 making.text = text
-                if len(text) <= KEPT_STORE_CHARS:
+                if in_store and len(text) <= KEPT_STORE_CHARS:
                     store.keep_answer(slot, stored, text)
         finally:
             with _lock:

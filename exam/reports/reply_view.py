@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from exam.reports import same
 from exam.reports.html import mark_text, quoted
 from exam.reports.regrade import GradedCell, regrade
 from exam.reports.selection import select_runs
@@ -78,3 +79,37 @@ def question(store: Store, agent: str, case_no: str, versions: Sequence[str] = (
             "category": item.category if item else None,
             "severity": item.question.severity if item else None,
             "missing_banks": regraded.missing_banks}
+
+
+OTHER_FIELDS = ("run_id", "repeat", "model_calls", "tokens", "latency_ms")
+
+
+def question_page(store: Store, agent: str, case_no: str, versions: Sequence[str], start: int,
+                  shown: int, others_shown: int) -> dict[str, Any]:
+    """What the question page shows (``question`` made small once, and kept with the page's
+    answer): per version its replies' counts by outcome, how many different replies, and a
+    page of them, the most common first (``shown`` from the ``start``-th), each marked with
+    the same reply's other cells (the first ``others_shown``; ``same``: how many in all). A
+    year of history gives a question thousands of replies per version; a view renders these
+    few instead of grouping them all again."""
+    view = question(store, agent, case_no, versions)
+    columns = []
+    for col in view["columns"]:
+        cells = col["cells"]
+        groups = same.biggest_first(same.same_replies(cells))
+        words = [c["verdict"] for c in cells if c["verdict"]]
+        page = []
+        for g in groups[start:start + shown]:
+            cell = mark(dict(g["cell"]))
+            cell["marked"] = str(cell["marked"])
+            page.append({"cell": cell, "same": 1 + len(g["others"]),
+                         "others": [{k: o[k] for k in OTHER_FIELDS}
+                                    for o in g["others"][:others_shown]]})
+        columns.append({
+            "version": col["version"], "replies": len(cells), "graded": len(words),
+            "passed": words.count("pass"),
+            "worst": next((w for w in ("fail", "needs_human", "pass") if w in words), None),
+            "outcomes": [{"word": g["word"], "n": len(g["cells"])}
+                         for g in same.by_outcome(cells)],
+            "groups": len(groups), "shown": page})
+    return {**view, "columns": columns}

@@ -8,6 +8,7 @@ viewers (EXAM_VIEWER_TOKEN) read every page and change nothing; a share link
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -23,6 +24,7 @@ from flask import (
     url_for,
 )
 from jinja2 import FunctionLoader
+from markupsafe import Markup
 
 from exam.errors import ExamError, NoSuchRun, StoreError
 from exam.records import RunState
@@ -44,7 +46,7 @@ from exam.web.auth import (
 
 if TYPE_CHECKING:
     from exam.store import Run
-from exam.reports import answer_cache, baseline, reply_view, same
+from exam.reports import answer_cache, baseline, reply_view
 from exam.reports import compare as cmp
 from exam.reports import overview as ov
 from exam.reports.overview import change_verdict
@@ -550,20 +552,24 @@ def capture_reply(run_id: int, case_no: str, repeat: int):
 def question(agent: str, case_no: str):
     """Every reply to one question; with old= and new=, the two versions side by side."""
 
-    versions = [v for v in (request.args.get("old"), request.args.get("new")) if v]
+    versions = tuple(v for v in (request.args.get("old"), request.args.get("new")) if v)
     raw = request.args.get("start", "0")
     start = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 9 else 0
-    view = reply_view.question(store(), agent, case_no, versions)
-    if not any(col["cells"] for col in view["columns"]):
+    # a year of varied replies: each version's most common ones, the rest a page at a time;
+    # made once and kept while nothing it is made of changes (exam.reports.answer_cache)
+    runs = [r for r in select_runs(store(), agent) if not versions or r.version in versions]
+    view = json.loads(answer_cache.answer(
+        store(), runs, lambda: answer_cache.page_text(reply_view.question_page(
+            store(), agent, case_no, versions, start, REPLY_GROUPS_SHOWN, OTHERS_SHOWN)),
+        "question", agent, case_no, versions, start, REPLY_GROUPS_SHOWN, OTHERS_SHOWN,
+        in_store=start == 0))
+    if not any(col["replies"] for col in view["columns"]):
         abort(404)
-    for col in view["columns"]:  # grouped, and only the replies shown are marked
-        groups = same.biggest_first(same.same_replies(col["cells"]))
-        col["groups"], col["shown"] = len(groups), groups[start:start + REPLY_GROUPS_SHOWN]
+    for col in view["columns"]:
         for g in col["shown"]:
-            reply_view.mark(g["cell"])
-    # a year of varied replies: each version's most common ones, the rest a page at a time
+            g["cell"]["marked"] = Markup(g["cell"]["marked"])  # escaped when it was marked
     return render_template("question.html", q=view, missing_banks=view["missing_banks"],
-                           start=start, shown=REPLY_GROUPS_SHOWN, others_shown=OTHERS_SHOWN,
+                           start=start, shown=REPLY_GROUPS_SHOWN,
                            changes=_changes_of(agent))
 
 

@@ -5,6 +5,7 @@ to the next, and a reply given hundreds of times lists fifty of its cells and co
 from __future__ import annotations
 
 import re
+import sqlite3
 
 import pytest
 
@@ -112,3 +113,32 @@ def test_the_question_and_reply_pages_say_each_versions_verdict(site):
     reply = client.get(f"/reply/{v2}/A-01/1", headers=AUTH).text
     said = re.search(r'<p id="version-verdict">.*?</p>', reply, re.S)
     assert said and f'data-verdict="{verdict["v2"]}"' in said.group(0) and "vs v1" in said.group(0)
+
+
+def test_a_question_page_seen_again_reads_its_kept_view_until_what_it_shows_changes(site,
+                                                                                  monkeypatch):
+    """Made once (grouped and marked) and kept: a later view, in this process or another,
+    reads no reply; a new cell, or a person's decision, gives another view."""
+    from exam.reports import answer_cache
+
+    history, client, v2 = site
+    first = client.get("/question/A/A-01?new=v2", headers=AUTH).text
+    answer_cache.clear()  # another process: the store's kept answer
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the question's replies were read again")
+
+    with monkeypatch.context() as m:
+        m.setattr(reply_view, "question", refuse)
+        assert client.get("/question/A/A-01?new=v2", headers=AUTH).text == first
+    add_cell(history.store, v2, "A-01", 129, FAIL + "（新的）")
+    after = client.get("/question/A/A-01?new=v2", headers=AUTH).text
+    assert re.search(r'id="summary-v2">129 replies', first) is None
+    assert re.search(r'id="summary-v2">129 replies', after)
+    # a page past the first is kept by the process alone (its slots are a visitor's to make)
+    with sqlite3.connect(history.store.path) as con:
+        before = con.execute("SELECT COUNT(*) FROM kept_answers").fetchone()[0]
+        for start in (10, 20, 30, 99999):
+            assert client.get(f"/question/A/A-01?new=v2&start={start}",
+                              headers=AUTH).status_code == 200
+        assert con.execute("SELECT COUNT(*) FROM kept_answers").fetchone()[0] == before > 0
