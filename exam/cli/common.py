@@ -182,18 +182,26 @@ def print_scorecards(store, runs, fmt: str, details: bool = True) -> dict:
     from exam.reports.inputs import CLI
 
     return print_scorecard(kinds.build("scorecard", store, CLI, runs, every_cell=fmt != "text"),
-                           fmt, details)
+                           fmt, details, store)
 
 
-def print_scorecard(report: dict, fmt: str, details: bool = True) -> dict:
-    """Print a scorecard report in ``fmt`` (the text one with or without its details)."""
+def print_scorecard(report: dict, fmt: str, details: bool = True, store=None) -> dict:
+    """Print a scorecard report in ``fmt`` (the text one with or without its details). An HTML
+    file of one version says that version's verdict first, as the dashboard's page does."""
     from exam.marks import use_colour
-    from exam.reports import scorecard
+    from exam.reports import changes, kinds, scorecard
     from exam.reports.formats import render
+    from exam.reports.inputs import CLI
 
     if fmt == "text":
         emit(scorecard.render_text(report, use_colour(), details=details))
     else:
-        emit(render("scorecard", report, fmt))
+        context = {}
+        cards = report["scorecards"]
+        if fmt == "html" and store is not None and len(cards) == 1:
+            agent, version = cards[0]["agent"], cards[0]["version"]
+            context["version_verdict"] = changes.version_verdict(lambda: kinds.build(
+                "compare", store, CLI, agent=agent, old=None, new=version))
+        emit(render("scorecard", report, fmt, context=context))
     warn_missing_banks(report, fmt)
     return report

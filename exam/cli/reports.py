@@ -109,7 +109,7 @@ def report_scorecard(agent, label, run_ids, brief, fmt, db) -> None:
     if gone:
         click.echo(f"note: excluded from every other report, shown as asked: "
                    f"{excluded_words(gone)}", err=True)
-    print_scorecard(asked.report(), fmt, details=not brief)
+    print_scorecard(asked.report(), fmt, details=not brief, store=asked.inputs.store)
 
 
 

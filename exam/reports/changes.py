@@ -29,6 +29,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from exam.errors import ExamError, StoreError
 from exam.grading import keys
 from exam.reports import baseline, compare, kinds, verdict
 from exam.reports.graded_runs import NOT_KEPT
@@ -49,6 +50,23 @@ def change_verdict(report: dict[str, Any] | None) -> str:
     if isinstance(v, dict):
         v = v.get("word")
     return v if v in VERDICT_WORDS else "pending"
+
+
+def version_verdict(compare_of: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """A version's verdict as a page showing the version says it (its scorecard, on the
+    dashboard and in an HTML file), from its compare against the last version shipped before
+    it (``compare_of()``); ``{"error": why}`` when there is none (the first version, two
+    rubrics). The store's trouble is not a missing verdict: it is raised."""
+    try:
+        report = compare_of()
+    except StoreError:
+        raise
+    except ExamError as exc:
+        return {"error": str(exc)}
+    return {"verdict": change_verdict(report), "reason": report["decision"]["reason"],
+            "baseline": report.get("baseline"), "old": report["old"],
+            "still_failing": report.get("still_failing") or [],
+            "critical_failing": report.get("critical_failing") or []}
 
 
 def key(regraded: Regraded | Tallied, agent: str, records: Sequence[Any]) -> str | None:

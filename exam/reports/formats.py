@@ -81,9 +81,11 @@ def to_junit(kind: str, report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(kind: str, report: dict[str, Any], fmt: str, colour: bool = False) -> str:
+def render(kind: str, report: dict[str, Any], fmt: str, colour: bool = False,
+           context: dict[str, Any] | None = None) -> str:
     """``report`` (of this kind) in ``fmt``; ``kinds.ReportError`` (an ExamError: one line and
-    exit 2 on the CLI) for a format the kind does not offer."""
+    exit 2 on the CLI) for a format the kind does not offer. ``context``: what the HTML page
+    shows besides the report (html.render)."""
     k = kinds.get(kind)
     _claimed(k, fmt)
     if fmt == "json":
@@ -96,5 +98,5 @@ def render(kind: str, report: dict[str, Any], fmt: str, colour: bool = False) ->
         return to_junit(kind, report)
     if fmt == "html":  # one self-contained file: the dashboard's templates, CSS and charts
 
-        return html.render(kind, report)
+        return html.render(kind, report, **(context or {}))
     return k.text(report, colour)

@@ -193,8 +193,9 @@ def environment():
     return env
 
 
-def render(kind: str, report: dict[str, Any]) -> str:
-    """The report as one HTML file: report.html around the kind's body template."""
+def render(kind: str, report: dict[str, Any], **context: Any) -> str:
+    """The report as one HTML file: report.html around the kind's body template; ``context``:
+    what its template shows besides the report (a scorecard's ``version_verdict``)."""
 
     k = kinds.get(kind)
     made = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -203,4 +204,4 @@ def render(kind: str, report: dict[str, Any]) -> str:
         kind=kind, body=k.html_template, heading=k.html_heading, report=shown,
         charts=kinds.charts(kind, report),
         title=k.html_title(report) if k.html_title else kind.capitalize(),
-        made=made, missing_banks=report.get("missing_banks", []))
+        made=made, missing_banks=report.get("missing_banks", []), **context)

@@ -46,10 +46,9 @@ from exam.web.auth import (
 
 if TYPE_CHECKING:
     from exam.store import Run
-from exam.reports import answer_cache, baseline, reply_view
+from exam.reports import answer_cache, baseline, changes, reply_view
 from exam.reports import compare as cmp
 from exam.reports import overview as ov
-from exam.reports.overview import change_verdict
 from exam.reports.regrade import outcome, regrade
 from exam.reports.selection import excluded_runs, excluded_words, never_started
 from exam.share import ShareError, grant, link_to_revoke, make_link, read_token, revoked, scorecard_page, when
@@ -464,17 +463,8 @@ def _version_verdict(agent: str, version: str) -> dict:
     (the same key in exam.reports.answer_cache). ``{"error": why}`` when there is none to
     give."""
 
-    try:
-        report = _kept_report(kinds.ask("compare", store(), SERVICE, agent=agent, old=None,
-                                        new=version))
-    except StoreError:  # the service's trouble: a 503 page
-        raise
-    except ExamError as exc:  # the first version, nothing shipped before it; not comparable
-        return {"error": str(exc)}
-    return {"verdict": change_verdict(report), "reason": report["decision"]["reason"],
-            "baseline": report.get("baseline"), "old": report["old"],
-            "still_failing": report.get("still_failing") or [],
-            "critical_failing": report.get("critical_failing") or []}
+    return changes.version_verdict(lambda: _kept_report(kinds.ask(
+        "compare", store(), SERVICE, agent=agent, old=None, new=version)))
 
 
 @bp.get("/reply/<int:run_id>/<path:case_no>/<int:repeat>")  # a bank may write W2/07

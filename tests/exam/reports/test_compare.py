@@ -109,3 +109,25 @@ def test_checks_moved_read_from_kept_runs_equal_fresh_ones(history):
     assert moved[("Q-03", "fact[0]")] == (0.0, 1 / 3)
     assert moved[("Q-01", "fact[0]")] == (0.0, 1.0)  # three failing cells, one list
     assert moved[("Q-02", "fact[0]")] == (1.0, 0.0)
+
+
+def test_an_html_scorecard_of_one_version_says_its_verdict_first(history):
+    """The file a CI job keeps says what the dashboard's scorecard page says: the version's
+    verdict against the last one shipped before it, with a critical failure beside it."""
+    import re
+
+    setup(history)
+    db = str(history.store.path)
+    out = CliRunner().invoke(main, ["report", "scorecard", "--agent", "A", "--version", "v2",
+                                    "--format", "html", "--db", db])
+    assert out.exit_code == 0, out.output
+    verdict = re.search(r'<div id="verdict"[^>]*data-verdict="(\w+)"', out.output)
+    assert verdict and verdict.group(1) == "hold"
+    assert out.output.index('id="verdict"') < out.output.index('id="pass-rate"')
+    assert "Critical failing:" in out.output and 'href="None"' not in out.output
+    first = CliRunner().invoke(main, ["report", "scorecard", "--agent", "A", "--version", "v1",
+                                      "--format", "html", "--db", db])
+    assert first.exit_code == 0 and "No verdict: " in first.output
+    both = CliRunner().invoke(main, ["report", "scorecard", "--agent", "A", "--format",
+                                     "html", "--db", db])
+    assert both.exit_code == 0 and 'id="verdict"' not in both.output  # two versions: no one verdict
