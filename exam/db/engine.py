@@ -192,6 +192,23 @@ def schema_version(conn: Connection) -> int:
     return int(found) if found else 0
 
 
+def refuse_newer(conn: Connection, where: str) -> None:
+    """``SchemaTooNew`` when the store is past this code, read in the caller's transaction
+    and held there: PostgreSQL's migration lock taken shared (a migration waits for the
+    transaction, and it for a migration under way), SQLite's write transaction (BEGIN
+    IMMEDIATE) already excludes one. What the transaction writes is then written under the
+    schema it read: a worker's claim, never with old code into a store migrated meanwhile."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock_shared(:k)"), {"k": MIGRATION_LOCK})
+    _not_newer(schema_version(conn), where)
+
+
+def _not_newer(current: int, where: str) -> None:
+    if current > SCHEMA_VERSION:
+        raise SchemaTooNew(f"{where}: schema version {current} is newer than this agent-exam "
+                           f"understands ({SCHEMA_VERSION}): upgrade agent-exam")
+
+
 def migrate(conn: Connection, where: str) -> None:
     """Bring the schema up to ``SCHEMA_VERSION`` (in the caller's write transaction).
 
@@ -202,9 +219,7 @@ def migrate(conn: Connection, where: str) -> None:
         conn.execute(text("SET LOCAL lock_timeout = 0"))
         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK})
     current = schema_version(conn)
-    if current > SCHEMA_VERSION:
-        raise SchemaTooNew(f"{where}: schema version {current} is newer than this agent-exam "
-                         f"understands ({SCHEMA_VERSION}): upgrade agent-exam")
+    _not_newer(current, where)
     if current == SCHEMA_VERSION:
         return
     from alembic import command

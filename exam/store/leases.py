@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select, update
 
 from exam.db.clock import store_now
+from exam.db.engine import refuse_newer
 from exam.db.schema import runs
 from exam.errors import LeaseLost, RunBusy
 from exam.records import RunState
@@ -99,6 +100,9 @@ class Leases(Runs):
         if self.backend == "postgresql":
             stmt = stmt.with_for_update(skip_locked=True)
         with self.tx() as db:
+            # under the schema read in this transaction: a migration landing after the
+            # worker's own check (worker.work_forever) is seen here, and nothing is claimed
+            refuse_newer(db, self.path)
             run_id = db.execute(stmt).scalar()
             if run_id is None:
                 return None

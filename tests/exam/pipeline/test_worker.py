@@ -22,8 +22,9 @@ def test_a_worker_left_running_through_an_upgrade_claims_nothing_from_the_newer_
     import exam.pipeline.worker as worker
 
     # the migration lands while the worker is between two looks at the queue (held there
-    # until it has), as `exam store migrate` run beside an idle worker: not between its check
-    # of the schema and its claim, a moment no test can aim at
+    # until it has), as `exam store migrate` run beside an idle worker; one landing between
+    # its check of the schema and its claim is refused by the claim itself
+    # (tests/exam/store/test_backends.py, test_a_claim_reads_the_schema_it_claims_under)
     looked, migrated = threading.Event(), threading.Event()
     work_once = worker.work_once
 

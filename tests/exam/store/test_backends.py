@@ -198,6 +198,20 @@ def test_a_store_newer_than_this_code_is_refused(store_target, store):
             Store(store_target)
 
 
+def test_a_claim_reads_the_schema_it_claims_under(store_target, store):
+    """A worker opened the store and checked its schema; a migration lands before its next
+    claim: the claim itself sees the newer schema and takes nothing (the old code never
+    runs what a newer instance queued), and once the store is this code's again it claims."""
+    from exam.errors import SchemaTooNew
+
+    run_id = new_run(store, status="queued")
+    with marked_newer(store_target) as newer:
+        with pytest.raises(SchemaTooNew, match=f"schema version {newer} is newer"):
+            store.claim_run("worker-a", 30)
+        assert store.get_run(run_id).status == "queued"
+    assert store.claim_run("worker-a", 30).id == run_id
+
+
 def test_timestamps_keep_their_precision(store):
     run_id = new_run(store)
     before = time.time()
