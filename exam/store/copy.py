@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -44,7 +45,7 @@ from sqlalchemy import (
     text,
 )
 
-from exam.db.engine import is_postgres, pg_text
+from exam.db.engine import engine_for, is_postgres, pg_text
 from exam.db.schema import SCHEMA_VERSION, TABLES, adjudications, cells
 from exam.errors import StoreError
 from exam.records import RunState
@@ -439,4 +440,22 @@ def _copy(src: str, dst: str, *, replace: bool, shown_src: str | None = None,
                         f"{', '.join(map(str, unmatched[:5]))}{' …' if len(unmatched) > 5 else ''})")
     if problems:
         raise StoreError(f"{target.path}: " + "; ".join(problems))
+    _statistics(dst, target.path)
     return out
+
+
+def _statistics(dst: str, shown: str) -> None:
+    """PostgreSQL's planner statistics and visibility map for the rows just copied (VACUUM
+    ANALYZE, as after a restore), so the first reads after a copy are planned on what is
+    there: a page's per-run cell counts read the table's pages instead of its index until
+    autovacuum comes by (50 ms instead of 14 ms a view at 100,000 replies). Never fatal: the
+    copy is made and checked; autovacuum does it later."""
+    if not is_postgres(dst):
+        return
+    try:
+        with engine_for(dst).connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql("VACUUM ANALYZE")
+    except Exception as exc:  # a role that may not vacuum: the copy is still whole
+        logging.getLogger("exam.store.copy").warning(
+            "%s: copied; VACUUM ANALYZE refused (%s): autovacuum will do it", shown,
+            type(exc).__name__)
