@@ -143,6 +143,13 @@ def prepared(replies: int, folder: Path, db_url: str | None) -> tuple[str, dict]
     return target, {"built_cpu_s": built, "kept_cpu_s_per_run": round(kept / len(runs), 2)}
 
 
+def _commit() -> str:
+    """The commit measured (a size's figures stay in pages.json until it is measured again)."""
+    done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True, check=False)
+    return done.stdout.strip() or "unknown"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replies", type=int, nargs="*", default=[10_000, 100_000])
@@ -166,7 +173,9 @@ def main() -> None:
                  str(folder)] + (["--profile"] if args.profile else [])
         pages = json.loads(subprocess.run(child, check=True, capture_output=True,
                                           text=True).stdout)
-        out["sizes"][n] = {**cost, "load": round(os.getloadavg()[0], 1), "pages": pages}
+        out["sizes"][n] = {**cost, "load": round(os.getloadavg()[0], 1),
+                           "measured": time.strftime("%Y-%m-%d"), "commit": _commit(),
+                           "pages": pages}
         print(f"\n{n:,} replies ({out['backend']}): each run kept at its end in "
               f"{cost['kept_cpu_s_per_run']} s CPU; load {out['sizes'][n]['load']}")
         print(f"{'page':44} {'KB':>7} {'first':>7} {'warm p50':>9} {'warm p95':>9}  (CPU s)")

@@ -147,21 +147,30 @@ PAGE_TARGETS = {"warm_p95_s": 0.2, "first_s": 1.0, "kb": 300}
 
 
 def _pages_rows(backend: str, n: int, x: dict) -> list[str]:
-    """Three rows per size: the slowest warm page, the slowest first view, the heaviest page
-    (bench/pages.py; every page's figures are in bench/pages*.json)."""
+    """Three rows per size: the slowest warm page, the slowest first view (each by the asking
+    process's CPU and by the wall clock, which adds the database's own time and the machine's
+    other work), the heaviest page (bench/pages.py; every page's figures are in
+    bench/pages*.json). Within its target only when both are."""
     pages = x["pages"]
-    warm = max(pages, key=lambda p: pages[p]["warm_cpu_p95_s"])
-    first = max(pages, key=lambda p: pages[p]["first_cpu_s"])
+
+    def worst(figure: str) -> tuple[str, float]:
+        path = max(pages, key=lambda p: pages[p].get(figure) or 0)
+        return path, pages[path].get(figure) or 0
+
+    warm, warm_wall = worst("warm_cpu_p95_s"), worst("warm_wall_p95_s")
+    first, first_wall = worst("first_cpu_s"), worst("first_wall_s")
     heavy = max(pages, key=lambda p: pages[p]["kb"])
-    at = f"{backend}, {n:,} stored replies"
+    at = f"{backend}, {n:,} stored replies" + (
+        f" (measured {x['measured']} at {x['commit']})" if x.get("measured") else "")
     return [
-        _row(f"{at}: slowest page or API route, warm (CPU p95 of {len(pages)})",
-             f"{pages[warm]['warm_cpu_p95_s'] * 1000:.0f} ms `{warm}`; each run kept at its end in "
-             f"{x['kept_cpu_s_per_run']} s{_load(x)}", "≤ 200 ms",
-             pages[warm]["warm_cpu_p95_s"] <= PAGE_TARGETS["warm_p95_s"]),
-        _row(f"{at}: slowest first view (a fresh process)",
-             f"{pages[first]['first_cpu_s']:.2f} s `{first}`", "≤ 1 s",
-             pages[first]["first_cpu_s"] <= PAGE_TARGETS["first_s"]),
+        _row(f"{at}: slowest page or API route, warm (p95 of {len(pages)}: CPU; wall)",
+             f"{warm[1] * 1000:.0f} ms `{warm[0]}`; {warm_wall[1] * 1000:.0f} ms "
+             f"`{warm_wall[0]}`; each run kept at its end in {x['kept_cpu_s_per_run']} s"
+             f"{_load(x)}", "≤ 200 ms",
+             max(warm[1], warm_wall[1]) <= PAGE_TARGETS["warm_p95_s"]),
+        _row(f"{at}: slowest first view (a fresh process: CPU; wall)",
+             f"{first[1]:.2f} s `{first[0]}`; {first_wall[1]:.2f} s `{first_wall[0]}`",
+             "≤ 1 s", max(first[1], first_wall[1]) <= PAGE_TARGETS["first_s"]),
         _row(f"{at}: heaviest answer", f"{pages[heavy]['kb']:.0f} KB `{heavy}`", "≤ 300 KB",
              pages[heavy]["kb"] <= PAGE_TARGETS["kb"]),
     ]
