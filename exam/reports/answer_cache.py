@@ -13,8 +13,9 @@ request:
 - today's bank of each run: the digest of its whole text (an edit anywhere in the file,
   even to a category or a note, gives another key) and every question's key, or the message
   of a bank that will not load;
-- the rules (``rules_key``) and the review decisions' mark (``Store.adjudications_mark``:
-  their count, highest id, the sum and latest of their times, and the newest one's answer);
+- the rules (``rules_key``) and the mark of the review decisions on those banks' questions
+  (``Store.adjudications_mark``: their count, highest id, the sum and latest of their times,
+  and the newest one's answer; a decision applies only to the question it was made on);
 - the report, the route's arguments and the runs' order.
 
 Runs still queued or running are never kept (their rows and cells change with every reply);
@@ -45,7 +46,7 @@ from typing import Any
 from exam.grading import keys
 from exam.grading.keys import questions_key, rules_key
 from exam.reports.graded_runs import NOT_KEPT
-from exam.reports.regrade import load_banks
+from exam.reports.regrade import load_banks, question_digests
 from exam.store import Run, Store
 
 KEPT = 64  # answers per process
@@ -70,8 +71,9 @@ def key(store: Store, runs: Sequence[Run], *parts: Any) -> str | None:
         sorted((p, b.content_digest or repr([i.raw for i in b.items]), b.digest,
                 questions_key(b)) for p, b in banks.items()),
         [m["message"] for m in missing],
-        # a mark of the decisions that any change to them changes (Store.adjudications_mark)
-        store.adjudications_mark(),
+        # a mark of the decisions on these banks' questions, which any change to them changes
+        # (Store.adjudications_mark): a decision on another agent's question keeps this answer
+        store.adjudications_mark(question_digests(banks)),
     )
     return hashlib.blake2b(repr(every).encode(), digest_size=20).hexdigest()
 

@@ -11,8 +11,9 @@ function of:
   and never comes back), read before the cells (``Regraded.marks``);
   the runs of the agent left out for a bank that will not load;
 - today's bank of each run (the digest of its whole text, its questions' keys);
-- the rules (``rules_key``), the review decisions' mark (``Store.adjudications_mark``, read
-  before the decisions), the
+- the rules (``rules_key``), the mark of the review decisions on the agent's questions
+  (``regrade.decisions_marks``, read before the decisions: a decision on another agent's
+  question walks nothing again), the
   agent's ship decisions (``Store.ship_records``), the verdict's settings, the store's
   backend;
 - the code that grades, reviews and decides (a digest of every module of ``exam`` and
@@ -75,7 +76,8 @@ def key(regraded: Regraded | Tallied, agent: str, records: Sequence[Any]) -> str
     still change, or the report was not read from a store."""
     store, marks = regraded.store, regraded.marks
     runs = sorted((r for r in regraded.runs if r.agent == agent), key=lambda r: r.id)
-    if store is None or marks is None or regraded.decisions_mark is None or not runs or \
+    decided = (regraded.decisions_mark or {}).get(agent)
+    if store is None or marks is None or decided is None or not runs or \
             any(r.shown_status in NOT_KEPT for r in runs):
         return None
     banks = {p: regraded.banks[p] for p in dict.fromkeys(r.bank_path for r in runs)}
@@ -86,7 +88,7 @@ def key(regraded: Regraded | Tallied, agent: str, records: Sequence[Any]) -> str
                 questions_key(b)) for p, b in banks.items()),
         [m["message"] for m in regraded.missing_banks if m["agent"] == agent],
         [repr(r) for r in records if r.agent == agent],
-        regraded.decisions_mark, verdict.Settings().as_dict(),
+        decided, verdict.Settings().as_dict(),
     )
     return hashlib.blake2b(repr(every).encode(), digest_size=20).hexdigest()
 

@@ -92,11 +92,12 @@ class Regraded:
     # the store they were read from, open while the report is built: a compare re-reads the
     # replies of a question whose rubric changed since the old version ran (rubric_drift)
     store: Store | None = field(default=None, repr=False, compare=False)
-    # read before anything else: each run's cells mark and the review decisions' mark, which
-    # what a report keeps is keyed by (exam/reports/changes.py). Read first, a change made
-    # while the cells were read gives a later reader another key, never this one
+    # read before the cells: each run's cells mark and, per agent, the mark of the review
+    # decisions that could apply to its cells (``decisions_marks``), which what a report
+    # keeps is keyed by (exam/reports/changes.py). Read first, a change made while the cells
+    # were read gives a later reader another key, never this one
     marks: dict[int, tuple[int, int]] | None = field(default=None, repr=False, compare=False)
-    decisions_mark: tuple | None = field(default=None, repr=False, compare=False)
+    decisions_mark: dict[str, tuple] | None = field(default=None, repr=False, compare=False)
 
     def bank_digests(self) -> dict[str, str]:
         return {b.agent: b.digest for b in self.banks.values()}
@@ -405,10 +406,10 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
     """
 
     keep_text = not parallel if texts is None else texts
-    marks, decisions_mark = store.cell_marks([r.id for r in runs]), store.adjudications_mark()
-
+    marks = store.cell_marks([r.id for r in runs])
     banks, missing = load_banks(store, runs)
     runs = [r for r in runs if r.bank_path in banks]
+    decisions_mark = decisions_marks(store, runs, banks)  # before the decisions are read
     by_id = {r.id: r for r in runs}
     items = {path: bank.by_case() for path, bank in banks.items()}
     rules = rules_key()
@@ -453,6 +454,25 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
                 cells[n] = replace(c, checks=checks, verdict=verdict, reviewed=True)
     return Regraded(cells, banks, list(runs), removed, missing,
                     store.run_banks([r.id for r in runs]), store, marks, decisions_mark)
+
+
+def decisions_marks(store: Store, runs: Sequence[Run], banks: Mapping[str, Bank]
+                    ) -> dict[str, tuple]:
+    """Per agent, the mark of the review decisions that could apply to its runs' cells: those
+    on a question of today's bank of one of its runs (a decision applies only where the
+    question's digest is the one it was made on: exam/review.py). A reviewer deciding one
+    agent's replies leaves what is kept of the other agents' reports as it is."""
+    digests: dict[str, set[str]] = {}
+    for r in runs:
+        bank = banks.get(r.bank_path)
+        if bank is not None:
+            digests.setdefault(r.agent, set()).update(i.digest for i in bank.items)
+    return {agent: store.adjudications_mark(d) for agent, d in sorted(digests.items())}
+
+
+def question_digests(banks: Mapping[str, Bank]) -> set[str]:
+    """Every question's digest in these banks: what decisions on them are marked by."""
+    return {i.digest for bank in banks.values() for i in bank.items}
 
 
 def _todays_bank(path: str) -> Bank:

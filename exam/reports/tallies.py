@@ -21,7 +21,7 @@ from exam.bank import Bank, Item
 from exam.grading.keys import questions_key, rules_key
 from exam.reports import graded_runs
 from exam.reports import regrade as regrading  # regrading.regrade: read when called
-from exam.reports.regrade import GradedCell, Regraded, load_banks
+from exam.reports.regrade import GradedCell, Regraded, decisions_marks, load_banks
 from exam.store import Run, Store
 from graders.model import GRADED
 
@@ -64,7 +64,7 @@ class Tallied:
     # exam/reports/changes.py)
     store: Store | None = field(default=None, repr=False, compare=False)
     marks: dict[int, tuple[int, int]] | None = field(default=None, repr=False, compare=False)
-    decisions_mark: tuple | None = field(default=None, repr=False, compare=False)
+    decisions_mark: dict[str, tuple] | None = field(default=None, repr=False, compare=False)
     # run id → COST figure → its values, sorted: from the cells at hand or the kept cost lines
     _values: dict[int, dict[str, list]] = field(default_factory=dict, repr=False)
     # kept runs: their key and where their cost line lies (``graded_runs.Head.tail``)
@@ -150,10 +150,11 @@ def tallied(store: Store, runs: Sequence[Run], *, parallel: bool = False) -> Tal
     """The counts of ``runs`` with today's bank, grader and decisions: read from the kept
     runs' heads where they hold, else from a re-grade (``regrade``) of the other runs."""
 
-    # read before anything else, as regrade reads them (a kept report's key is made of them)
-    marks, decisions_mark = store.cell_marks([r.id for r in runs]), store.adjudications_mark()
+    # read before the cells, as regrade reads them (a kept report's key is made of them)
+    marks = store.cell_marks([r.id for r in runs])
     banks, missing = load_banks(store, runs)
     runs = [r for r in runs if r.bank_path in banks]
+    decisions_mark = decisions_marks(store, runs, banks)
     by_id = {r.id: r for r in runs}
     items = {path: bank.by_case() for path, bank in banks.items()}
     questions = {p: questions_key(b) for p, b in banks.items()}

@@ -8,9 +8,10 @@ rubric or rule asks again. Reports apply the decisions over the grade cache's gr
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, func, insert, select, true
 
 from exam.db.schema import adjudications
 from exam.store.base import StoreBase
@@ -39,7 +40,7 @@ class Review(StoreBase):
     def adjudications(self) -> list[dict[str, Any]]:
         return [dict(r._mapping) for r in self._rows(_ADJUDICATIONS)]
 
-    def adjudications_mark(self) -> tuple:
+    def adjudications_mark(self, question_digests: Iterable[str] | None = None) -> tuple:
         """A mark that changes whenever the review decisions do, read without reading them
         (the API's kept answers check it on every request: 5,000 decisions read whole took
         117 ms). A decision is never updated: it is inserted, or replaced by deleting it and
@@ -47,14 +48,20 @@ class Review(StoreBase):
         the highest id, except replacing the decision that holds the highest id, which SQLite
         gives the same id again: the mark holds that decision's answer too (decision, reason,
         reviewer), so it changes even when the new one's time equals the replaced one's to
-        the last bit (hosts whose clocks read the same). One statement: one snapshot."""
+        the last bit (hosts whose clocks read the same). One statement: one snapshot.
+
+        ``question_digests``: of the decisions on these questions alone (a decision applies
+        only where the question's digest is the one it was made on, exam/review.py): what one
+        agent's reports are made of, which a decision on another agent's question leaves be."""
         a = adjudications.c
-        latest = select(func.max(a.id)).scalar_subquery()
+        where = true() if question_digests is None else \
+            a.question_digest.in_(sorted(set(question_digests)))
+        latest = select(func.max(a.id)).where(where).scalar_subquery()
 
         def of_latest(column: Any) -> Any:
             return select(column).where(a.id == latest).scalar_subquery()
 
         row = self._rows(select(func.count(), func.max(a.id), func.sum(a.decided_at),
                                 func.max(a.decided_at), of_latest(a.decision),
-                                of_latest(a.reason), of_latest(a.reviewer)))[0]
+                                of_latest(a.reason), of_latest(a.reviewer)).where(where))[0]
         return tuple(row)

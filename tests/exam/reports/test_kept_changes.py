@@ -156,3 +156,52 @@ def test_a_walk_over_a_run_still_running_is_not_kept(held):
     assert verdicts(overview(held.store)) == verdicts(afresh(held.store))
     with held.store.tx() as db:
         assert db.execute(select(func.count()).select_from(kept_changes)).scalar() == 0
+
+
+def _decide(store: Store, cell, digest: str, agent: str) -> None:
+    for check in (c for c in cell.checks if c.outcome == "needs_human"):
+        store.add_adjudication(
+            reply_digest=reply_digest(cell.text), check_name=check.name,
+            question_digest=digest, rule_version=rule_version(check.name),
+            decision="pass", reason="reads right", reviewer="amy", agent=agent,
+            case_no=cell.case_no)
+
+
+def test_a_decision_walks_again_only_the_agents_whose_questions_it_was_made_on(
+        history, monkeypatch, tmp_path):
+    """A reviewer deciding A's replies leaves B's kept walk and answers as they are; C asks
+    the very question A does (the same rubric: a decision applies to both), so C's walk is
+    made again with A's, and both read the decision."""
+    from exam.reports import answer_cache, kinds
+    from exam.reports.inputs import SERVICE
+
+    history.bank("A", CASES)
+    history.bank("B", [("B-01", "c", "major")])
+    shared = json.loads(Path(history.banks["A"]).read_text(encoding="utf-8"))
+    shared["agent"] = "C"
+    Path(tmp_path / "C.json").write_text(json.dumps(shared, ensure_ascii=False),
+                                         encoding="utf-8")
+    history.banks["C"] = str(tmp_path / "C.json")
+    for agent, first in (("A", "Q-01"), ("B", "B-01"), ("C", "Q-01")):
+        qs = [first] + (["Q-02", "Q-03"] if agent != "B" else [])
+        history.run(agent, "v1", {q: "ppp" for q in qs})
+        history.run(agent, "v2", {q: ("hhh" if q == first else "ppp") for q in qs})
+    overview(history.store)  # every walk kept
+    answer_cache.clear()
+    b_answer = answer_cache.key(history.store, select_runs(history.store, "B"), "x")
+    walked = []
+    real = baseline.walk
+    monkeypatch.setattr(baseline, "walk", lambda r, agent, *a, **k: (
+        walked.append(agent), real(r, agent, *a, **k))[1])
+    regraded = regrade(history.store, select_runs(history.store, "A"))
+    cell = next(c for c in regraded.cells if c.version == "v2" and c.case_no == "Q-01")
+    digest = next(i.digest for i in regraded.banks[history.banks["A"]].items
+                  if i.case_no == "Q-01")
+    _decide(history.store, cell, digest, "A")
+    after = overview(history.store)
+    assert sorted(walked) == ["A", "C"]
+    assert after == afresh(history.store)
+    said = {a["agent"]: a["versions"][-1]["change"]["verdict"] for a in after["agents"]}
+    assert said["A"] == said["C"] == "ship" and said["B"] != "ship"
+    assert answer_cache.key(history.store, select_runs(history.store, "B"), "x") == b_answer
+    assert kinds.build("overview", history.store, SERVICE) == after

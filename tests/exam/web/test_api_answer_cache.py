@@ -242,18 +242,28 @@ def test_the_decisions_mark_changes_with_every_kind_of_change_to_them(store_url)
                                    question_digest="q", rule_version="1", decision=decision,
                                    reason="", reviewer="amy", agent="W2", case_no="W2-01")
 
+        def elsewhere(reply: str) -> None:  # a decision on another question
+            store.add_adjudication(reply_digest=reply, check_name="forbidden[0]",
+                                   question_digest="other", rule_version="1", decision="pass",
+                                   reason="", reviewer="amy", agent="W3", case_no="W3-01")
+
         seen = [store.adjudications_mark()]
-        decide("r1", "pass")
-        decide("r2", "pass")
-        seen.append(store.adjudications_mark())
-        decide("r2", "fail")  # the latest replaced: same count, and on SQLite the same id
-        seen.append(store.adjudications_mark())
-        decide("r1", "fail")  # an earlier one replaced
-        seen.append(store.adjudications_mark())
-        decide("r3", "pass")
-        seen.append(store.adjudications_mark())
+        of_q = [store.adjudications_mark(["q", "unasked"])]
+        for step in (lambda: (decide("r1", "pass"), decide("r2", "pass")),
+                     lambda: decide("r2", "fail"),  # the latest replaced: same count (and id)
+                     lambda: decide("r1", "fail"),  # an earlier one replaced
+                     lambda: decide("r3", "pass")):
+            step()
+            seen.append(store.adjudications_mark())
+            of_q.append(store.adjudications_mark(["q", "unasked"]))
+            elsewhere(f"e{len(seen)}")  # changes the whole mark, not the question's
+            assert store.adjudications_mark(["q", "unasked"]) == of_q[-1]
+            assert store.adjudications_mark() != seen[-1]
         assert len(set(seen)) == len(seen), seen
-        assert [a["decision"] for a in store.adjudications()] == ["fail", "fail", "pass"]
+        assert len(set(of_q)) == len(of_q), of_q
+        assert store.adjudications_mark([]) == store.adjudications_mark(["unasked"])
+        assert [a["decision"] for a in store.adjudications()
+                if a["question_digest"] == "q"] == ["fail", "fail", "pass"]
     finally:
         store.close()
 
