@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
@@ -49,6 +50,8 @@ def review_cmd(agent, label, blind, sample, reviewer, export_path, import_path, 
     if import_path:
         decided, blank = review.import_csv(store, import_path, reviewer or "")
         click.echo(f"{decided} decision(s) stored, {blank} row(s) left undecided")
+        if decided:
+            _keep_pages(store, sorted({r.agent for r in stored_runs(store, agent, label)}))
         return
     runs = stored_runs(store, agent, label)
     regraded = regrade(store, runs)  # in this process: the queue shows each reply's text
@@ -75,7 +78,7 @@ def review_cmd(agent, label, blind, sample, reviewer, export_path, import_path, 
     if not reviewer:
         reviewer = click.prompt("your name (stored with each decision)")
     colour = use_colour()
-    decided = 0
+    decided, agents = 0, set()
     for n, item in enumerate(items, 1):
         _show_item(item, n, len(items), blind, colour)
         choice = click.prompt("decision [p]ass / [f]ail / [s]kip / [q]uit",
@@ -87,13 +90,25 @@ def review_cmd(agent, label, blind, sample, reviewer, export_path, import_path, 
         reason = ""
         if choice == "f":
             reason = click.prompt("reason (what is wrong)")
-        elif click.get_text_stream("stdin").isatty():
+        elif sys.stdin.isatty():
             reason = click.prompt("note (optional)", default="", show_default=False)
         review.decide(store, item, "pass" if choice == "p" else "fail", reviewer, reason)
         decided += 1
+        agents.add(item.agent)
     left = len(items) - decided
     click.echo(f"\n{decided} decided; {left} still in the queue. Decisions apply to every "
                "re-grade until the question or the rule changes.")
+    _keep_pages(store, sorted(agents))
+
+
+def _keep_pages(store, agents: list[str]) -> None:
+    """The decided agents' pages made again now (their walk and newest version's answers are
+    keyed by the decisions on their questions), as the dashboard does behind a decision: the
+    next view reads them kept instead of walking every version."""
+    from exam.reports.kept import keep_decided
+
+    for agent in agents:
+        keep_decided(store, agent)
 
 
 def _show_item(item, n: int, total: int, blind: bool, colour: bool) -> None:

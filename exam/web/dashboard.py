@@ -46,7 +46,7 @@ from exam.web.auth import (
 
 if TYPE_CHECKING:
     from exam.store import Run
-from exam.reports import answer_cache, baseline, changes, reply_view
+from exam.reports import answer_cache, baseline, changes, kept, reply_view
 from exam.reports import compare as cmp
 from exam.reports import overview as ov
 from exam.reports.regrade import outcome, regrade
@@ -692,6 +692,9 @@ def review_decide():
             review.decide(store(), item, request.form.get("decision", ""), reviewer,
                           request.form.get("reason", ""))
             message = f"{item.case_no}: {request.form.get('decision')} stored"
+            target = str(current_app.config["DB"])
+            if target != ":memory:":  # another connection would be another empty database
+                kept.keep_later(target, item.agent)  # the agent's pages, kept again behind
         except StoreError:  # the service's trouble: a 503 page, not a line saying why not
             raise
         except ExamError as exc:

@@ -205,3 +205,71 @@ def test_a_reviewer_name_is_bounded_and_a_long_one_changes_nothing(history):
     client.post("/review", data={"key": item.key, "decision": "pass", "reviewer": "Mei",
                                  "csrf_token": token})
     assert queue(history) == []
+
+
+def test_a_decision_on_the_dashboard_keeps_the_agents_pages_again_behind_it(history,
+                                                                           monkeypatch):
+    """The decision changes the agent's walk and its newest version's answers: made again in
+    the background right away, so the next overview and scorecard read what is kept and walk
+    nothing; a keep asked again while one waits is one keep."""
+    from exam.reports import answer_cache, baseline, kept
+    from exam.web.app import create_app
+
+    history.bank("A", CASES)
+    history.run("A", "v1", {"Q-01": "pp", "Q-02": "pp"})
+    history.run("A", "v2", {"Q-01": "hh", "Q-02": "pp"})
+    app = create_app({"LOCAL_DEV": True, "DB": str(history.tmp / "exam.db"), "TESTING": True})
+    client = app.test_client()
+    page = client.get("/review").get_data(as_text=True)
+    client.get("/")
+    (item,) = queue(history)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    resp = client.post("/review", data={"key": item.key, "decision": "pass", "reviewer": "Mei",
+                                        "csrf_token": token})
+    assert resp.status_code == 302
+    kept.kept_behind()
+    answer_cache.clear()  # this process's answers: the store's are what another reads
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("walked again on the first view after the decision")
+
+    monkeypatch.setattr(baseline, "walk", refuse)
+    overview = client.get("/").get_data(as_text=True)
+    assert 'data-verdict="ship"' in overview
+    assert client.get("/scorecard/A/v2").status_code == 200
+
+    # asked twice while the thread is busy: one keep follows
+    done = []
+    monkeypatch.setattr(kept, "keep_decided", lambda store, agent: done.append(agent) or True)
+    gate = kept._behind.submit(lambda: None)
+    gate.result()
+    import threading
+
+    held = threading.Event()
+    kept._behind.submit(held.wait, 30)
+    first = kept.keep_later(str(history.tmp / "exam.db"), "A")
+    again = kept.keep_later(str(history.tmp / "exam.db"), "A")
+    held.set()
+    kept.kept_behind()
+    assert first is not None and again is None and done == ["A"]
+
+
+def test_exam_review_keeps_the_decided_agents_pages_before_it_ends(history, monkeypatch):
+    """The CLI's decisions, like the dashboard's: the decided agent's walk is made again as the
+    session ends, so the dashboard's next view walks nothing."""
+    from exam.reports import baseline, kinds
+    from exam.reports.inputs import SERVICE
+
+    history.bank("A", CASES)
+    history.run("A", "v1", {"Q-01": "pp", "Q-02": "pp"})
+    history.run("A", "v2", {"Q-01": "hh", "Q-02": "pp"})
+    kinds.build("overview", history.store, SERVICE)  # kept before the decision
+    out = cli(history, "--reviewer", "Mei", input="p\n\n")
+    assert out.exit_code == 0 and "1 decided" in out.output
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("walked again on the first view after the decision")
+
+    monkeypatch.setattr(baseline, "walk", refuse)
+    report = kinds.build("overview", history.store, SERVICE)
+    assert report["agents"][0]["versions"][-1]["change"]["verdict"] == "ship"
