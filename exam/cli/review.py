@@ -51,7 +51,9 @@ def review_cmd(agent, label, blind, sample, reviewer, export_path, import_path, 
         decided, blank = review.import_csv(store, import_path, reviewer or "")
         click.echo(f"{decided} decision(s) stored, {blank} row(s) left undecided")
         if decided:
-            _keep_pages(store, sorted({r.agent for r in stored_runs(store, agent, label)}))
+            from exam.reports.selection import select_runs
+
+            _keep_pages(store, sorted({r.agent for r in select_runs(store, agent)}))
         return
     runs = stored_runs(store, agent, label)
     regraded = regrade(store, runs)  # in this process: the queue shows each reply's text
