@@ -552,7 +552,9 @@ def question(agent: str, case_no: str):
         store(), runs, lambda: answer_cache.page_text(reply_view.question_page(
             store(), agent, case_no, versions, start, REPLY_GROUPS_SHOWN, OTHERS_SHOWN)),
         "question", agent, case_no, versions, start, REPLY_GROUPS_SHOWN, OTHERS_SHOWN,
-        in_store=start == 0))
+        # in the store: a question's first page, of every version or one (the links a page
+        # gives); two versions side by side and later pages, by this process alone
+        in_store=start == 0 and len(versions) <= 1))
     if not any(col["replies"] for col in view["columns"]):
         abort(404)
     for col in view["columns"]:

@@ -138,7 +138,7 @@ def test_a_question_page_seen_again_reads_its_kept_view_until_what_it_shows_chan
     # a page past the first is kept by the process alone (its slots are a visitor's to make)
     with sqlite3.connect(history.store.path) as con:
         before = con.execute("SELECT COUNT(*) FROM kept_answers").fetchone()[0]
-        for start in (10, 20, 30, 99999):
-            assert client.get(f"/question/A/A-01?new=v2&start={start}",
-                              headers=AUTH).status_code == 200
+        for query in ("new=v2&start=10", "new=v2&start=20", "new=v2&start=99999",
+                      "old=v1&new=v2"):
+            assert client.get(f"/question/A/A-01?{query}", headers=AUTH).status_code == 200
         assert con.execute("SELECT COUNT(*) FROM kept_answers").fetchone()[0] == before > 0
