@@ -176,8 +176,51 @@ def _pages_rows(backend: str, n: int, x: dict) -> list[str]:
     ]
 
 
+PAGES_START, PAGES_END = "<!-- pages:start -->", "<!-- pages:end -->"
+
+
+def pages_table(results: dict) -> str:
+    """Every page and route at every size and backend measured: first view and warm p95, CPU
+    then wall, and its weight (bench/pages*.json, through results.json's pages sections)."""
+    columns = [(backend, n, x) for key, backend in (("pages", "SQLite"),
+                                                    ("pages_postgresql", "PostgreSQL"))
+               for n, x in sorted((results.get(key) or {}).get("sizes", {}).items(),
+                                  key=lambda kv: int(kv[0]))]
+    if not columns:
+        return "(not measured yet: `python bench/run.py --only pages --quick`)"
+    head = ["page or route"] + [f"{b} {int(n):,}" for b, n, _ in columns] + ["KB (largest)"]
+    paths = list(dict.fromkeys(p for _, _, x in columns for p in x["pages"]))
+
+    def cell(x: dict, path: str) -> str:
+        p = x["pages"].get(path)
+        if p is None:
+            return "–"
+        return (f"{p['first_cpu_s']:.2f} / {p['first_wall_s']:.2f} s · "
+                f"{p['warm_cpu_p95_s'] * 1000:.0f} / {p['warm_wall_p95_s'] * 1000:.0f} ms")
+
+    rows = [[f"`{path}`"] + [cell(x, path) for _, _, x in columns]
+            + [f"{max(x['pages'][path]['kb'] for _, _, x in columns if path in x['pages']):,.0f}"]
+            for path in paths]
+    said = [f"{b} {int(n):,}: measured {x.get('measured', '?')} at {x.get('commit', '?')}, load "
+            f"{x.get('load', '?')}, each run kept at its end in {x['kept_cpu_s_per_run']} s CPU"
+            for b, n, x in columns]
+    lines = ["Each cell: first view (a fresh process), CPU / wall; then warm p95 of the views "
+             "after it, CPU / wall. " + "; ".join(said) + ".", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _between(text: str, start: str, end: str, body: str) -> str:
+    if start not in text:
+        return text
+    before, _, rest = text.partition(start)
+    _, _, after = rest.partition(end)
+    return f"{before}{start}\n{body}\n{end}{after}"
+
+
 def write_performance_md(results: dict) -> None:
     text = DOC.read_text(encoding="utf-8") if DOC.exists() else f"{START}\n{END}\n"
-    before, _, rest = text.partition(START)
-    _, _, after = rest.partition(END)
-    DOC.write_text(f"{before}{START}\n{table(results)}\n{END}{after}", encoding="utf-8")
+    text = _between(text, START, END, table(results))
+    DOC.write_text(_between(text, PAGES_START, PAGES_END, pages_table(results)),
+                   encoding="utf-8")
