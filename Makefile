@@ -45,7 +45,8 @@ test: $(TEST_STAMP) n8n
 # (docs/performance.md has its time). tests/conftest.py marks `slow` what needs PostgreSQL,
 # n8n, Chromium or real service processes (tests/processes.py), and what lives in
 # tests/reliability. On every core (pytest-xdist), a test file to a worker so module fixtures
-# are made once.
+# are made once; `-n auto` is a worker more than the cores here (its tests wait a third of
+# their time: tests/conftest.py, pytest_xdist_auto_num_workers).
 check: $(TEST_STAMP)
 	$(PYTEST) -m "not slow" -n $(CHECK_WORKERS) --dist loadfile
 

@@ -561,6 +561,9 @@ def test_a_cell_waiting_to_retry_when_the_run_is_told_to_stop_stops_waiting(stor
     assert "1 cell(s) not run" in store.get_run(run_id).error
 
 
+# waits out real 1 s deadlines: the "slow" cells, held to the deadline twice each (3 s of the
+# fast tier's longest wait)
+@pytest.mark.slow
 def test_every_slot_is_given_back_whatever_a_cell_ran_into(store, tmp_path, monkeypatch,
                                                            pauses):
     """Replies, retries, agent errors, harness errors raised with the slot held, a stop while

@@ -35,6 +35,11 @@ def test_a_worker_left_running_through_an_upgrade_claims_nothing_from_the_newer_
         return did
 
     monkeypatch.setattr(worker, "work_once", held_after_looking)
+    # `exam serve`'s worker as start_in_thread starts it, looking at the queue every 10 ms
+    # rather than every second: its next look, the one that must refuse, comes at once
+    work_forever = worker.work_forever
+    monkeypatch.setattr(worker, "work_forever", lambda db, agents, _poll_s, stop, **kw:
+                        work_forever(db, agents, 0.01, stop, **kw))
     db = str(tmp_path / "exam.db")
     store = Store(db)  # opened before the migration: it reads the schema no more
     try:
