@@ -49,7 +49,10 @@ def test_every_tour_command_runs_as_written_on_the_demo(tmp_path):
     exam = [sys.executable, "-m", "exam"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EXAM_", "LINE_"))}
     with sigint_reaches_children():  # it is stopped with Ctrl-C below
-        demo = subprocess.Popen([*exam, "demo", "--serve", "--repeats", "1", "--port", str(port)],
+        # the demo agents think a tenth as long as the demo's (a model's 40-140 ms a call):
+        # the tour's runs, resumes and --settle wait on that think time alone
+        demo = subprocess.Popen([*exam, "demo", "--serve", "--repeats", "1", "--port", str(port),
+                                 "--think-scale", "0.1"],
                                 cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
     lines: queue.Queue[str] = queue.Queue()

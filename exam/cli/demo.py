@@ -19,7 +19,10 @@ from exam.cli.common import INTERRUPTED, InputError
                    "so every command of the README tour works on the demo data.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True,
               help="With --serve: the dashboard's port on 127.0.0.1.")
-def demo_cmd(db, repeats, serve, port) -> None:
+# the tests' own (hidden): the tour test waits on the demo agents' simulated think time alone
+@click.option("--think-scale", type=click.FloatRange(min=0), default=1.0, hidden=True,
+              help="Scale the demo agents' simulated think time (1: as a model would take).")
+def demo_cmd(db, repeats, serve, port, think_scale) -> None:
     """Start simulated W1/W2/W3 specialists on 127.0.0.1 and run the exam on two versions.
 
     \b
@@ -27,7 +30,8 @@ def demo_cmd(db, repeats, serve, port) -> None:
     """
     from exam.demo.main import run_demo
 
-    sys.exit(run_demo(db, repeats, serve=_serve_demo(port) if serve else None))
+    sys.exit(run_demo(db, repeats, serve=_serve_demo(port) if serve else None,
+                      latency_scale=think_scale))
 
 
 def _serve_demo(port: int):

@@ -110,9 +110,11 @@ def path_hint() -> str:
 
 
 def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.echo,
-             serve: Callable[[DemoServer, str], None] | None = None) -> int:
+             serve: Callable[[DemoServer, str], None] | None = None,
+             latency_scale: float = 1.0) -> int:
     """Run the demo exam and print its reports; with ``serve``, hand the running demo agents
-    and the store to it before they stop (``exam demo --serve``)."""
+    and the store to it before they stop (``exam demo --serve``). ``latency_scale`` scales
+    the agents' simulated think time (DemoServer)."""
 
     for agent in AGENTS:
         load_bank(bank_dir / f"{agent}.json")  # a broken bank stops here, before any call
@@ -120,7 +122,7 @@ def run_demo(db: str, repeats: int = 3, bank_dir: Path = BANK_DIR, echo=click.ec
         Path(db + suffix).unlink(missing_ok=True)
     store = Store(db)
     started = time.perf_counter()
-    with DemoServer() as server:
+    with DemoServer(latency_scale=latency_scale) as server:
         echo(f"demo agents W1, W2, W3 (versions v1 and v2) listening on 127.0.0.1:{server.port}")
         for version in VERSIONS:
             jobs = []

@@ -20,7 +20,7 @@ import pytest
 from exam.pipeline import shard as sharding
 from exam.pipeline.runner import create_run, execute, job_for
 from exam.store import Store
-from tests.backends import postgres_database
+from tests.backends import migrated_template, postgres_database
 from tests.exam.helpers import (
     agent_for,
     registry_env,
@@ -33,7 +33,10 @@ from tests.fakes.agent import FakeAgent
 
 @pytest.fixture
 def pg_url():
-    with postgres_database() as url:
+    """A database with today's schema (a copy of the session's migrated one, as every
+    PostgreSQL store of the tests: tests/backends.py), dropped on the dropper's thread: a
+    DROP DATABASE here waited 1–15 s for a checkpoint after each test."""
+    with postgres_database(template=migrated_template(), drop="later") as url:
         yield url
 
 
