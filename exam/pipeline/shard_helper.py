@@ -34,6 +34,18 @@ def _die_with_parent(parent: int) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
+def _to_nowhere() -> None:
+    """This process's stdout and stderr to /dev/null: their pipes' reader is gone."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+        os.dup2(null, stream.fileno())
+    os.close(null)
+
+
 def main() -> int:
     """Run this process's share of the run's missing cells, then exit (``shard`` statuses)."""
 
@@ -52,8 +64,15 @@ def main() -> int:
     out = sys.stdout
 
     def arrived(_run_id: int, cell) -> None:
-        out.write(f"{cell.run_status}\n")
-        out.flush()
+        try:
+            out.write(f"{cell.run_status}\n")
+            out.flush()
+        except (BrokenPipeError, ValueError):
+            # the main process is gone (kill -9): nobody reads this pipe any more. Stop as at
+            # its death, store what is in flight, and write nothing more there (a traceback
+            # into a closed pipe, or the flush at exit, would end this process mid-store)
+            stop.set()
+            _to_nowhere()
 
     store = Store(config["db"], checked=True)
     try:
