@@ -46,21 +46,37 @@ def _to_nowhere() -> None:
     os.close(null)
 
 
+def stopped_by_signals(stop: threading.Event, parent: int) -> None:
+    """``stop`` set on SIGTERM or SIGINT, and when ``parent`` dies, by a thread of its own.
+
+    A signal handler runs between two bytecodes of the main thread, perhaps inside
+    ``stop.set()`` itself: the terminal's SIGINT and the SIGTERM of the main process dying
+    come together, and a handler calling ``stop.set()`` there waited for the Event's lock,
+    held by the frame it interrupted, for good (a helper hung after Ctrl-C). The handler only
+    appends (no lock); the thread sets ``stop``."""
+    signalled: list[int] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        signalled.append(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+    _die_with_parent(parent)
+
+    def watch() -> None:  # a signal, or the parent gone where there is no parent-death signal
+        while not stop.wait(0.05):
+            if signalled or os.getppid() != parent:
+                stop.set()
+
+    threading.Thread(target=watch, daemon=True, name="exam-stop").start()
+
+
 def main() -> int:
     """Run this process's share of the run's missing cells, then exit (``shard`` statuses)."""
 
     config = pickle.load(sys.stdin.buffer)  # from the main process only (a pipe of its own)
     stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    _die_with_parent(config["parent"])
-
-    def watch_parent() -> None:  # where there is no parent-death signal
-        while not stop.wait(1.0):
-            if os.getppid() != config["parent"]:
-                stop.set()
-
-    threading.Thread(target=watch_parent, daemon=True).start()
+    stopped_by_signals(stop, config["parent"])
     out = sys.stdout
 
     def arrived(_run_id: int, cell) -> None:

@@ -329,6 +329,25 @@ def test_a_helper_is_told_to_stop_when_its_parent_dies(tmp_path):
     wait_for(lambda: _gone(int(pid)), "the helper to exit", 60)
 
 
+def test_signals_arriving_inside_stop_set_still_stop_the_helper():
+    """The terminal's SIGINT and the SIGTERM of its main process dying reach a helper
+    together; a handler that called ``stop.set()`` could run while the main thread was inside
+    ``stop.set()`` and wait for the lock that frame held, for good (a helper hung after
+    Ctrl-C). Both signals are sent here while the main thread holds that very lock."""
+    script = ("import os, signal, sys, threading\n"
+              "from exam.pipeline.shard_helper import stopped_by_signals\n"
+              "stop = threading.Event()\n"
+              "stopped_by_signals(stop, os.getppid())\n"
+              "with stop._cond:  # as inside stop.set() when the signals come\n"
+              "    os.kill(os.getpid(), signal.SIGINT)\n"
+              "    os.kill(os.getpid(), signal.SIGTERM)\n"
+              "    sum(range(100_000))  # bytecodes: the handlers run here\n"
+              "sys.exit(0 if stop.wait(30) else 3)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+
+
 def test_ctrl_c_while_the_main_process_waits_for_its_helper_interrupts_the_run(pg_url, tmp_path):
     """The main process has run its share and waits for the helper's: Ctrl-C there is an
     interruption like any other (the run reads interrupted at once, resumable), not a run
