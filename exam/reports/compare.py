@@ -97,10 +97,10 @@ def build(regraded: Regraded, agent: str, old: str, new: str,
     # compare reads those two versions' cells, not a year of them
     cells = [c for c in cells if c.version in (old, new)]
     runs = [r for r in runs if r.version in (old, new)]
-    every, by, meta = _by_question(cells, old, new)
+    by, meta = _by_question(cells)
     _planned_meta(regraded, runs, meta)
-    skipped, decision = _decided(regraded, runs, cells, every, by, meta, agent, old, new,
-                                 settings, levels)
+    skipped, decision = _decided(regraded, runs, cells, by, meta, agent, old, new, settings,
+                                 levels)
     tests = {t["case_no"]: t for t in decision["tests"]}
     groups: dict[str, list[dict[str, Any]]] = {k: [] for k in GROUPS}
     for case_no in sorted(by):
@@ -141,20 +141,16 @@ ByQuestion = dict[str, dict[str, list[GradedCell]]]  # case_no → version → c
 Meta = dict[str, tuple[str, str]]  # case_no → (severity, category)
 
 
-def _by_question(cells: list[GradedCell], old: str, new: str
-                 ) -> tuple[ByQuestion, ByQuestion, Meta]:
-    """The cells by question and version: every version's given, OLD's and NEW's alone, and
-    each question's severity and category (its first cell's)."""
-    every: ByQuestion = defaultdict(lambda: defaultdict(list))
+def _by_question(cells: list[GradedCell]) -> tuple[ByQuestion, Meta]:
+    """OLD's and NEW's cells by question and version, and each question's severity and
+    category (its first cell's)."""
     by: ByQuestion = defaultdict(lambda: defaultdict(list))
     meta: Meta = {}
     for c in cells:
-        every[c.case_no][c.version].append(c)
+        by[c.case_no][c.version].append(c)
         if c.case_no not in meta:
             meta[c.case_no] = (c.severity, c.category)
-        if c.version in (old, new):
-            by[c.case_no][c.version].append(c)
-    return every, by, meta
+    return by, meta
 
 
 def _planned_meta(regraded: Regraded, runs: list[Run], meta: Meta) -> None:
@@ -170,8 +166,8 @@ def _planned_meta(regraded: Regraded, runs: list[Run], meta: Meta) -> None:
                 meta[case_no] = (item.question.severity, item.category)
 
 
-def _decided(regraded: Regraded, runs: list[Run], cells: list[GradedCell], every: ByQuestion,
-             by: ByQuestion, meta: Meta, agent: str, old: str, new: str,
+def _decided(regraded: Regraded, runs: list[Run], cells: list[GradedCell], by: ByQuestion,
+             meta: Meta, agent: str, old: str, new: str,
              settings: verdict.Settings, levels: dict[str, float] | None
              ) -> tuple[set[str], dict[str, Any]]:
     """(the questions OLD's runs left out, the verdict's decision): decided per question,
@@ -180,9 +176,7 @@ def _decided(regraded: Regraded, runs: list[Run], cells: list[GradedCell], every
     removed = {case for r in runs for case in regraded.removed.get(r.id, [])}
     planned = {k: v for k, v in planned.items() if k not in removed}
     skipped = skipped_by(regraded, runs, planned, old, new)
-    questions = verdict.questions_from(
-        every, planned, meta, old, new,
-        skipped)
+    questions = verdict.questions_from(by, planned, meta, old, new, skipped)
     decision = verdict.decide(questions, settings, levels,
                               unfinished=unfinished_runs(runs, cells, regraded.removed, old, new),
                               labels={"agent": agent, "old": old, "new": new})
