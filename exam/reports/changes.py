@@ -76,7 +76,7 @@ def key(regraded: Regraded | Tallied, agent: str, records: Sequence[Any]) -> str
     still change, or the report was not read from a store."""
     store, marks = regraded.store, regraded.marks
     runs = sorted((r for r in regraded.runs if r.agent == agent), key=lambda r: r.id)
-    decided = (regraded.decisions_mark or {}).get(agent)
+    decided = (regraded.decisions_marks or {}).get(agent)
     if store is None or marks is None or decided is None or not runs or \
             any(r.shown_status in NOT_KEPT for r in runs):
         return None

@@ -97,7 +97,7 @@ class Regraded:
     # keeps is keyed by (exam/reports/changes.py). Read first, a change made while the cells
     # were read gives a later reader another key, never this one
     marks: dict[int, tuple[int, int]] | None = field(default=None, repr=False, compare=False)
-    decisions_mark: dict[str, tuple] | None = field(default=None, repr=False, compare=False)
+    decisions_marks: dict[str, tuple] | None = field(default=None, repr=False, compare=False)
 
     def bank_digests(self) -> dict[str, str]:
         return {b.agent: b.digest for b in self.banks.values()}
@@ -409,7 +409,7 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
     marks = store.cell_marks([r.id for r in runs])
     banks, missing = load_banks(store, runs)
     runs = [r for r in runs if r.bank_path in banks]
-    decisions_mark = decisions_marks(store, runs, banks)  # before the decisions are read
+    marked = decisions_marks(store, runs, banks)  # before the decisions are read
     by_id = {r.id: r for r in runs}
     items = {path: bank.by_case() for path, bank in banks.items()}
     rules = rules_key()
@@ -453,7 +453,7 @@ def regrade(store: Store, runs: Sequence[Run], *, parallel: bool = False,
             if reviewed:
                 cells[n] = replace(c, checks=checks, verdict=verdict, reviewed=True)
     return Regraded(cells, banks, list(runs), removed, missing,
-                    store.run_banks([r.id for r in runs]), store, marks, decisions_mark)
+                    store.run_banks([r.id for r in runs]), store, marks, marked)
 
 
 def decisions_marks(store: Store, runs: Sequence[Run], banks: Mapping[str, Bank]
@@ -462,12 +462,12 @@ def decisions_marks(store: Store, runs: Sequence[Run], banks: Mapping[str, Bank]
     on a question of today's bank of one of its runs (a decision applies only where the
     question's digest is the one it was made on: exam/review.py). A reviewer deciding one
     agent's replies leaves what is kept of the other agents' reports as it is."""
-    digests: dict[str, set[str]] = {}
+    paths: dict[str, dict[str, Bank]] = {}
     for r in runs:
-        bank = banks.get(r.bank_path)
-        if bank is not None:
-            digests.setdefault(r.agent, set()).update(i.digest for i in bank.items)
-    return {agent: store.adjudications_mark(d) for agent, d in sorted(digests.items())}
+        if r.bank_path in banks:
+            paths.setdefault(r.agent, {})[r.bank_path] = banks[r.bank_path]
+    return {agent: store.adjudications_mark(question_digests(of_agent))
+            for agent, of_agent in sorted(paths.items())}
 
 
 def question_digests(banks: Mapping[str, Bank]) -> set[str]:

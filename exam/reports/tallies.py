@@ -64,7 +64,7 @@ class Tallied:
     # exam/reports/changes.py)
     store: Store | None = field(default=None, repr=False, compare=False)
     marks: dict[int, tuple[int, int]] | None = field(default=None, repr=False, compare=False)
-    decisions_mark: dict[str, tuple] | None = field(default=None, repr=False, compare=False)
+    decisions_marks: dict[str, tuple] | None = field(default=None, repr=False, compare=False)
     # run id → COST figure → its values, sorted: from the cells at hand or the kept cost lines
     _values: dict[int, dict[str, list]] = field(default_factory=dict, repr=False)
     # kept runs: their key and where their cost line lies (``graded_runs.Head.tail``)
@@ -143,7 +143,7 @@ def from_regraded(regraded: Regraded) -> Tallied:
                    {path: bank.by_case() for path, bank in regraded.banks.items()}, cells,
                    {i: {k: graded_runs.cost_of(v) for k, v in vs.items()}
                     for i, vs in values.items()},
-                   regraded.store, regraded.marks, regraded.decisions_mark, values)
+                   regraded.store, regraded.marks, regraded.decisions_marks, values)
 
 
 def tallied(store: Store, runs: Sequence[Run], *, parallel: bool = False) -> Tallied:
@@ -154,7 +154,7 @@ def tallied(store: Store, runs: Sequence[Run], *, parallel: bool = False) -> Tal
     marks = store.cell_marks([r.id for r in runs])
     banks, missing = load_banks(store, runs)
     runs = [r for r in runs if r.bank_path in banks]
-    decisions_mark = decisions_marks(store, runs, banks)
+    marked = decisions_marks(store, runs, banks)
     by_id = {r.id: r for r in runs}
     items = {path: bank.by_case() for path, bank in banks.items()}
     questions = {p: questions_key(b) for p, b in banks.items()}
@@ -191,4 +191,4 @@ def tallied(store: Store, runs: Sequence[Run], *, parallel: bool = False) -> Tal
                                 questions, rules, marks)
     kept = {i: (k, heads[i].tail) for i, k in keys.items() if i in heads}
     return Tallied(runs, banks, missing, tallies, items, cells, cost, store, marks,
-                   decisions_mark, values, kept)
+                   marked, values, kept)
